@@ -1,0 +1,267 @@
+// The TPM commands tpmsec sends, one definition each (Part 3).
+// See command.h for what a definition holds.
+#ifndef TPMSEC_COMMANDS_H_
+#define TPMSEC_COMMANDS_H_
+
+#include "tpmsec/command.h"
+#include "tpmsec/structures.h"
+
+namespace tpmsec::cmd {
+
+// Part 3 §9.3
+struct Startup {
+  static constexpr CommandInfo kInfo{0x144, "Startup", 0, 0, 0, false, false};
+  uint16_t startup_type = su::kClear;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(startup_type); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §9.4
+struct Shutdown {
+  static constexpr CommandInfo kInfo{0x145, "Shutdown", 0, 0, 0, false, false};
+  uint16_t shutdown_type = su::kClear;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(shutdown_type); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §30.2
+struct GetCapability {
+  static constexpr CommandInfo kInfo{0x17A, "GetCapability", 0, 0, 0, false, false};
+  uint32_t capability = 0;
+  uint32_t property = 0;
+  uint32_t property_count = 0;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(capability, property, property_count); }
+  struct Response {
+    uint8_t more_data = 0;
+    CapabilityData capability_data;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(more_data, capability_data); }
+  };
+};
+
+// Part 3 §16.1
+struct GetRandom {
+  static constexpr CommandInfo kInfo{0x17B, "GetRandom", 0, 0, 0, false, true};
+  uint16_t bytes_requested = 0;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(bytes_requested); }
+  struct Response {
+    Tpm2bDigest random_bytes;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(random_bytes); }
+  };
+};
+
+// Part 3 §22.4
+struct PcrRead {
+  static constexpr CommandInfo kInfo{0x17E, "PCR_Read", 0, 0, 0, false, false};
+  PcrSelectionList pcr_selection_in;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(pcr_selection_in); }
+  struct Response {
+    uint32_t pcr_update_counter = 0;
+    PcrSelectionList pcr_selection_out;
+    DigestList pcr_values;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(pcr_update_counter, pcr_selection_out, pcr_values); }
+  };
+};
+
+// Part 3 §22.2
+struct PcrExtend {
+  static constexpr CommandInfo kInfo{0x182, "PCR_Extend", 1, 1, 0, false, false};
+  NamedHandle pcr_handle;
+  DigestValues digests;
+  auto handles() const { return std::tie(pcr_handle); }
+  auto params() const { return std::tie(digests); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §22.8
+struct PcrReset {
+  static constexpr CommandInfo kInfo{0x13D, "PCR_Reset", 1, 1, 0, false, false};
+  NamedHandle pcr_handle;
+  auto handles() const { return std::tie(pcr_handle); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §24.1
+struct CreatePrimary {
+  static constexpr CommandInfo kInfo{0x131, "CreatePrimary", 1, 1, 1, true, false};
+  NamedHandle primary_handle;
+  SensitiveCreate in_sensitive;
+  PublicArea in_public;
+  Tpm2bData outside_info;
+  PcrSelectionList creation_pcr;
+  auto handles() const { return std::tie(primary_handle); }
+  auto params() const { return std::tie(in_sensitive, in_public, outside_info, creation_pcr); }
+  struct Response {
+    uint32_t object_handle = 0;
+    PublicArea out_public;
+    Tpm2bCreationData creation_data;
+    Tpm2bDigest creation_hash;
+    Ticket creation_ticket;
+    Tpm2bName name;
+    auto handles() { return std::tie(object_handle); }
+    auto params() { return std::tie(out_public, creation_data, creation_hash, creation_ticket, name); }
+  };
+};
+
+// Part 3 §12.1
+struct Create {
+  static constexpr CommandInfo kInfo{0x153, "Create", 1, 1, 0, true, false};
+  NamedHandle parent_handle;
+  SensitiveCreate in_sensitive;
+  PublicArea in_public;
+  Tpm2bData outside_info;
+  PcrSelectionList creation_pcr;
+  auto handles() const { return std::tie(parent_handle); }
+  auto params() const { return std::tie(in_sensitive, in_public, outside_info, creation_pcr); }
+  struct Response {
+    Tpm2bPrivate out_private;
+    PublicArea out_public;
+    Tpm2bCreationData creation_data;
+    Tpm2bDigest creation_hash;
+    Ticket creation_ticket;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(out_private, out_public, creation_data, creation_hash, creation_ticket); }
+  };
+};
+
+// Part 3 §12.2
+struct Load {
+  static constexpr CommandInfo kInfo{0x157, "Load", 1, 1, 1, true, false};
+  NamedHandle parent_handle;
+  Tpm2bPrivate in_private;
+  PublicArea in_public;
+  auto handles() const { return std::tie(parent_handle); }
+  auto params() const { return std::tie(in_private, in_public); }
+  struct Response {
+    uint32_t object_handle = 0;
+    Tpm2bName name;
+    auto handles() { return std::tie(object_handle); }
+    auto params() { return std::tie(name); }
+  };
+};
+
+// Part 3 §12.7
+struct Unseal {
+  static constexpr CommandInfo kInfo{0x15E, "Unseal", 1, 1, 0, false, true};
+  NamedHandle item_handle;
+  auto handles() const { return std::tie(item_handle); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    Tpm2bSensitiveData out_data;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(out_data); }
+  };
+};
+
+// Part 3 §12.4
+struct ReadPublic {
+  static constexpr CommandInfo kInfo{0x173, "ReadPublic", 1, 0, 0, false, true};
+  NamedHandle object_handle;
+  auto handles() const { return std::tie(object_handle); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    PublicArea out_public;
+    Tpm2bName name;
+    Tpm2bName qualified_name;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(out_public, name, qualified_name); }
+  };
+};
+
+// Part 3 §28.2
+struct ContextSave {
+  static constexpr CommandInfo kInfo{0x162, "ContextSave", 1, 0, 0, false, false};
+  NamedHandle save_handle;
+  auto handles() const { return std::tie(save_handle); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    Context context;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(context); }
+  };
+};
+
+// Part 3 §28.3
+struct ContextLoad {
+  static constexpr CommandInfo kInfo{0x161, "ContextLoad", 0, 0, 1, false, false};
+  Context context;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(context); }
+  struct Response {
+    uint32_t loaded_handle = 0;
+    auto handles() { return std::tie(loaded_handle); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §28.4. The handle to flush is a parameter, not a handle.
+struct FlushContext {
+  static constexpr CommandInfo kInfo{0x165, "FlushContext", 0, 0, 0, false, false};
+  uint32_t flush_handle = 0;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(flush_handle); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §11.1
+struct StartAuthSession {
+  static constexpr CommandInfo kInfo{0x176, "StartAuthSession", 2, 0, 1, true, true};
+  NamedHandle tpm_key = NamedHandle::of(rh::kNull);
+  NamedHandle bind = NamedHandle::of(rh::kNull);
+  Tpm2bDigest nonce_caller;
+  Tpm2bEncryptedSecret encrypted_salt;
+  uint8_t session_type = se::kHmac;
+  SymDef symmetric;
+  uint16_t auth_hash = alg::kSha256;
+  auto handles() const { return std::tie(tpm_key, bind); }
+  auto params() const { return std::tie(nonce_caller, encrypted_salt, session_type, symmetric, auth_hash); }
+  struct Response {
+    uint32_t session_handle = 0;
+    Tpm2bDigest nonce_tpm;
+    auto handles() { return std::tie(session_handle); }
+    auto params() { return std::tie(nonce_tpm); }
+  };
+};
+
+// Part 3 §15.4
+struct Hash {
+  static constexpr CommandInfo kInfo{0x17D, "Hash", 0, 0, 0, true, true};
+  Tpm2bMaxBuffer data;
+  uint16_t hash_alg = alg::kSha256;
+  uint32_t hierarchy = rh::kNull;
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(data, hash_alg, hierarchy); }
+  struct Response {
+    Tpm2bDigest out_hash;
+    Ticket validation;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(out_hash, validation); }
+  };
+};
+
+}  // namespace tpmsec::cmd
+
+#endif  // TPMSEC_COMMANDS_H_

@@ -1,0 +1,46 @@
+// TPM response codes (Part 2 §6.6): decoding to spec names with their
+// handle, session or parameter position.
+#ifndef TPMSEC_RESPONSE_CODE_H_
+#define TPMSEC_RESPONSE_CODE_H_
+
+#include <cstdint>
+#include <string>
+
+namespace tpmsec {
+
+namespace rc {
+inline constexpr uint32_t kSuccess = 0x000;
+inline constexpr uint32_t kInitialize = 0x100;
+inline constexpr uint32_t kFailure = 0x101;
+inline constexpr uint32_t kReferenceH0 = 0x910;
+inline constexpr uint32_t kHandle = 0x08B;
+inline constexpr uint32_t kValue = 0x084;
+inline constexpr uint32_t kIntegrity = 0x09F;
+inline constexpr uint32_t kBadAuth = 0x0A2;
+inline constexpr uint32_t kAuthFail = 0x08E;
+inline constexpr uint32_t kSize = 0x095;
+inline constexpr uint32_t kContextGap = 0x901;
+inline constexpr uint32_t kObjectMemory = 0x902;
+inline constexpr uint32_t kSessionMemory = 0x903;
+inline constexpr uint32_t kYielded = 0x908;
+inline constexpr uint32_t kTesting = 0x90A;
+inline constexpr uint32_t kRetry = 0x922;
+inline constexpr uint32_t kNvUnavailable = 0x923;
+inline constexpr uint32_t kCommandCode = 0x143;
+inline constexpr uint32_t kBadContext = 0x150;
+}  // namespace rc
+
+// The code with its position (handle/session/parameter number) removed, so it
+// can be compared with the rc:: constants: base(0x9A2) == rc::kBadAuth.
+uint32_t rc_base(uint32_t code);
+
+// Warnings after which the same command may simply be sent again.
+bool rc_is_retryable(uint32_t code);
+
+// "TPM_RC_BAD_AUTH (session 1)", "TPM_RC_RETRY (warning)",
+// "TPM_RC_VALUE (parameter 2)", or "0x00012345 (unknown response code)".
+std::string describe_rc(uint32_t code);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_RESPONSE_CODE_H_

@@ -1,0 +1,61 @@
+// Transports carry command bytes to a TPM and its response back.
+//
+// Selected by one string (tpm2-tss TCTI syntax, so TPM2TOOLS_TCTI values for
+// swtpm and device work unchanged):
+//   embedded                      in-process libtpms, fresh TPM per process (default)
+//   embedded:state=DIR            same, NV state persisted in DIR
+//   swtpm[:host=H,port=P]         swtpm's data port (default localhost:2321)
+//   swtpm:path=SOCKET             swtpm's data port on a Unix socket
+//     ...,ctrl=P2 / ctrlpath=S    swtpm's control channel, for TPM reset
+//   device[:PATH]                 a TPM character device (default /dev/tpm0)
+//
+// Decorators (tracing, latency emulation, fault injection) wrap a Transport.
+#ifndef TPMSEC_TRANSPORT_H_
+#define TPMSEC_TRANSPORT_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/result.h"
+
+namespace tpmsec {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Sends one complete command and returns the complete response.
+  virtual Result<Bytes> transmit(ByteView command) = 0;
+
+  // A TPM Reset (_TPM_Init then Startup(CLEAR)): regenerates the null seed,
+  // resets PCRs and flushes every session and transient object. Transports
+  // without platform control return kUnsupported.
+  virtual Status reset_tpm();
+
+  // The TPM string that reopens this transport, e.g. "swtpm:host=127.0.0.1,port=2321".
+  virtual std::string describe() const = 0;
+};
+
+// A parsed TPM string: "scheme:key=value,key=value" or "scheme:PATH".
+struct TransportSpec {
+  std::string scheme;
+  std::string path;                            // device path (device:PATH)
+  std::map<std::string, std::string> options;  // key=value pairs
+};
+
+// Parses a TPM string; errors are kUsage and name the problem.
+Result<TransportSpec> parse_transport_spec(std::string_view spec);
+
+// Opens the transport a TPM string names. The embedded and swtpm transports
+// start the TPM (Startup) if it needs it.
+Result<std::unique_ptr<Transport>> open_transport(std::string_view spec);
+
+// The TPM string to use when none was given: $TPMSEC_TPM, else "embedded".
+std::string default_transport_spec();
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_TRANSPORT_H_

@@ -1,0 +1,39 @@
+// Constructors for the concrete transports. Most callers use
+// open_transport(spec) from transport.h; these are for code (and tests)
+// that builds a transport directly.
+#ifndef TPMSEC_TRANSPORTS_H_
+#define TPMSEC_TRANSPORTS_H_
+
+#include <memory>
+#include <string>
+
+#include "tpmsec/transport.h"
+
+namespace tpmsec {
+
+// In-process libtpms. libtpms is a process-wide singleton: only one embedded
+// transport may exist at a time (a second open fails with kRuntime).
+// With an empty state_dir the TPM is manufactured fresh in memory; otherwise
+// its NV state is loaded from and saved to state_dir, and the TPM is resumed
+// (Startup(STATE)) when the previous process shut it down orderly.
+Result<std::unique_ptr<Transport>> open_embedded(const std::string& state_dir = "");
+
+struct SwtpmAddress {
+  std::string host = "localhost";
+  uint16_t port = 2321;
+  std::string path;  // Unix socket instead of host/port
+  uint16_t ctrl_port = 0;
+  std::string ctrl_path;
+  std::string ctrl_host;  // defaults to host
+};
+Result<std::unique_ptr<Transport>> open_swtpm(const SwtpmAddress& address);
+
+// A TPM character device (/dev/tpm0, /dev/tpmrm0): one write() of the whole
+// command, one read() of the whole response.
+Result<std::unique_ptr<Transport>> open_device(const std::string& path);
+// The same protocol over an already open file descriptor (owned from now on).
+std::unique_ptr<Transport> device_from_fd(int fd, std::string label);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_TRANSPORTS_H_

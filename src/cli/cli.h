@@ -1,0 +1,54 @@
+// Shared plumbing of the tpmsec command line: how subcommands register, how
+// they open the TPM, and how errors become one stderr line and an exit code.
+#ifndef TPMSEC_SRC_CLI_CLI_H_
+#define TPMSEC_SRC_CLI_CLI_H_
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tpmsec/result.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/transport.h"
+
+namespace tpmsec::cli {
+
+// Exit codes (documented in README and --help).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRuntime = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitIntegrity = 3;
+
+int exit_code_for(const Error& e);
+
+// The action a parsed subcommand runs.
+using Action = std::function<Status()>;
+
+// Each subcommand file registers itself: adds its CLI11 subcommand to `app`
+// and sets `*action` in the subcommand's callback.
+void register_info(CLI::App& app, Action* action);
+void register_pcr(CLI::App& app, Action* action);
+
+// --tpm on a subcommand: the TPM string, defaulting to $TPMSEC_TPM or embedded.
+struct TpmOption {
+  std::string spec;
+  void add_to(CLI::App* sub);
+};
+
+// An open transport with the pipeline over it.
+struct OpenTpm {
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Tpm> tpm;
+};
+Result<OpenTpm> open_tpm(const TpmOption& option);
+
+// Parses a decimal PCR index ("16"); kUsage error otherwise.
+Result<uint32_t> parse_pcr_index(const std::string& text);
+// Parses a bank name ("sha256"); kUsage error otherwise.
+Result<uint16_t> parse_bank(const std::string& text);
+
+}  // namespace tpmsec::cli
+
+#endif  // TPMSEC_SRC_CLI_CLI_H_

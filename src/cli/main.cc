@@ -1,0 +1,62 @@
+// tpmsec: protect TPM 2.0 traffic, and measure what the protection costs.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+
+int main(int argc, char** argv) {
+  using namespace tpmsec::cli;
+  CLI::App app{"tpmsec: protect TPM 2.0 bus traffic with salted HMAC sessions, and measure what it costs",
+               "tpmsec"};
+  app.set_version_flag("--version", TPMSEC_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "TPM strings follow tpm2-tss TCTI syntax (embedded, swtpm:host=H,port=P, device:/dev/tpmrm0).\n"
+      "Exit codes: 0 success, 1 runtime failure (TPM error, connection), 2 usage error, 3 integrity failure.");
+
+  Action action;
+  register_info(app, &action);
+  register_pcr(app, &action);
+
+  // CLI11 reports a mistyped command as "a subcommand is required": name it.
+  auto known = [&app](const std::string& name) {
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->check_name(name)) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
+    fmt::print(stderr, "tpmsec: unknown command '{}' (see tpmsec --help)\n", argv[1]);
+    return kExitUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = "invalid command line";
+    fmt::print(stderr, "tpmsec: {} (see tpmsec --help)\n", what);
+    return kExitUsage;
+  }
+  if (!action) {
+    fmt::print(stderr, "tpmsec: no command given (see tpmsec --help)\n");
+    return kExitUsage;
+  }
+  tpmsec::Status status = action();
+  if (!status.ok()) {
+    const auto& e = status.error();
+    if (e.kind() == tpmsec::ErrorKind::kIntegrity) {
+      fmt::print(stderr, "tpmsec: integrity failure: {}\n", e.message());
+    } else {
+      fmt::print(stderr, "tpmsec: {}\n", e.message());
+    }
+    return exit_code_for(e);
+  }
+  return kExitOk;
+}

@@ -1,0 +1,176 @@
+#include "tpmsec/tpm.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+namespace tpmsec {
+namespace {
+
+constexpr size_t kHeaderSize = 10;
+constexpr int kMaxRetries = 8;
+
+// Offset and length of the data bytes of a TPM2B at the start of `params`.
+Result<MutableByteView> first_parameter_data(MutableByteView params, std::string_view what) {
+  if (params.size() < 2) return parse_error(fmt::format("{}: no first parameter to encrypt", what));
+  size_t size = size_t{params[0]} << 8 | params[1];
+  if (size > params.size() - 2) {
+    return parse_error(fmt::format("{}: first parameter size {} exceeds the {} bytes present", what, size,
+                                   params.size() - 2));
+  }
+  return params.subspan(2, size);
+}
+
+}  // namespace
+
+Error tpm_error(uint32_t code, std::string_view command) {
+  return Error(ErrorKind::kTpm, fmt::format("TPM error {} from {}", describe_rc(code), command), code);
+}
+
+Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,
+                                 Bytes parameters, std::span<const Auth> auths) {
+  auto delay = std::chrono::milliseconds(20);
+  for (int attempt = 0;; ++attempt) {
+    auto result = execute_once(info, handles, parameters, auths);
+    if (result.ok() || result.error().kind() != ErrorKind::kTpm || !rc_is_retryable(result.error().tpm_rc()) ||
+        attempt == kMaxRetries) {
+      return result;
+    }
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
+                                      const Bytes& parameters_in, std::span<const Auth> auths) {
+  if (auths.size() < info.auth_count) {
+    return usage_error(fmt::format("{} needs {} authorization{}, got {}", info.name, info.auth_count,
+                                   info.auth_count == 1 ? "" : "s", auths.size()));
+  }
+  if (auths.size() > 3) return usage_error(fmt::format("{}: at most 3 sessions per command", info.name));
+
+  // Which sessions carry decrypt / encrypt; only a TPM2B first parameter can.
+  int decrypt_index = -1, encrypt_index = -1;
+  for (size_t i = 0; i < auths.size(); ++i) {
+    if (auths[i].session->decrypts_command()) {
+      if (decrypt_index >= 0) return usage_error("two sessions carry the decrypt attribute");
+      decrypt_index = static_cast<int>(i);
+    }
+    if (auths[i].session->encrypts_response()) {
+      if (encrypt_index >= 0) return usage_error("two sessions carry the encrypt attribute");
+      encrypt_index = static_cast<int>(i);
+    }
+  }
+  if (decrypt_index >= 0 && !info.command_param_tpm2b) {
+    return usage_error(fmt::format("{} cannot carry command parameter encryption: its first parameter is not a TPM2B",
+                                   info.name));
+  }
+  if (encrypt_index >= 0 && !info.response_param_tpm2b) {
+    return usage_error(fmt::format(
+        "{} cannot carry response parameter encryption: its first response parameter is not a TPM2B", info.name));
+  }
+
+  // Parameter encryption comes first: cpHash covers the parameters as sent.
+  Bytes parameters = parameters_in;
+  if (decrypt_index >= 0) {
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(parameters, info.name));
+    const Auth& a = auths[decrypt_index];
+    TPMSEC_RETURN_IF_ERROR(a.session->encrypt_parameter(data, a.auth_value));
+  }
+
+  Writer w;
+  w.u16(auths.empty() ? st::kNoSessions : st::kSessions);
+  size_t size_mark = w.begin_size32();
+  w.u32(info.code);
+  for (const NamedHandle* h : handles) w.u32(h->handle);
+  if (!auths.empty()) {
+    size_t auth_mark = w.begin_size32();
+    for (size_t i = 0; i < auths.size(); ++i) {
+      AuthorizeInput in;
+      in.info = &info;
+      in.handles = handles;
+      in.parameters = parameters;
+      if (i < info.auth_count) in.entity = handles[i];
+      in.auth_value = auths[i].auth_value;
+      if (i == 0) {
+        if (decrypt_index > 0) in.decrypt_nonce = auths[decrypt_index].session->nonce_tpm();
+        if (encrypt_index > 0 && encrypt_index != decrypt_index) {
+          in.encrypt_nonce = auths[encrypt_index].session->nonce_tpm();
+        }
+      }
+      TPMSEC_ASSIGN_OR_RETURN(Bytes entry, auths[i].session->authorize(in));
+      w.bytes(entry);
+    }
+    w.end_size32(auth_mark);
+  }
+  w.bytes(parameters);
+  // The size field counts the whole command, header included.
+  store_be32(w.at(size_mark), static_cast<uint32_t>(w.size()));
+
+  TPMSEC_ASSIGN_OR_RETURN(Bytes response, transport_->transmit(w.data()));
+
+  // Everything below parses hostile bytes.
+  Reader r(response);
+  uint16_t tag = r.u16("response tag");
+  uint32_t size = r.u32("response size");
+  uint32_t code = r.u32("response code");
+  TPMSEC_RETURN_IF_ERROR(r.status().ok() ? ok_status()
+                                         : Status(r.status().error().with_context(std::string(info.name))));
+  if (size != response.size()) {
+    return parse_error(fmt::format("{} response: header says {} bytes, received {}", info.name, size,
+                                   response.size()));
+  }
+  if (code != rc::kSuccess) {
+    for (const Auth& a : auths) a.session->command_failed(code);
+    if (response.size() != kHeaderSize) {
+      return parse_error(fmt::format("{} response: error {} carries {} unexpected bytes", info.name,
+                                     describe_rc(code), response.size() - kHeaderSize));
+    }
+    return tpm_error(code, info.name);
+  }
+  if (tag != (auths.empty() ? st::kNoSessions : st::kSessions)) {
+    // A missing session area would skip response authentication.
+    return parse_error(fmt::format("{} response: tag 0x{:04x} does not match the {} session(s) sent", info.name,
+                                   tag, auths.size()));
+  }
+
+  RawResponse out;
+  for (int i = 0; i < info.response_handle_count; ++i) out.handles.push_back(r.u32("response handle"));
+  ByteView params;
+  if (auths.empty()) {
+    params = r.rest();
+  } else {
+    uint32_t param_size = r.u32("parameterSize");
+    if (r.ok() && param_size > r.remaining()) {
+      r.fail(fmt::format("parameterSize {} exceeds the {} bytes left", param_size, r.remaining()));
+    }
+    params = r.bytes(param_size, "response parameters");
+  }
+  std::vector<AuthResponse> entries(auths.size());
+  for (AuthResponse& e : entries) {
+    e.nonce = r.tpm2b("TPMS_AUTH_RESPONSE.nonce", 64);
+    e.attributes = r.u8("TPMS_AUTH_RESPONSE.sessionAttributes");
+    e.hmac = r.tpm2b("TPMS_AUTH_RESPONSE.hmac", 64);
+  }
+  if (!auths.empty()) r.expect_end("response");
+  if (!r.ok()) return r.status().error().with_context(std::string(info.name) + " response");
+
+  // Authenticate before anything from the response is used. Response handles
+  // are not covered by rpHash (Part 1 §18.9): callers check them against names.
+  for (size_t i = 0; i < auths.size(); ++i) {
+    VerifyInput in{&info, code, params, entries[i], auths[i].auth_value};
+    Status st = auths[i].session->verify(in);
+    if (!st.ok()) return st.error().with_context(std::string(info.name) + " response");
+  }
+  out.parameters.assign(params.begin(), params.end());
+  if (encrypt_index >= 0) {
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(out.parameters, info.name));
+    const Auth& a = auths[encrypt_index];
+    TPMSEC_RETURN_IF_ERROR(a.session->decrypt_parameter(data, a.auth_value));
+  }
+  return out;
+}
+
+
+}  // namespace tpmsec

@@ -1,0 +1,203 @@
+// In-process libtpms (protocol.md §6).
+#include <fcntl.h>
+#include <libtpms/tpm_error.h>
+#include <libtpms/tpm_library.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "tpmsec/commands.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/transports.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+// libtpms keeps its NV in blobs named "permall", "volatilestate", "savestate".
+// They live here, and in state_dir when one is given.
+struct NvStore {
+  std::map<std::string, Bytes> blobs;
+  std::string dir;
+  std::string write_error;
+};
+NvStore g_nv;
+
+std::string blob_path(const char* name) { return g_nv.dir + "/tpmsec-" + name + ".blob"; }
+
+TPM_RESULT nv_init() { return TPM_SUCCESS; }
+
+TPM_RESULT nv_load(unsigned char** data, uint32_t* length, uint32_t, const char* name) {
+  auto it = g_nv.blobs.find(name);
+  if (it == g_nv.blobs.end()) return TPM_RETRY;  // missing: libtpms manufactures a fresh TPM
+  *length = static_cast<uint32_t>(it->second.size());
+  *data = static_cast<unsigned char*>(std::malloc(it->second.empty() ? 1 : it->second.size()));
+  if (!*data) return TPM_FAIL;
+  if (!it->second.empty()) std::memcpy(*data, it->second.data(), it->second.size());
+  return TPM_SUCCESS;
+}
+
+TPM_RESULT nv_store(const unsigned char* data, uint32_t length, uint32_t, const char* name) {
+  g_nv.blobs[name] = Bytes(data, data + length);
+  if (g_nv.dir.empty()) return TPM_SUCCESS;
+  // Write-then-rename so a crash never leaves a torn blob.
+  std::string path = blob_path(name);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), length);
+    if (!out) {
+      g_nv.write_error = "cannot write " + tmp;
+      return TPM_FAIL;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    g_nv.write_error = "cannot rename " + tmp + ": " + ec.message();
+    return TPM_FAIL;
+  }
+  return TPM_SUCCESS;
+}
+
+TPM_RESULT nv_delete(uint32_t, const char* name, TPM_BOOL must_exist) {
+  bool existed = g_nv.blobs.erase(name) > 0;
+  if (!g_nv.dir.empty()) std::filesystem::remove(blob_path(name));
+  return (must_exist && !existed) ? TPM_FAIL : TPM_SUCCESS;
+}
+
+std::atomic<bool> g_in_use{false};
+
+class EmbeddedTransport final : public Transport {
+ public:
+  explicit EmbeddedTransport(std::string state_dir) : state_dir_(std::move(state_dir)) {}
+
+  ~EmbeddedTransport() override {
+    if (initialized_) {
+      if (!state_dir_.empty()) {
+        // An orderly shutdown lets the next process resume this TPM.
+        (void)send_startup_like(cmd::Shutdown::kInfo.code, su::kState);
+      }
+      TPMLIB_Terminate();
+    }
+    std::free(buffer_);
+    g_nv = NvStore{};
+    g_in_use = false;
+  }
+
+  Status init() {
+    g_nv = NvStore{};
+    g_nv.dir = state_dir_;
+    if (!state_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(state_dir_, ec);
+      if (ec) return runtime_error(fmt::format("cannot create state directory {}: {}", state_dir_, ec.message()));
+      for (const char* name : {"permall", "volatilestate", "savestate"}) {
+        std::ifstream in(blob_path(name), std::ios::binary);
+        if (in) g_nv.blobs[name] = Bytes(std::istreambuf_iterator<char>(in), {});
+      }
+    }
+    if (TPMLIB_ChooseTPMVersion(TPMLIB_TPM_VERSION_2) != TPM_SUCCESS) {
+      return runtime_error("libtpms does not support TPM 2.0");
+    }
+    static libtpms_callbacks callbacks{};
+    callbacks.sizeOfStruct = sizeof(callbacks);
+    callbacks.tpm_nvram_init = nv_init;
+    callbacks.tpm_nvram_loaddata = nv_load;
+    callbacks.tpm_nvram_storedata = nv_store;
+    callbacks.tpm_nvram_deletename = nv_delete;
+    if (TPMLIB_RegisterCallbacks(&callbacks) != TPM_SUCCESS) return runtime_error("libtpms refused its NV callbacks");
+    return power_on();
+  }
+
+  Result<Bytes> transmit(ByteView command) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!initialized_) return runtime_error("embedded TPM is not running");
+    // TPMLIB_Process takes a non-const command buffer.
+    Bytes copy(command.begin(), command.end());
+    uint32_t length = 0;
+    TPM_RESULT r = TPMLIB_Process(&buffer_, &length, &capacity_, copy.data(), static_cast<uint32_t>(copy.size()));
+    if (r != TPM_SUCCESS) return runtime_error(fmt::format("libtpms failed to process a command (0x{:x})", r));
+    if (!g_nv.write_error.empty()) return runtime_error("embedded TPM state: " + g_nv.write_error);
+    return Bytes(buffer_, buffer_ + length);
+  }
+
+  Status reset_tpm() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (initialized_) TPMLIB_Terminate();
+      initialized_ = false;
+      // A reset loses volatile state; the permanent state (seeds, NV) stays.
+      g_nv.blobs.erase("volatilestate");
+      g_nv.blobs.erase("savestate");
+    }
+    return power_on(/*allow_resume=*/false);
+  }
+
+  std::string describe() const override {
+    return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_;
+  }
+
+ private:
+  Status power_on(bool allow_resume = true) {
+    if (TPMLIB_MainInit() != TPM_SUCCESS) {
+      return runtime_error(g_nv.write_error.empty() ? "libtpms failed to initialise (corrupt state?)"
+                                                    : "libtpms failed to initialise: " + g_nv.write_error);
+    }
+    initialized_ = true;
+    uint32_t code = 1;
+    // With persisted state, resume what the last process shut down orderly;
+    // a TPM that was not shut down orderly refuses and gets Startup(CLEAR).
+    if (allow_resume && !state_dir_.empty() && g_nv.blobs.count("permall")) {
+      TPMSEC_ASSIGN_OR_RETURN(code, send_startup_like(cmd::Startup::kInfo.code, su::kState));
+    }
+    if (code != rc::kSuccess) {
+      TPMSEC_ASSIGN_OR_RETURN(code, send_startup_like(cmd::Startup::kInfo.code, su::kClear));
+    }
+    if (code != rc::kSuccess) return runtime_error("embedded TPM Startup failed: " + describe_rc(code));
+    return ok_status();
+  }
+
+  // Startup and Shutdown share a layout: header then a TPM_SU.
+  Result<uint32_t> send_startup_like(uint32_t code, uint16_t type) {
+    Writer w;
+    w.u16(st::kNoSessions);
+    w.u32(12);
+    w.u32(code);
+    w.u16(type);
+    TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transmit(w.data()));
+    Reader r(rsp);
+    r.u16("tag");
+    r.u32("size");
+    uint32_t rc = r.u32("response code");
+    TPMSEC_RETURN_IF_ERROR(r.status());
+    return rc;
+  }
+
+  std::string state_dir_;
+  std::mutex mu_;
+  bool initialized_ = false;
+  unsigned char* buffer_ = nullptr;
+  uint32_t capacity_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> open_embedded(const std::string& state_dir) {
+  if (g_in_use.exchange(true)) {
+    return runtime_error("the embedded TPM is already open in this process (libtpms is a singleton)");
+  }
+  auto t = std::make_unique<EmbeddedTransport>(state_dir);
+  TPMSEC_RETURN_IF_ERROR(t->init());
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace tpmsec

@@ -1,0 +1,104 @@
+#include "socket_io.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace tpmsec::io {
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<Fd> connect_tcp(const std::string& host, uint16_t port, const std::string& what) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+  if (gai != 0) return runtime_error(fmt::format("cannot resolve {} host {}: {}", what, host, gai_strerror(gai)));
+  std::string last_error = "no address";
+  for (addrinfo* ai = list; ai; ai = ai->ai_next) {
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
+      int one = 1;
+      setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      freeaddrinfo(list);
+      return fd;
+    }
+    last_error = std::strerror(errno);
+  }
+  freeaddrinfo(list);
+  return runtime_error(fmt::format("cannot connect to {} at {}:{}: {}", what, host, port, last_error));
+}
+
+Result<Fd> connect_unix(const std::string& path, const std::string& what) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) return usage_error(fmt::format("socket path too long: {}", path));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return runtime_error(fmt::format("cannot create socket: {}", std::strerror(errno)));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return runtime_error(fmt::format("cannot connect to {} at {}: {}", what, path, std::strerror(errno)));
+  }
+  return fd;
+}
+
+Status write_all(int fd, ByteView data, const std::string& what) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return runtime_error(fmt::format("cannot send to {}: {}", what, std::strerror(errno)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return ok_status();
+}
+
+Status read_exact(int fd, MutableByteView out, int timeout_ms, const std::string& what) {
+  size_t done = 0;
+  while (done < out.size()) {
+    pollfd p{fd, POLLIN, 0};
+    int ready = ::poll(&p, 1, timeout_ms);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return runtime_error(fmt::format("cannot wait for {}: {}", what, std::strerror(errno)));
+    }
+    if (ready == 0) return runtime_error(fmt::format("{} did not answer within {} ms", what, timeout_ms));
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return runtime_error(fmt::format("cannot read from {}: {}", what, std::strerror(errno)));
+    }
+    if (n == 0) return runtime_error(fmt::format("{} closed the connection", what));
+    done += static_cast<size_t>(n);
+  }
+  return ok_status();
+}
+
+}  // namespace tpmsec::io

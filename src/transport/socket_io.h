@@ -1,0 +1,44 @@
+// Small POSIX socket and fd helpers shared by the swtpm and device transports.
+#ifndef TPMSEC_SRC_TRANSPORT_SOCKET_IO_H_
+#define TPMSEC_SRC_TRANSPORT_SOCKET_IO_H_
+
+#include <string>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/result.h"
+
+namespace tpmsec::io {
+
+// Owns a file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  bool valid() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+Result<Fd> connect_tcp(const std::string& host, uint16_t port, const std::string& what);
+Result<Fd> connect_unix(const std::string& path, const std::string& what);
+
+// Writes all of data; reads exactly n bytes. Waits at most timeout_ms for each
+// chunk to become possible (a TPM may legitimately take seconds).
+Status write_all(int fd, ByteView data, const std::string& what);
+Status read_exact(int fd, MutableByteView out, int timeout_ms, const std::string& what);
+
+}  // namespace tpmsec::io
+
+#endif  // TPMSEC_SRC_TRANSPORT_SOCKET_IO_H_

@@ -1,0 +1,95 @@
+// swtpm's data channel (raw command bytes) and control channel
+// (swtpm's tpm_ioctl protocol: big-endian u32 command, payload, u32 result).
+#include <fmt/format.h>
+
+#include "socket_io.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/transports.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr int kTimeoutMs = 120'000;  // RSA key generation on slow TPMs takes tens of seconds
+constexpr uint32_t kMaxResponse = 64 * 1024;
+constexpr uint32_t kCtrlInit = 2;  // CMD_INIT in swtpm's tpm_ioctl.h
+
+class SwtpmTransport final : public Transport {
+ public:
+  SwtpmTransport(SwtpmAddress address, io::Fd data) : address_(std::move(address)), data_(std::move(data)) {}
+
+  Result<Bytes> transmit(ByteView command) override {
+    const std::string what = "swtpm";
+    TPMSEC_RETURN_IF_ERROR(io::write_all(data_.get(), command, what));
+    Bytes response(10);
+    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), response, kTimeoutMs, what));
+    uint32_t size = load_be32(response.data() + 2);
+    if (size < 10 || size > kMaxResponse) {
+      return parse_error(fmt::format("swtpm sent a response header with size {}", size));
+    }
+    response.resize(size);
+    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), MutableByteView(response).subspan(10), kTimeoutMs, what));
+    return response;
+  }
+
+  Status reset_tpm() override {
+    if (address_.ctrl_port == 0 && address_.ctrl_path.empty()) {
+      return unsupported_error(describe() + " has no control channel: add ctrl=PORT or ctrlpath=SOCKET");
+    }
+    io::Fd ctrl;
+    if (!address_.ctrl_path.empty()) {
+      TPMSEC_ASSIGN_OR_RETURN(ctrl, io::connect_unix(address_.ctrl_path, "swtpm control channel"));
+    } else {
+      const std::string& host = address_.ctrl_host.empty() ? address_.host : address_.ctrl_host;
+      TPMSEC_ASSIGN_OR_RETURN(ctrl, io::connect_tcp(host, address_.ctrl_port, "swtpm control channel"));
+    }
+    Writer w;
+    w.u32(kCtrlInit);
+    w.u32(0);  // init flags: keep volatile state file handling default
+    TPMSEC_RETURN_IF_ERROR(io::write_all(ctrl.get(), w.data(), "swtpm control channel"));
+    uint8_t result[4];
+    TPMSEC_RETURN_IF_ERROR(io::read_exact(ctrl.get(), result, kTimeoutMs, "swtpm control channel"));
+    if (load_be32(result) != 0) {
+      return runtime_error(fmt::format("swtpm control channel refused CMD_INIT (0x{:x})", load_be32(result)));
+    }
+    // swtpm started with startup-clear sends Startup itself; otherwise we do.
+    Writer startup;
+    startup.u16(st::kNoSessions);
+    startup.u32(12);
+    startup.u32(0x144);
+    startup.u16(su::kClear);
+    TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transmit(startup.data()));
+    uint32_t code = load_be32(rsp.data() + 6);
+    if (code != rc::kSuccess && code != rc::kInitialize) {
+      return runtime_error("Startup after reset failed: " + describe_rc(code));
+    }
+    return ok_status();
+  }
+
+  std::string describe() const override {
+    std::string s = address_.path.empty() ? fmt::format("swtpm:host={},port={}", address_.host, address_.port)
+                                          : "swtpm:path=" + address_.path;
+    if (address_.ctrl_port) s += fmt::format(",ctrl={}", address_.ctrl_port);
+    if (!address_.ctrl_path.empty()) s += ",ctrlpath=" + address_.ctrl_path;
+    return s;
+  }
+
+ private:
+  SwtpmAddress address_;
+  io::Fd data_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> open_swtpm(const SwtpmAddress& address) {
+  io::Fd fd;
+  if (!address.path.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(fd, io::connect_unix(address.path, "swtpm"));
+  } else {
+    TPMSEC_ASSIGN_OR_RETURN(fd, io::connect_tcp(address.host, address.port, "swtpm"));
+  }
+  return std::unique_ptr<Transport>(std::make_unique<SwtpmTransport>(address, std::move(fd)));
+}
+
+}  // namespace tpmsec

@@ -1,0 +1,109 @@
+// TPM strings in tpm2-tss TCTI syntax.
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tpmsec/transport.h"
+#include "tpmsec/transports.h"
+
+namespace tpmsec {
+namespace {
+
+const std::set<std::string>& allowed_keys(const std::string& scheme) {
+  static const std::set<std::string> embedded{"state"};
+  static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost"};
+  static const std::set<std::string> device{"path"};
+  if (scheme == "embedded") return embedded;
+  if (scheme == "swtpm") return swtpm;
+  return device;
+}
+
+Result<uint16_t> parse_port(const std::string& key, const std::string& value) {
+  if (value.empty() || value.size() > 5 || value.find_first_not_of("0123456789") != std::string::npos) {
+    return usage_error(fmt::format("{}={} is not a port number", key, value));
+  }
+  unsigned long n = std::strtoul(value.c_str(), nullptr, 10);
+  if (n == 0 || n > 65535) return usage_error(fmt::format("{}={} is outside 1-65535", key, value));
+  return static_cast<uint16_t>(n);
+}
+
+}  // namespace
+
+Result<TransportSpec> parse_transport_spec(std::string_view text) {
+  TransportSpec spec;
+  std::string s(text);
+  size_t colon = s.find(':');
+  spec.scheme = s.substr(0, colon);
+  std::string rest = colon == std::string::npos ? "" : s.substr(colon + 1);
+  if (spec.scheme.empty()) return usage_error(fmt::format("TPM string '{}' has no scheme", s));
+  if (spec.scheme != "embedded" && spec.scheme != "swtpm" && spec.scheme != "device") {
+    if (spec.scheme == "mssim") {
+      return usage_error("the mssim TCTI is not supported: swtpm's data port is reached with swtpm:host=H,port=P");
+    }
+    return usage_error(
+        fmt::format("unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P or device:PATH)", spec.scheme));
+  }
+  // device:PATH takes a bare path, as tpm2-tss's device TCTI does.
+  if (spec.scheme == "device" && !rest.empty() && rest.find('=') == std::string::npos) {
+    spec.path = rest;
+    return spec;
+  }
+  size_t start = 0;
+  while (start < rest.size()) {
+    size_t comma = rest.find(',', start);
+    std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? rest.size() : comma + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return usage_error(fmt::format("malformed option '{}' in TPM string '{}' (expected key=value)", item, s));
+    }
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!allowed_keys(spec.scheme).count(key)) {
+      return usage_error(fmt::format("unknown option '{}' for the {} transport", key, spec.scheme));
+    }
+    if (value.empty()) return usage_error(fmt::format("option '{}' in TPM string '{}' has no value", key, s));
+    if (spec.options.count(key)) return usage_error(fmt::format("option '{}' given twice in '{}'", key, s));
+    spec.options[key] = value;
+  }
+  if (spec.scheme == "device") {
+    spec.path = spec.options.count("path") ? spec.options["path"] : "/dev/tpm0";
+  }
+  if (spec.scheme == "swtpm") {
+    for (const char* key : {"port", "ctrl"}) {
+      if (spec.options.count(key)) TPMSEC_RETURN_IF_ERROR(parse_port(key, spec.options[key]));
+    }
+    if (spec.options.count("path") && (spec.options.count("host") || spec.options.count("port"))) {
+      return usage_error("swtpm: give either path= or host=/port=, not both");
+    }
+  }
+  return spec;
+}
+
+Result<std::unique_ptr<Transport>> open_transport(std::string_view text) {
+  TPMSEC_ASSIGN_OR_RETURN(TransportSpec spec, parse_transport_spec(text));
+  auto opt = [&spec](const char* key, const std::string& fallback = "") {
+    auto it = spec.options.find(key);
+    return it == spec.options.end() ? fallback : it->second;
+  };
+  if (spec.scheme == "embedded") return open_embedded(opt("state"));
+  if (spec.scheme == "device") return open_device(spec.path);
+  SwtpmAddress a;
+  a.host = opt("host", "localhost");
+  a.path = opt("path");
+  if (spec.options.count("port")) a.port = *parse_port("port", spec.options["port"]);
+  if (spec.options.count("ctrl")) a.ctrl_port = *parse_port("ctrl", spec.options["ctrl"]);
+  a.ctrl_path = opt("ctrlpath");
+  a.ctrl_host = opt("ctrlhost");
+  return open_swtpm(a);
+}
+
+std::string default_transport_spec() {
+  const char* env = std::getenv("TPMSEC_TPM");
+  return env && *env ? env : "embedded";
+}
+
+Status Transport::reset_tpm() { return unsupported_error(describe() + " has no platform control to reset the TPM"); }
+
+}  // namespace tpmsec

@@ -1,0 +1,25 @@
+// Runs a program (the tpmsec CLI, tpm2-tools) and captures what it printed.
+#ifndef TPMSEC_TESTS_SUPPORT_RUN_COMMAND_H_
+#define TPMSEC_TESTS_SUPPORT_RUN_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+namespace tpmsec::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] with argv (searched on PATH), with `env` entries ("K=V") added
+// to the environment; no shell is involved.
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+
+// Runs the tpmsec CLI built with the tests.
+CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+}  // namespace tpmsec::testing
+
+#endif  // TPMSEC_TESTS_SUPPORT_RUN_COMMAND_H_
