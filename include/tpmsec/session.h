@@ -57,6 +57,9 @@ class Session {
   // nonceTPM for the first session's HMAC when this session carries decrypt/encrypt.
   virtual ByteView nonce_tpm() const { return {}; }
 
+  // Called once per command attempt before anything else: a session draws its
+  // fresh nonceCaller here.
+  virtual Status begin_command() { return ok_status(); }
   // Encrypts the data bytes of the first command parameter in place.
   virtual Status encrypt_parameter(MutableByteView data, ByteView auth_value);
   // Returns the marshalled TPMS_AUTH_COMMAND for this command.

@@ -13,6 +13,7 @@ struct PcrOptions {
   std::string index;
   std::string bank = "sha256";
   std::string digest;
+  bool read_back = false;
 };
 
 // Parses the shared arguments and checks them against the TPM.
@@ -60,6 +61,7 @@ void register_pcr(CLI::App& app, Action* action) {
   auto extend = std::make_shared<PcrOptions>();
   CLI::App* ext = add_pcr_subcommand(pcr, "extend", "Extend a PCR with a digest (password authorization)", extend, true);
   ext->add_option("DIGEST", extend->digest, "Digest as hex, the bank's size (64 hex digits for sha256)")->required();
+  ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
   ext->callback([extend, action] {
     *action = [extend]() -> Status {
       // Check the argument before touching the TPM.
@@ -67,7 +69,12 @@ void register_pcr(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(extend->bank));
       TPMSEC_RETURN_IF_ERROR(check_digest_length(bank, digest));
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
-      return pcr_extend(*t.open.tpm, t.bank, t.index, digest);
+      TPMSEC_RETURN_IF_ERROR(pcr_extend(*t.open.tpm, t.bank, t.index, digest));
+      if (extend->read_back) {
+        TPMSEC_ASSIGN_OR_RETURN(Bytes value, pcr_read(*t.open.tpm, t.bank, t.index));
+        fmt::print("{}\n", to_hex(value));
+      }
+      return ok_status();
     };
   });
 

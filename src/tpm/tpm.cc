@@ -71,6 +71,8 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
         "{} cannot carry response parameter encryption: its first response parameter is not a TPM2B", info.name));
   }
 
+  for (const Auth& a : auths) TPMSEC_RETURN_IF_ERROR(a.session->begin_command());
+
   // Parameter encryption comes first: cpHash covers the parameters as sent.
   Bytes parameters = parameters_in;
   if (decrypt_index >= 0) {

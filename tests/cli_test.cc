@@ -1,0 +1,136 @@
+// The command line as a user meets it: outputs, one-line errors, exit codes.
+#include <gtest/gtest.h>
+#include <openssl/sha.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+#include "tpmsec/bytes.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::run_command;
+using testing::run_tpmsec;
+
+const std::string kDigest(64, 'a');
+
+// Exactly one line on stderr, starting "tpmsec: ".
+void expect_one_line_error(const testing::CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.err.rfind("tpmsec: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Cli, InfoOnEmbeddedShowsIbm) {
+  auto r = run_tpmsec({"info"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0x49424D00 \"IBM\""), std::string::npos) << r.out;
+}
+
+TEST(Cli, InfoJsonHasDocumentedKeys) {
+  auto r = run_tpmsec({"info", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"manufacturer", "manufacturer_raw", "vendor", "vendor_strings", "firmware_version", "spec",
+                          "pcr_banks", "ecc_p256", "rsa_2048", "max_loaded_sessions", "max_transient_objects"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["manufacturer"], "IBM");
+  EXPECT_EQ(j["manufacturer_raw"], "0x49424D00");
+  EXPECT_EQ(j["vendor"], "SW   TPM");
+  EXPECT_EQ(j["vendor_strings"].size(), 4u);
+}
+
+TEST(Cli, ExtendReadBackPrintsTheChainedValue) {
+  auto r = run_tpmsec({"pcr", "extend", "16", kDigest, "--read-back"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Bytes in(32, 0);
+  Bytes d = *from_hex(kDigest);
+  in.insert(in.end(), d.begin(), d.end());
+  Bytes out(32);
+  SHA256(in.data(), in.size(), out.data());
+  EXPECT_EQ(r.out, to_hex(out) + "\n");
+}
+
+TEST(Cli, StateDirectoryKeepsTheTpmAcrossProcesses) {
+  char tmpl[] = "/tmp/tpmsec-cli-state-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string tpm = std::string("embedded:state=") + tmpl;
+  // PCR 8 is preserved by an orderly Shutdown(STATE); PCR 16 is not (PC Client).
+  ASSERT_EQ(run_tpmsec({"pcr", "extend", "8", kDigest, "--tpm", tpm}).exit_code, 0);
+  auto r = run_tpmsec({"pcr", "read", "8", "--tpm", tpm});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out, std::string(64, '0') + "\n");
+  auto again = run_tpmsec({"pcr", "read", "8"});  // a fresh embedded TPM
+  EXPECT_EQ(again.out, std::string(64, '0') + "\n");
+  std::system((std::string("rm -rf ") + tmpl).c_str());
+}
+
+TEST(Cli, TpmEnvironmentVariableSelectsTransport) {
+  auto r = run_tpmsec({"info"}, {"TPMSEC_TPM=bogus:x"});
+  EXPECT_EQ(r.exit_code, 2);
+  expect_one_line_error(r, "unknown TPM transport 'bogus'");
+}
+
+struct ErrorCase {
+  std::vector<std::string> args;
+  int exit_code;
+  std::string message;
+};
+
+class CliErrors : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(CliErrors, OneLineAndExitCode) {
+  auto r = run_tpmsec(GetParam().args);
+  EXPECT_EQ(r.exit_code, GetParam().exit_code) << r.err;
+  expect_one_line_error(r, GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliErrors,
+    ::testing::Values(
+        ErrorCase{{"pcr", "read", "24"}, 2, "tpmsec: PCR 24 does not exist (this TPM has 24 PCRs)"},
+        ErrorCase{{"pcr", "extend", "16", std::string(62, 'a')}, 2, "tpmsec: digest must be 32 bytes for sha256, got 31"},
+        ErrorCase{{"pcr", "extend", "16", "xyz1"}, 2, "invalid hex digit"},
+        ErrorCase{{"pcr", "read", "sixteen"}, 2, "PCR index must be a decimal number"},
+        ErrorCase{{"pcr", "read", "16", "--bank", "md5"}, 2, "unknown PCR bank 'md5'"},
+        ErrorCase{{"pcr", "read", "16", "--tpm", "nope"}, 2, "unknown TPM transport 'nope'"},
+        ErrorCase{{"pcr", "read", "16", "--tpm", "swtpm:host=127.0.0.1,port=99999"}, 2, "port=99999 is outside"},
+        ErrorCase{{"pcr", "read", "16", "--tpm", "swtpm:colour=blue"}, 2, "unknown option 'colour'"},
+        ErrorCase{{"pcr", "read", "16", "--tpm", "swtpm:host"}, 2, "malformed option 'host'"},
+        ErrorCase{{"info", "--tpm", "swtpm:host=127.0.0.1,port=1"}, 1,
+                  "tpmsec: cannot connect to swtpm at 127.0.0.1:1: Connection refused"},
+        ErrorCase{{"info", "--tpm", "device:/nonexistent/tpm0"}, 1, "cannot open /nonexistent/tpm0"},
+        ErrorCase{{"pcr", "reset", "0"}, 1, "TPM error TPM_RC_LOCALITY"},
+        ErrorCase{{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+        ErrorCase{{"info", "--colour"}, 2, "--colour"}));
+
+TEST(Cli, Sha1BankExtend) {
+  auto r = run_tpmsec({"pcr", "extend", "16", std::string(40, 'a'), "--bank", "sha1"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.err.empty());
+}
+
+TEST(Cli, HelpOnEveryCommand) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"info", "--help"}, {"pcr", "--help"}, {"pcr", "read", "--help"}, {"pcr", "extend", "--help"},
+           {"pcr", "reset", "--help"}}) {
+    auto r = run_tpmsec(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0];
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, SwtpmInfoJsonReportsIbm) {
+  testing::SwtpmProcess swtpm;
+  if (!swtpm.start()) GTEST_SKIP() << swtpm.error();
+  auto r = run_tpmsec({"info", "--json", "--tpm", swtpm.tcti()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["manufacturer"], "IBM");
+}
+
+}  // namespace
+}  // namespace tpmsec
