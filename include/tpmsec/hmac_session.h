@@ -1,0 +1,119 @@
+// HMAC authorization sessions (Part 1 §19.6): salted, bound or neither,
+// with AES-CFB or XOR parameter encryption and response authentication.
+//
+// An HmacSession is a Session the pipeline (tpm.h) drives: per command it
+// draws a fresh nonceCaller, computes cpHash over every handle's name and the
+// parameters as sent, HMACs with sessionKey || authValue, and authenticates
+// the response (rpHash, constant-time compare) before anything from it is
+// used; the nonceTPM rolls only after a verified response. A failed
+// verification leaves the session unusable (integrity error).
+//
+// The session's TPM handle is owned: it is flushed on destruction unless the
+// TPM already ended it (a command without continueSession succeeded) or it
+// was context-saved and released.
+#ifndef TPMSEC_HMAC_SESSION_H_
+#define TPMSEC_HMAC_SESSION_H_
+
+#include <memory>
+#include <optional>
+
+#include "tpmsec/crypto.h"
+#include "tpmsec/scoped_handle.h"
+#include "tpmsec/session.h"
+#include "tpmsec/structures.h"
+
+namespace tpmsec {
+
+// cpHash = H(commandCode || name_1 ... name_n || parameters) (Part 1 §18.7).
+Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
+                              ByteView parameters);
+// rpHash = H(responseCode || commandCode || parameters) (Part 1 §18.8).
+Result<Bytes> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters);
+// authValue with trailing zero bytes removed (Part 1 §19.6.5); interior zeros stay.
+ByteView trim_auth_value(ByteView auth_value);
+
+struct SessionOptions {
+  // Salt: the loaded key (with its public area) to encrypt the salt to.
+  // Without one the session is unsalted: it authenticates, but an interposer
+  // who saw StartAuthSession can compute its key (measurement only).
+  const NamedHandle* tpm_key = nullptr;
+  const Public* tpm_key_public = nullptr;
+  // Bind: an entity and its authValue; the session key then depends on it.
+  const NamedHandle* bind = nullptr;
+  ByteView bind_auth;
+  uint16_t auth_hash = alg::kSha256;
+  SymDef symmetric = SymDef::aes128_cfb();
+  // Attributes for every command: continueSession, decrypt, encrypt, audit.
+  uint8_t attributes = attr::kContinueSession;
+  crypto::RandomSource* random = nullptr;  // default: the system RNG
+};
+
+class HmacSession final : public Session {
+ public:
+  // StartAuthSession (salted if options.tpm_key, bound if options.bind).
+  static Result<std::unique_ptr<HmacSession>> start(Tpm& tpm, const SessionOptions& options);
+
+  // Rebuilds a session from its parts (transcript replay, context load).
+  HmacSession(Tpm* tpm, uint32_t handle, uint16_t auth_hash, SymDef symmetric, SecretBytes session_key,
+              Bytes nonce_tpm, Bytes bind_name, uint8_t attributes, crypto::RandomSource* random);
+  ~HmacSession() override;
+
+  uint32_t handle() const override { return handle_.get() ? handle_.get() : released_handle_; }
+  bool decrypts_command() const override { return attributes_ & attr::kDecrypt; }
+  bool encrypts_response() const override { return attributes_ & attr::kEncrypt; }
+  ByteView nonce_tpm() const override { return nonce_tpm_; }
+
+  Status begin_command() override;
+  Status encrypt_parameter(MutableByteView data, ByteView auth_value) override;
+  Result<Bytes> authorize(const AuthorizeInput& in) override;
+  Status verify(const VerifyInput& in) override;
+  Status decrypt_parameter(MutableByteView data, ByteView auth_value) override;
+  void command_failed(uint32_t response_code) override;
+
+  // Attributes of the next commands.
+  uint8_t attributes() const { return attributes_; }
+  void set_attributes(uint8_t attributes) { attributes_ = attributes; }
+
+  // False once the TPM ended the session or a response failed verification.
+  bool usable() const { return usable_; }
+  // The nonceCaller of the last command (tests, transcripts).
+  ByteView nonce_caller() const { return nonce_caller_; }
+  ByteView session_key() const { return session_key_.view(); }
+
+  // ContextSave the session; the handle stays valid for ContextLoad but is
+  // no longer loaded, so it is not flushed on destruction.
+  Result<Context> save(Tpm& tpm);
+  // ContextLoad a context saved by save().
+  Status load(Tpm& tpm, const Context& context);
+  // FlushContext now (no-op when the TPM already ended the session).
+  Status flush();
+  // Forget the handle without flushing (the TPM no longer has it, e.g. after a reset).
+  void abandon();
+
+  // Sets the nonceCaller to use for the next command instead of a random one (transcripts).
+  void set_next_nonce_caller(Bytes nonce) { forced_nonce_ = std::move(nonce); }
+
+ private:
+  // sessionKey || authValue (trimmed), optionally without the authValue.
+  SecretBytes key_with(ByteView auth_value) const;
+  Status crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction, bool encrypt);
+
+  ScopedHandle handle_;
+  uint32_t released_handle_ = 0;
+  uint16_t auth_hash_;
+  SymDef symmetric_;
+  SecretBytes session_key_;
+  Bytes nonce_tpm_;
+  Bytes nonce_caller_;
+  Bytes bind_name_;  // empty when unbound
+  uint8_t attributes_;
+  crypto::RandomSource* random_;
+  std::optional<Bytes> forced_nonce_;
+  SecretBytes last_hmac_key_;  // the key the last command was HMAC'd with; the response uses it too
+  uint8_t sent_attributes_ = 0;
+  bool usable_ = true;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_HMAC_SESSION_H_

@@ -1,0 +1,70 @@
+// The salt key: a primary in the null hierarchy, created with the template
+// Linux uses (ECC P-256, "SRK template H") or its RSA-2048 twin for TPMs
+// without ECC (protocol.md §2).
+//
+// Its name is computed here from the public area the TPM returned and must
+// equal the name the TPM reports; it is pinned (the first name seen, or one
+// the user gives, e.g. the kernel's /sys/class/tpm/tpm0/null_name) and every
+// later re-creation must produce the same name. The null seed changes on
+// every TPM Reset, so a different name means a reset or a substituted TPM:
+// an integrity failure, never silently accepted.
+#ifndef TPMSEC_NULL_KEY_H_
+#define TPMSEC_NULL_KEY_H_
+
+#include <optional>
+#include <string>
+
+#include "tpmsec/scoped_handle.h"
+#include "tpmsec/structures.h"
+#include "tpmsec/tpm.h"
+
+namespace tpmsec {
+
+enum class SaltKind { kEcc, kRsa };
+
+// The TPMT_PUBLIC template of the null primary.
+Public null_key_template(SaltKind kind);
+
+// Name = nameAlg || H(TPMT_PUBLIC) (Part 1 §16). The one name calculation.
+Result<Bytes> compute_name(const Public& public_area);
+
+// Parses a null-key name given as hex (68 digits for SHA-256) or as the path
+// of a file holding it in the kernel's sysfs format.
+Result<Bytes> parse_null_name(const std::string& hex_or_path);
+
+class NullKey {
+ public:
+  // CreatePrimary(TPM_RH_NULL), checks the name and the public point, pins
+  // the name (or compares it with `pinned_name`), then ContextSave and
+  // FlushContext, leaving no object loaded (as the kernel does).
+  static Result<NullKey> create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name = std::nullopt);
+
+  // Loads the key for use (ContextLoad of the saved context). When the TPM
+  // refuses the context (a TPM Reset invalidates it) the key is recreated and
+  // its name compared with the pinned one: a different name is kIntegrity.
+  Result<ScopedHandle> load(Tpm& tpm);
+
+  // After a TPM Reset the user explicitly accepts: recreate and pin the new name.
+  Status repin(Tpm& tpm);
+
+  SaltKind kind() const { return kind_; }
+  const Bytes& name() const { return name_; }
+  const Public& public_area() const { return public_; }
+  NamedHandle named(uint32_t handle) const { return {handle, name_}; }
+  // Lowercase hex of the name, as /sys/class/tpm/tpm0/null_name shows it.
+  std::string name_hex() const;
+
+ private:
+  // CreatePrimary + checks; returns the loaded handle.
+  Result<ScopedHandle> create_loaded(Tpm& tpm, Bytes* name, Public* out_public);
+  Status save_and_flush(Tpm& tpm, ScopedHandle handle);
+
+  SaltKind kind_ = SaltKind::kEcc;
+  Bytes name_;
+  Public public_;
+  Context context_;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_NULL_KEY_H_

@@ -1,0 +1,59 @@
+// Starts protected sessions the way Linux's tpm2_start_auth_session does:
+// ContextLoad(null key), salted StartAuthSession, FlushContext(null key).
+// Owns the pinned null key; every session it starts is salted to that key,
+// so a TPM Reset or substituted TPM is caught before any command is sent.
+#ifndef TPMSEC_SESSION_FACTORY_H_
+#define TPMSEC_SESSION_FACTORY_H_
+
+#include <memory>
+#include <optional>
+
+#include "tpmsec/hmac_session.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/tpm_info.h"
+
+namespace tpmsec {
+
+struct ProtectionConfig {
+  // kEcc unless the TPM lacks P-256 (choose_salt picks); kRsa forces RSA-OAEP.
+  std::optional<SaltKind> salt;
+  // Unsalted sessions authenticate but do not protect against an interposer
+  // who saw StartAuthSession: for measurement only.
+  bool unsalted = false;
+  std::optional<Bytes> pinned_null_name;
+  SymDef symmetric = SymDef::aes128_cfb();
+  uint16_t auth_hash = alg::kSha256;
+  crypto::RandomSource* random = nullptr;
+};
+
+// ECC when the TPM has P-256, else RSA (SLB9665 firmware 5.x has no ECC).
+SaltKind choose_salt(const TpmInfo& info);
+
+class SessionFactory {
+ public:
+  // Creates and pins the null key (unless unsalted). `info` decides the salt
+  // when the config leaves it open; without info, ECC.
+  static Result<std::unique_ptr<SessionFactory>> create(Tpm& tpm, const ProtectionConfig& config,
+                                                        const TpmInfo* info = nullptr);
+
+  // A new session with `attributes` (continueSession, decrypt, encrypt, audit).
+  Result<std::unique_ptr<HmacSession>> start(uint8_t attributes);
+
+  // Accept a new null key after a TPM Reset the caller knows about.
+  Status repin();
+
+  const NullKey* null_key() const { return null_key_ ? &*null_key_ : nullptr; }
+  Tpm& tpm() { return *tpm_; }
+  const ProtectionConfig& config() const { return config_; }
+
+ private:
+  SessionFactory(Tpm& tpm, ProtectionConfig config) : tpm_(&tpm), config_(std::move(config)) {}
+
+  Tpm* tpm_;
+  ProtectionConfig config_;
+  std::optional<NullKey> null_key_;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_SESSION_FACTORY_H_

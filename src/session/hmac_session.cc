@@ -1,0 +1,229 @@
+#include "tpmsec/hmac_session.h"
+
+#include <fmt/format.h>
+
+#include "tpmsec/salt.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr size_t kMinNonce = 16;
+constexpr size_t kMaxNonce = 64;
+
+
+}  // namespace
+
+Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
+                              ByteView parameters) {
+  crypto::Hasher h;
+  TPMSEC_RETURN_IF_ERROR(h.init(hash_alg));
+  uint8_t cc[4];
+  store_be32(cc, command_code);
+  h.update(cc);
+  for (const NamedHandle* handle : handles) h.update(handle->name);
+  h.update(parameters);
+  return h.finish();
+}
+
+Result<Bytes> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters) {
+  uint8_t codes[8];
+  store_be32(codes, response_code);
+  store_be32(codes + 4, command_code);
+  return crypto::hash(hash_alg, {ByteView(codes, 8), parameters});
+}
+
+ByteView trim_auth_value(ByteView auth_value) {
+  size_t n = auth_value.size();
+  while (n > 0 && auth_value[n - 1] == 0) --n;
+  return auth_value.first(n);
+}
+
+Result<std::unique_ptr<HmacSession>> HmacSession::start(Tpm& tpm, const SessionOptions& options) {
+  crypto::RandomSource& rng = options.random ? *options.random : crypto::system_random();
+  auto digest_bytes = digest_size(options.auth_hash);
+  if (!digest_bytes) return usage_error(fmt::format("unsupported session hash 0x{:04x}", options.auth_hash));
+  if ((options.tpm_key == nullptr) != (options.tpm_key_public == nullptr)) {
+    return usage_error("a salted session needs both the key handle and its public area");
+  }
+
+  cmd::StartAuthSession c;
+  c.nonce_caller.bytes.resize(*digest_bytes);
+  TPMSEC_RETURN_IF_ERROR(rng.fill(c.nonce_caller.bytes));
+  SecretBytes salt;
+  if (options.tpm_key) {
+    TPMSEC_ASSIGN_OR_RETURN(SaltedSecret s, make_salt(*options.tpm_key_public, rng));
+    salt = std::move(s.salt);
+    c.encrypted_salt.bytes = std::move(s.encrypted_salt);
+    c.tpm_key = *options.tpm_key;
+  }
+  if (options.bind) c.bind = *options.bind;
+  c.session_type = se::kHmac;
+  c.symmetric = options.symmetric;
+  c.auth_hash = options.auth_hash;
+  TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c));
+  // Own the handle first so every failure below flushes it.
+  ScopedHandle owned(tpm, rsp.session_handle);
+  if ((rsp.session_handle >> 24) != ht::kHmacSession) {
+    return parse_error(fmt::format("StartAuthSession returned 0x{:08x}, not an HMAC session handle",
+                                   rsp.session_handle));
+  }
+  const Bytes& nonce_tpm = rsp.nonce_tpm.bytes;
+  if (nonce_tpm.size() < kMinNonce || nonce_tpm.size() > kMaxNonce) {
+    return parse_error(fmt::format("StartAuthSession returned a {}-byte nonceTPM", nonce_tpm.size()));
+  }
+
+  SecretBytes session_key;
+  if (options.tpm_key || options.bind) {
+    SecretBytes key_input(trim_auth_value(options.bind ? options.bind_auth : ByteView()));
+    key_input.append(salt.view());
+    TPMSEC_ASSIGN_OR_RETURN(session_key, crypto::kdfa(options.auth_hash, key_input.view(), "ATH", nonce_tpm,
+                                                      c.nonce_caller.bytes, *digest_bytes * 8));
+  }
+  auto session = std::make_unique<HmacSession>(&tpm, owned.release(), options.auth_hash, options.symmetric,
+                                               std::move(session_key), nonce_tpm,
+                                               options.bind ? options.bind->name : Bytes(), options.attributes,
+                                               &rng);
+  session->nonce_caller_ = c.nonce_caller.bytes;
+  return session;
+}
+
+HmacSession::HmacSession(Tpm* tpm, uint32_t handle, uint16_t auth_hash, SymDef symmetric, SecretBytes session_key,
+                         Bytes nonce_tpm, Bytes bind_name, uint8_t attributes, crypto::RandomSource* random)
+    : auth_hash_(auth_hash),
+      symmetric_(symmetric),
+      session_key_(std::move(session_key)),
+      nonce_tpm_(std::move(nonce_tpm)),
+      bind_name_(std::move(bind_name)),
+      attributes_(attributes),
+      random_(random ? random : &crypto::system_random()) {
+  if (tpm) {
+    handle_ = ScopedHandle(*tpm, handle);
+  } else {
+    released_handle_ = handle;
+  }
+}
+
+HmacSession::~HmacSession() = default;
+
+SecretBytes HmacSession::key_with(ByteView auth_value) const {
+  SecretBytes key = session_key_.clone();
+  key.append(trim_auth_value(auth_value));
+  return key;
+}
+
+Status HmacSession::begin_command() {
+  if (!usable_) return integrity_error(fmt::format("session 0x{:08x} is no longer usable", handle()));
+  if (forced_nonce_) {
+    nonce_caller_ = std::move(*forced_nonce_);
+    forced_nonce_.reset();
+    return ok_status();
+  }
+  nonce_caller_.resize(nonce_tpm_.size());
+  return random_->fill(nonce_caller_);
+}
+
+Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {
+  TPMSEC_ASSIGN_OR_RETURN(Bytes cp_hash, compute_cp_hash(auth_hash_, in.info->code, in.handles, in.parameters));
+  // A session bound to the entity it authorizes leaves the authValue out:
+  // it is already in the session key (Part 1 §19.6.11).
+  bool bound_to_entity = !bind_name_.empty() && in.entity && in.entity->name == bind_name_;
+  last_hmac_key_ = key_with(bound_to_entity ? ByteView() : in.auth_value);
+  sent_attributes_ = attributes_;
+  uint8_t attrs = sent_attributes_;
+  TPMSEC_ASSIGN_OR_RETURN(Bytes mac, crypto::hmac(auth_hash_, last_hmac_key_.view(),
+                                                  {cp_hash, nonce_caller_, nonce_tpm_, ByteView(&attrs, 1),
+                                                   in.decrypt_nonce, in.encrypt_nonce}));
+  Writer w;
+  w.u32(handle());
+  w.tpm2b(nonce_caller_);
+  w.u8(attrs);
+  w.tpm2b(mac);
+  return w.take();
+}
+
+Status HmacSession::verify(const VerifyInput& in) {
+  if (in.auth.nonce.size() < kMinNonce || in.auth.nonce.size() > kMaxNonce) {
+    usable_ = false;
+    return integrity_error(fmt::format("session 0x{:08x}: response nonce of {} bytes", handle(), in.auth.nonce.size()));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes rp_hash, compute_rp_hash(auth_hash_, in.response_code, in.info->code, in.parameters));
+  uint8_t attrs = in.auth.attributes;  // as the TPM returned it (may add auditExclusive)
+  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hmac(auth_hash_, last_hmac_key_.view(),
+                                                       {rp_hash, in.auth.nonce, nonce_caller_, ByteView(&attrs, 1)}));
+  if (!crypto::constant_time_equal(expected, in.auth.hmac)) {
+    usable_ = false;
+    return integrity_error(fmt::format("response HMAC of session 0x{:08x} does not verify", handle()));
+  }
+  // Authenticated: the continueSession the TPM reports is what it did.
+  if ((in.auth.attributes & attr::kContinueSession) != (sent_attributes_ & attr::kContinueSession)) {
+    usable_ = false;
+    return integrity_error(fmt::format("session 0x{:08x}: TPM changed continueSession", handle()));
+  }
+  nonce_tpm_.assign(in.auth.nonce.begin(), in.auth.nonce.end());
+  if (!(sent_attributes_ & attr::kContinueSession)) {
+    // The TPM ended the session after this command.
+    released_handle_ = handle_.release();
+    usable_ = false;
+  }
+  return ok_status();
+}
+
+Status HmacSession::encrypt_parameter(MutableByteView data, ByteView auth_value) {
+  return crypt_parameter(data, auth_value, /*command_direction=*/true, /*encrypt=*/true);
+}
+
+Status HmacSession::decrypt_parameter(MutableByteView data, ByteView auth_value) {
+  return crypt_parameter(data, auth_value, /*command_direction=*/false, /*encrypt=*/false);
+}
+
+Status HmacSession::crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction,
+                                    bool encrypt) {
+  // Command: newer = nonceCaller, older = nonceTPM; response: the reverse
+  // (with the nonceTPM that came back with the response).
+  ByteView newer = command_direction ? ByteView(nonce_caller_) : ByteView(nonce_tpm_);
+  ByteView older = command_direction ? ByteView(nonce_tpm_) : ByteView(nonce_caller_);
+  SecretBytes key = key_with(auth_value);
+  if (symmetric_.algorithm == alg::kXor) {
+    return crypto::xor_obfuscate(symmetric_.key_bits, key.view(), newer, older, data);
+  }
+  if (symmetric_.algorithm != alg::kAes || symmetric_.mode != alg::kCfb) {
+    return unsupported_error("session symmetric algorithm is neither AES-CFB nor XOR");
+  }
+  size_t key_bytes = symmetric_.key_bits / 8;
+  TPMSEC_ASSIGN_OR_RETURN(SecretBytes key_iv, crypto::kdfa(auth_hash_, key.view(), "CFB", newer, older,
+                                                           static_cast<uint32_t>(symmetric_.key_bits + 128)));
+  ByteView k = key_iv.view().first(key_bytes);
+  ByteView iv = key_iv.view().subspan(key_bytes, 16);
+  return encrypt ? crypto::aes_cfb_encrypt(k, iv, data) : crypto::aes_cfb_decrypt(k, iv, data);
+}
+
+void HmacSession::command_failed(uint32_t) {
+  // Error responses carry no session area: the nonces stay as they were, and
+  // the TPM keeps the session even without continueSession (the owner flushes).
+}
+
+Result<Context> HmacSession::save(Tpm& tpm) {
+  TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::ContextSave{NamedHandle::of(handle())}));
+  return rsp.context;
+}
+
+Status HmacSession::load(Tpm& tpm, const Context& context) {
+  TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::ContextLoad{context}));
+  if (rsp.loaded_handle != handle()) {
+    ScopedHandle stray(tpm, rsp.loaded_handle);
+    return parse_error(fmt::format("ContextLoad returned 0x{:08x} for session 0x{:08x}", rsp.loaded_handle, handle()));
+  }
+  return ok_status();
+}
+
+Status HmacSession::flush() {
+  usable_ = false;
+  return handle_.flush();
+}
+
+void HmacSession::abandon() {
+  released_handle_ = handle_.release();
+  usable_ = false;
+}
+
+}  // namespace tpmsec

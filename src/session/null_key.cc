@@ -1,0 +1,142 @@
+#include "tpmsec/null_key.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "tpmsec/crypto.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr uint32_t kNullKeyAttributes = object_attr::kFixedTpm | object_attr::kFixedParent |
+                                        object_attr::kSensitiveDataOrigin | object_attr::kUserWithAuth |
+                                        object_attr::kNoDa | object_attr::kRestricted | object_attr::kDecrypt;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  size_t start = s.find_first_not_of(' ');
+  return start == std::string::npos ? "" : s.substr(start);
+}
+
+}  // namespace
+
+Public null_key_template(SaltKind kind) {
+  Public p;
+  p.name_alg = alg::kSha256;
+  p.attributes = kNullKeyAttributes;  // 0x00030472
+  p.symmetric = SymDef::aes128_cfb();
+  if (kind == SaltKind::kEcc) {
+    p.type = alg::kEcc;
+    p.curve = curve::kNistP256;
+  } else {
+    p.type = alg::kRsa;
+    p.key_bits = 2048;
+    p.exponent = 0;
+  }
+  return p;
+}
+
+Result<Bytes> compute_name(const Public& public_area) {
+  Bytes marshalled = marshal_to_bytes(public_area);
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(public_area.name_alg, {marshalled}));
+  Bytes name{static_cast<uint8_t>(public_area.name_alg >> 8), static_cast<uint8_t>(public_area.name_alg)};
+  name.insert(name.end(), digest.begin(), digest.end());
+  return name;
+}
+
+Result<Bytes> parse_null_name(const std::string& hex_or_path) {
+  std::string text = trim(hex_or_path);
+  if (text.find('/') != std::string::npos) {
+    std::ifstream in(text);
+    if (!in) return usage_error(fmt::format("cannot read null key name from {}", text));
+    std::string line;
+    std::getline(in, line);
+    text = trim(line);
+  }
+  auto name = from_hex(text);
+  if (!name.ok()) return usage_error("null key name: " + name.error().message());
+  if (name->size() < 2 || !digest_size(static_cast<uint16_t>((*name)[0] << 8 | (*name)[1])) ||
+      name->size() != 2u + *digest_size(static_cast<uint16_t>((*name)[0] << 8 | (*name)[1]))) {
+    return usage_error(fmt::format("null key name must be a hash algorithm id and its digest (68 hex digits for "
+                                   "SHA-256), got {} bytes",
+                                   name->size()));
+  }
+  return name;
+}
+
+Result<ScopedHandle> NullKey::create_loaded(Tpm& tpm, Bytes* name, Public* out_public) {
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  c.in_public.public_area = null_key_template(kind_);
+  TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c, {Auth::password()}));
+  ScopedHandle handle(tpm, rsp.object_handle);
+  if ((rsp.object_handle >> 24) != ht::kTransient) {
+    return parse_error(fmt::format("CreatePrimary returned 0x{:08x}, not a transient object", rsp.object_handle));
+  }
+  const Public& pub = rsp.out_public.public_area;
+  // The TPM must have created what was asked: same template, filled-in unique.
+  Public expected = null_key_template(kind_);
+  expected.unique_x = pub.unique_x;
+  expected.unique_y = pub.unique_y;
+  if (!(pub == expected)) return integrity_error("the null key the TPM created does not match the template");
+  TPMSEC_ASSIGN_OR_RETURN(Bytes computed, compute_name(pub));
+  if (computed != rsp.name.bytes) {
+    return integrity_error(fmt::format("the TPM reports null key name {} but its public area hashes to {}",
+                                       to_hex(rsp.name.bytes), to_hex(computed)));
+  }
+  if (kind_ == SaltKind::kEcc) {
+    TPMSEC_RETURN_IF_ERROR(crypto::check_point_on_curve(pub.curve, crypto::EccPoint{pub.unique_x, pub.unique_y}));
+  } else if (pub.unique_x.size() != 256) {
+    return integrity_error(fmt::format("RSA null key modulus is {} bytes, expected 256", pub.unique_x.size()));
+  }
+  *name = computed;
+  *out_public = pub;
+  return handle;
+}
+
+Status NullKey::save_and_flush(Tpm& tpm, ScopedHandle handle) {
+  TPMSEC_ASSIGN_OR_RETURN(auto saved, tpm.run(cmd::ContextSave{named(handle.get())}));
+  context_ = saved.context;
+  return handle.flush();
+}
+
+Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name) {
+  NullKey key;
+  key.kind_ = kind;
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, key.create_loaded(tpm, &key.name_, &key.public_));
+  if (pinned_name && *pinned_name != key.name_) {
+    return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM)",
+                                       to_hex(key.name_), to_hex(*pinned_name)));
+  }
+  TPMSEC_RETURN_IF_ERROR(key.save_and_flush(tpm, std::move(handle)));
+  return key;
+}
+
+Result<ScopedHandle> NullKey::load(Tpm& tpm) {
+  auto loaded = tpm.run(cmd::ContextLoad{context_});
+  if (loaded.ok()) return ScopedHandle(tpm, loaded->loaded_handle);
+  if (loaded.error().kind() != ErrorKind::kTpm) return loaded.error();
+  // The context no longer loads (TPM_RC_INTEGRITY after a reset): recreate
+  // and insist on the pinned name.
+  Bytes name;
+  Public pub;
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_loaded(tpm, &name, &pub));
+  if (name != name_) {
+    return integrity_error(fmt::format("null key name changed: pinned {}, TPM now has {} (TPM reset or substituted "
+                                       "TPM; re-pin explicitly if the reset was yours)",
+                                       to_hex(name_), to_hex(name)));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(auto saved, tpm.run(cmd::ContextSave{named(handle.get())}));
+  context_ = saved.context;
+  return handle;
+}
+
+Status NullKey::repin(Tpm& tpm) {
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_loaded(tpm, &name_, &public_));
+  return save_and_flush(tpm, std::move(handle));
+}
+
+std::string NullKey::name_hex() const { return to_hex(name_); }
+
+}  // namespace tpmsec
