@@ -30,6 +30,8 @@ using Action = std::function<Status()>;
 // and sets `*action` in the subcommand's callback.
 void register_info(CLI::App& app, Action* action);
 void register_pcr(CLI::App& app, Action* action);
+void register_random(CLI::App& app, Action* action);
+void register_null_key(CLI::App& app, Action* action);
 
 // --tpm on a subcommand: the TPM string, defaulting to $TPMSEC_TPM or embedded.
 struct TpmOption {

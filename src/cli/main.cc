@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   Action action;
   register_info(app, &action);
   register_pcr(app, &action);
+  register_random(app, &action);
+  register_null_key(app, &action);
 
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {
