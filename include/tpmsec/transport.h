@@ -35,6 +35,10 @@ class Transport {
   // without platform control return kUnsupported.
   virtual Status reset_tpm();
 
+  // A suspend/resume cycle: Shutdown(STATE), _TPM_Init, Startup(STATE)
+  // (TPM Resume: loaded sessions and objects are gone, the null seed stays).
+  virtual Status suspend_resume();
+
   // The TPM string that reopens this transport, e.g. "swtpm:host=127.0.0.1,port=2321".
   virtual std::string describe() const = 0;
 };

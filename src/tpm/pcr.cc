@@ -1,5 +1,7 @@
 #include "tpmsec/pcr.h"
 
+#include "tpmsec/crypto.h"
+
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
@@ -65,6 +67,10 @@ Status pcr_reset(Tpm& tpm, uint32_t index, const Auth& auth) {
   c.pcr_handle = NamedHandle::of(index);
   TPMSEC_RETURN_IF_ERROR(tpm.run(c, {auth}));
   return ok_status();
+}
+
+Result<Bytes> pcr_extended_value(uint16_t bank, ByteView old_value, ByteView digest) {
+  return crypto::hash(bank, {old_value, digest});
 }
 
 }  // namespace tpmsec

@@ -142,6 +142,21 @@ class EmbeddedTransport final : public Transport {
     return power_on(/*allow_resume=*/false);
   }
 
+  Status suspend_resume() override {
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_startup_like(cmd::Shutdown::kInfo.code, su::kState));
+    if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      TPMLIB_Terminate();
+      initialized_ = false;
+    }
+    if (TPMLIB_MainInit() != TPM_SUCCESS) return runtime_error("libtpms failed to initialise after suspend");
+    initialized_ = true;
+    TPMSEC_ASSIGN_OR_RETURN(code, send_startup_like(cmd::Startup::kInfo.code, su::kState));
+    if (code != rc::kSuccess) return runtime_error("Startup(STATE) failed: " + describe_rc(code));
+    return ok_status();
+  }
+
   std::string describe() const override {
     return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_;
   }

@@ -33,7 +33,16 @@ class SwtpmTransport final : public Transport {
     return response;
   }
 
-  Status reset_tpm() override {
+  Status reset_tpm() override { return power_cycle(su::kClear); }
+
+  Status suspend_resume() override {
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_su(0x145, su::kState));
+    if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
+    return power_cycle(su::kState);
+  }
+
+  // _TPM_Init through the control channel (CMD_INIT), then Startup(startup_type).
+  Status power_cycle(uint16_t startup_type) {
     if (address_.ctrl_port == 0 && address_.ctrl_path.empty()) {
       return unsupported_error(describe() + " has no control channel: add ctrl=PORT or ctrlpath=SOCKET");
     }
@@ -53,18 +62,27 @@ class SwtpmTransport final : public Transport {
     if (load_be32(result) != 0) {
       return runtime_error(fmt::format("swtpm control channel refused CMD_INIT (0x{:x})", load_be32(result)));
     }
-    // swtpm started with startup-clear sends Startup itself; otherwise we do.
-    Writer startup;
-    startup.u16(st::kNoSessions);
-    startup.u32(12);
-    startup.u32(0x144);
-    startup.u16(su::kClear);
-    TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transmit(startup.data()));
-    uint32_t code = load_be32(rsp.data() + 6);
+    // swtpm started with startup-clear sends Startup(CLEAR) itself; otherwise we do.
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_su(0x144, startup_type));
+    if (code == rc::kInitialize && startup_type == su::kState) {
+      return runtime_error("swtpm ran Startup(CLEAR) itself after _TPM_Init (started with --flags startup-clear), so "
+                           "the TPM cannot resume");
+    }
     if (code != rc::kSuccess && code != rc::kInitialize) {
-      return runtime_error("Startup after reset failed: " + describe_rc(code));
+      return runtime_error("Startup after _TPM_Init failed: " + describe_rc(code));
     }
     return ok_status();
+  }
+
+  // Startup or Shutdown with a TPM_SU; returns the response code.
+  Result<uint32_t> send_su(uint32_t command_code, uint16_t type) {
+    Writer w;
+    w.u16(st::kNoSessions);
+    w.u32(12);
+    w.u32(command_code);
+    w.u16(type);
+    TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transmit(w.data()));
+    return load_be32(rsp.data() + 6);
   }
 
   std::string describe() const override {

@@ -106,4 +106,8 @@ std::string default_transport_spec() {
 
 Status Transport::reset_tpm() { return unsupported_error(describe() + " has no platform control to reset the TPM"); }
 
+Status Transport::suspend_resume() {
+  return unsupported_error(describe() + " has no platform control to suspend and resume the TPM");
+}
+
 }  // namespace tpmsec

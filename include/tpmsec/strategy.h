@@ -1,0 +1,132 @@
+// Session lifecycle strategies: how a stream of protected PCR extends (or any
+// protected commands) gets its sessions, and what each costs in TPM commands.
+//
+//   per-command    Linux 6.10: ContextLoad(null key), salted StartAuthSession,
+//                  FlushContext(null key), then the command without continueSession.
+//   saved-context  the seed thread's proposal: ContextLoad(session), command
+//                  with continueSession, ContextSave(session).
+//   resident       Linux 6.12: one session kept loaded with continueSession.
+//   plain          tpm.disable_pcr_integrity=1: password authorization.
+//   checkpoint     ours: plain extends, and an audited PCR read every N extends
+//                  that compares the PCR with the value tpmsec expects (docs/strategies.md).
+//
+// Error codes are not authenticated, so after a failure whose outcome is
+// unknown an extend stream establishes through an audit-authenticated PCR
+// read whether the extend landed before it retries: no extend is applied twice.
+#ifndef TPMSEC_STRATEGY_H_
+#define TPMSEC_STRATEGY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpmsec/session_factory.h"
+
+namespace tpmsec {
+
+enum class StrategyKind { kPerCommand, kSavedContext, kResident, kPlain, kCheckpoint };
+
+std::string_view strategy_name(StrategyKind kind);
+Result<StrategyKind> parse_strategy(std::string_view name);
+// All strategies, in the order reports list them.
+const std::vector<StrategyKind>& all_strategies();
+// Whether the strategy prevents (hmac), detects (checkpoint) or neither (plain).
+std::string_view strategy_protection(StrategyKind kind);
+
+// Where the sessions of a strategy come from, and where they go after a
+// command. Works for any command: acquire() a session, run the command with
+// Auth{session, authValue}, then release().
+class SessionLifecycle {
+ public:
+  virtual ~SessionLifecycle() = default;
+  // The session for the next command (nullptr: password authorization).
+  virtual Result<Session*> acquire() = 0;
+  // After the command: saves, keeps or lets go of the session.
+  virtual Status release() = 0;
+  // The session's state is unknown (an error, a reset): the next acquire rebuilds it.
+  virtual void invalidate() = 0;
+};
+
+// A lifecycle for `kind` (checkpoint uses plain sessions for its extends).
+Result<std::unique_ptr<SessionLifecycle>> make_lifecycle(StrategyKind kind, SessionFactory* factory);
+
+struct StreamOptions {
+  uint32_t pcr = 16;
+  uint16_t bank = alg::kSha256;
+  // checkpoint: verify every N extends (0: only on demand and at finish()).
+  uint32_t checkpoint_every = 100;
+  // Accept a TPM Reset (new null key, PCRs reset) and carry on: test rigs only.
+  bool allow_reset = false;
+  // Bound on rebuild-and-retry rounds for one extend.
+  int max_recoveries = 3;
+  ProtectionConfig protection;
+};
+
+struct StreamStats {
+  uint64_t extends = 0;
+  uint64_t rebuilds = 0;        // sessions rebuilt after an error
+  uint64_t landed_checks = 0;   // audited reads to learn whether a failed extend landed
+  uint64_t already_landed = 0;  // failures after which the extend had in fact landed
+  uint64_t checkpoints = 0;
+  uint64_t resets_accepted = 0;
+};
+
+// What a checkpoint found when the PCR did not match.
+struct CheckpointMismatch {
+  uint32_t pcr = 0;
+  Bytes expected;
+  Bytes actual;
+  uint64_t extends_since_good = 0;  // extends since the last checkpoint that matched
+  Bytes marker;                     // the tamper marker extended afterwards
+};
+
+class ExtendStream {
+ public:
+  // Opens a stream: creates the null key (protected strategies) and reads
+  // the PCR through an audit session to learn the value it starts from.
+  static Result<std::unique_ptr<ExtendStream>> open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
+                                                    const TpmInfo* info = nullptr);
+  ~ExtendStream();
+
+  // Extends the PCR with `digest` through the strategy.
+  Status extend(ByteView digest);
+  // checkpoint: audited read and compare now (a no-op for other strategies).
+  Status checkpoint();
+  // Ends the stream: a final checkpoint (checkpoint strategy), sessions flushed.
+  Status finish();
+
+  StrategyKind kind() const { return kind_; }
+  const StreamStats& stats() const { return stats_; }
+  // The PCR value the stream expects (after every extend it applied).
+  const Bytes& expected() const { return expected_; }
+  const CheckpointMismatch* mismatch() const { return mismatch_ ? &*mismatch_ : nullptr; }
+  SessionFactory* factory() { return factory_.get(); }
+
+ private:
+  ExtendStream(Tpm& tpm, StrategyKind kind, StreamOptions options) : tpm_(&tpm), kind_(kind), options_(options) {}
+
+  // An audit-authenticated read of the stream's PCR.
+  Result<Bytes> audited_read();
+  // Did `digest` land on top of expected_? Fails closed if the PCR is neither.
+  Result<bool> landed(ByteView digest);
+  // A session-start failure: accept a reset when allowed, else propagate.
+  Status handle_reset(const Error& error);
+  Status extend_once(ByteView digest);
+
+  Tpm* tpm_;
+  StrategyKind kind_;
+  StreamOptions options_;
+  std::unique_ptr<SessionFactory> factory_;
+  std::unique_ptr<SessionLifecycle> lifecycle_;
+  std::unique_ptr<HmacSession> audit_session_;  // checkpoint: kept loaded between checkpoints
+  Bytes expected_;
+  uint64_t since_good_ = 0;
+  std::optional<CheckpointMismatch> mismatch_;
+  StreamStats stats_;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_STRATEGY_H_

@@ -1,0 +1,159 @@
+#include <fmt/format.h>
+
+#include "tpmsec/crypto.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/strategy.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr std::string_view kTamperMarkerLabel = "tpmsec: checkpoint mismatch, PCR no longer trustworthy";
+
+}  // namespace
+
+Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
+                                                         const TpmInfo* info) {
+  std::unique_ptr<ExtendStream> s(new ExtendStream(tpm, kind, options));
+  if (kind != StrategyKind::kPlain) {
+    // Checkpoints and landed-checks read the PCR through salted audit sessions.
+    TPMSEC_ASSIGN_OR_RETURN(s->factory_, SessionFactory::create(tpm, options.protection, info));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(kind, s->factory_.get()));
+  if (kind != StrategyKind::kPlain) {
+      TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
+    }
+  return s;
+}
+
+ExtendStream::~ExtendStream() = default;
+
+Result<Bytes> ExtendStream::audited_read() {
+  // checkpoint keeps its audit session loaded between checkpoints (one TPM
+  // command per checkpoint); the others start one for the rare read.
+  bool keep = kind_ == StrategyKind::kCheckpoint;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!audit_session_ || !audit_session_->usable()) {
+      audit_session_.reset();
+      auto started = factory_->start(attr::kAudit | attr::kContinueSession);
+      if (!started.ok()) {
+        TPMSEC_RETURN_IF_ERROR(handle_reset(started.error()));
+        continue;
+      }
+      audit_session_ = std::move(*started);
+    }
+    Auth audit{audit_session_.get(), {}};
+    auto value = pcr_read(*tpm_, options_.bank, options_.pcr, std::span<const Auth>(&audit, 1));
+    if (!keep || !value.ok()) audit_session_.reset();
+    if (value.ok() || value.error().kind() == ErrorKind::kIntegrity || attempt == 1) return value;
+    // The session may have been flushed or evicted: one rebuild.
+  }
+  return runtime_error("audited PCR read failed");
+}
+
+Status ExtendStream::handle_reset(const Error& error) {
+  if (error.kind() != ErrorKind::kIntegrity || !options_.allow_reset || !factory_) return error;
+  // --allow-reset: a test rig reset its TPM. The new null key is accepted and
+  // the PCR restarts from its reset value.
+  TPMSEC_RETURN_IF_ERROR(factory_->repin());
+  ++stats_.resets_accepted;
+  audit_session_.reset();
+  lifecycle_->invalidate();
+  auto value = audited_read();
+  if (!value.ok()) return value.error();
+  expected_ = std::move(*value);
+  since_good_ = 0;
+  return ok_status();
+}
+
+Result<bool> ExtendStream::landed(ByteView digest) {
+  ++stats_.landed_checks;
+  TPMSEC_ASSIGN_OR_RETURN(Bytes actual, audited_read());
+  if (actual == expected_) return false;
+  TPMSEC_ASSIGN_OR_RETURN(Bytes after, pcr_extended_value(options_.bank, expected_, digest));
+  if (actual == after) return true;
+  return integrity_error(fmt::format("PCR {} holds {}, neither the expected {} nor that value extended with {}",
+                                     options_.pcr, to_hex(actual), to_hex(expected_), to_hex(digest)));
+}
+
+Status ExtendStream::extend_once(ByteView digest) {
+  TPMSEC_ASSIGN_OR_RETURN(Session* session, lifecycle_->acquire());
+  Status st = pcr_extend(*tpm_, options_.bank, options_.pcr, digest, Auth{session, {}});
+  if (st.ok()) return lifecycle_->release();
+  lifecycle_->invalidate();
+  return st;
+}
+
+Status ExtendStream::extend(ByteView digest) {
+  TPMSEC_RETURN_IF_ERROR(check_digest_length(options_.bank, digest));
+  if (mismatch_) return integrity_error("the stream already failed a checkpoint");
+  for (int round = 0;; ++round) {
+    Status st = extend_once(digest);
+    if (st.ok()) break;
+    const Error& e = st.error();
+    if (kind_ == StrategyKind::kPlain || e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kUnsupported) {
+      return st;
+    }
+    if (e.kind() == ErrorKind::kIntegrity) {
+      // A changed null key (TPM Reset) is accepted only with allow_reset;
+      // a response that failed authentication never is.
+      if (!options_.allow_reset || e.message().find("null key name changed") == std::string::npos) return st;
+      TPMSEC_RETURN_IF_ERROR(handle_reset(e));
+      continue;
+    }
+    // The outcome is unknown: the error code may be forged and the TPM may
+    // have executed the extend. Learn from the PCR before trying again.
+    auto did_land = landed(digest);
+    if (!did_land.ok()) {
+      if (did_land.error().kind() == ErrorKind::kIntegrity) return did_land.error();
+      return st;  // the TPM is unreachable: report the original failure
+    }
+    if (*did_land) {
+      ++stats_.already_landed;
+      break;
+    }
+    if (round >= options_.max_recoveries) return st;
+    ++stats_.rebuilds;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(expected_, pcr_extended_value(options_.bank, expected_, digest));
+  ++stats_.extends;
+  ++since_good_;
+  if (kind_ == StrategyKind::kCheckpoint && options_.checkpoint_every > 0 &&
+      stats_.extends % options_.checkpoint_every == 0) {
+    return checkpoint();
+  }
+  return ok_status();
+}
+
+Status ExtendStream::checkpoint() {
+  if (kind_ != StrategyKind::kCheckpoint) return ok_status();
+  if (mismatch_) return integrity_error("the stream already failed a checkpoint");
+  ++stats_.checkpoints;
+  TPMSEC_ASSIGN_OR_RETURN(Bytes actual, audited_read());
+  if (actual == expected_) {
+    since_good_ = 0;
+    return ok_status();
+  }
+  // An extend was dropped or substituted on the bus. Make the PCR unable to
+  // match any log without this event, through a protected session.
+  CheckpointMismatch m{options_.pcr, expected_, actual, since_good_, {}};
+  TPMSEC_ASSIGN_OR_RETURN(m.marker, crypto::hash(options_.bank, {as_bytes(kTamperMarkerLabel), actual}));
+  mismatch_ = m;
+  std::string marker_note = "tamper marker extended";
+  auto session = factory_->start(0);
+  Status marked = session.ok() ? pcr_extend(*tpm_, options_.bank, options_.pcr, m.marker, Auth{session->get(), {}})
+                               : Status(session.error());
+  if (!marked.ok()) marker_note = "extending the tamper marker FAILED: " + marked.error().message();
+  return integrity_error(fmt::format(
+      "checkpoint mismatch on PCR {}: expected {}, TPM has {}; {} extend{} since the last good checkpoint; {}",
+      options_.pcr, to_hex(m.expected), to_hex(m.actual), m.extends_since_good, m.extends_since_good == 1 ? "" : "s",
+      marker_note));
+}
+
+Status ExtendStream::finish() {
+  Status st = checkpoint();
+  audit_session_.reset();
+  lifecycle_->invalidate();
+  return st;
+}
+
+}  // namespace tpmsec

@@ -1,0 +1,10 @@
+#include "tpmsec/clock.h"
+
+namespace tpmsec {
+
+Clock& steady_clock() {
+  static SteadyClock clock;
+  return clock;
+}
+
+}  // namespace tpmsec

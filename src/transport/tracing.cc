@@ -1,0 +1,96 @@
+#include "tpmsec/tracing.h"
+
+#include <fmt/format.h>
+
+#include "tpmsec/constants.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+struct Known {
+  uint32_t code;
+  const char* name;
+  uint8_t handles;
+};
+// Command codes tpmsec sends or emulates (Part 2 §6.5.2), with their handle counts.
+constexpr Known kCommands[] = {
+    {0x131, "CreatePrimary", 1}, {0x13D, "PCR_Reset", 1},       {0x144, "Startup", 0},
+    {0x145, "Shutdown", 0},      {0x153, "Create", 1},          {0x157, "Load", 1},
+    {0x15E, "Unseal", 1},        {0x161, "ContextLoad", 0},     {0x162, "ContextSave", 1},
+    {0x165, "FlushContext", 0},  {0x173, "ReadPublic", 1},      {0x176, "StartAuthSession", 2},
+    {0x17A, "GetCapability", 0}, {0x17B, "GetRandom", 0},       {0x17D, "Hash", 0},
+    {0x17E, "PCR_Read", 0},      {0x182, "PCR_Extend", 1},      {0x177, "PolicyRestart", 1},
+};
+
+const Known* find(uint32_t code) {
+  for (const auto& k : kCommands) {
+    if (k.code == code) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string command_name(uint32_t command_code) {
+  const Known* k = find(command_code);
+  return k ? k->name : fmt::format("0x{:03x}", command_code);
+}
+
+CommandShape shape_of(ByteView command, ByteView response) {
+  CommandShape s;
+  s.command_bytes = command.size();
+  s.response_bytes = response.size();
+  if (response.size() >= 10) s.response_code = load_be32(response.data() + 6);
+  Reader r(command);
+  uint16_t tag = r.u16("tag");
+  r.u32("size");
+  s.command_code = r.u32("code");
+  if (!r.ok()) return s;
+  const Known* k = find(s.command_code);
+  uint8_t handles = k ? k->handles : 0;
+  for (uint8_t i = 0; i < handles; ++i) {
+    uint32_t h = r.u32("handle");
+    if (i == 0) s.first_handle = h;
+  }
+  if (tag == st::kSessions) {
+    Reader area = r.sub(r.u32("authorizationSize"), "authorization area");
+    while (area.ok() && area.remaining() > 0 && s.session_count < 3) {
+      uint32_t h = area.u32("session handle");
+      area.tpm2b("nonce");
+      uint8_t attrs = area.u8("attributes");
+      area.tpm2b("hmac");
+      if (!area.ok()) break;
+      ++s.session_count;
+      s.session_attributes |= attrs;
+      if (h != rh::kPasswordSession) s.hmac_session = true;
+    }
+  }
+  if (s.command_code == 0x176) {  // StartAuthSession: tpmKey, bind, nonceCaller, encryptedSalt
+    s.salted = s.first_handle != rh::kNull;
+    r.tpm2b("nonceCaller");
+    s.encrypted_salt_bytes = r.tpm2b("encryptedSalt").size();
+  } else if (s.command_code == 0x161) {  // ContextLoad: sequence, savedHandle
+    r.u64("sequence");
+    s.context_handle = r.u32("savedHandle");
+  } else if (s.command_code == 0x162) {
+    s.context_handle = s.first_handle;
+  } else if (s.command_code == 0x165) {
+    s.context_handle = r.u32("flushHandle");
+  }
+  return s;
+}
+
+Result<Bytes> TracingTransport::transmit(ByteView command) {
+  int64_t start = clock_.now_ns();
+  auto response = inner_.transmit(command);
+  int64_t end = clock_.now_ns();
+  TraceRecord rec;
+  rec.shape = shape_of(command, response.ok() ? ByteView(*response) : ByteView());
+  rec.start_ns = start;
+  rec.duration_ns = end - start;
+  if (sink_) sink_(rec);
+  return response;
+}
+
+}  // namespace tpmsec
