@@ -421,7 +421,7 @@ TEST(Writer, SizeMarksArePatched) {
   w.end_size16(inner);
   w.u16(0x7777);
   w.end_size32(outer);
-  EXPECT_EQ(to_hex(w.data()), "ff" "0000000b" "0005" "deadbeef01" "7777");
+  EXPECT_EQ(to_hex(w.data()), "ff" "00000009" "0005" "deadbeef01" "7777");
 }
 
 TEST(Writer, EmptySizedBodies) {
@@ -579,6 +579,17 @@ TEST(SecretBytes, AppendResizeCloneMove) {
   EXPECT_TRUE(m.empty());
   SecretBytes z(3);
   EXPECT_EQ(to_hex(z.view()), "000000");
+}
+
+// Known bug (src/wire/bytes.cc, SecretBytes::append): when `data` is a view
+// of the SecretBytes itself and the append must grow the buffer, the old
+// buffer is wiped and freed (clear(); bytes_ = std::move(bigger)) before
+// `data` is copied from it: heap-use-after-free under ASan, wiped bytes
+// otherwise. Enable once fixed.
+TEST(SecretBytes, DISABLED_AppendOwnViewKnownBug) {
+  SecretBytes s(as_bytes("abc"));
+  s.append(s.view());
+  EXPECT_EQ(to_hex(s.view()), "616263616263");
 }
 
 TEST(SecureWipe, ZeroesBuffer) {

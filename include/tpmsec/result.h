@@ -86,6 +86,12 @@ using Status = Result<void>;
 
 inline Status ok_status() { return Status(); }
 
+// The Status of a Result, dropping its value.
+template <class T>
+Status status_of(const Result<T>& r) {
+  return r.ok() ? Status() : Status(r.error());
+}
+
 inline Error usage_error(std::string m) { return Error(ErrorKind::kUsage, std::move(m)); }
 inline Error runtime_error(std::string m) { return Error(ErrorKind::kRuntime, std::move(m)); }
 inline Error parse_error(std::string m) { return Error(ErrorKind::kParse, std::move(m)); }

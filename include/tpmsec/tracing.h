@@ -50,6 +50,7 @@ class TracingTransport final : public Transport {
 
   Result<Bytes> transmit(ByteView command) override;
   Status reset_tpm() override { return inner_.reset_tpm(); }
+  Status suspend_resume() override { return inner_.suspend_resume(); }
   std::string describe() const override { return inner_.describe(); }
 
  private:

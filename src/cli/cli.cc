@@ -29,6 +29,35 @@ Result<OpenTpm> open_tpm(const TpmOption& option) {
   return out;
 }
 
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option, const std::string& emulate) {
+  auto m = std::make_unique<MeasuredTpm>();
+  TPMSEC_ASSIGN_OR_RETURN(m->base, open_transport(option.spec));
+  Transport* inner = m->base.get();
+  std::optional<LatencyProfile> profile;
+  if (!emulate.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(profile, load_profile(emulate));
+    m->virtual_clock = std::make_unique<VirtualClock>();
+    m->latency = std::make_unique<LatencyTransport>(*inner, LatencyModel(*profile), *m->virtual_clock);
+    inner = m->latency.get();
+    m->clock = m->virtual_clock.get();
+    m->profile = profile->id;
+  } else {
+    m->clock = &steady_clock();
+  }
+  m->tracing = std::make_unique<TracingTransport>(*inner, *m->clock, m->log.sink());
+  m->tpm = std::make_unique<Tpm>(*m->tracing);
+  TPMSEC_ASSIGN_OR_RETURN(m->info, read_tpm_info(*m->tpm));
+  if (profile) {
+    std::string warning = provenance_warning(*profile);
+    if (!warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", warning);
+    m->identity = to_json(emulated_info(*profile, m->info));
+  } else {
+    m->identity = to_json(m->info);
+    m->identity["emulated"] = false;
+  }
+  return m;
+}
+
 Result<uint32_t> parse_pcr_index(const std::string& text) {
   if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos) {
     return usage_error(fmt::format("PCR index must be a decimal number, got '{}'", text));

@@ -9,7 +9,11 @@
 #include <memory>
 #include <string>
 
+#include "tpmsec/bench.h"
+#include "tpmsec/clock.h"
+#include "tpmsec/latency_model.h"
 #include "tpmsec/result.h"
+#include "tpmsec/tpm_info.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
 
@@ -32,6 +36,8 @@ void register_info(CLI::App& app, Action* action);
 void register_pcr(CLI::App& app, Action* action);
 void register_random(CLI::App& app, Action* action);
 void register_null_key(CLI::App& app, Action* action);
+void register_bench(CLI::App& app, Action* action);
+void register_profiles(CLI::App& app, Action* action);
 
 // --tpm on a subcommand: the TPM string, defaulting to $TPMSEC_TPM or embedded.
 struct TpmOption {
@@ -45,6 +51,22 @@ struct OpenTpm {
   std::unique_ptr<Tpm> tpm;
 };
 Result<OpenTpm> open_tpm(const TpmOption& option);
+
+// A TPM opened for measurement: the transport, optionally behind a latency
+// profile on a virtual clock (--emulate), traced into `log` on `clock`.
+struct MeasuredTpm {
+  std::unique_ptr<Transport> base;
+  std::unique_ptr<VirtualClock> virtual_clock;
+  std::unique_ptr<LatencyTransport> latency;
+  std::unique_ptr<TracingTransport> tracing;
+  std::unique_ptr<Tpm> tpm;
+  TraceLog log;
+  const Clock* clock = nullptr;
+  TpmInfo info;             // the real TPM's capabilities
+  nlohmann::json identity;  // as `info --json`; the profile's TPM, marked emulated, when emulating
+  std::string profile;      // empty unless emulating
+};
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option, const std::string& emulate);
 
 // Parses a decimal PCR index ("16"); kUsage error otherwise.
 Result<uint32_t> parse_pcr_index(const std::string& text);

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   register_pcr(app, &action);
   register_random(app, &action);
   register_null_key(app, &action);
+  register_bench(app, &action);
+  register_profiles(app, &action);
 
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Instruction counts per operation (valgrind's callgrind), stable where the
+# wall clock on a shared machine is not. Usage:
+#   bench/callgrind.sh [BUILD_DIR] [N]        (defaults: build-bench, 1000)
+# Runs `session_bench --callgrind=N` under callgrind with collection off
+# except in the measured regions, one dump per region, and prints the
+# instructions per operation of each. Note: valgrind's CPU has no SHA-NI, so
+# OpenSSL takes its AVX2 SHA-256 path here; counts compare code paths, they
+# do not convert to time on this CPU.
+set -eu
+build=${1:-build-bench}
+n=${2:-1000}
+bin=$build/bench/session_bench
+[ -x "$bin" ] || { echo "no $bin: build the session_bench target first" >&2; exit 1; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$out/cg" "$bin" --callgrind="$n" \
+  >"$out/stdout" 2>"$out/stderr" || { cat "$out/stderr" >&2; exit 1; }
+cat "$out/stdout"
+printf '%-34s %12s %8s %14s\n' region instructions count "per operation"
+for f in "$out"/cg.*; do
+  name=$(sed -n 's/^desc: Trigger: Client Request: //p' "$f")
+  [ -n "$name" ] || continue
+  total=$(sed -n 's/^totals: //p' "$f")
+  count=$(sed -n "s/.*[0-9] $name x\([0-9]*\).*/\1/p" "$out/stdout")
+  printf '%-34s %12s %8s %14s\n' "$name" "$total" "$count" "$((total / count))"
+done

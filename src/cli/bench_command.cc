@@ -1,0 +1,144 @@
+// tpmsec bench: what protection costs on this TPM (or an emulated one).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "cli.h"
+#include "tpmsec/bench.h"
+#include "tpmsec/tpm_info.h"
+
+namespace tpmsec::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_sigint(int) { g_stop = true; }
+
+Status write_file(const std::string& path, const std::string& content) {
+  // Write-then-rename: an interrupted run never leaves a half-written file.
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return runtime_error(fmt::format("cannot write {}", path));
+    out << content;
+    if (!out) return runtime_error(fmt::format("cannot write {}", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return runtime_error(fmt::format("cannot write {}", path));
+  return ok_status();
+}
+
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  ~ProgressBar() {
+    if (enabled_ && drawn_) fmt::print(stderr, "\r{:80}\r", "");
+  }
+  void update(size_t done, size_t total, const std::string& what) {
+    if (!enabled_ || total == 0) return;
+    size_t width = 30, filled = std::min(width, done * width / total);
+    fmt::print(stderr, "\r[{}{}] {:3}% {:<40}", std::string(filled, '#'), std::string(width - filled, '.'),
+               std::min<size_t>(100, done * 100 / total), what.substr(0, 40));
+    drawn_ = true;
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
+void register_bench(CLI::App& app, Action* action) {
+  struct Options {
+    TpmOption tpm;
+    std::string emulate;
+    std::string strategies;
+    int iterations = 100;
+    uint32_t pcr = 16;
+    uint32_t checkpoint_every = 100;
+    bool force_pcr = false;
+    bool no_primitives = false;
+    std::string json, csv, trace, svg;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Measure what bus protection costs on this TPM: every command the strategies use, and each lifecycle "
+               "strategy per protected PCR extend");
+  o->tpm.add_to(sub);
+  sub->add_option("--emulate", o->emulate,
+                  "Run the real TPM behind the latency model of data/profiles/PROFILE.json on a virtual clock "
+                  "(see tpmsec profiles)");
+  sub->add_option("--strategies", o->strategies,
+                  "Comma-separated: per-command,saved-context,resident,plain,checkpoint (default: all)");
+  sub->add_option("--iterations", o->iterations, "Samples per primitive and extends per strategy")
+      ->check(CLI::Range(2, 1000000))
+      ->capture_default_str();
+  sub->add_option("--pcr", o->pcr, "PCR to extend (reset at the end); 0-15 need --force-pcr")
+      ->check(CLI::Range(0, 31))
+      ->capture_default_str();
+  sub->add_flag("--force-pcr", o->force_pcr, "Allow PCRs 0-15 (they cannot be reset: the values stay changed)");
+  sub->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint strategy: audited read every N extends")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_flag("--no-primitives", o->no_primitives, "Skip the per-command measurements");
+  sub->add_option("--json", o->json, "Write the result as JSON (docs/bench-json.md)");
+  sub->add_option("--csv", o->csv, "Write one CSV row per sample");
+  sub->add_option("--trace", o->trace, "Write a Chrome trace-event JSON (opens in Perfetto)");
+  sub->add_option("--svg", o->svg, "Write a chart of cost per extend by strategy, stacked by TPM command");
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      if (o->pcr < 16 && !o->force_pcr) {
+        return usage_error(fmt::format(
+            "PCR {} holds boot measurements and cannot be reset: use a resettable PCR (16, the default, or 23) or "
+            "--force-pcr",
+            o->pcr));
+      }
+      BenchOptions options;
+      options.iterations = o->iterations;
+      options.pcr = o->pcr;
+      options.checkpoint_every = o->checkpoint_every;
+      options.primitives = !o->no_primitives;
+      if (!o->strategies.empty()) {
+        std::string list = o->strategies;
+        size_t start = 0;
+        while (start <= list.size()) {
+          size_t comma = list.find(',', start);
+          std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+          if (!name.empty()) {
+            TPMSEC_ASSIGN_OR_RETURN(StrategyKind k, parse_strategy(name));
+            options.strategies.push_back(k);
+          }
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+      }
+      TPMSEC_ASSIGN_OR_RETURN(auto measured, open_measured_tpm(o->tpm, o->emulate));
+      MeasuredTpm& tpm = *measured;
+      if (tpm.base->describe().find("tpmrm") != std::string::npos) {
+        fmt::print(stderr,
+                   "tpmsec: warning: through /dev/tpmrm0 the kernel's resource manager context-swaps sessions after "
+                   "every command, so 'resident' costs like 'saved-context'; using the TPM also makes the kernel "
+                   "rebuild its own HMAC session at its next extend\n");
+      }
+      ProgressBar bar(::isatty(2));
+      options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
+      g_stop = false;
+      options.stop = &g_stop;
+      auto previous = std::signal(SIGINT, on_sigint);
+      auto result = run_bench(*tpm.tpm, tpm.log, *tpm.clock, tpm.info, options);
+      std::signal(SIGINT, previous);
+      if (!result.ok()) return result.error();
+      result->tpm = tpm.identity;
+      if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, bench_json(*result).dump(2) + "\n"));
+      if (!o->csv.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->csv, bench_csv(*result)));
+      if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));
+      if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, bench_svg(*result)));
+      fmt::print("{}", bench_text(*result));
+      if (result->interrupted) return runtime_error("interrupted: partial results above; PCR reset, handles flushed");
+      return ok_status();
+    };
+  });
+}
+
+}  // namespace tpmsec::cli

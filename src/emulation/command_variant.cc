@@ -1,0 +1,78 @@
+// Which modelled variant a traced command is, and how many of its bytes are
+// encrypted parameter.
+#include "tpmsec/constants.h"
+#include "tpmsec/latency_model.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr uint32_t kCreatePrimary = 0x131;
+constexpr uint32_t kContextLoad = 0x161;
+constexpr uint32_t kContextSave = 0x162;
+constexpr uint32_t kStartAuthSession = 0x176;
+
+// Salts of 128 bytes or more are RSA (OAEP ciphertext of RSA-2048: 256);
+// shorter ones are ECC points (P-256: 2 + 32 + 2 + 32 = 68).
+constexpr size_t kRsaSaltMin = 128;
+
+// Handle types (top byte) of HMAC and policy sessions.
+bool is_session_handle(uint32_t handle) {
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  return type == 0x02 || type == 0x03;
+}
+
+// One TPMS_AUTH_COMMAND with SHA-256: handle, nonce, attributes, hmac.
+constexpr size_t kAuthCommandBytes = 4 + 2 + 32 + 1 + 2 + 32;
+// One TPMS_AUTH_RESPONSE with SHA-256: nonce, attributes, hmac.
+constexpr size_t kAuthResponseBytes = 2 + 32 + 1 + 2 + 32;
+constexpr size_t kHeaderBytes = 10;
+
+size_t less(size_t a, size_t b) { return a > b ? a - b : 0; }
+
+}  // namespace
+
+uint16_t create_primary_type(ByteView command) {
+  Reader r(command);
+  uint16_t tag = r.u16("tag");
+  r.u32("commandSize");
+  if (r.u32("commandCode") != kCreatePrimary || !r.ok()) return 0;
+  r.u32("primaryHandle");
+  if (tag == st::kSessions) r.sub(r.u32("authorizationSize"), "authorization area");
+  r.tpm2b("inSensitive");  // its data may be encrypted, its size is not
+  r.u16("inPublic size");
+  uint16_t type = r.u16("inPublic type");
+  return r.ok() ? type : 0;
+}
+
+std::string variant_of(const CommandShape& shape, ByteView command) {
+  std::string name = command_name(shape.command_code);
+  switch (shape.command_code) {
+    case kStartAuthSession:
+      if (!shape.salted) return name + ".unsalted";
+      return name + (shape.encrypted_salt_bytes >= kRsaSaltMin ? ".rsa" : ".ecc");
+    case kContextLoad:
+    case kContextSave:
+      return name + (is_session_handle(shape.context_handle) ? ".session" : ".object");
+    case kCreatePrimary: {
+      uint16_t type = create_primary_type(command);
+      if (type == alg::kEcc) return name + ".ecc";
+      if (type == alg::kRsa) return name + ".rsa";
+      return name;
+    }
+  }
+  return name;
+}
+
+size_t encrypted_parameter_bytes(const CommandShape& shape) {
+  size_t bytes = 0;
+  if (shape.session_attributes & attr::kDecrypt) {
+    bytes += less(shape.command_bytes, kHeaderBytes + 4 + shape.session_count * kAuthCommandBytes);
+  }
+  if (shape.session_attributes & attr::kEncrypt) {
+    bytes += less(shape.response_bytes, kHeaderBytes + 4 + shape.session_count * kAuthResponseBytes);
+  }
+  return bytes;
+}
+
+}  // namespace tpmsec

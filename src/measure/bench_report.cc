@@ -1,0 +1,143 @@
+// The readable bench report and the function_graph breakdown.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "tpmsec/bench.h"
+
+namespace tpmsec {
+namespace {
+
+// ftrace's duration markers: '$' > 1 s, '@' > 100 ms, '*' > 10 ms, '#' > 1 ms, '!' > 100 us, '+' > 10 us.
+char marker(double us) {
+  if (us > 1e6) return '$';
+  if (us > 1e5) return '@';
+  if (us > 1e4) return '*';
+  if (us > 1e3) return '#';
+  if (us > 100) return '!';
+  if (us > 10) return '+';
+  return ' ';
+}
+
+std::string graph_line(double us, int depth, const std::string& call) {
+  return fmt::format(" {} {:>11.3f} us |  {}{}\n", marker(us), us, std::string(2 * depth, ' '), call);
+}
+std::string open_line(int depth, const std::string& call) {
+  return fmt::format("   {:>11}    |  {}{} {{\n", "", std::string(2 * depth, ' '), call);
+}
+
+bool is_object(uint32_t handle) { return (handle >> 24) == 0x80; }
+
+// The steady-state sample closest to the median (the representative extend).
+size_t representative(const StrategyResult& s) {
+  size_t best = s.extends.size() > 1 ? 1 : 0;
+  for (size_t i = 1; i < s.extends.size(); ++i) {
+    if (std::fabs(s.extends[i].total_ms - s.per_extend_ms.median) <
+        std::fabs(s.extends[best].total_ms - s.per_extend_ms.median)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+std::string distribution_row(const std::string& name, const Distribution& d, double host_us) {
+  return fmt::format("{:<32}{:>6}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}{:>10.1f}\n", name, d.n, d.min,
+                     d.median, d.mean, d.p90, d.p99, d.max, host_us);
+}
+
+}  // namespace
+
+std::string command_label(const CommandShape& c) {
+  std::string name = command_name(c.command_code);
+  switch (c.command_code) {
+    case 0x176:
+      if (!c.salted) return name + " (unsalted)";
+      return name + (c.encrypted_salt_bytes > 100 ? " (RSA salt)" : " (ECC salt)");
+    case 0x161:
+    case 0x162:
+    case 0x165:
+      return name + (is_object(c.context_handle) ? " (object)" : " (session)");
+    case 0x182:
+      return name + (c.hmac_session ? " (HMAC session)" : " (password)");
+    case 0x17E:
+      return name + ((c.session_attributes & 0x80) ? " (audit session)" : "");
+    default:
+      return name;
+  }
+}
+
+std::string function_graph(const StrategyResult& s) {
+  if (s.extends.empty()) return "";
+  size_t index = representative(s);
+  const Sample& sample = s.extends[index];
+  std::string out = fmt::format("# {}: extend {} of {} (steady state, closest to the median)\n", strategy_name(s.kind),
+                                index + 1, s.extends.size());
+  out += "#    DURATION        FUNCTION CALLS\n#    |     |          |   |   |   |\n";
+  out += open_line(0, "tpm2_pcr_extend()");
+  int64_t cursor = sample.start_ns;
+  const auto& cmds = sample.commands;
+  auto host_gap = [&](int64_t until, int depth) {
+    double us = static_cast<double>(until - cursor) / 1e3;
+    if (us >= 0.0005) out += graph_line(us, depth, "host();");
+  };
+  for (size_t i = 0; i < cmds.size(); ++i) {
+    // Linux's tpm2_start_auth_session: ContextLoad(key), StartAuthSession, FlushContext(key).
+    bool group = i + 2 < cmds.size() && cmds[i].shape.command_code == 0x161 &&
+                 is_object(cmds[i].shape.context_handle) && cmds[i + 1].shape.command_code == 0x176 &&
+                 cmds[i + 2].shape.command_code == 0x165;
+    if (group) {
+      host_gap(cmds[i].start_ns, 1);
+      out += open_line(1, "tpm2_start_auth_session()");
+      int64_t begin = cmds[i].start_ns;
+      for (size_t j = i; j < i + 3; ++j) {
+        host_gap(cmds[j].start_ns, 2);
+        out += graph_line(static_cast<double>(cmds[j].duration_ns) / 1e3, 2, command_label(cmds[j].shape) + ";");
+        cursor = cmds[j].start_ns + cmds[j].duration_ns;
+      }
+      out += graph_line(static_cast<double>(cursor - begin) / 1e3, 1, "}");
+      i += 2;
+      continue;
+    }
+    host_gap(cmds[i].start_ns, 1);
+    out += graph_line(static_cast<double>(cmds[i].duration_ns) / 1e3, 1, command_label(cmds[i].shape) + ";");
+    cursor = cmds[i].start_ns + cmds[i].duration_ns;
+  }
+  int64_t end = sample.start_ns + static_cast<int64_t>(sample.total_ms * 1e6);
+  host_gap(end, 1);
+  out += graph_line(sample.total_ms * 1e3, 0, "}");
+  return out;
+}
+
+std::string bench_text(const BenchResult& r) {
+  std::string out;
+  const auto& t = r.tpm;
+  out += fmt::format("tpmsec bench {} — {}\n", r.version, r.date);
+  std::string emulated = t.value("emulated", false) ? fmt::format("  [emulated: {}]", t.value("profile", "")) : "";
+  out += fmt::format("TPM        {} ({}) \"{}\" firmware {}, spec {} revision {}{}\n", t.value("manufacturer", ""),
+                     t.value("manufacturer_raw", ""), t.value("vendor", ""), t.value("firmware_version", ""),
+                     t["spec"].value("family", ""), t["spec"].value("revision", ""), emulated);
+  out += fmt::format("transport  {}\nclock      {}\n", r.transport,
+                     r.virtual_clock ? "virtual (TPM time from the latency model, host time real)" : "real");
+  out += fmt::format("run        PCR {} ({}), {} iterations per measurement{}\n\n", r.options.pcr,
+                     hash_name(r.options.bank), r.options.iterations, r.interrupted ? ", INTERRUPTED" : "");
+  if (!r.primitives.empty()) {
+    out += fmt::format("{:<32}{:>6}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>10}\n", "primitive (TPM time, ms)", "n",
+                       "min", "median", "mean", "p90", "p99", "max", "host us");
+    for (const auto& p : r.primitives) out += distribution_row(p.name, p.tpm_ms, p.host_us.median);
+    out += "\n";
+  }
+  out += fmt::format("{:<15}{:<12}{:>10}{:>10}{:>10}{:>12}{:>16}{:>10}{:>9}\n", "strategy", "protection", "median",
+                     "mean", "p99", "cmds/extend", "first ms (cmds)", "host us", "x plain");
+  for (const auto& s : r.strategies) {
+    out += fmt::format("{:<15}{:<12}{:>10.3f}{:>10.3f}{:>10.3f}{:>12.2f}{:>11.3f} ({:>2}){:>10.1f}{:>9.2f}\n",
+                       strategy_name(s.kind), strategy_protection(s.kind), s.per_extend_ms.median,
+                       s.per_extend_ms.mean, s.per_extend_ms.p99, s.tpm_commands_per_extend, s.first_extend_ms,
+                       s.first_extend_commands, s.host_us.median, s.ratio_to_plain);
+  }
+  out += "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";
+  for (const auto& s : r.strategies) out += function_graph(s) + "\n";
+  out += r.recommendation + "\n";
+  return out;
+}
+
+}  // namespace tpmsec

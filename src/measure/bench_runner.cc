@@ -1,0 +1,325 @@
+// Runs `tpmsec bench`: primitives one command at a time, then each strategy
+// over a stream of extends.
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "tpmsec/bench.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/tpm_info.h"
+
+namespace tpmsec {
+namespace {
+
+class Runner {
+ public:
+  Runner(Tpm& tpm, TraceLog& log, const Clock& clock, const BenchOptions& options)
+      : tpm_(tpm), log_(log), clock_(clock), options_(options) {}
+
+  bool stopped() const { return options_.stop && options_.stop->load(); }
+
+  // Times `op` on the bench clock and collects the TPM commands it sent.
+  template <class Op>
+  Result<Sample> timed(Op&& op) {
+    Sample s;
+    size_t mark = log_.size();
+    s.start_ns = clock_.now_ns();
+    Status st = op();
+    int64_t end = clock_.now_ns();
+    if (!st.ok()) return st.error();
+    s.commands = log_.since(mark);
+    s.total_ms = static_cast<double>(end - s.start_ns) / 1e6;
+    for (const auto& c : s.commands) s.tpm_ms += static_cast<double>(c.duration_ns) / 1e6;
+    s.host_ms = std::max(0.0, s.total_ms - s.tpm_ms);
+    return s;
+  }
+
+  void progress(const std::string& what) {
+    ++done_;
+    if (options_.progress) options_.progress(done_, total_, what);
+  }
+  void set_total(size_t total) { total_ = total; }
+
+  Bytes digest_for(uint64_t i) {
+    uint8_t counter[8];
+    for (int b = 0; b < 8; ++b) counter[b] = static_cast<uint8_t>(i >> (56 - 8 * b));
+    auto d = crypto::hash(options_.bank, {as_bytes("tpmsec bench"), ByteView(counter, 8)});
+    return d.ok() ? *d : Bytes(32, 0);
+  }
+
+  Tpm& tpm_;
+  TraceLog& log_;
+  const Clock& clock_;
+  const BenchOptions& options_;
+  size_t done_ = 0, total_ = 0;
+  uint64_t digest_counter_ = 0;
+};
+
+void finish_primitive(PrimitiveResult& p) {
+  std::vector<double> tpm, host;
+  for (const auto& s : p.samples) {
+    tpm.push_back(s.tpm_ms);
+    host.push_back(s.host_ms * 1000.0);
+  }
+  p.tpm_ms = summarize(tpm);
+  p.host_us = summarize(host);
+}
+
+// Measures one TPM command per iteration. `setup` and `teardown` are untimed;
+// `op` must send exactly the command being measured.
+Status measure(Runner& run, std::vector<PrimitiveResult>& out, const std::string& name,
+               const std::function<Status()>& setup, const std::function<Status()>& op,
+               const std::function<Status()>& teardown) {
+  PrimitiveResult p{name, {}, {}, {}};
+  for (int i = 0; i < run.options_.iterations && !run.stopped(); ++i) {
+    if (setup) TPMSEC_RETURN_IF_ERROR(setup());
+    auto s = run.timed(op);
+    if (!s.ok()) return s.error().with_context(name);
+    p.samples.push_back(std::move(*s));
+    if (teardown) TPMSEC_RETURN_IF_ERROR(teardown());
+  }
+  finish_primitive(p);
+  out.push_back(std::move(p));
+  run.progress(name);
+  return ok_status();
+}
+
+Status run_primitives(Runner& run, SessionFactory& factory, std::vector<PrimitiveResult>& out) {
+  Tpm& tpm = run.tpm_;
+  const auto& o = run.options_;
+  NullKey key = *factory.null_key();  // a copy: loading may refresh its context
+  uint32_t last_session = 0;
+  Bytes digest = run.digest_for(0);
+
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (password)", nullptr,
+                                 [&] { return pcr_extend(tpm, o.bank, o.pcr, digest); }, nullptr));
+  {
+    TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kContinueSession));
+    TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (HMAC session)", nullptr,
+                                   [&] { return pcr_extend(tpm, o.bank, o.pcr, digest, Auth{session.get(), {}}); },
+                                   nullptr));
+    TPMSEC_RETURN_IF_ERROR(
+        measure(run, out, "PCR_Read", nullptr, [&] { return status_of(pcr_read(tpm, o.bank, o.pcr)); }, nullptr));
+    session->set_attributes(attr::kAudit | attr::kContinueSession);
+    TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Read (audit session)", nullptr, [&]() -> Status {
+      Auth audit{session.get(), {}};
+      return status_of(pcr_read(tpm, o.bank, o.pcr, std::span<const Auth>(&audit, 1)));
+    }, nullptr));
+    TPMSEC_RETURN_IF_ERROR(
+        measure(run, out, "GetRandom(32)", nullptr, [&] { return status_of(tpm.run(cmd::GetRandom{32})); }, nullptr));
+    // Session context save/load: the numbers the seed thread lacked.
+    Context ctx;
+    TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextSave (session)", nullptr, [&]() -> Status {
+      auto c = session->save(tpm);
+      if (!c.ok()) return c.error();
+      ctx = std::move(*c);
+      return ok_status();
+    }, [&] { return session->load(tpm, ctx); }));
+    TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextLoad (session)", [&]() -> Status {
+      auto c = session->save(tpm);
+      if (!c.ok()) return c.error();
+      ctx = std::move(*c);
+      return ok_status();
+    }, [&] { return session->load(tpm, ctx); }, nullptr));
+    TPMSEC_RETURN_IF_ERROR(session->flush());
+  }
+
+  std::optional<ScopedHandle> loaded;
+  auto load_key = [&]() -> Status {
+    auto h = key.load(tpm);
+    if (!h.ok()) return h.error();
+    loaded = std::move(*h);
+    return ok_status();
+  };
+  auto flush_key = [&]() -> Status {
+    Status st = loaded ? loaded->flush() : ok_status();
+    loaded.reset();
+    return st;
+  };
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextLoad (null key)", nullptr, load_key, flush_key));
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextSave (null key)", load_key,
+                                 [&] { return status_of(tpm.run(cmd::ContextSave{key.named(loaded->get())})); },
+                                 flush_key));
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "FlushContext", load_key, flush_key, nullptr));
+
+  auto start_with = [&](NullKey* salt_key) -> std::function<Status()> {
+    return [&, salt_key]() -> Status {
+      SessionOptions so;
+      NamedHandle handle;
+      if (salt_key) {
+        handle = salt_key->named(loaded->get());
+        so.tpm_key = &handle;
+        so.tpm_key_public = &salt_key->public_area();
+      }
+      auto s = HmacSession::start(tpm, so);
+      if (!s.ok()) return s.error();
+      s->get()->abandon();  // flushed untimed below
+      last_session = (*s)->handle();
+      return ok_status();
+    };
+  };
+  auto flush_session = [&] { return status_of(tpm.run(cmd::FlushContext{last_session})); };
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (unsalted)", nullptr, start_with(nullptr), flush_session));
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (ECC salt)", load_key, start_with(&key), [&]() -> Status {
+    TPMSEC_RETURN_IF_ERROR(flush_session());
+    return flush_key();
+  }));
+
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "CreatePrimary (null key, ECC)", nullptr, [&]() -> Status {
+    cmd::CreatePrimary c;
+    c.primary_handle = NamedHandle::of(rh::kNull);
+    c.in_public.public_area = null_key_template(SaltKind::kEcc);
+    auto r = tpm.run(c, {Auth::password()});
+    if (!r.ok()) return r.error();
+    loaded = ScopedHandle(tpm, r->object_handle);
+    return ok_status();
+  }, flush_key));
+
+  // RSA: a second null key (RSA-2048 primaries are slow to create: once).
+  auto rsa = NullKey::create(tpm, SaltKind::kRsa);
+  if (rsa.ok()) {
+    auto load_rsa = [&]() -> Status {
+      auto h = rsa->load(tpm);
+      if (!h.ok()) return h.error();
+      loaded = std::move(*h);
+      return ok_status();
+    };
+    TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (RSA salt)", load_rsa, start_with(&*rsa), [&]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(flush_session());
+      return flush_key();
+    }));
+  }
+  return ok_status();
+}
+
+Status run_strategy(Runner& run, StrategyKind kind, const TpmInfo& info, StrategyResult& out) {
+  const auto& o = run.options_;
+  out.kind = kind;
+  // Every strategy starts from a reset PCR.
+  TPMSEC_RETURN_IF_ERROR(pcr_reset(run.tpm_, o.pcr));
+  StreamOptions so;
+  so.pcr = o.pcr;
+  so.bank = o.bank;
+  so.checkpoint_every = o.checkpoint_every;
+  so.protection = o.protection;
+  std::unique_ptr<ExtendStream> stream;
+  TPMSEC_ASSIGN_OR_RETURN(out.open, run.timed([&]() -> Status {
+    auto s = ExtendStream::open(run.tpm_, kind, so, &info);
+    if (!s.ok()) return s.error();
+    stream = std::move(*s);
+    return ok_status();
+  }));
+  for (int i = 0; i < o.iterations && !run.stopped(); ++i) {
+    Bytes d = run.digest_for(++run.digest_counter_);
+    auto s = run.timed([&] { return stream->extend(d); });
+    if (!s.ok()) return s.error().with_context(std::string(strategy_name(kind)));
+    out.extends.push_back(std::move(*s));
+    if ((i + 1) % std::max(1, o.iterations / 10) == 0) run.progress(std::string(strategy_name(kind)));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(out.finish, run.timed([&] { return stream->finish(); }));
+  stream.reset();
+  std::vector<double> steady, host;
+  double commands = 0;
+  for (size_t i = 1; i < out.extends.size(); ++i) {
+    steady.push_back(out.extends[i].total_ms);
+    host.push_back(out.extends[i].host_ms * 1000.0);
+    commands += static_cast<double>(out.extends[i].commands.size());
+  }
+  out.per_extend_ms = summarize(steady);
+  out.host_us = summarize(host);
+  if (!out.extends.empty()) {
+    out.first_extend_ms = out.extends[0].total_ms;
+    out.first_extend_commands = out.extends[0].commands.size();
+  }
+  out.tpm_commands_per_extend = steady.empty() ? 0 : commands / static_cast<double>(steady.size());
+  return ok_status();
+}
+
+std::string recommend(const std::vector<StrategyResult>& strategies) {
+  const StrategyResult* plain = nullptr;
+  const StrategyResult* best = nullptr;
+  const StrategyResult* detect = nullptr;
+  for (const auto& s : strategies) {
+    if (s.per_extend_ms.n == 0) continue;
+    if (s.kind == StrategyKind::kPlain) plain = &s;
+    if (s.kind == StrategyKind::kCheckpoint) detect = &s;
+    if (strategy_protection(s.kind) == "prevention" && (!best || s.per_extend_ms.median < best->per_extend_ms.median)) {
+      best = &s;
+    }
+  }
+  if (!best && !detect) return "recommendation: none (no protected strategy was measured)";
+  const StrategyResult* pick = best ? best : detect;
+  std::string line = fmt::format("recommendation: {} — {:.3f} ms per protected extend ({:.1f}x plain)",
+                                 strategy_name(pick->kind), pick->per_extend_ms.median, pick->ratio_to_plain);
+  if (plain) {
+    double saved = pick->per_extend_ms.median - plain->per_extend_ms.median;
+    line += fmt::format("; plain would save {:.3f} ms per extend ({:.0f}%) but leaves extends unprotected", saved,
+                        pick->per_extend_ms.median > 0 ? 100.0 * saved / pick->per_extend_ms.median : 0.0);
+  }
+  if (detect && pick != detect) {
+    line += fmt::format("; checkpoint detects tampering at {:.3f} ms ({:.2f}x plain)", detect->per_extend_ms.mean,
+                        detect->ratio_to_plain);
+  }
+  return line;
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const TpmInfo& info,
+                              const BenchOptions& options) {
+  BenchResult result;
+  result.options = options;
+  if (result.options.strategies.empty()) result.options.strategies = all_strategies();
+  // The plain baseline is always measured: every ratio is to it.
+  bool has_plain = false;
+  for (auto k : result.options.strategies) has_plain |= k == StrategyKind::kPlain;
+  if (!has_plain) result.options.strategies.push_back(StrategyKind::kPlain);
+  if (result.options.iterations < 2) return usage_error("--iterations must be at least 2 (first extend + steady state)");
+  result.tpm = to_json(info);
+  result.tpm["emulated"] = false;
+  result.transport = tpm.transport().describe();
+  result.virtual_clock = clock.is_virtual();
+  result.date = today();
+  result.version = TPMSEC_VERSION;
+
+  Runner run(tpm, log, clock, result.options);
+  run.set_total((result.options.primitives ? 14 : 0) + result.options.strategies.size() * 10);
+
+  Status status;
+  if (result.options.primitives) {
+    auto factory = SessionFactory::create(tpm, result.options.protection, &info);
+    status = factory.ok() ? run_primitives(run, **factory, result.primitives) : Status(factory.error());
+  }
+  for (StrategyKind kind : result.options.strategies) {
+    if (!status.ok() || run.stopped()) break;
+    StrategyResult s;
+    status = run_strategy(run, kind, info, s);
+    result.strategies.push_back(std::move(s));
+  }
+  // Leave the PCR as we found it (reset), whatever happened.
+  Status reset = pcr_reset(tpm, result.options.pcr);
+  if (!status.ok()) return status.error();
+  TPMSEC_RETURN_IF_ERROR(reset);
+  result.interrupted = run.stopped();
+
+  double plain_median = 0;
+  for (const auto& s : result.strategies) {
+    if (s.kind == StrategyKind::kPlain) plain_median = s.per_extend_ms.median;
+  }
+  for (auto& s : result.strategies) {
+    double cost = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
+    s.ratio_to_plain = plain_median > 0 ? cost / plain_median : 0;
+  }
+  result.recommendation = recommend(result.strategies);
+  return result;
+}
+
+}  // namespace tpmsec
