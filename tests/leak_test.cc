@@ -343,16 +343,48 @@ TEST_P(LeakTest, NoSlotLeaksUnderFaults) {
 }
 
 // When the TPM created a session or loaded the null key and the response
-// naming the new handle is lost (transmission error, forged error or garbled
-// response after execution), the client cannot know the handle and cannot
-// flush it. This measures that limitation; it is not a library defect the
-// client could fix without the handle (see the report in the test output).
+// naming the new handle is lost (transmission error or forged error after
+// execution), no client can flush the handle: that part is a limitation.
+// Part is a library gap: when a success response frames correctly and its
+// handle is readable but the parameters fail to parse (a StartAuthSession
+// nonceTPM size off by one, a ContextLoad with a trailing byte), Tpm::run
+// returns the parse error and the handle it read is never flushed.
+// Disabled: it fails (hundreds of leaks in 2,000 commands); run it with
+// --gtest_also_run_disabled_tests to measure.
 TEST_P(LeakTest, DISABLED_SetupResponseLostAfterExecution) {
   auto start = std::chrono::steady_clock::now();
   Report report = run_schedule(0x5e7u, 2000, /*setup_lost_after_execution=*/true);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   print("leak: setup responses lost after execution", report, seconds);
   EXPECT_EQ(report.leaks, 0u) << report.first_leak;
+}
+
+// The fixable part of the above: a success response whose handle area is
+// intact but whose parameters do not parse. The client read the handle; it
+// should flush it. Disabled until Tpm::run (or its callers that create
+// handles) does.
+TEST_P(LeakTest, DISABLED_HandleOfAResponseThatFailsToParseIsFlushed) {
+  struct Case {
+    uint32_t command_code;
+    Fault fault;
+    const char* what;
+  };
+  Fault trailing_byte = Fault::append_response({0});
+  trailing_byte.response_flips = {{5, 0x01}};  // size 14 -> 15: the frame stays consistent
+  const Case cases[] = {
+      {cmd::StartAuthSession::kInfo.code, Fault::flip_response(15, 0x01), "StartAuthSession nonceTPM size 32 -> 33"},
+      {cmd::StartAuthSession::kInfo.code, Fault::flip_response(14, 0x01), "StartAuthSession nonceTPM size 32 -> 288"},
+      {cmd::ContextLoad::kInfo.code, trailing_byte, "ContextLoad with one trailing byte"},
+  };
+  for (const Case& c : cases) {
+    faults_->set_hook([&](size_t, uint32_t code, ByteView) { return code == c.command_code ? c.fault : Fault::pass(); });
+    auto s = factory_->start(0);
+    faults_->set_hook(nullptr);
+    EXPECT_FALSE(s.ok()) << c.what;
+    std::vector<uint32_t> left = loaded_handles();
+    EXPECT_TRUE(left.empty()) << c.what << ": leaked 0x" << std::hex << (left.empty() ? 0 : left.front());
+    for (uint32_t h : left) (void)tpm().run(cmd::FlushContext{h});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Embedded, LeakTest, ::testing::Values(testing::TpmKind::kEmbedded),

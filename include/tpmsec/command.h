@@ -28,6 +28,11 @@ struct CommandInfo {
   uint8_t response_handle_count;  // handles in the response's handle area
   bool command_param_tpm2b;       // first command parameter is a TPM2B: may be decrypted
   bool response_param_tpm2b;      // first response parameter is a TPM2B: may be encrypted
+  // The command changes nothing in the TPM, so the pipeline may resend it
+  // after TPM_RC_RETRY/YIELDED/TESTING. Response codes are not authenticated:
+  // a forged RETRY after a PCR_Extend executed would make a blind resend
+  // extend twice, so commands with effects return the warning to the caller.
+  bool retry_safe = false;
 };
 
 // A handle in a command together with its Name (Part 1 §16), which enters

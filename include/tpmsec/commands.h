@@ -34,7 +34,7 @@ struct Shutdown {
 
 // Part 3 §30.2
 struct GetCapability {
-  static constexpr CommandInfo kInfo{0x17A, "GetCapability", 0, 0, 0, false, false};
+  static constexpr CommandInfo kInfo{0x17A, "GetCapability", 0, 0, 0, false, false, true};
   uint32_t capability = 0;
   uint32_t property = 0;
   uint32_t property_count = 0;
@@ -50,7 +50,7 @@ struct GetCapability {
 
 // Part 3 §16.1
 struct GetRandom {
-  static constexpr CommandInfo kInfo{0x17B, "GetRandom", 0, 0, 0, false, true};
+  static constexpr CommandInfo kInfo{0x17B, "GetRandom", 0, 0, 0, false, true, true};
   uint16_t bytes_requested = 0;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(bytes_requested); }
@@ -63,7 +63,7 @@ struct GetRandom {
 
 // Part 3 §22.4
 struct PcrRead {
-  static constexpr CommandInfo kInfo{0x17E, "PCR_Read", 0, 0, 0, false, false};
+  static constexpr CommandInfo kInfo{0x17E, "PCR_Read", 0, 0, 0, false, false, true};
   PcrSelectionList pcr_selection_in;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(pcr_selection_in); }
@@ -162,7 +162,7 @@ struct Load {
 
 // Part 3 §12.7
 struct Unseal {
-  static constexpr CommandInfo kInfo{0x15E, "Unseal", 1, 1, 0, false, true};
+  static constexpr CommandInfo kInfo{0x15E, "Unseal", 1, 1, 0, false, true, true};
   NamedHandle item_handle;
   auto handles() const { return std::tie(item_handle); }
   auto params() const { return std::tie(); }
@@ -175,7 +175,7 @@ struct Unseal {
 
 // Part 3 §12.4
 struct ReadPublic {
-  static constexpr CommandInfo kInfo{0x173, "ReadPublic", 1, 0, 0, false, true};
+  static constexpr CommandInfo kInfo{0x173, "ReadPublic", 1, 0, 0, false, true, true};
   NamedHandle object_handle;
   auto handles() const { return std::tie(object_handle); }
   auto params() const { return std::tie(); }
@@ -248,7 +248,7 @@ struct StartAuthSession {
 
 // Part 3 §15.4
 struct Hash {
-  static constexpr CommandInfo kInfo{0x17D, "Hash", 0, 0, 0, true, true};
+  static constexpr CommandInfo kInfo{0x17D, "Hash", 0, 0, 0, true, true, true};
   Tpm2bMaxBuffer data;
   uint16_t hash_alg = alg::kSha256;
   uint32_t hierarchy = rh::kNull;

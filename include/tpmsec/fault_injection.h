@@ -96,6 +96,7 @@ class FaultInjectingTransport final : public Transport {
   Result<Bytes> transmit(ByteView command) override;
   // Forwarded to the wrapped transport; not subject to faults.
   Status reset_tpm() override { return inner_->reset_tpm(); }
+  Status suspend_resume() override { return inner_->suspend_resume(); }
   // The wrapped transport's description with "+faults" appended.
   std::string describe() const override { return inner_->describe() + "+faults"; }
 

@@ -34,7 +34,8 @@ class Tpm {
 
   // Sends one command. `auths` lists the sessions: the first info.auth_count
   // authorize the handles in order; any after them are audit or encryption
-  // sessions. Retries TPM_RC_RETRY/YIELDED/TESTING with back-off.
+  // sessions. Retries TPM_RC_RETRY/YIELDED/TESTING with back-off, but only
+  // for commands marked retry_safe (see command.h).
   Result<RawResponse> execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                               Bytes parameters, std::span<const Auth> auths);
 

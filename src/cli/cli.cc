@@ -30,31 +30,8 @@ Result<OpenTpm> open_tpm(const TpmOption& option) {
 }
 
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option, const std::string& emulate) {
-  auto m = std::make_unique<MeasuredTpm>();
-  TPMSEC_ASSIGN_OR_RETURN(m->base, open_transport(option.spec));
-  Transport* inner = m->base.get();
-  std::optional<LatencyProfile> profile;
-  if (!emulate.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(profile, load_profile(emulate));
-    m->virtual_clock = std::make_unique<VirtualClock>();
-    m->latency = std::make_unique<LatencyTransport>(*inner, LatencyModel(*profile), *m->virtual_clock);
-    inner = m->latency.get();
-    m->clock = m->virtual_clock.get();
-    m->profile = profile->id;
-  } else {
-    m->clock = &steady_clock();
-  }
-  m->tracing = std::make_unique<TracingTransport>(*inner, *m->clock, m->log.sink());
-  m->tpm = std::make_unique<Tpm>(*m->tracing);
-  TPMSEC_ASSIGN_OR_RETURN(m->info, read_tpm_info(*m->tpm));
-  if (profile) {
-    std::string warning = provenance_warning(*profile);
-    if (!warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", warning);
-    m->identity = to_json(emulated_info(*profile, m->info));
-  } else {
-    m->identity = to_json(m->info);
-    m->identity["emulated"] = false;
-  }
+  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(option.spec, emulate));
+  if (!m->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", m->warning);
   return m;
 }
 

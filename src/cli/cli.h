@@ -9,9 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "tpmsec/bench.h"
-#include "tpmsec/clock.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/measured_tpm.h"
 #include "tpmsec/result.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/tpm.h"
@@ -38,6 +36,7 @@ void register_random(CLI::App& app, Action* action);
 void register_null_key(CLI::App& app, Action* action);
 void register_bench(CLI::App& app, Action* action);
 void register_profiles(CLI::App& app, Action* action);
+void register_profile(CLI::App& app, Action* action);
 
 // --tpm on a subcommand: the TPM string, defaulting to $TPMSEC_TPM or embedded.
 struct TpmOption {
@@ -52,20 +51,8 @@ struct OpenTpm {
 };
 Result<OpenTpm> open_tpm(const TpmOption& option);
 
-// A TPM opened for measurement: the transport, optionally behind a latency
-// profile on a virtual clock (--emulate), traced into `log` on `clock`.
-struct MeasuredTpm {
-  std::unique_ptr<Transport> base;
-  std::unique_ptr<VirtualClock> virtual_clock;
-  std::unique_ptr<LatencyTransport> latency;
-  std::unique_ptr<TracingTransport> tracing;
-  std::unique_ptr<Tpm> tpm;
-  TraceLog log;
-  const Clock* clock = nullptr;
-  TpmInfo info;             // the real TPM's capabilities
-  nlohmann::json identity;  // as `info --json`; the profile's TPM, marked emulated, when emulating
-  std::string profile;      // empty unless emulating
-};
+// A TPM opened for measurement (see measured_tpm.h); prints the profile's
+// provenance warning when emulating.
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option, const std::string& emulate);
 
 // Parses a decimal PCR index ("16"); kUsage error otherwise.

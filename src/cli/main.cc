@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   register_null_key(app, &action);
   register_bench(app, &action);
   register_profiles(app, &action);
+  register_profile(app, &action);
 
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {

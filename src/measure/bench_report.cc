@@ -41,7 +41,7 @@ size_t representative(const StrategyResult& s) {
 }
 
 std::string distribution_row(const std::string& name, const Distribution& d, double host_us) {
-  return fmt::format("{:<32}{:>6}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}{:>11.3f}{:>10.1f}\n", name, d.n, d.min,
+  return fmt::format("{:<32}{:>6}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>10.1f}\n", name, d.n, d.min,
                      d.median, d.mean, d.p90, d.p99, d.max, host_us);
 }
 
@@ -129,7 +129,7 @@ std::string bench_text(const BenchResult& r) {
   out += fmt::format("{:<15}{:<12}{:>10}{:>10}{:>10}{:>12}{:>16}{:>10}{:>9}\n", "strategy", "protection", "median",
                      "mean", "p99", "cmds/extend", "first ms (cmds)", "host us", "x plain");
   for (const auto& s : r.strategies) {
-    out += fmt::format("{:<15}{:<12}{:>10.3f}{:>10.3f}{:>10.3f}{:>12.2f}{:>11.3f} ({:>2}){:>10.1f}{:>9.2f}\n",
+    out += fmt::format("{:<15}{:<12}{:>10.5g}{:>10.5g}{:>10.5g}{:>12.2f}{:>11.5g} ({:>2}){:>10.1f}{:>9.2f}\n",
                        strategy_name(s.kind), strategy_protection(s.kind), s.per_extend_ms.median,
                        s.per_extend_ms.mean, s.per_extend_ms.p99, s.tpm_commands_per_extend, s.first_extend_ms,
                        s.first_extend_commands, s.host_us.median, s.ratio_to_plain);

@@ -236,6 +236,11 @@ Status run_strategy(Runner& run, StrategyKind kind, const TpmInfo& info, Strateg
   return ok_status();
 }
 
+// "24.27 ms", or "5.37 us" below a millisecond.
+std::string format_ms(double ms) {
+  return ms >= 1.0 ? fmt::format("{:.2f} ms", ms) : fmt::format("{:.3g} us", ms * 1000.0);
+}
+
 std::string recommend(const std::vector<StrategyResult>& strategies) {
   const StrategyResult* plain = nullptr;
   const StrategyResult* best = nullptr;
@@ -250,15 +255,15 @@ std::string recommend(const std::vector<StrategyResult>& strategies) {
   }
   if (!best && !detect) return "recommendation: none (no protected strategy was measured)";
   const StrategyResult* pick = best ? best : detect;
-  std::string line = fmt::format("recommendation: {} — {:.3f} ms per protected extend ({:.1f}x plain)",
-                                 strategy_name(pick->kind), pick->per_extend_ms.median, pick->ratio_to_plain);
+  std::string line = fmt::format("recommendation: {} — {} per protected extend ({:.1f}x plain)",
+                                 strategy_name(pick->kind), format_ms(pick->per_extend_ms.median), pick->ratio_to_plain);
   if (plain) {
     double saved = pick->per_extend_ms.median - plain->per_extend_ms.median;
-    line += fmt::format("; plain would save {:.3f} ms per extend ({:.0f}%) but leaves extends unprotected", saved,
+    line += fmt::format("; plain would save {} per extend ({:.0f}%) but leaves extends unprotected", format_ms(saved),
                         pick->per_extend_ms.median > 0 ? 100.0 * saved / pick->per_extend_ms.median : 0.0);
   }
   if (detect && pick != detect) {
-    line += fmt::format("; checkpoint detects tampering at {:.3f} ms ({:.2f}x plain)", detect->per_extend_ms.mean,
+    line += fmt::format("; checkpoint detects tampering at {} ({:.2f}x plain)", format_ms(detect->per_extend_ms.mean),
                         detect->ratio_to_plain);
   }
   return line;

@@ -33,8 +33,8 @@ Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedH
   auto delay = std::chrono::milliseconds(20);
   for (int attempt = 0;; ++attempt) {
     auto result = execute_once(info, handles, parameters, auths);
-    if (result.ok() || result.error().kind() != ErrorKind::kTpm || !rc_is_retryable(result.error().tpm_rc()) ||
-        attempt == kMaxRetries) {
+    if (result.ok() || !info.retry_safe || result.error().kind() != ErrorKind::kTpm ||
+        !rc_is_retryable(result.error().tpm_rc()) || attempt == kMaxRetries) {
       return result;
     }
     std::this_thread::sleep_for(delay);

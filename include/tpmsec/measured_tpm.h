@@ -1,0 +1,41 @@
+// A TPM set up for measurement: its transport, optionally behind a latency
+// profile on a virtual clock (--emulate), traced into a TraceLog on a Clock.
+// Every measuring command (bench, replay, predict, calibrate) opens one.
+#ifndef TPMSEC_MEASURED_TPM_H_
+#define TPMSEC_MEASURED_TPM_H_
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tpmsec/bench.h"
+#include "tpmsec/clock.h"
+#include "tpmsec/latency_model.h"
+#include "tpmsec/tpm_info.h"
+
+namespace tpmsec {
+
+struct MeasuredTpm {
+  std::unique_ptr<Transport> owned_base;  // set when opened from a TPM string
+  Transport* base = nullptr;
+  std::unique_ptr<VirtualClock> virtual_clock;
+  std::unique_ptr<LatencyTransport> latency;
+  std::unique_ptr<TracingTransport> tracing;
+  std::unique_ptr<Tpm> tpm;
+  TraceLog log;
+  const Clock* clock = nullptr;
+  TpmInfo info;             // the real TPM's capabilities
+  nlohmann::json identity;  // as `info --json` plus "emulated"; the profile's TPM when emulating
+  std::string profile;      // profile id, empty unless emulating
+  std::string warning;      // the profile's provenance warning, if any
+};
+
+// Wraps `base` (not owned). `emulate`: a profile name or path, or empty.
+Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate);
+// Opens the TPM string `spec` and wraps it.
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const std::string& spec, const std::string& emulate);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_MEASURED_TPM_H_

@@ -1,0 +1,56 @@
+// tpmsec profile from-bench RESULT.json [-o PROFILE.json]
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli.h"
+#include "tpmsec/profile_from_bench.h"
+
+namespace tpmsec::cli {
+
+void register_profile(CLI::App& app, Action* action) {
+  struct Options {
+    std::string input;
+    std::string output;
+    std::string id;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* profile = app.add_subcommand("profile", "Make latency profiles from measurements");
+  profile->require_subcommand(1);
+  CLI::App* sub = profile->add_subcommand(
+      "from-bench", "Turn a real TPM's `tpmsec bench --json` result into a profile anyone can --emulate");
+  sub->add_option("RESULT", o->input, "A bench result (tpmsec bench --json FILE)")->required();
+  sub->add_option("-o,--output", o->output, "Write the profile here (default: standard output)");
+  sub->add_option("--id", o->id, "Profile id (default: the output file name without .json, or 'measured')");
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      std::ifstream in(o->input);
+      if (!in) return usage_error(fmt::format("cannot read {}", o->input));
+      std::stringstream text;
+      text << in.rdbuf();
+      nlohmann::json bench = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+      if (bench.is_discarded()) return usage_error(fmt::format("{}: not valid JSON", o->input));
+      std::string id = o->id;
+      if (id.empty()) id = o->output.empty() ? "measured" : std::filesystem::path(o->output).stem().string();
+      TPMSEC_ASSIGN_OR_RETURN(LatencyProfile profile, profile_from_bench(bench, id, o->input));
+      std::string out = to_json(profile).dump(2) + "\n";
+      if (o->output.empty()) {
+        fmt::print("{}", out);
+        return ok_status();
+      }
+      std::string tmp = o->output + ".tmp";
+      {
+        std::ofstream f(tmp, std::ios::trunc);
+        f << out;
+        if (!f) return runtime_error(fmt::format("cannot write {}", o->output));
+      }
+      if (std::rename(tmp.c_str(), o->output.c_str()) != 0) return runtime_error(fmt::format("cannot write {}", o->output));
+      fmt::print(stderr, "tpmsec: wrote profile '{}' to {} (use --emulate {})\n", id, o->output, o->output);
+      return ok_status();
+    };
+  });
+}
+
+}  // namespace tpmsec::cli

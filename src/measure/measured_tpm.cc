@@ -1,0 +1,40 @@
+#include "tpmsec/measured_tpm.h"
+
+namespace tpmsec {
+
+Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate) {
+  auto m = std::make_unique<MeasuredTpm>();
+  m->base = &base;
+  Transport* inner = &base;
+  std::optional<LatencyProfile> profile;
+  if (!emulate.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(profile, load_profile(emulate));
+    m->virtual_clock = std::make_unique<VirtualClock>();
+    m->latency = std::make_unique<LatencyTransport>(*inner, LatencyModel(*profile), *m->virtual_clock);
+    inner = m->latency.get();
+    m->clock = m->virtual_clock.get();
+    m->profile = profile->id;
+    m->warning = provenance_warning(*profile);
+  } else {
+    m->clock = &steady_clock();
+  }
+  m->tracing = std::make_unique<TracingTransport>(*inner, *m->clock, m->log.sink());
+  m->tpm = std::make_unique<Tpm>(*m->tracing);
+  TPMSEC_ASSIGN_OR_RETURN(m->info, read_tpm_info(*m->tpm));
+  if (profile) {
+    m->identity = to_json(emulated_info(*profile, m->info));
+  } else {
+    m->identity = to_json(m->info);
+    m->identity["emulated"] = false;
+  }
+  return m;
+}
+
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const std::string& spec, const std::string& emulate) {
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> base, open_transport(spec));
+  TPMSEC_ASSIGN_OR_RETURN(auto m, measure_tpm(*base, emulate));
+  m->owned_base = std::move(base);
+  return m;
+}
+
+}  // namespace tpmsec

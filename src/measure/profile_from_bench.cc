@@ -1,0 +1,117 @@
+#include "tpmsec/profile_from_bench.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace tpmsec {
+namespace {
+
+// Bench primitive name -> profile variant.
+const std::map<std::string, std::string>& variant_of_primitive() {
+  static const std::map<std::string, std::string> m{
+      {"PCR_Extend (password)", "PCR_Extend"},
+      {"PCR_Read", "PCR_Read"},
+      {"GetRandom(32)", "GetRandom"},
+      {"StartAuthSession (unsalted)", "StartAuthSession.unsalted"},
+      {"StartAuthSession (ECC salt)", "StartAuthSession.ecc"},
+      {"StartAuthSession (RSA salt)", "StartAuthSession.rsa"},
+      {"ContextLoad (session)", "ContextLoad.session"},
+      {"ContextLoad (null key)", "ContextLoad.object"},
+      {"ContextSave (session)", "ContextSave.session"},
+      {"ContextSave (null key)", "ContextSave.object"},
+      {"FlushContext", "FlushContext"},
+      {"CreatePrimary (null key, ECC)", "CreatePrimary.ecc"},
+  };
+  return m;
+}
+
+nlohmann::json value(double ms, double jitter, const char* tag, const std::string& source, const std::string& note) {
+  return {{"ms", ms}, {"jitter_ms", jitter}, {"tag", std::string(1, tag[0])}, {"source", source}, {"note", note}};
+}
+
+}  // namespace
+
+Result<LatencyProfile> profile_from_bench(const nlohmann::json& bench, const std::string& id,
+                                          const std::string& origin) {
+  try {
+    if (!bench.is_object() || bench.value("schema", "") != "tpmsec-bench/1") {
+      return usage_error(fmt::format("{}: not a tpmsec bench result (schema tpmsec-bench/1)", origin));
+    }
+    const auto& tpm = bench.at("tpm");
+    if (tpm.value("emulated", false) || bench.value("clock", "") == "virtual") {
+      return usage_error(fmt::format("{}: this result comes from an emulated TPM (profile {}); a profile must come "
+                                     "from a real TPM",
+                                     origin, tpm.value("profile", "?")));
+    }
+    std::string source = fmt::format("tpmsec bench {} on {} ({})", bench.value("date", "?"),
+                                     bench.value("transport", "?"), bench.value("tpmsec_version", "?"));
+    nlohmann::json commands = nlohmann::json::object();
+    std::map<std::string, double> median;
+    for (const auto& p : bench.at("primitives")) {
+      std::string name = p.at("name").get<std::string>();
+      const auto& d = p.at("tpm_ms");
+      double med = d.at("median").get<double>(), p90 = d.at("p90").get<double>();
+      median[name] = med;
+      auto it = variant_of_primitive().find(name);
+      if (it == variant_of_primitive().end()) continue;
+      // Normal jitter whose 90th percentile matches the sample's.
+      double jitter = std::max(0.0, (p90 - med) / 1.2816);
+      commands[it->second] = value(med, jitter, "M", source, fmt::format("median of {} samples", d.value("n", 0)));
+    }
+    for (const char* needed : {"PCR_Extend (password)", "PCR_Extend (HMAC session)", "PCR_Read", "FlushContext"}) {
+      if (!median.count(needed)) {
+        return usage_error(fmt::format("{}: the result has no '{}' primitive (run bench without --no-primitives)",
+                                       origin, needed));
+      }
+    }
+    double plain = median["PCR_Extend (password)"];
+    double hmac = std::max(0.0, median["PCR_Extend (HMAC session)"] - plain);
+    nlohmann::json hmac_value = value(hmac, hmac * 0.02, "D", source,
+                                      "HMAC'd PCR_Extend median minus password PCR_Extend median");
+    // Not measured by bench: derived from what was, tagged E with the rule.
+    if (!commands.contains("StartAuthSession.rsa")) {
+      commands["StartAuthSession.rsa"] =
+          value(median.count("StartAuthSession (ECC salt)") ? median["StartAuthSession (ECC salt)"] * 2 : plain,
+                0, "E", source, "not measured (no RSA null key): 2 x the ECC-salted StartAuthSession");
+    }
+    for (const char* v : {"Hash", "default"}) {
+      commands[v] = value(median["PCR_Read"], median["PCR_Read"] * 0.02, "E", source,
+                          "not measured: a short command, taken as PCR_Read (tpm-latency.md E rule 3)");
+    }
+    if (!commands.contains("CreatePrimary.rsa")) {
+      commands["CreatePrimary.rsa"] = value(median.count("CreatePrimary (null key, ECC)") ? median["CreatePrimary (null key, ECC)"] * 10 : 1000,
+                                            0, "E", source, "not measured: 10 x the ECC CreatePrimary (RSA key generation)");
+    }
+    std::vector<std::string> vendor;
+    for (const auto& v : tpm.value("vendor_strings", nlohmann::json::array())) vendor.push_back(v.get<std::string>());
+    while (vendor.size() < 4) vendor.push_back("");
+    nlohmann::json profile = {
+        {"id", id},
+        {"name", fmt::format("{} {} (measured)", tpm.value("manufacturer", "?"), tpm.value("vendor", ""))},
+        {"note", fmt::format("Made by `tpmsec profile from-bench` from {}: values tagged M are that run's medians.",
+                             origin)},
+        {"identity",
+         {{"manufacturer", tpm.value("manufacturer", "")},
+          {"vendor_strings", vendor},
+          {"firmware", tpm.value("firmware_version", "")},
+          {"bus", "unknown"},
+          {"source", source}}},
+        {"seed", uint64_t{1}},
+        {"commands", commands},
+        {"hmac_session", hmac_value},
+        {"param_encryption_per_byte", value(0, 0, "E", source, "not measured by bench")},
+        {"tail_events", nlohmann::json::array()},
+        {"slots",
+         {{"max_loaded_sessions", tpm.value("max_loaded_sessions", uint64_t{0})},
+          {"max_transient_objects", tpm.value("max_transient_objects", uint64_t{0})},
+          {"source", source},
+          {"note", "as the TPM reported them"}}},
+    };
+    return profile_from_json(profile, origin);
+  } catch (const nlohmann::json::exception& e) {
+    return usage_error(fmt::format("{}: malformed bench result: {}", origin, e.what()));
+  }
+}
+
+}  // namespace tpmsec

@@ -1,0 +1,173 @@
+// Strategies against an interposer (the fault-injecting transport over the
+// real embedded TPM): forged error codes never cause a double extend, and
+// checkpoint catches dropped and substituted extends.
+#include <openssl/sha.h>
+
+#include "support/test_tpm.h"
+#include "tpmsec/fault_injection.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/strategy.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr uint32_t kPcrExtend = 0x182;
+
+Bytes chain(Bytes value, const std::vector<Bytes>& digests) {
+  for (const Bytes& d : digests) value = *pcr_extended_value(alg::kSha256, value, d);
+  return value;
+}
+
+std::vector<Bytes> digests(int n) {
+  std::vector<Bytes> out;
+  for (int i = 0; i < n; ++i) out.push_back(Bytes(32, static_cast<uint8_t>(0x40 + i)));
+  return out;
+}
+
+// A successful PCR_Extend response with a password session: what an
+// interposer answers when it drops the command.
+Bytes forged_password_success() {
+  return *from_hex("80020000001300000000000000000000010000");
+}
+
+class StrategyFaultTest : public testing::TpmTest {
+ protected:
+  void SetUp() override {
+    testing::TpmTest::SetUp();
+    faults_ = std::make_unique<FaultInjectingTransport>(transport());
+    faulty_ = std::make_unique<Tpm>(*faults_);
+  }
+  // Applies `fault` to the `nth` PCR_Extend (0-based) sent through the interposer.
+  void on_nth_extend(int nth, Fault fault) {
+    auto seen = std::make_shared<int>(0);
+    faults_->set_hook([=](size_t, uint32_t code, ByteView) {
+      if (code == kPcrExtend && (*seen)++ == nth) return fault;
+      return Fault::pass();
+    });
+  }
+  std::unique_ptr<FaultInjectingTransport> faults_;
+  std::unique_ptr<Tpm> faulty_;
+};
+
+struct ForgeCase {
+  const char* name;
+  Fault fault;
+  bool landed;
+};
+
+TEST_P(StrategyFaultTest, ForgedErrorsNeverApplyAnExtendTwice) {
+  const std::vector<ForgeCase> cases = {
+      {"RETRY after execution", Fault::forge_error(0x922, true), true},
+      {"REFERENCE_S0 after execution", Fault::forge_error(0x918, true), true},
+      {"BAD_AUTH after execution", Fault::forge_error(0x9A2, true), true},
+      {"transport failure after execution", Fault::fail(true), true},
+      {"RETRY, not executed", Fault::forge_error(0x922, false), false},
+      {"transport failure, not executed", Fault::fail(false), false},
+  };
+  for (StrategyKind kind : {StrategyKind::kPerCommand, StrategyKind::kSavedContext, StrategyKind::kResident,
+                            StrategyKind::kCheckpoint}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(strategy_name(kind)) + ": " + c.name);
+      ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
+      faults_->set_hook(nullptr);
+      StreamOptions options;
+      options.checkpoint_every = 0;
+      auto stream = ExtendStream::open(*faulty_, kind, options);
+      ASSERT_TRUE(stream.ok()) << stream.error().message();
+      on_nth_extend(2, c.fault);
+      auto ds = digests(5);
+      for (const Bytes& d : ds) {
+        Status st = (*stream)->extend(d);
+        ASSERT_TRUE(st.ok()) << st.error().message();
+      }
+      ASSERT_TRUE((*stream)->finish().ok());
+      // Every digest exactly once.
+      EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(Bytes(32, 0), ds)));
+      EXPECT_EQ((*stream)->stats().landed_checks, 1u);
+      EXPECT_EQ((*stream)->stats().already_landed, c.landed ? 1u : 0u);
+      stream->reset();
+      for (uint32_t first : {ht::kFirstHmacSession, ht::kFirstTransient}) {
+        auto h = tpm().run(cmd::GetCapability{cap::kHandles, first, 64});
+        ASSERT_TRUE(h.ok());
+        EXPECT_TRUE(h->capability_data.handles.empty()) << std::hex << first;
+      }
+    }
+  }
+}
+
+TEST_P(StrategyFaultTest, CheckpointCatchesADroppedExtendAndMarksThePcr) {
+  ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
+  StreamOptions options;
+  options.checkpoint_every = 4;
+  auto stream = ExtendStream::open(*faulty_, StrategyKind::kCheckpoint, options);
+  ASSERT_TRUE(stream.ok());
+  Fault drop;
+  drop.execute = false;
+  drop.forged_response = forged_password_success();
+  on_nth_extend(5, drop);  // in the second window
+  auto ds = digests(8);
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE((*stream)->extend(ds[i]).ok()) << i;
+  Status st = (*stream)->extend(ds[7]);  // the 8th extend triggers the checkpoint
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity);
+  EXPECT_NE(st.error().message().find("checkpoint mismatch on PCR 16"), std::string::npos) << st.error().message();
+  const CheckpointMismatch* m = (*stream)->mismatch();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->extends_since_good, 4u);
+  EXPECT_EQ(to_hex(m->expected), to_hex(chain(Bytes(32, 0), ds)));
+  std::vector<Bytes> landed(ds.begin(), ds.end());
+  landed.erase(landed.begin() + 5);
+  EXPECT_EQ(to_hex(m->actual), to_hex(chain(Bytes(32, 0), landed)));
+  // The marker went in through a protected session: the PCR can never match the log.
+  EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(m->actual, {m->marker})));
+  // The stream refuses to go on.
+  EXPECT_EQ((*stream)->extend(ds[0]).error().kind(), ErrorKind::kIntegrity);
+}
+
+TEST_P(StrategyFaultTest, CheckpointCatchesASubstitutedDigest) {
+  ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
+  StreamOptions options;
+  options.checkpoint_every = 0;  // only at finish
+  auto stream = ExtendStream::open(*faulty_, StrategyKind::kCheckpoint, options);
+  ASSERT_TRUE(stream.ok());
+  auto seen = std::make_shared<int>(0);
+  faults_->set_hook([seen](size_t, uint32_t code, ByteView command) {
+    // Flip the last byte of the digest of the second extend: password
+    // authorization does not protect it, so the TPM accepts it.
+    if (code == kPcrExtend && (*seen)++ == 1) return Fault::flip_command(command.size() - 1, 0x01);
+    return Fault::pass();
+  });
+  auto ds = digests(3);
+  for (const Bytes& d : ds) ASSERT_TRUE((*stream)->extend(d).ok());
+  Status st = (*stream)->finish();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity);
+  ASSERT_NE((*stream)->mismatch(), nullptr);
+  EXPECT_EQ((*stream)->mismatch()->extends_since_good, 3u);
+}
+
+TEST_P(StrategyFaultTest, ProtectedStrategiesRejectASubstitutedDigest) {
+  for (StrategyKind kind : {StrategyKind::kPerCommand, StrategyKind::kSavedContext, StrategyKind::kResident}) {
+    SCOPED_TRACE(std::string(strategy_name(kind)));
+    ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
+    faults_->set_hook(nullptr);
+    auto stream = ExtendStream::open(*faulty_, kind, {});
+    ASSERT_TRUE(stream.ok());
+    // Every PCR_Extend gets its digest flipped: the TPM's HMAC check refuses
+    // each one, the stream retries a bounded number of times and gives up.
+    faults_->set_hook([](size_t, uint32_t code, ByteView command) {
+      return code == kPcrExtend ? Fault::flip_command(command.size() - 1, 0x01) : Fault::pass();
+    });
+    Status st = (*stream)->extend(Bytes(32, 1));
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().kind(), ErrorKind::kTpm) << st.error().message();
+    faults_->set_hook(nullptr);
+    EXPECT_EQ(*pcr_read(tpm(), alg::kSha256, 16), Bytes(32, 0));  // nothing landed
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Embedded, StrategyFaultTest, ::testing::Values(testing::TpmKind::kEmbedded),
+                         testing::tpm_kind_param_name);
+
+}  // namespace
+}  // namespace tpmsec
