@@ -1,8 +1,8 @@
 // What protecting a PCR_Extend costs the host, and what it costs in total on
 // the in-process reference TPM (libtpms). Run pinned to one CPU:
 //
-//   taskset -c 1 build-bench/bench/session_bench --benchmark_min_time=1
-//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   taskset -c 1 build-bench/bench/session_bench --benchmark_min_time=0.5
+//       --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 //
 // Method (docs/performance.md has the figures):
 //
@@ -19,7 +19,7 @@
 //   timed loop (same process, same CPU, same inputs) and subtracted:
 //   counter host_us = CPU time per iteration − tpm_side_us (both this
 //   thread's CPU time, robust to other load on the CPU). The subtraction is
-//   only as good as the noise of the two; callgrind_host.sh gives an exact
+//   only as good as the noise of the two; bench/callgrind.sh gives an exact
 //   instruction count with the scripted TPM's work switched out of collection.
 //   Before timing, the harness checks that the command HMACs it receives are
 //   the ones the TPM would accept and that a tampered response is refused,

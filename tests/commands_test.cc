@@ -721,13 +721,6 @@ std::vector<InfoCheck> all_commands() {
   };
 }
 
-// Part 3 marks these commands ENCRYPT_2 (their first response parameter is a
-// TPM2B: outPublic, outPrivate, name), but commands.h says false, so tpmsec
-// refuses response encryption for them. Reported; see the DISABLED_ test.
-bool known_response_encrypt_mismatch(std::string_view name) {
-  return name == "CreatePrimary" || name == "Create" || name == "Load";
-}
-
 TEST(CommandInfo, MatchesPart3) {
   auto all = all_commands();
   EXPECT_EQ(all.size(), 17u);
@@ -740,9 +733,7 @@ TEST(CommandInfo, MatchesPart3) {
     EXPECT_LE(c.info.auth_count, c.info.handle_count);
     EXPECT_EQ(c.info.response_handle_count, c.spec.response_handles);
     EXPECT_EQ(c.info.command_param_tpm2b, c.spec.decrypt);
-    if (!known_response_encrypt_mismatch(c.name)) {
-      EXPECT_EQ(c.info.response_param_tpm2b, c.spec.encrypt);
-    }
+    EXPECT_EQ(c.info.response_param_tpm2b, c.spec.encrypt);
   }
 }
 
@@ -772,11 +763,5 @@ TEST(CommandInfo, CodesAreUnique) {
 
 // Fails today: commands.h has response_param_tpm2b = false for CreatePrimary,
 // Create and Load. Run with --gtest_also_run_disabled_tests.
-TEST(CommandInfo, DISABLED_ResponseEncryptionMatchesPart3ForEveryCommand) {
-  for (const InfoCheck& c : all_commands()) {
-    EXPECT_EQ(c.info.response_param_tpm2b, c.spec.encrypt) << c.name;
-  }
-}
-
 }  // namespace
 }  // namespace tpmsec

@@ -363,7 +363,7 @@ TEST_P(LeakTest, DISABLED_SetupResponseLostAfterExecution) {
 // intact but whose parameters do not parse. The client read the handle; it
 // should flush it. Disabled until Tpm::run (or its callers that create
 // handles) does.
-TEST_P(LeakTest, DISABLED_HandleOfAResponseThatFailsToParseIsFlushed) {
+TEST_P(LeakTest, HandleOfAResponseThatFailsToParseIsFlushed) {
   struct Case {
     uint32_t command_code;
     Fault fault;

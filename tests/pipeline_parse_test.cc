@@ -430,7 +430,7 @@ TEST(PipelineParse, MissingResponseHandle) {
 // null pointer when the span is empty); with more, the extra handles go on the
 // wire. run<C>() static_asserts the count, but execute() is public. Enable
 // once fixed.
-TEST(PipelineParse, DISABLED_ExecuteChecksHandleCountKnownBug) {
+TEST(PipelineParse, ExecuteChecksHandleCount) {
   {
     CannedTransport t(response(st::kSessions, 0, session_body({})));
     Tpm tpm(t);

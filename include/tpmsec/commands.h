@@ -103,7 +103,7 @@ struct PcrReset {
 
 // Part 3 §24.1
 struct CreatePrimary {
-  static constexpr CommandInfo kInfo{0x131, "CreatePrimary", 1, 1, 1, true, false};
+  static constexpr CommandInfo kInfo{0x131, "CreatePrimary", 1, 1, 1, true, true};
   NamedHandle primary_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -125,7 +125,7 @@ struct CreatePrimary {
 
 // Part 3 §12.1
 struct Create {
-  static constexpr CommandInfo kInfo{0x153, "Create", 1, 1, 0, true, false};
+  static constexpr CommandInfo kInfo{0x153, "Create", 1, 1, 0, true, true};
   NamedHandle parent_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -146,7 +146,7 @@ struct Create {
 
 // Part 3 §12.2
 struct Load {
-  static constexpr CommandInfo kInfo{0x157, "Load", 1, 1, 1, true, false};
+  static constexpr CommandInfo kInfo{0x157, "Load", 1, 1, 1, true, true};
   NamedHandle parent_handle;
   Tpm2bPrivate in_private;
   PublicArea in_public;

@@ -37,6 +37,9 @@ class SessionFactory {
                                                         const TpmInfo* info = nullptr);
 
   // A new session with `attributes` (continueSession, decrypt, encrypt, audit).
+  // A session that will carry parameter encryption is first checked to use
+  // the cipher requested (one Hash command): StartAuthSession's symmetric
+  // definition is not authenticated otherwise.
   Result<std::unique_ptr<HmacSession>> start(uint8_t attributes);
 
   // Accept a new null key after a TPM Reset the caller knows about.
@@ -47,6 +50,7 @@ class SessionFactory {
   const ProtectionConfig& config() const { return config_; }
 
  private:
+  Result<std::unique_ptr<HmacSession>> start_unchecked(uint8_t attributes);
   SessionFactory(Tpm& tpm, ProtectionConfig config) : tpm_(&tpm), config_(std::move(config)) {}
 
   Tpm* tpm_;

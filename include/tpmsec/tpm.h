@@ -55,7 +55,11 @@ class Tpm {
     Reader r(raw.parameters);
     unmarshal_all(r, response.params());
     r.expect_end(C::kInfo.name);
-    if (!r.ok()) return r.status().error().with_context(std::string(C::kInfo.name) + " response");
+    if (!r.ok()) {
+      // The TPM created what the handle names; nobody else can flush it.
+      flush_created(raw.handles);
+      return r.status().error().with_context(std::string(C::kInfo.name) + " response");
+    }
     return response;
   }
   template <class C>
@@ -66,6 +70,9 @@ class Tpm {
   Transport& transport() { return *transport_; }
 
  private:
+  // Flushes transient objects and sessions a response created but the caller
+  // never received (the response failed to parse).
+  void flush_created(const std::vector<uint32_t>& handles);
   Result<RawResponse> execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                    const Bytes& parameters, std::span<const Auth> auths);
 

@@ -1,5 +1,7 @@
 #include "tpmsec/session_factory.h"
 
+#include "tpmsec/crypto.h"
+
 namespace tpmsec {
 
 SaltKind choose_salt(const TpmInfo& info) { return info.ecc_p256 ? SaltKind::kEcc : SaltKind::kRsa; }
@@ -16,7 +18,42 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
   return f;
 }
 
+namespace {
+
+// StartAuthSession's symmetric definition is covered by no HMAC: an
+// interposer can rewrite it (AES-128 to AES-256, or to XOR) and each side then
+// encrypts with a different key while every HMAC still verifies, so decrypted
+// parameters would be garbage accepted as genuine. Before a session carries
+// parameter encryption, a Hash of a known message through it with decrypt and
+// encrypt proves the TPM uses the cipher we do.
+Status check_session_cipher(Tpm& tpm, HmacSession& session) {
+  static constexpr std::string_view kProbe = "tpmsec: session cipher check";
+  uint8_t wanted = session.attributes();
+  session.set_attributes(attr::kDecrypt | attr::kEncrypt | attr::kContinueSession);
+  cmd::Hash probe;
+  probe.data.bytes.assign(kProbe.begin(), kProbe.end());
+  auto rsp = tpm.run(probe, {Auth{&session, {}}});
+  session.set_attributes(wanted);
+  if (!rsp.ok()) return rsp.error().with_context("session cipher check");
+  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hash(alg::kSha256, {as_bytes(kProbe)}));
+  if (!crypto::constant_time_equal(expected, rsp->out_hash.bytes)) {
+    return integrity_error("the session's parameter encryption differs from what was requested: its "
+                           "StartAuthSession was altered on the bus");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes) {
+  TPMSEC_ASSIGN_OR_RETURN(auto session, start_unchecked(attributes));
+  if (attributes & (attr::kDecrypt | attr::kEncrypt)) {
+    TPMSEC_RETURN_IF_ERROR(check_session_cipher(*tpm_, *session));
+  }
+  return session;
+}
+
+Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t attributes) {
   SessionOptions options;
   options.auth_hash = config_.auth_hash;
   options.symmetric = config_.symmetric;

@@ -28,6 +28,15 @@ Error tpm_error(uint32_t code, std::string_view command) {
   return Error(ErrorKind::kTpm, fmt::format("TPM error {} from {}", describe_rc(code), command), code);
 }
 
+void Tpm::flush_created(const std::vector<uint32_t>& handles) {
+  for (uint32_t h : handles) {
+    uint8_t type = static_cast<uint8_t>(h >> 24);
+    if (type == ht::kTransient || type == ht::kHmacSession || type == ht::kPolicySession) {
+      (void)run(cmd::FlushContext{h});
+    }
+  }
+}
+
 Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                  Bytes parameters, std::span<const Auth> auths) {
   auto delay = std::chrono::milliseconds(20);
@@ -49,6 +58,10 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
                                    info.auth_count == 1 ? "" : "s", auths.size()));
   }
   if (auths.size() > 3) return usage_error(fmt::format("{}: at most 3 sessions per command", info.name));
+  if (handles.size() != info.handle_count) {
+    return usage_error(fmt::format("{} takes {} handle{}, got {}", info.name, info.handle_count,
+                                   info.handle_count == 1 ? "" : "s", handles.size()));
+  }
 
   // Which sessions carry decrypt / encrypt; only a TPM2B first parameter can.
   int decrypt_index = -1, encrypt_index = -1;

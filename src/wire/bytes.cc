@@ -2,6 +2,8 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+
 namespace tpmsec {
 
 std::string to_hex(ByteView data) {
@@ -42,14 +44,13 @@ Result<Bytes> from_hex(std::string_view hex) {
 void secure_wipe(void* data, size_t size) { OPENSSL_cleanse(data, size); }
 
 void SecretBytes::append(ByteView data) {
-  if (bytes_.size() + data.size() > bytes_.capacity()) {
-    Bytes bigger;
-    bigger.reserve(2 * (bytes_.size() + data.size()));
-    bigger.assign(bytes_.begin(), bytes_.end());
-    clear();
-    bytes_ = std::move(bigger);
-  }
-  bytes_.insert(bytes_.end(), data.begin(), data.end());
+  // Build in a new buffer (data may be a view of this one), then wipe the old.
+  Bytes bigger;
+  bigger.reserve(std::max(bytes_.capacity(), bytes_.size() + data.size()));
+  bigger.assign(bytes_.begin(), bytes_.end());
+  bigger.insert(bigger.end(), data.begin(), data.end());
+  clear();
+  bytes_ = std::move(bigger);
 }
 
 void SecretBytes::resize(size_t n) {
