@@ -80,8 +80,9 @@ class HmacSession final : public Session {
   ByteView nonce_caller() const { return nonce_caller_; }
   ByteView session_key() const { return session_key_.view(); }
 
-  // ContextSave the session; the handle stays valid for ContextLoad but is
-  // no longer loaded, so it is not flushed on destruction.
+  // ContextSave the session. The session stays owned: destroying it flushes
+  // the saved context too (FlushContext works on saved sessions), so an
+  // abandoned saved session never holds one of the TPM's active-session slots.
   Result<Context> save(Tpm& tpm);
   // ContextLoad a context saved by save().
   Status load(Tpm& tpm, const Context& context);
