@@ -174,7 +174,7 @@ Status HmacSession::verify(const VerifyInput& in) {
   nonce_tpm_.assign(in.auth.nonce.begin(), in.auth.nonce.end());
   if (!(sent_attributes_ & attr::kContinueSession)) {
     // The TPM ended the session after this command.
-    released_handle_ = handle_.release();
+    if (handle_) released_handle_ = handle_.release();
     usable_ = false;
   }
   return ok_status();
@@ -234,7 +234,7 @@ Status HmacSession::flush() {
 }
 
 void HmacSession::abandon() {
-  released_handle_ = handle_.release();
+  if (handle_) released_handle_ = handle_.release();
   usable_ = false;
 }
 
