@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "startup.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transports.h"
@@ -84,7 +85,7 @@ class EmbeddedTransport final : public Transport {
     if (initialized_) {
       if (!state_dir_.empty()) {
         // An orderly shutdown lets the next process resume this TPM.
-        (void)send_startup_like(cmd::Shutdown::kInfo.code, su::kState);
+        (void)send_shutdown(*this, su::kState);
       }
       TPMLIB_Terminate();
     }
@@ -143,7 +144,7 @@ class EmbeddedTransport final : public Transport {
   }
 
   Status suspend_resume() override {
-    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_startup_like(cmd::Shutdown::kInfo.code, su::kState));
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_shutdown(*this, su::kState));
     if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -152,7 +153,7 @@ class EmbeddedTransport final : public Transport {
     }
     if (TPMLIB_MainInit() != TPM_SUCCESS) return runtime_error("libtpms failed to initialise after suspend");
     initialized_ = true;
-    TPMSEC_ASSIGN_OR_RETURN(code, send_startup_like(cmd::Startup::kInfo.code, su::kState));
+    TPMSEC_ASSIGN_OR_RETURN(code, send_startup(*this, su::kState));
     if (code != rc::kSuccess) return runtime_error("Startup(STATE) failed: " + describe_rc(code));
     return ok_status();
   }
@@ -172,29 +173,13 @@ class EmbeddedTransport final : public Transport {
     // With persisted state, resume what the last process shut down orderly;
     // a TPM that was not shut down orderly refuses and gets Startup(CLEAR).
     if (allow_resume && !state_dir_.empty() && g_nv.blobs.count("permall")) {
-      TPMSEC_ASSIGN_OR_RETURN(code, send_startup_like(cmd::Startup::kInfo.code, su::kState));
+      TPMSEC_ASSIGN_OR_RETURN(code, send_startup(*this, su::kState));
     }
     if (code != rc::kSuccess) {
-      TPMSEC_ASSIGN_OR_RETURN(code, send_startup_like(cmd::Startup::kInfo.code, su::kClear));
+      TPMSEC_ASSIGN_OR_RETURN(code, send_startup(*this, su::kClear));
     }
     if (code != rc::kSuccess) return runtime_error("embedded TPM Startup failed: " + describe_rc(code));
     return ok_status();
-  }
-
-  // Startup and Shutdown share a layout: header then a TPM_SU.
-  Result<uint32_t> send_startup_like(uint32_t code, uint16_t type) {
-    Writer w;
-    w.u16(st::kNoSessions);
-    w.u32(12);
-    w.u32(code);
-    w.u16(type);
-    TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transmit(w.data()));
-    Reader r(rsp);
-    r.u16("tag");
-    r.u32("size");
-    uint32_t rc = r.u32("response code");
-    TPMSEC_RETURN_IF_ERROR(r.status());
-    return rc;
   }
 
   std::string state_dir_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "socket_io.h"
+#include "startup.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transports.h"
@@ -36,7 +37,7 @@ class SwtpmTransport final : public Transport {
   Status reset_tpm() override { return power_cycle(su::kClear); }
 
   Status suspend_resume() override {
-    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_su(0x145, su::kState));
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_shutdown(*this, su::kState));
     if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
     return power_cycle(su::kState);
   }
@@ -63,7 +64,7 @@ class SwtpmTransport final : public Transport {
       return runtime_error(fmt::format("swtpm control channel refused CMD_INIT (0x{:x})", load_be32(result)));
     }
     // swtpm started with startup-clear sends Startup(CLEAR) itself; otherwise we do.
-    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_su(0x144, startup_type));
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_startup(*this, startup_type));
     if (code == rc::kInitialize && startup_type == su::kState) {
       return runtime_error("swtpm ran Startup(CLEAR) itself after _TPM_Init (started with --flags startup-clear), so "
                            "the TPM cannot resume");
@@ -72,17 +73,6 @@ class SwtpmTransport final : public Transport {
       return runtime_error("Startup after _TPM_Init failed: " + describe_rc(code));
     }
     return ok_status();
-  }
-
-  // Startup or Shutdown with a TPM_SU; returns the response code.
-  Result<uint32_t> send_su(uint32_t command_code, uint16_t type) {
-    Writer w;
-    w.u16(st::kNoSessions);
-    w.u32(12);
-    w.u32(command_code);
-    w.u16(type);
-    TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transmit(w.data()));
-    return load_be32(rsp.data() + 6);
   }
 
   std::string describe() const override {

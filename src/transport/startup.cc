@@ -1,0 +1,35 @@
+#include "startup.h"
+
+#include "tpmsec/commands.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+// Startup and Shutdown share a layout: a header without sessions, then a TPM_SU.
+Result<uint32_t> send_su(Transport& transport, uint32_t command_code, uint16_t type) {
+  Writer w;
+  w.u16(st::kNoSessions);
+  w.u32(12);
+  w.u32(command_code);
+  w.u16(type);
+  TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(w.data()));
+  Reader r(rsp);
+  r.u16("tag");
+  r.u32("size");
+  uint32_t code = r.u32("response code");
+  TPMSEC_RETURN_IF_ERROR(r.status());
+  return code;
+}
+
+}  // namespace
+
+Result<uint32_t> send_startup(Transport& transport, uint16_t startup_type) {
+  return send_su(transport, cmd::Startup::kInfo.code, startup_type);
+}
+
+Result<uint32_t> send_shutdown(Transport& transport, uint16_t shutdown_type) {
+  return send_su(transport, cmd::Shutdown::kInfo.code, shutdown_type);
+}
+
+}  // namespace tpmsec
