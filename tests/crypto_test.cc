@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/test_data.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -24,36 +25,18 @@ namespace {
 
 using nlohmann::json;
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
-Bytes J(const json& j) { return H(j.get<std::string>()); }
+using testing::Case;
+using testing::H;
+using testing::J;
 Bytes of(ByteView v) { return Bytes(v.begin(), v.end()); }
 Bytes of(const SecretBytes& s) { return of(s.view()); }
-
-json load(const std::string& file) {
-  std::ifstream in(std::string(TPMSEC_TEST_DATA) + "/" + file);
-  if (!in) {
-    ADD_FAILURE() << "cannot open " << TPMSEC_TEST_DATA << "/" << file;
-    return json::array();
-  }
-  return json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-// A vector from a KAT file, named by its "Name" for gtest.
-struct Case {
-  std::string name;
-  json data;
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+json load(const std::string& file) { return testing::load_test_json(file); }
 std::vector<Case> cases(const std::string& file) {
   std::vector<Case> out;
   for (const json& c : load(file)) out.push_back({c.value("Name", "unnamed"), c});
   return out;
 }
-std::string case_name(const testing::TestParamInfo<Case>& info) { return "case_" + info.param.name; }
+std::string case_name(const ::testing::TestParamInfo<Case>& info) { return "case_" + info.param.name; }
 
 json transcript_step(const std::string& step) {
   static const json transcript = load("session-transcript-libtpms.json");
@@ -183,7 +166,7 @@ TEST(Hmac, MatchesOpenSslForEveryKeyLengthClass) {
 // ---------------------------------------------------------------------------
 // KDFa and KDFe (go-tpm vectors)
 
-class KdfaKat : public testing::TestWithParam<Case> {};
+class KdfaKat : public ::testing::TestWithParam<Case> {};
 TEST_P(KdfaKat, MatchesVector) {
   const json& c = GetParam().data;
   auto out = kdfa(c["HashAlg"].get<uint16_t>(), J(c["Key"]), c["Label"].get<std::string>(), J(c["ContextU"]),
@@ -191,9 +174,9 @@ TEST_P(KdfaKat, MatchesVector) {
   ASSERT_TRUE(out.ok()) << out.error().message();
   EXPECT_EQ(to_hex(out->view()), c["Result"].get<std::string>());
 }
-INSTANTIATE_TEST_SUITE_P(GoTpm, KdfaKat, testing::ValuesIn(cases("kdfa.json")), case_name);
+INSTANTIATE_TEST_SUITE_P(GoTpm, KdfaKat, ::testing::ValuesIn(cases("kdfa.json")), case_name);
 
-class KdfeKat : public testing::TestWithParam<Case> {};
+class KdfeKat : public ::testing::TestWithParam<Case> {};
 TEST_P(KdfeKat, MatchesVector) {
   const json& c = GetParam().data;
   auto out = kdfe(c["HashAlg"].get<uint16_t>(), J(c["Z"]), c["Label"].get<std::string>(), J(c["ContextU"]),
@@ -201,7 +184,7 @@ TEST_P(KdfeKat, MatchesVector) {
   ASSERT_TRUE(out.ok()) << out.error().message();
   EXPECT_EQ(to_hex(out->view()), c["Result"].get<std::string>());
 }
-INSTANTIATE_TEST_SUITE_P(GoTpm, KdfeKat, testing::ValuesIn(cases("kdfe.json")), case_name);
+INSTANTIATE_TEST_SUITE_P(GoTpm, KdfeKat, ::testing::ValuesIn(cases("kdfe.json")), case_name);
 
 // The vector files are complete: 100 cases each, over all four hashes, with
 // odd bit lengths and empty keys among them.
@@ -501,7 +484,7 @@ TEST(EccGeneratePrivate, DrawsFromTheSourceAndRejectsOutOfRange) {
 
 // Every case of go-tpm's labeled-encapsulation vectors through the primitives:
 // Z = x(d_e·Q), secret = KDFe(nameAlg, Z, label, Q_e.x, Q.x, digest bits).
-class EccLabeledEncaps : public testing::TestWithParam<Case> {};
+class EccLabeledEncaps : public ::testing::TestWithParam<Case> {};
 TEST_P(EccLabeledEncaps, MatchesVector) {
   const json& c = GetParam().data;
   auto key = unmarshal_exact<Public>(J(c["PublicKey"]), "PublicKey");
@@ -517,12 +500,12 @@ TEST_P(EccLabeledEncaps, MatchesVector) {
   w.tpm2b(shared->ephemeral_public.y);
   EXPECT_EQ(to_hex(w.data()), c["Ciphertext"].get<std::string>());
 }
-INSTANTIATE_TEST_SUITE_P(GoTpm, EccLabeledEncaps, testing::ValuesIn(cases("ecc_labeled_encaps.json")), case_name);
+INSTANTIATE_TEST_SUITE_P(GoTpm, EccLabeledEncaps, ::testing::ValuesIn(cases("ecc_labeled_encaps.json")), case_name);
 
 // ---------------------------------------------------------------------------
 // RSA-OAEP
 
-class RsaLabeledEncaps : public testing::TestWithParam<Case> {};
+class RsaLabeledEncaps : public ::testing::TestWithParam<Case> {};
 TEST_P(RsaLabeledEncaps, MatchesVector) {
   const json& c = GetParam().data;
   auto key = unmarshal_exact<Public>(J(c["PublicKey"]), "PublicKey");
@@ -534,7 +517,7 @@ TEST_P(RsaLabeledEncaps, MatchesVector) {
   ASSERT_TRUE(ciphertext.ok()) << ciphertext.error().message();
   EXPECT_EQ(to_hex(*ciphertext), c["Ciphertext"].get<std::string>());
 }
-INSTANTIATE_TEST_SUITE_P(GoTpm, RsaLabeledEncaps, testing::ValuesIn(cases("rsa_labeled_encaps.json")), case_name);
+INSTANTIATE_TEST_SUITE_P(GoTpm, RsaLabeledEncaps, ::testing::ValuesIn(cases("rsa_labeled_encaps.json")), case_name);
 
 TEST(LabeledEncapsVectors, AreComplete) {
   EXPECT_EQ(load("ecc_labeled_encaps.json").size(), 100u);

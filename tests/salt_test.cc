@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/test_data.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -28,27 +29,10 @@ namespace {
 
 using nlohmann::json;
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
-Bytes J(const json& j) { return H(j.get<std::string>()); }
-
-json load(const std::string& file) {
-  std::ifstream in(std::string(TPMSEC_TEST_DATA) + "/" + file);
-  if (!in) {
-    ADD_FAILURE() << "cannot open " << TPMSEC_TEST_DATA << "/" << file;
-    return json::array();
-  }
-  return json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-struct Case {
-  std::string name;
-  json data;
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+using testing::Case;
+using testing::H;
+using testing::J;
+json load(const std::string& file) { return testing::load_test_json(file); }
 // The vectors of `file` whose label is "SECRET" (the salt of a session).
 std::vector<Case> secret_cases(const std::string& file) {
   std::vector<Case> out;
@@ -57,7 +41,7 @@ std::vector<Case> secret_cases(const std::string& file) {
   }
   return out;
 }
-std::string case_name(const testing::TestParamInfo<Case>& info) { return "case_" + info.param.name; }
+std::string case_name(const ::testing::TestParamInfo<Case>& info) { return "case_" + info.param.name; }
 
 json vector_named(const std::string& file, const std::string& name) {
   for (const json& c : load(file)) {
@@ -116,7 +100,7 @@ json transcript_step(const std::string& step) {
 // ---------------------------------------------------------------------------
 // ECC
 
-class EccSecretVectors : public testing::TestWithParam<Case> {};
+class EccSecretVectors : public ::testing::TestWithParam<Case> {};
 TEST_P(EccSecretVectors, MakeSaltEccMatches) {
   const json& c = GetParam().data;
   auto salted = make_salt_ecc(public_of(c), J(c["EphemeralPrivate"]));
@@ -124,7 +108,7 @@ TEST_P(EccSecretVectors, MakeSaltEccMatches) {
   EXPECT_EQ(to_hex(salted->salt.view()), c["Secret"].get<std::string>());
   EXPECT_EQ(to_hex(salted->encrypted_salt), c["Ciphertext"].get<std::string>());
 }
-INSTANTIATE_TEST_SUITE_P(GoTpm, EccSecretVectors, testing::ValuesIn(secret_cases("ecc_labeled_encaps.json")),
+INSTANTIATE_TEST_SUITE_P(GoTpm, EccSecretVectors, ::testing::ValuesIn(secret_cases("ecc_labeled_encaps.json")),
                          case_name);
 
 // The null-key case the README singles out (P-256, SHA-256) is among them.
@@ -222,7 +206,7 @@ TEST(MakeSalt, EccRandomSaltIsRecoverableWithTheKeysPrivateScalar) {
 // ---------------------------------------------------------------------------
 // RSA
 
-class RsaSecretVectors : public testing::TestWithParam<Case> {};
+class RsaSecretVectors : public ::testing::TestWithParam<Case> {};
 TEST_P(RsaSecretVectors, MakeSaltRsaMatches) {
   const json& c = GetParam().data;
   auto salted = make_salt_rsa(public_of(c), J(c["Secret"]), J(c["OAEPSalt"]));
@@ -230,7 +214,7 @@ TEST_P(RsaSecretVectors, MakeSaltRsaMatches) {
   EXPECT_EQ(to_hex(salted->salt.view()), c["Secret"].get<std::string>());
   EXPECT_EQ(to_hex(salted->encrypted_salt), c["Ciphertext"].get<std::string>());
 }
-INSTANTIATE_TEST_SUITE_P(GoTpm, RsaSecretVectors, testing::ValuesIn(secret_cases("rsa_labeled_encaps.json")),
+INSTANTIATE_TEST_SUITE_P(GoTpm, RsaSecretVectors, ::testing::ValuesIn(secret_cases("rsa_labeled_encaps.json")),
                          case_name);
 
 TEST(RsaSecretVectors, IncludeTheRsa2048Sha256Case) {

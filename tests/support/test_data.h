@@ -1,0 +1,34 @@
+// The project's test data (tests/data) and the helpers every known-answer
+// test needs to read it.
+#ifndef TPMSEC_TESTS_SUPPORT_TEST_DATA_H_
+#define TPMSEC_TESTS_SUPPORT_TEST_DATA_H_
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tpmsec/bytes.h"
+
+namespace tpmsec::testing {
+
+// Bytes of a hex string; a test failure (and empty bytes) when it is not hex.
+Bytes H(std::string_view hex);
+// Bytes of a JSON string holding hex.
+Bytes J(const nlohmann::json& j);
+
+// tests/data/FILE parsed as JSON; a test failure (and an empty array) when missing.
+nlohmann::json load_test_json(const std::string& file);
+
+// One vector of a known-answer file, named by its "Name" for gtest.
+struct Case {
+  std::string name;
+  nlohmann::json data;
+};
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+}  // namespace tpmsec::testing
+
+#endif  // TPMSEC_TESTS_SUPPORT_TEST_DATA_H_
