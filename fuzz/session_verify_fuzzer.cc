@@ -19,6 +19,10 @@
 // OpenSSL (a random input never does), that an accepted response kept
 // continueSession as sent, and that decrypted output equals an independent
 // AES-128-CFB decryption.
+//
+// Seeds (one well-framed success per command, with and without re-MAC):
+//   build-fuzz/fuzz/session_verify_fuzzer -max_total_time=30 fuzz/corpus_session_verify
+// (copy the seeds to a scratch directory first to keep new units out of the tree).
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 

@@ -343,14 +343,13 @@ TEST_P(LeakTest, NoSlotLeaksUnderFaults) {
 }
 
 // When the TPM created a session or loaded the null key and the response
-// naming the new handle is lost (transmission error or forged error after
-// execution), no client can flush the handle: that part is a limitation.
-// Part is a library gap: when a success response frames correctly and its
-// handle is readable but the parameters fail to parse (a StartAuthSession
-// nonceTPM size off by one, a ContextLoad with a trailing byte), Tpm::run
-// returns the parse error and the handle it read is never flushed.
-// Disabled: it fails (hundreds of leaks in 2,000 commands); run it with
-// --gtest_also_run_disabled_tests to measure.
+// naming the new handle is lost (transmission error, forged error or a
+// response whose frame is broken, after execution), no client can flush the
+// handle: a limitation, measured here. (A success response that frames
+// correctly but whose parameters do not parse is handled: Tpm::run flushes
+// the handle it read; see HandleOfAResponseThatFailsToParseIsFlushed.)
+// Disabled because it fails by design (about 300 leaks in 2,000 commands);
+// run it with --gtest_also_run_disabled_tests to measure.
 TEST_P(LeakTest, DISABLED_SetupResponseLostAfterExecution) {
   auto start = std::chrono::steady_clock::now();
   Report report = run_schedule(0x5e7u, 2000, /*setup_lost_after_execution=*/true);
@@ -360,9 +359,8 @@ TEST_P(LeakTest, DISABLED_SetupResponseLostAfterExecution) {
 }
 
 // The fixable part of the above: a success response whose handle area is
-// intact but whose parameters do not parse. The client read the handle; it
-// should flush it. Disabled until Tpm::run (or its callers that create
-// handles) does.
+// intact but whose parameters do not parse. The client read the handle, so
+// it must flush it.
 TEST_P(LeakTest, HandleOfAResponseThatFailsToParseIsFlushed) {
   struct Case {
     uint32_t command_code;
