@@ -87,6 +87,9 @@ struct BenchResult {
   nlohmann::json tpm;  // identity as `tpmsec info --json`, plus "emulated"
   std::string transport;
   bool virtual_clock = false;
+  // Where the times come from when not measured here: "ftrace" for a kernel
+  // capture (ftrace_import.h). Empty: "real" or "virtual" by virtual_clock.
+  std::string clock;
   std::string date;
   std::string version;
   BenchOptions options;
@@ -101,6 +104,21 @@ struct BenchResult {
 // created is flushed, also when stopped early.
 Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const TpmInfo& info,
                               const BenchOptions& options);
+
+// Sets every strategy's ratio_to_plain (median, mean for checkpoint, over
+// plain's median; 0 without plain) and the result's recommendation.
+void rate_strategies(BenchResult& r);
+
+// The current UTC time as reports date results: "2026-12-02T16:40:00Z".
+std::string utc_timestamp();
+
+// The steady-state extend closest to the median (extends[1..]; extends[0]
+// when it is the only one), or nullptr without extends. Reports break this
+// sample down as the strategy's representative extend.
+const Sample* representative_extend(const StrategyResult& s);
+
+// "real", "virtual" or the import's clock ("ftrace").
+std::string clock_name(const BenchResult& r);
 
 // Reports.
 std::string bench_text(const BenchResult& r);       // the readable report (header, tables, breakdowns, recommendation)

@@ -40,13 +40,7 @@ void register_profile(CLI::App& app, Action* action) {
         fmt::print("{}", out);
         return ok_status();
       }
-      std::string tmp = o->output + ".tmp";
-      {
-        std::ofstream f(tmp, std::ios::trunc);
-        f << out;
-        if (!f) return runtime_error(fmt::format("cannot write {}", o->output));
-      }
-      if (std::rename(tmp.c_str(), o->output.c_str()) != 0) return runtime_error(fmt::format("cannot write {}", o->output));
+      TPMSEC_RETURN_IF_ERROR(write_file(o->output, out));
       fmt::print(stderr, "tpmsec: wrote profile '{}' to {} (use --emulate {})\n", id, o->output, o->output);
       return ok_status();
     };

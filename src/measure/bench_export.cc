@@ -30,13 +30,7 @@ nlohmann::json bench_json(const BenchResult& r) {
   }
   json strategies = json::array();
   for (const auto& s : r.strategies) {
-    const Sample* rep = nullptr;
-    for (size_t i = 1; i < s.extends.size(); ++i) {
-      if (!rep || std::abs(s.extends[i].total_ms - s.per_extend_ms.median) <
-                      std::abs(rep->total_ms - s.per_extend_ms.median)) {
-        rep = &s.extends[i];
-      }
-    }
+    const Sample* rep = representative_extend(s);
     strategies.push_back({
         {"name", strategy_name(s.kind)},
         {"protection", strategy_protection(s.kind)},
@@ -57,7 +51,7 @@ nlohmann::json bench_json(const BenchResult& r) {
           {"date", r.date},
           {"tpm", r.tpm},
           {"transport", r.transport},
-          {"clock", r.virtual_clock ? "virtual" : "real"},
+          {"clock", clock_name(r)},
           {"pcr", r.options.pcr},
           {"bank", std::string(hash_name(r.options.bank))},
           {"iterations", r.options.iterations},
@@ -127,7 +121,7 @@ nlohmann::json bench_trace(const BenchResult& r) {
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "primitives"}}}});
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "tpmsec bench: " + r.transport}}}});
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"},
-          {"otherData", {{"clock", r.virtual_clock ? "virtual" : "real"}, {"tpmsec_version", r.version}}}};
+          {"otherData", {{"clock", clock_name(r)}, {"tpmsec_version", r.version}}}};
 }
 
 }  // namespace tpmsec

@@ -28,24 +28,31 @@ std::string open_line(int depth, const std::string& call) {
 
 bool is_object(uint32_t handle) { return (handle >> 24) == 0x80; }
 
-// The steady-state sample closest to the median (the representative extend).
-size_t representative(const StrategyResult& s) {
+// Host time is "-" when not measured (an imported trace gives TPM time only).
+std::string distribution_row(const std::string& name, const Distribution& d, const Distribution& host_us) {
+  std::string host = host_us.n ? fmt::format("{:.1f}", host_us.median) : "-";
+  return fmt::format("{:<32}{:>6}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>10}\n", name, d.n, d.min,
+                     d.median, d.mean, d.p90, d.p99, d.max, host);
+}
+
+}  // namespace
+
+const Sample* representative_extend(const StrategyResult& s) {
+  if (s.extends.empty()) return nullptr;
   size_t best = s.extends.size() > 1 ? 1 : 0;
-  for (size_t i = 1; i < s.extends.size(); ++i) {
+  for (size_t i = best + 1; i < s.extends.size(); ++i) {
     if (std::fabs(s.extends[i].total_ms - s.per_extend_ms.median) <
         std::fabs(s.extends[best].total_ms - s.per_extend_ms.median)) {
       best = i;
     }
   }
-  return best;
+  return &s.extends[best];
 }
 
-std::string distribution_row(const std::string& name, const Distribution& d, double host_us) {
-  return fmt::format("{:<32}{:>6}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>10.1f}\n", name, d.n, d.min,
-                     d.median, d.mean, d.p90, d.p99, d.max, host_us);
+std::string clock_name(const BenchResult& r) {
+  if (!r.clock.empty()) return r.clock;
+  return r.virtual_clock ? "virtual" : "real";
 }
-
-}  // namespace
 
 std::string command_label(const CommandShape& c) {
   std::string name = command_name(c.command_code);
@@ -67,11 +74,12 @@ std::string command_label(const CommandShape& c) {
 }
 
 std::string function_graph(const StrategyResult& s) {
-  if (s.extends.empty()) return "";
-  size_t index = representative(s);
-  const Sample& sample = s.extends[index];
-  std::string out = fmt::format("# {}: extend {} of {} (steady state, closest to the median)\n", strategy_name(s.kind),
-                                index + 1, s.extends.size());
+  const Sample* rep = representative_extend(s);
+  if (!rep) return "";
+  const Sample& sample = *rep;
+  size_t index = static_cast<size_t>(rep - s.extends.data());
+  std::string out = fmt::format("# {}: extend {} of {} ({}, closest to the median)\n", strategy_name(s.kind),
+                                index + 1, s.extends.size(), index == 0 ? "the only one" : "steady state");
   out += "#    DURATION        FUNCTION CALLS\n#    |     |          |   |   |   |\n";
   out += open_line(0, "tpm2_pcr_extend()");
   int64_t cursor = sample.start_ns;
@@ -111,19 +119,41 @@ std::string function_graph(const StrategyResult& s) {
 std::string bench_text(const BenchResult& r) {
   std::string out;
   const auto& t = r.tpm;
+  // value() on a member that is missing or of another type: a hostile or
+  // foreign result must not crash a report.
+  auto text = [](const nlohmann::json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  const nlohmann::json spec = t.is_object() && t.contains("spec") ? t["spec"] : nlohmann::json::object();
   out += fmt::format("tpmsec bench {} — {}\n", r.version, r.date);
-  std::string emulated = t.value("emulated", false) ? fmt::format("  [emulated: {}]", t.value("profile", "")) : "";
-  out += fmt::format("TPM        {} ({}) \"{}\" firmware {}, spec {} revision {}{}\n", t.value("manufacturer", ""),
-                     t.value("manufacturer_raw", ""), t.value("vendor", ""), t.value("firmware_version", ""),
-                     t["spec"].value("family", ""), t["spec"].value("revision", ""), emulated);
-  out += fmt::format("transport  {}\nclock      {}\n", r.transport,
-                     r.virtual_clock ? "virtual (TPM time from the latency model, host time real)" : "real");
-  out += fmt::format("run        PCR {} ({}), {} iterations per measurement{}\n\n", r.options.pcr,
-                     hash_name(r.options.bank), r.options.iterations, r.interrupted ? ", INTERRUPTED" : "");
+  bool imported = r.clock == "ftrace";
+  if (imported) {
+    out += fmt::format("TPM        {}  [imported from ftrace: identity as labelled, not read from the TPM]\n",
+                       text(t, "label"));
+  } else {
+    std::string emulated =
+        t.is_object() && t.value("emulated", false) ? fmt::format("  [emulated: {}]", text(t, "profile")) : "";
+    out += fmt::format("TPM        {} ({}) \"{}\" firmware {}, spec {} revision {}{}\n", text(t, "manufacturer"),
+                       text(t, "manufacturer_raw"), text(t, "vendor"), text(t, "firmware_version"),
+                       text(spec, "family"), text(spec, "revision"), emulated);
+  }
+  std::string clock = imported ? "ftrace (durations from the kernel's function_graph tracer)"
+                      : r.virtual_clock   ? "virtual (TPM time from the latency model, host time real)"
+                                          : "real";
+  out += fmt::format("transport  {}\nclock      {}\n", r.transport, clock);
+  if (imported) {
+    size_t extends = 0;
+    for (const auto& st : r.strategies) extends += st.extends.size();
+    out += fmt::format("run        {} extends imported, each counted as steady state{}\n\n", extends,
+                       r.interrupted ? ", INTERRUPTED" : "");
+  } else {
+    out += fmt::format("run        PCR {} ({}), {} iterations per measurement{}\n\n", r.options.pcr,
+                       hash_name(r.options.bank), r.options.iterations, r.interrupted ? ", INTERRUPTED" : "");
+  }
   if (!r.primitives.empty()) {
     out += fmt::format("{:<32}{:>6}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>10}\n", "primitive (TPM time, ms)", "n",
                        "min", "median", "mean", "p90", "p99", "max", "host us");
-    for (const auto& p : r.primitives) out += distribution_row(p.name, p.tpm_ms, p.host_us.median);
+    for (const auto& p : r.primitives) out += distribution_row(p.name, p.tpm_ms, p.host_us);
     out += "\n";
   }
   out += fmt::format("{:<15}{:<12}{:>10}{:>10}{:>10}{:>12}{:>16}{:>10}{:>9}\n", "strategy", "protection", "median",
@@ -134,7 +164,8 @@ std::string bench_text(const BenchResult& r) {
                        s.per_extend_ms.mean, s.per_extend_ms.p99, s.tpm_commands_per_extend, s.first_extend_ms,
                        s.first_extend_commands, s.host_us.median, s.ratio_to_plain);
   }
-  out += "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";
+  out += imported ? "(per extend in ms, over every imported extend)\n\n"
+                  : "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";
   for (const auto& s : r.strategies) out += function_graph(s) + "\n";
   out += r.recommendation + "\n";
   return out;

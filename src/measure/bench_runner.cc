@@ -269,13 +269,6 @@ std::string recommend(const std::vector<StrategyResult>& strategies) {
   return line;
 }
 
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 }  // namespace
 
 Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const TpmInfo& info,
@@ -292,7 +285,7 @@ Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const
   result.tpm["emulated"] = false;
   result.transport = tpm.transport().describe();
   result.virtual_clock = clock.is_virtual();
-  result.date = today();
+  result.date = utc_timestamp();
   result.version = TPMSEC_VERSION;
 
   Runner run(tpm, log, clock, result.options);
@@ -315,16 +308,27 @@ Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const
   TPMSEC_RETURN_IF_ERROR(reset);
   result.interrupted = run.stopped();
 
+  rate_strategies(result);
+  return result;
+}
+
+void rate_strategies(BenchResult& r) {
   double plain_median = 0;
-  for (const auto& s : result.strategies) {
+  for (const auto& s : r.strategies) {
     if (s.kind == StrategyKind::kPlain) plain_median = s.per_extend_ms.median;
   }
-  for (auto& s : result.strategies) {
+  for (auto& s : r.strategies) {
     double cost = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
     s.ratio_to_plain = plain_median > 0 ? cost / plain_median : 0;
   }
-  result.recommendation = recommend(result.strategies);
-  return result;
+  r.recommendation = recommend(r.strategies);
+}
+
+std::string utc_timestamp() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
 }
 
 }  // namespace tpmsec
