@@ -117,7 +117,9 @@ TEST(Cli, Sha1BankExtend) {
 TEST(Cli, HelpOnEveryCommand) {
   for (auto args : std::vector<std::vector<std::string>>{
            {"--help"}, {"info", "--help"}, {"pcr", "--help"}, {"pcr", "read", "--help"}, {"pcr", "extend", "--help"},
-           {"pcr", "reset", "--help"}}) {
+           {"pcr", "reset", "--help"}, {"policy", "--help"}, {"policy", "show", "--help"},
+           {"policy", "check", "--help"}, {"policy", "calibrate", "--help"}, {"policy", "derive", "--help"},
+           {"random", "--help"}, {"null-key", "--help"}, {"bench", "--help"}, {"profiles", "--help"}}) {
     auto r = run_tpmsec(args);
     EXPECT_EQ(r.exit_code, 0) << args[0];
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << r.out;

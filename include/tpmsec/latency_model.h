@@ -178,6 +178,8 @@ struct ExtendFigures {
   double hmac_ms = 0;
   double per_command_ms = 0;
   double saved_context_ms = 0;
+  double audited_read_ms = 0;   // PCR_Read + hmac_session (a checkpoint's read)
+  double start_session_ms = 0;  // StartAuthSession.ecc
 };
 ExtendFigures extend_figures(const LatencyProfile& profile);
 

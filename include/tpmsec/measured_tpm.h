@@ -5,6 +5,7 @@
 #define TPMSEC_MEASURED_TPM_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,8 @@ struct MeasuredTpm {
   const Clock* clock = nullptr;
   TpmInfo info;             // the real TPM's capabilities
   nlohmann::json identity;  // as `info --json` plus "emulated"; the profile's TPM when emulating
+  std::optional<EmulatedIdentity> emulated;  // set when emulating
+  std::optional<LatencyProfile> latency_profile;  // the emulated profile
   std::string profile;      // profile id, empty unless emulating
   std::string warning;      // the profile's provenance warning, if any
 };

@@ -3,56 +3,16 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <fstream>
 
 #include "cli.h"
+#include "progress.h"
 #include "tpmsec/bench.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {
-namespace {
-
-std::atomic<bool> g_stop{false};
-void on_sigint(int) { g_stop = true; }
-
-Status write_file(const std::string& path, const std::string& content) {
-  // Write-then-rename: an interrupted run never leaves a half-written file.
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return runtime_error(fmt::format("cannot write {}", path));
-    out << content;
-    if (!out) return runtime_error(fmt::format("cannot write {}", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return runtime_error(fmt::format("cannot write {}", path));
-  return ok_status();
-}
-
-class ProgressBar {
- public:
-  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
-  ~ProgressBar() {
-    if (enabled_ && drawn_) fmt::print(stderr, "\r{:80}\r", "");
-  }
-  void update(size_t done, size_t total, const std::string& what) {
-    if (!enabled_ || total == 0) return;
-    size_t width = 30, filled = std::min(width, done * width / total);
-    fmt::print(stderr, "\r[{}{}] {:3}% {:<40}", std::string(filled, '#'), std::string(width - filled, '.'),
-               std::min<size_t>(100, done * 100 / total), what.substr(0, 40));
-    drawn_ = true;
-  }
-
- private:
-  bool enabled_;
-  bool drawn_ = false;
-};
-
-}  // namespace
-
 void register_bench(CLI::App& app, Action* action) {
   struct Options {
     TpmOption tpm;
-    std::string emulate;
     std::string strategies;
     int iterations = 100;
     uint32_t pcr = 16;
@@ -66,9 +26,6 @@ void register_bench(CLI::App& app, Action* action) {
       "bench", "Measure what bus protection costs on this TPM: every command the strategies use, and each lifecycle "
                "strategy per protected PCR extend");
   o->tpm.add_to(sub);
-  sub->add_option("--emulate", o->emulate,
-                  "Run the real TPM behind the latency model of data/profiles/PROFILE.json on a virtual clock "
-                  "(see tpmsec profiles)");
   sub->add_option("--strategies", o->strategies,
                   "Comma-separated: per-command,saved-context,resident,plain,checkpoint (default: all)");
   sub->add_option("--iterations", o->iterations, "Samples per primitive and extends per strategy")
@@ -113,7 +70,7 @@ void register_bench(CLI::App& app, Action* action) {
           start = comma + 1;
         }
       }
-      TPMSEC_ASSIGN_OR_RETURN(auto measured, open_measured_tpm(o->tpm, o->emulate));
+      TPMSEC_ASSIGN_OR_RETURN(auto measured, open_measured_tpm(o->tpm));
       MeasuredTpm& tpm = *measured;
       if (tpm.base->describe().find("tpmrm") != std::string::npos) {
         fmt::print(stderr,
@@ -121,13 +78,11 @@ void register_bench(CLI::App& app, Action* action) {
                    "every command, so 'resident' costs like 'saved-context'; using the TPM also makes the kernel "
                    "rebuild its own HMAC session at its next extend\n");
       }
-      ProgressBar bar(::isatty(2));
+      ProgressBar bar;
       options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
-      g_stop = false;
-      options.stop = &g_stop;
-      auto previous = std::signal(SIGINT, on_sigint);
+      StopOnInterrupt interrupt;
+      options.stop = interrupt.flag();
       auto result = run_bench(*tpm.tpm, tpm.log, *tpm.clock, tpm.info, options);
-      std::signal(SIGINT, previous);
       if (!result.ok()) return result.error();
       result->tpm = tpm.identity;
       if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, bench_json(*result).dump(2) + "\n"));

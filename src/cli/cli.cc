@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "tpmsec/constants.h"
 
 namespace tpmsec::cli {
@@ -20,19 +25,65 @@ void TpmOption::add_to(CLI::App* sub) {
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
                   "swtpm:path=SOCKET, device:/dev/tpmrm0. Default: $TPMSEC_TPM or embedded")
       ->capture_default_str();
+  sub->add_option("--emulate", emulate,
+                  "Put the TPM behind the latency model of a profile (data/profiles/NAME.json or a path; see "
+                  "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
+}
+
+OpenTpm::~OpenTpm() {
+  if (!measured || measured->profile.empty() || measured->log.size() == 0) return;
+  int64_t ns = 0;
+  for (const TraceRecord& r : measured->log.records()) ns += r.duration_ns;
+  fmt::print(stderr, "tpmsec: emulated {}: {} TPM commands took {:.2f} ms on the virtual clock\n", measured->profile,
+             measured->log.size(), static_cast<double>(ns) / 1e6);
+}
+
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) {
+  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(option.spec, option.emulate));
+  if (!m->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", m->warning);
+  return m;
 }
 
 Result<OpenTpm> open_tpm(const TpmOption& option) {
   OpenTpm out;
-  TPMSEC_ASSIGN_OR_RETURN(out.transport, open_transport(option.spec));
-  out.tpm = std::make_unique<Tpm>(*out.transport);
+  TPMSEC_ASSIGN_OR_RETURN(out.measured, open_measured_tpm(option));
+  out.tpm = out.measured->tpm.get();
+  out.transport = out.measured->base;
   return out;
 }
 
-Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option, const std::string& emulate) {
-  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(option.spec, emulate));
-  if (!m->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", m->warning);
-  return m;
+Status write_file(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return runtime_error(fmt::format("cannot write {}", path));
+    out << content;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return runtime_error(fmt::format("cannot write {}", path));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return runtime_error(fmt::format("cannot write {}", path));
+  }
+  return ok_status();
+}
+
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return usage_error(fmt::format("{}: no such file", path));
+  if (!std::filesystem::is_regular_file(path, ec)) return usage_error(fmt::format("{}: not a regular file", path));
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec) return usage_error(fmt::format("cannot read {}", path));
+  if (size > max_bytes) return usage_error(fmt::format("{}: larger than {} bytes", path, max_bytes));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return usage_error(fmt::format("cannot read {}", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return usage_error(fmt::format("cannot read {}", path));
+  return text.str();
 }
 
 Result<uint32_t> parse_pcr_index(const std::string& text) {

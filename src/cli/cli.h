@@ -37,23 +37,42 @@ void register_null_key(CLI::App& app, Action* action);
 void register_bench(CLI::App& app, Action* action);
 void register_profiles(CLI::App& app, Action* action);
 void register_profile(CLI::App& app, Action* action);
+void register_policy(CLI::App& app, Action* action);
+void register_trace(CLI::App& app, Action* action);
+void register_compare(CLI::App& app, Action* action);
 
-// --tpm on a subcommand: the TPM string, defaulting to $TPMSEC_TPM or embedded.
+// --tpm and --emulate on a subcommand: the TPM string, defaulting to
+// $TPMSEC_TPM or embedded, and an optional latency profile to emulate.
 struct TpmOption {
   std::string spec;
+  std::string emulate;
   void add_to(CLI::App* sub);
 };
 
-// An open transport with the pipeline over it.
+// An open TPM: the transport, traced, behind the profile's latency model on
+// a virtual clock when emulating. When it closes under emulation it reports
+// on stderr how many TPM commands ran and how long they took on the model.
 struct OpenTpm {
-  std::unique_ptr<Transport> transport;
-  std::unique_ptr<Tpm> tpm;
+  std::unique_ptr<MeasuredTpm> measured;
+  Tpm* tpm = nullptr;
+  Transport* transport = nullptr;  // the real transport (describe())
+
+  OpenTpm() = default;
+  OpenTpm(OpenTpm&&) = default;
+  OpenTpm& operator=(OpenTpm&&) = default;
+  ~OpenTpm();
 };
 Result<OpenTpm> open_tpm(const TpmOption& option);
 
 // A TPM opened for measurement (see measured_tpm.h); prints the profile's
 // provenance warning when emulating.
-Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option, const std::string& emulate);
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option);
+
+// Writes `content` to `path` through PATH.tmp and a rename, so an interrupted
+// run never leaves a half-written file.
+Status write_file(const std::string& path, const std::string& content);
+// The whole of a regular file of at most `max_bytes`; kUsage errors name it.
+Result<std::string> read_file(const std::string& path, size_t max_bytes);
 
 // Parses a decimal PCR index ("16"); kUsage error otherwise.
 Result<uint32_t> parse_pcr_index(const std::string& text);

@@ -18,13 +18,15 @@ void register_info(CLI::App& app, Action* action) {
   sub->callback([opts, action] {
     *action = [opts]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(opts->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(TpmInfo info, read_tpm_info(*open.tpm));
+      const MeasuredTpm& m = *open.measured;
       if (opts->json) {
-        nlohmann::json j = to_json(info);
+        nlohmann::json j = m.identity;
+        if (!m.emulated) j.erase("emulated");  // a real TPM's JSON is as docs/info-json.md shows it
         j["transport"] = open.transport->describe();
         fmt::print("{}\n", j.dump(2));
       } else {
-        fmt::print("{:<24}{}\n{}", "transport", open.transport->describe(), to_text(info));
+        std::string text = m.emulated ? to_text(*m.emulated) : to_text(m.info);
+        fmt::print("{:<24}{}\n{}", "transport", open.transport->describe(), text);
       }
       return ok_status();
     };

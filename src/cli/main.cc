@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   register_bench(app, &action);
   register_profiles(app, &action);
   register_profile(app, &action);
+  register_policy(app, &action);
+  register_trace(app, &action);
+  register_compare(app, &action);
 
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {

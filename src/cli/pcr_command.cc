@@ -3,7 +3,9 @@
 
 #include "cli.h"
 #include "protection_options.h"
+#include "strategy_option.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/strategy.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {
@@ -17,6 +19,7 @@ struct PcrOptions {
   bool read_back = false;
   std::string protect;
   ProtectionOptions protection;
+  StrategyOption strategy;
 };
 
 // Parses the shared arguments and checks them against the TPM.
@@ -32,7 +35,7 @@ Result<PcrTarget> open_target(const PcrOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(t.index, parse_pcr_index(o.index));
   TPMSEC_ASSIGN_OR_RETURN(t.bank, parse_bank(o.bank));
   TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(t.info, read_tpm_info(*t.open.tpm));
+  t.info = t.open.measured->info;
   TPMSEC_RETURN_IF_ERROR(check_pcr(t.info, t.bank, t.index));
   return t;
 }
@@ -79,30 +82,40 @@ void register_pcr(CLI::App& app, Action* action) {
   });
 
   auto extend = std::make_shared<PcrOptions>();
-  extend->protect = "hmac";
-  CLI::App* ext = add_pcr_subcommand(pcr, "extend", "Extend a PCR with a digest, HMAC-protected by default", extend, true);
+  CLI::App* ext = add_pcr_subcommand(
+      pcr, "extend", "Extend a PCR with a digest, protected as the policy decides for this TPM (or --strategy)",
+      extend, true);
   ext->add_option("--protect", extend->protect,
-                  "hmac (default): a salted HMAC session on the null key, as Linux 6.10; none: password "
-                  "authorization, no protection (tpm.disable_pcr_integrity=1)")
-      ->check(CLI::IsMember({"hmac", "none"}))
-      ->capture_default_str();
+                  "Shorthand kept from earlier versions: hmac = --strategy per-command (Linux 6.10), none = "
+                  "--strategy plain (tpm.disable_pcr_integrity=1)")
+      ->check(CLI::IsMember({"hmac", "none"}));
+  extend->strategy.add_to(ext);
   extend->protection.add_to(ext);
   ext->add_option("DIGEST", extend->digest, "Digest as hex, the bank's size (64 hex digits for sha256)")->required();
   ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
   ext->callback([extend, action] {
     *action = [extend]() -> Status {
-      // Check the argument before touching the TPM.
+      // Check the arguments before touching the TPM.
       TPMSEC_ASSIGN_OR_RETURN(Bytes digest, from_hex(extend->digest));
       TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(extend->bank));
       TPMSEC_RETURN_IF_ERROR(check_digest_length(bank, digest));
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
-      if (extend->protect == "hmac") {
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, extend->protection.factory(*t.open.tpm, t.info, SymDef::aes128_cfb()));
-        TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(0));  // one-shot, like the kernel
-        TPMSEC_RETURN_IF_ERROR(pcr_extend(*t.open.tpm, t.bank, t.index, digest, Auth{session.get(), {}}));
-      } else {
-        TPMSEC_RETURN_IF_ERROR(pcr_extend(*t.open.tpm, t.bank, t.index, digest));
+      StrategyOption choice = extend->strategy;
+      if (!extend->protect.empty()) {
+        if (!choice.strategy.empty()) return usage_error("give --strategy or --protect, not both");
+        choice.strategy = extend->protect == "hmac" ? "per-command" : "plain";
       }
+      if (!choice.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(choice.strategy)));
+      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
+      TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured));
+      StreamOptions options;
+      options.pcr = t.index;
+      options.bank = t.bank;
+      TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.info, SymDef::aes128_cfb()));
+      // The stream reads the PCR through an audit session first, so a failed
+      // extend is never retried blindly and checkpoint can verify the result.
+      TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(*t.open.tpm, kind, options, &t.info));
+      TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
+      TPMSEC_RETURN_IF_ERROR(stream->finish());
       if (extend->read_back) {
         TPMSEC_ASSIGN_OR_RETURN(Bytes value, pcr_read(*t.open.tpm, t.bank, t.index));
         fmt::print("{}\n", to_hex(value));

@@ -18,8 +18,7 @@ void ProtectionOptions::add_to(CLI::App* sub) {
                 "session start (for measurement only)");
 }
 
-Result<std::unique_ptr<SessionFactory>> ProtectionOptions::factory(Tpm& tpm, const TpmInfo& info,
-                                                                    SymDef symmetric) const {
+Result<ProtectionConfig> ProtectionOptions::config(const TpmInfo& info, SymDef symmetric) const {
   ProtectionConfig config;
   config.symmetric = symmetric;
   config.unsalted = unsalted;
@@ -33,7 +32,13 @@ Result<std::unique_ptr<SessionFactory>> ProtectionOptions::factory(Tpm& tpm, con
     config.pinned_null_name = std::move(pinned);
   }
   if (unsalted) fmt::print(stderr, "tpmsec: warning: unsalted session: no protection against a bus interposer\n");
-  return SessionFactory::create(tpm, config, &info);
+  return config;
+}
+
+Result<std::unique_ptr<SessionFactory>> ProtectionOptions::factory(Tpm& tpm, const TpmInfo& info,
+                                                                    SymDef symmetric) const {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig c, config(info, symmetric));
+  return SessionFactory::create(tpm, c, &info);
 }
 
 }  // namespace tpmsec::cli

@@ -18,6 +18,8 @@ struct ProtectionOptions {
   bool unsalted = false;
 
   void add_to(CLI::App* sub);
+  // The configuration these options select for `info`'s TPM.
+  Result<ProtectionConfig> config(const TpmInfo& info, SymDef symmetric) const;
   // A session factory for `tpm`, with the null key created and pinned.
   Result<std::unique_ptr<SessionFactory>> factory(Tpm& tpm, const TpmInfo& info, SymDef symmetric) const;
 };

@@ -35,7 +35,7 @@ void register_random(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
       Bytes bytes;
       if (o->protect == "encrypt") {
-        TPMSEC_ASSIGN_OR_RETURN(TpmInfo info, read_tpm_info(*open.tpm));
+        const TpmInfo& info = open.measured->info;
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
         TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(*open.tpm, info, sym));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kEncrypt));
@@ -70,7 +70,7 @@ void register_null_key(CLI::App& app, Action* action) {
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(TpmInfo info, read_tpm_info(*open.tpm));
+      const TpmInfo& info = open.measured->info;
       TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(*open.tpm, info, SymDef::aes128_cfb()));
       fmt::print("{}\n", factory->null_key()->name_hex());
       return ok_status();

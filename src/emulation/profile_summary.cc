@@ -42,6 +42,8 @@ ExtendFigures extend_figures(const LatencyProfile& p) {
   f.hmac_ms = f.plain_ms + p.hmac_session.ms;
   f.per_command_ms = mean(p, "ContextLoad.object") + mean(p, "StartAuthSession.ecc") + mean(p, "FlushContext") + f.hmac_ms;
   f.saved_context_ms = mean(p, "ContextLoad.session") + f.hmac_ms + mean(p, "ContextSave.session");
+  f.audited_read_ms = mean(p, "PCR_Read") + p.hmac_session.ms;
+  f.start_session_ms = mean(p, "StartAuthSession.ecc");
   return f;
 }
 

@@ -22,7 +22,9 @@ Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::str
   m->tpm = std::make_unique<Tpm>(*m->tracing);
   TPMSEC_ASSIGN_OR_RETURN(m->info, read_tpm_info(*m->tpm));
   if (profile) {
-    m->identity = to_json(emulated_info(*profile, m->info));
+    m->emulated = emulated_info(*profile, m->info);
+    m->latency_profile = profile;
+    m->identity = to_json(*m->emulated);
   } else {
     m->identity = to_json(m->info);
     m->identity["emulated"] = false;

@@ -1,0 +1,260 @@
+// tpmsec policy show|check|calibrate|derive: which strategy for which TPM.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cli.h"
+#include "progress.h"
+#include "tpmsec/calibration.h"
+#include "tpmsec/policy.h"
+
+namespace tpmsec::cli {
+namespace {
+
+std::string identity_line(const TpmFacts& f) {
+  std::string s = fmt::format("manufacturer \"{}\", vendor \"{}\", firmware {}", f.manufacturer, f.vendor,
+                              f.firmware.empty() ? "unknown" : f.firmware);
+  if (f.emulated) s += fmt::format(" (emulated: profile {})", f.profile);
+  return s;
+}
+
+std::string measured_line(const TpmFacts& f) {
+  if (f.measured.empty()) return "none (rules with 'when' need --measurements, --emulate or a calibration)";
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : f.measured) parts.push_back(fmt::format("{} {:.2f}", k, v));
+  return fmt::format("{}\n{:<12}from {}", fmt::join(parts, ", "), "", f.measured_source);
+}
+
+std::string policy_origin(const std::string& path) { return path.empty() ? default_policy_path() : path; }
+
+void print_costs(const Calibration& c) {
+  fmt::print("{:<16}{:<12}{:>12}  {}\n", "strategy", "protection", "ms/extend", "fits");
+  for (const auto& cand : c.candidates) {
+    fmt::print("{:<16}{:<12}{:>12.3f}  {}\n", strategy_name(cand.kind), strategy_protection(cand.kind), cand.ms,
+               cand.fits ? "yes" : "no");
+  }
+}
+
+// Raises flag() after `seconds` of real time, or as soon as `also` is raised (Ctrl-C).
+class Deadline {
+ public:
+  Deadline(double seconds, const std::atomic<bool>* also)
+      : thread_([this, seconds, also] {
+          auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!done_ && !expired_) {
+            cv_.wait_for(lock, std::chrono::milliseconds(50));
+            if (std::chrono::steady_clock::now() >= end || also->load()) expired_ = true;
+          }
+        }) {}
+  ~Deadline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  const std::atomic<bool>* flag() const { return &expired_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::atomic<bool> expired_{false};
+  std::thread thread_;
+};
+
+void register_show(CLI::App* policy, Action* action) {
+  struct Options {
+    TpmOption tpm;
+    std::string policy;
+    std::string measurements;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
+  o->tpm.add_to(sub);
+  sub->add_option("--policy", o->policy, "Policy file (default: $TPMSEC_POLICY or data/policy/default.toml)");
+  sub->add_option("--measurements", o->measurements,
+                  "A `tpmsec bench --json` result of this TPM, for rules that test measured properties");
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(policy_origin(o->policy)));
+      std::optional<StrategyCosts> measured;
+      if (!o->measurements.empty()) {
+        std::ifstream in(o->measurements);
+        if (!in) return usage_error(fmt::format("cannot read {}", o->measurements));
+        std::stringstream text;
+        text << in.rdbuf();
+        auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) return usage_error(fmt::format("{}: not valid JSON", o->measurements));
+        TPMSEC_ASSIGN_OR_RETURN(measured, costs_from_bench_json(j, o->measurements));
+      }
+      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
+      TpmFacts facts = facts_of(*open.measured);
+      if (measured) {
+        facts.measured = measured_properties(*measured);
+        facts.measured_source = measured->source;
+      }
+      PolicyDecision d = decide(p, facts);
+      fmt::print("{:<12}{} ({} rules)\n", "policy", p.origin, p.rules.size());
+      fmt::print("{:<12}{}\n", "TPM", identity_line(facts));
+      fmt::print("{:<12}{}\n", "measured", measured_line(facts));
+      fmt::print("rules\n");
+      for (const RuleVerdict& v : d.verdicts) {
+        fmt::print("  {:<28} line {:<4} {}\n", v.rule->name, v.rule->line,
+                   v.matched ? "MATCHES" : "no: " + v.why);
+      }
+      if (!d.rule) return runtime_error("no rule matched (a valid policy ends with a default rule)");
+      fmt::print("{:<12}PCR extends: {} ({}); other protected commands: {}\n", "decision", strategy_name(d.extend),
+                 strategy_protection(d.extend), strategy_name(d.other));
+      fmt::print("{:<12}{}\n", "reason", d.rule->reason);
+      fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
+      fmt::print("{:<12}{}\n", "linux", linux_equivalent(d.extend));
+      return ok_status();
+    };
+  });
+}
+
+void register_check(CLI::App* policy, Action* action) {
+  auto file = std::make_shared<std::string>();
+  CLI::App* sub = policy->add_subcommand("check", "Validate a policy file: syntax, keys, strategies, unreachable rules");
+  sub->add_option("FILE", *file, "Policy file")->required();
+  sub->callback([file, action] {
+    *action = [file]() -> Status {
+      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(*file));
+      fmt::print("{}: {} rules, valid; the last, '{}', is the default\n", p.origin, p.rules.size(),
+                 p.rules.back().name);
+      return ok_status();
+    };
+  });
+}
+
+void register_calibrate(CLI::App* policy, Action* action) {
+  struct Options {
+    TpmOption tpm;
+    double budget_ms = kDefaultBudgetMs;
+    double max_seconds = 30;
+    int iterations = 12;
+    uint32_t pcr = 16;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = policy->add_subcommand(
+      "calibrate",
+      "Measure each strategy briefly and pick the most protective one whose cost per extend fits the budget");
+  o->tpm.add_to(sub);
+  sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms (steady state)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--max-seconds", o->max_seconds, "Stop measuring after this much real time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--iterations", o->iterations, "Extends per strategy (the first is reported apart)")
+      ->check(CLI::Range(2, 10000))
+      ->capture_default_str();
+  sub->add_option("--pcr", o->pcr, "Resettable PCR to extend (reset at the end)")
+      ->check(CLI::IsMember({16, 23}))
+      ->capture_default_str();
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o->tpm));
+      BenchOptions options;
+      options.iterations = o->iterations;
+      options.pcr = o->pcr;
+      options.primitives = false;
+      // Cheapest first: a run cut short by --max-seconds still has the cheap ones.
+      options.strategies = {StrategyKind::kPlain, StrategyKind::kCheckpoint, StrategyKind::kResident,
+                            StrategyKind::kSavedContext, StrategyKind::kPerCommand};
+      ProgressBar bar;
+      options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
+      StopOnInterrupt interrupt;
+      Deadline deadline(o->max_seconds, interrupt.flag());
+      options.stop = deadline.flag();
+      auto started = std::chrono::steady_clock::now();
+      auto result = run_bench(*tpm->tpm, tpm->log, *tpm->clock, tpm->info, options);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (!result.ok()) return result.error();
+      result->tpm = tpm->identity;
+      std::string source = fmt::format("tpmsec policy calibrate --budget-ms {} on {}, {}", o->budget_ms,
+                                       tpm->profile.empty() ? tpm->base->describe() : "--emulate " + tpm->profile,
+                                       result->date);
+      StrategyCosts costs = costs_from_bench(*result, source);
+      if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
+      Calibration c = choose_strategy(costs, o->budget_ms);
+      TpmFacts facts = facts_of(*tpm);
+      fmt::print("TPM         {}\n", identity_line(facts));
+      fmt::print("measured    {} extends per strategy in {:.2f} s of real time{}{}\n", o->iterations, seconds,
+                 tpm->clock->is_virtual() ? " (virtual clock)" : "",
+                 result->interrupted ? "; stopped early (--max-seconds or Ctrl-C): strategies missing below were not measured"
+                                     : "");
+      fmt::print("budget      {:.2f} ms per extend\n\n", o->budget_ms);
+      print_costs(c);
+      fmt::print("\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
+                 strategy_protection(c.extend), strategy_name(c.other));
+      fmt::print("why         {}\n", c.reason);
+      fmt::print("linux       {}\n\n", linux_equivalent(c.extend));
+      std::string name = facts.vendor.empty() ? facts.manufacturer : facts.manufacturer + "-" + facts.vendor;
+      fmt::print("# Policy rule (paste above the default rule of your policy file):\n{}",
+                 to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
+      return ok_status();
+    };
+  });
+}
+
+void register_derive(CLI::App* policy, Action* action) {
+  struct Options {
+    std::string profiles = "all";
+    double budget_ms = kDefaultBudgetMs;
+    std::string output;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = policy->add_subcommand(
+      "derive", "Write a policy with a rule per latency profile, decided from the profile's figures (how "
+                "data/policy/default.toml was made)");
+  sub->add_option("--profiles", o->profiles, "all, or comma-separated profile names or paths")->capture_default_str();
+  sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("-o,--output", o->output, "Write the policy here (default: standard output)");
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      std::vector<LatencyProfile> profiles;
+      if (o->profiles == "all") {
+        TPMSEC_ASSIGN_OR_RETURN(profiles, load_all_profiles());
+      } else {
+        std::stringstream list(o->profiles);
+        std::string name;
+        while (std::getline(list, name, ',')) {
+          if (name.empty()) continue;
+          TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, load_profile(name));
+          profiles.push_back(std::move(p));
+        }
+      }
+      std::string command = fmt::format("tpmsec policy derive --budget-ms {} --profiles {}", o->budget_ms, o->profiles);
+      TPMSEC_ASSIGN_OR_RETURN(std::string text, derive_policy(profiles, o->budget_ms, command));
+      if (o->output.empty()) {
+        fmt::print("{}", text);
+        return ok_status();
+      }
+      return write_file(o->output, text);
+    };
+  });
+}
+
+}  // namespace
+
+void register_policy(CLI::App& app, Action* action) {
+  CLI::App* policy = app.add_subcommand("policy", "Per-TPM policy: which session strategy protects which TPM");
+  policy->require_subcommand(1);
+  register_show(policy, action);
+  register_check(policy, action);
+  register_calibrate(policy, action);
+  register_derive(policy, action);
+}
+
+}  // namespace tpmsec::cli

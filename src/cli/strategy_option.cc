@@ -1,0 +1,37 @@
+#include "strategy_option.h"
+
+#include <fmt/format.h>
+
+#include "tpmsec/calibration.h"
+#include "tpmsec/policy.h"
+
+namespace tpmsec::cli {
+
+void StrategyOption::add_to(CLI::App* sub) {
+  sub->add_option("--strategy", strategy,
+                  "Session strategy for the extends: per-command, saved-context, resident, plain or checkpoint "
+                  "(default: what the policy decides for this TPM)");
+  sub->add_option("--policy", policy,
+                  "Policy file deciding the strategy when --strategy is not given (default: $TPMSEC_POLICY or "
+                  "data/policy/default.toml; see docs/policy.md)");
+  sub->add_flag("-v,--verbose", verbose, "Say on stderr which policy rule chose the strategy, and why");
+}
+
+Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm) const {
+  if (!strategy.empty()) {
+    auto kind = parse_strategy(strategy);
+    if (!kind.ok()) return usage_error(kind.error().message());
+    return *kind;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(policy.empty() ? default_policy_path() : policy));
+  TpmFacts facts = facts_of(tpm);
+  PolicyDecision d = decide(p, facts);
+  if (!d.rule) return usage_error(fmt::format("{}: no rule matches this TPM", p.origin));
+  if (verbose) {
+    fmt::print(stderr, "tpmsec: policy {} rule '{}' (line {}): {} for extends — {}\n", p.origin, d.rule->name,
+             d.rule->line, strategy_name(d.extend), d.rule->reason);
+  }
+  return d.extend;
+}
+
+}  // namespace tpmsec::cli

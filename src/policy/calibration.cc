@@ -1,0 +1,205 @@
+#include "tpmsec/calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tpmsec {
+namespace {
+
+// Prevention strategies, then detection, then none.
+bool prevents(StrategyKind k) {
+  return k == StrategyKind::kResident || k == StrategyKind::kSavedContext || k == StrategyKind::kPerCommand;
+}
+int protection_rank(StrategyKind k) {
+  if (prevents(k)) return 0;
+  return k == StrategyKind::kCheckpoint ? 1 : 2;
+}
+
+}  // namespace
+
+StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpoint_every) {
+  ExtendFigures f = extend_figures(profile);
+  StrategyCosts c;
+  c.per_extend_ms[StrategyKind::kPerCommand] = f.per_command_ms;
+  c.per_extend_ms[StrategyKind::kSavedContext] = f.saved_context_ms;
+  c.per_extend_ms[StrategyKind::kResident] = f.hmac_ms;
+  c.per_extend_ms[StrategyKind::kPlain] = f.plain_ms;
+  c.per_extend_ms[StrategyKind::kCheckpoint] =
+      f.plain_ms + (checkpoint_every ? f.audited_read_ms / checkpoint_every : 0.0);
+  c.start_session_ms = f.start_session_ms;
+  c.source = fmt::format("profile {} (model means: `tpmsec profiles show {}`)", profile.id, profile.id);
+  return c;
+}
+
+StrategyCosts costs_from_bench(const BenchResult& result, const std::string& source) {
+  StrategyCosts c;
+  for (const StrategyResult& s : result.strategies) {
+    if (s.per_extend_ms.n == 0) continue;
+    c.per_extend_ms[s.kind] = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
+  }
+  for (const PrimitiveResult& p : result.primitives) {
+    if (p.name == "StartAuthSession (ECC salt)" && p.tpm_ms.n > 0) c.start_session_ms = p.tpm_ms.median;
+  }
+  c.source = source;
+  return c;
+}
+
+Result<StrategyCosts> costs_from_bench_json(const nlohmann::json& bench, const std::string& origin) {
+  if (!bench.is_object() || bench.value("schema", "") != "tpmsec-bench/1") {
+    return usage_error(fmt::format("{}: not a tpmsec bench result (schema tpmsec-bench/1)", origin));
+  }
+  StrategyCosts c;
+  const auto& strategies = bench.value("strategies", nlohmann::json::array());
+  if (!strategies.is_array()) return usage_error(fmt::format("{}: 'strategies' is not a list", origin));
+  for (const auto& s : strategies) {
+    if (!s.is_object() || !s.contains("name") || !s["name"].is_string()) {
+      return usage_error(fmt::format("{}: a strategy entry has no name", origin));
+    }
+    auto kind = parse_strategy(s["name"].get<std::string>());
+    if (!kind.ok()) return usage_error(fmt::format("{}: {}", origin, kind.error().message()));
+    const auto& d = s.value("per_extend_ms", nlohmann::json::object());
+    const char* key = *kind == StrategyKind::kCheckpoint ? "mean" : "median";
+    if (!d.is_object() || !d.contains(key) || !d[key].is_number() || d.value("n", 0) == 0) continue;
+    c.per_extend_ms[*kind] = d[key].get<double>();
+  }
+  const auto& primitives = bench.value("primitives", nlohmann::json::array());
+  if (primitives.is_array()) {
+    for (const auto& p : primitives) {
+      if (!p.is_object() || p.value("name", "") != "StartAuthSession (ECC salt)") continue;
+      const auto& d = p.value("tpm_ms", nlohmann::json::object());
+      if (d.is_object() && d.contains("median") && d["median"].is_number()) c.start_session_ms = d["median"].get<double>();
+    }
+  }
+  if (c.per_extend_ms.empty()) return usage_error(fmt::format("{}: no strategy was measured", origin));
+  c.source = fmt::format("bench result {}", origin);
+  return c;
+}
+
+std::map<std::string, double> measured_properties(const StrategyCosts& costs) {
+  std::map<std::string, double> m;
+  auto put = [&](const char* name, StrategyKind k) {
+    auto it = costs.per_extend_ms.find(k);
+    if (it != costs.per_extend_ms.end()) m[name] = it->second;
+  };
+  put("extend_plain_ms", StrategyKind::kPlain);
+  put("extend_hmac_ms", StrategyKind::kResident);
+  put("per_command_ms", StrategyKind::kPerCommand);
+  put("saved_context_ms", StrategyKind::kSavedContext);
+  put("checkpoint_ms", StrategyKind::kCheckpoint);
+  if (m.count("extend_plain_ms") && m.count("extend_hmac_ms")) {
+    m["extend_added_ms"] = m["extend_hmac_ms"] - m["extend_plain_ms"];
+  }
+  if (costs.start_session_ms > 0) m["start_session_ms"] = costs.start_session_ms;
+  return m;
+}
+
+TpmFacts facts_of(const MeasuredTpm& tpm) {
+  TpmFacts f;
+  if (tpm.emulated) {
+    f = facts_from_info(tpm.emulated->info);
+    f.emulated = true;
+    f.profile = tpm.emulated->profile;
+  } else {
+    f = facts_from_info(tpm.info);
+  }
+  if (tpm.latency_profile) {
+    StrategyCosts costs = costs_from_profile(*tpm.latency_profile);
+    f.measured = measured_properties(costs);
+    f.measured_source = costs.source;
+  }
+  return f;
+}
+
+Calibration choose_strategy(const StrategyCosts& costs, double budget_ms) {
+  Calibration c;
+  c.budget_ms = budget_ms;
+  for (const auto& [kind, ms] : costs.per_extend_ms) c.candidates.push_back({kind, ms, ms <= budget_ms});
+  std::stable_sort(c.candidates.begin(), c.candidates.end(), [](const auto& a, const auto& b) {
+    if (protection_rank(a.kind) != protection_rank(b.kind)) return protection_rank(a.kind) < protection_rank(b.kind);
+    return a.ms < b.ms;
+  });
+  const Calibration::Candidate* pick = nullptr;
+  for (const auto& cand : c.candidates) {
+    if (cand.fits) {
+      pick = &cand;
+      break;
+    }
+  }
+  c.fits = pick != nullptr;
+  if (!pick && !c.candidates.empty()) {
+    pick = &*std::min_element(c.candidates.begin(), c.candidates.end(),
+                              [](const auto& a, const auto& b) { return a.ms < b.ms; });
+  }
+  if (pick) c.extend = pick->kind;
+  // Other protected commands: the cheapest prevention strategy.
+  for (const auto& cand : c.candidates) {
+    if (prevents(cand.kind)) {
+      c.other = cand.kind;
+      break;
+    }
+  }
+  auto ms_of = [&](StrategyKind k) {
+    auto it = costs.per_extend_ms.find(k);
+    return it == costs.per_extend_ms.end() ? -1.0 : it->second;
+  };
+  double chosen = pick ? pick->ms : 0;
+  if (!pick) {
+    c.reason = "nothing was measured";
+  } else if (!c.fits) {
+    c.reason = fmt::format("no strategy fits {:.1f} ms per extend: even {} costs {:.2f} ms; {} is the cheapest",
+                           budget_ms, strategy_name(c.extend), chosen, strategy_name(c.extend));
+  } else if (prevents(c.extend)) {
+    c.reason = fmt::format("{} prevents bus tampering at {:.2f} ms per extend (budget {:.1f} ms; plain {:.2f} ms)",
+                           strategy_name(c.extend), chosen, budget_ms, ms_of(StrategyKind::kPlain));
+  } else {
+    double cheapest_prevention = -1;
+    for (const auto& cand : c.candidates) {
+      if (prevents(cand.kind)) {
+        cheapest_prevention = cand.ms;
+        break;
+      }
+    }
+    c.reason = cheapest_prevention >= 0
+                   ? fmt::format("prevention costs {:.2f} ms per extend at best, over the {:.1f} ms budget; {} "
+                                 "costs {:.2f} ms",
+                                 cheapest_prevention, budget_ms, strategy_name(c.extend), chosen)
+                   : fmt::format("{} costs {:.2f} ms per extend (budget {:.1f} ms)", strategy_name(c.extend), chosen,
+                                 budget_ms);
+  }
+  return c;
+}
+
+PolicyRule rule_for(const std::string& name, const TpmFacts& facts, const Calibration& c, const std::string& source) {
+  PolicyRule r;
+  r.name = name;
+  if (!facts.manufacturer.empty()) r.manufacturer = facts.manufacturer;
+  if (!facts.vendor.empty()) r.vendor = facts.vendor + "*";
+  if (auto fw = parse_firmware_version(facts.firmware); fw && !facts.firmware.empty()) {
+    r.firmware_min = FirmwareVersion{fw->major, 0};
+    r.firmware_max = FirmwareVersion{fw->major, 0xFFFF};
+  }
+  r.extend = c.extend;
+  r.other = c.other;
+  r.reason = c.reason;
+  r.source = source;
+  return r;
+}
+
+std::string linux_equivalent(StrategyKind extend) {
+  switch (extend) {
+    case StrategyKind::kPerCommand:
+    case StrategyKind::kSavedContext:
+    case StrategyKind::kResident:
+      return "keep CONFIG_TCG_TPM2_HMAC=y (Linux 6.12 and later keep the session resident; 6.18 needs it enabled "
+             "explicitly)";
+    case StrategyKind::kCheckpoint:
+      return "boot with tpm.disable_pcr_integrity=1 (Linux has no checkpoint strategy: verify PCRs with a remote "
+             "quote or tpmsec's checkpoint instead)";
+    case StrategyKind::kPlain:
+      return "boot with tpm.disable_pcr_integrity=1";
+  }
+  return {};
+}
+
+}  // namespace tpmsec
