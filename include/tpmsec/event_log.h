@@ -1,0 +1,105 @@
+// The TCG PC Client crypto-agile event log (firmware measurements, as Linux
+// exposes them in /sys/kernel/security/tpm0/binary_bios_measurements): parsing,
+// and the PCR values it implies. No TPM is involved.
+//
+// Layout (TCG PC Client Platform Firmware Profile §10, all integers
+// little-endian):
+//   TCG_PCR_EVENT (the SHA-1 format), once, first:
+//     u32 pcrIndex (0), u32 eventType (EV_NO_ACTION), 20-byte digest,
+//     u32 eventSize, then TCG_EfiSpecIdEvent: "Spec ID Event03\0",
+//     u32 platformClass, u8 specVersionMinor, u8 specVersionMajor,
+//     u8 specErrata, u8 uintnSize, u32 numberOfAlgorithms,
+//     {u16 algorithmId, u16 digestSize}[numberOfAlgorithms],
+//     u8 vendorInfoSize, vendorInfo.
+//   TCG_PCR_EVENT2, to the end:
+//     u32 pcrIndex, u32 eventType, u32 count,
+//     {u16 hashAlg, digest of the size the Spec ID event gave}[count],
+//     u32 eventSize, event.
+//
+// Contract:
+// - Input is hostile: every count and size is bounded (below) and read through
+//   the bounds-checked Reader; the first malformed byte fails the whole parse
+//   with kParse, naming the event ("event 5 at offset 1234: …"). Events are
+//   numbered from 0, the Spec ID event being event 0, as tpm2_eventlog does.
+// - A log in the older SHA-1-only format ("Spec ID Event00"/"02") is kUnsupported.
+// - EV_NO_ACTION events are never extended. A "StartupLocality" EV_NO_ACTION
+//   event sets PCR 0's initial value to zeros with the locality in the last
+//   byte. Every other PCR starts at zero (the DRTM PCRs 17-22 included: a
+//   firmware log does not describe a dynamic launch).
+// - Replay uses the digests the log records; it does not recompute them from
+//   the event data (what an event's digest covers depends on its type).
+#ifndef TPMSEC_EVENT_LOG_H_
+#define TPMSEC_EVENT_LOG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/result.h"
+
+namespace tpmsec::event_log {
+
+inline constexpr uint32_t kEvNoAction = 0x00000003;
+inline constexpr size_t kMaxAlgorithms = 16;              // numberOfAlgorithms, and digests per event
+inline constexpr size_t kMaxDigestSize = 64;              // TPMU_HA: SHA-512
+inline constexpr size_t kMaxEventSize = 16 * 1024 * 1024;  // eventSize of one event
+inline constexpr uint32_t kPcrCount = 32;                  // extended events name PCRs 0-31
+
+struct AlgorithmSize {
+  uint16_t algorithm = 0;  // TPM_ALG_ID
+  uint16_t digest_size = 0;
+};
+
+// TCG_EfiSpecIdEvent, the first event's data.
+struct SpecIdEvent {
+  uint32_t platform_class = 0;
+  uint8_t spec_version_minor = 0;
+  uint8_t spec_version_major = 0;
+  uint8_t spec_errata = 0;
+  uint8_t uintn_size = 0;
+  std::vector<AlgorithmSize> algorithms;  // the banks the log records, in order
+  Bytes vendor_info;
+};
+
+struct TaggedDigest {
+  uint16_t algorithm = 0;
+  Bytes digest;
+};
+
+// One TCG_PCR_EVENT2.
+struct Event {
+  size_t index = 0;   // from 1 (event 0 is the Spec ID event)
+  size_t offset = 0;  // byte offset of the event in the log
+  uint32_t pcr = 0;
+  uint32_t event_type = 0;
+  std::vector<TaggedDigest> digests;
+  Bytes data;
+
+  // The digest for `algorithm`, or nullptr when the event has none.
+  const Bytes* digest_for(uint16_t algorithm) const;
+};
+
+struct EventLog {
+  SpecIdEvent spec_id;
+  std::vector<Event> events;              // every TCG_PCR_EVENT2, EV_NO_ACTION ones included
+  std::optional<uint8_t> startup_locality;  // from the StartupLocality event, when present
+
+  // The algorithm ids of the Spec ID event, in its order.
+  std::vector<uint16_t> banks() const;
+};
+
+// Parses a whole crypto-agile log (from its first byte to its last).
+Result<EventLog> parse_event_log(ByteView data);
+
+// The value of every PCR the log extends in bank `bank` (plus PCR 0 when the
+// log sets its startup locality) after all events, keyed by PCR index.
+// kUnsupported when the log has no such bank or tpmsec cannot hash it; kParse
+// when an extended event lacks the bank's digest.
+Result<std::map<uint32_t, Bytes>> replay_event_log(const EventLog& log, uint16_t bank);
+
+}  // namespace tpmsec::event_log
+
+#endif  // TPMSEC_EVENT_LOG_H_

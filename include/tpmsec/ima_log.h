@@ -1,0 +1,135 @@
+// Linux IMA measurement logs: parsing, and the PCR values a log implies.
+//
+// Reads the kernel's two renderings of the same list,
+//   /sys/kernel/security/ima/ascii_runtime_measurements   (parse_ascii_log)
+//   /sys/kernel/security/ima/binary_runtime_measurements  (parse_binary_log)
+// for the templates "ima" (d|n), "ima-ng" (d-ng|n-ng), "ima-sig" (d-ng|n-ng|sig)
+// and "ima-buf" (d-ng|n-ng|buf). No TPM is involved.
+//
+// Contract:
+// - Input is hostile. Every length is bounded (template names <= 255 bytes,
+//   template data <= 64 KiB, "ima" event names <= 255 bytes, PCR index <= 63)
+//   and every field is checked against its template's layout.
+// - Each entry's template data is rebuilt in the kernel's layout (see
+//   docs/replay.md, "Log formats") and its SHA-1 is checked against the logged
+//   template hash, except for violations (a logged hash of all zeros), for which
+//   the kernel extends 0xFF…FF into every bank.
+// - Parsing never stops at a bad entry when the next one can still be found: a
+//   bad line or entry becomes a Problem and the good ones are kept, so a caller
+//   may either skip bad entries (replay `entries`) or stop at the first one
+//   (replay `entries_before_first_problem()`). The binary format has no
+//   resynchronisation point, so a framing error (truncation, an impossible
+//   length) ends the parse there with a final Problem.
+// - The binary format is the kernel's native byte order; only little-endian
+//   (every common platform, and any kernel booted with ima_canonical_fmt) is
+//   read.
+#ifndef TPMSEC_IMA_LOG_H_
+#define TPMSEC_IMA_LOG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/result.h"
+
+namespace tpmsec::ima {
+
+inline constexpr size_t kTemplateHashSize = 20;        // SHA-1, the log's template-hash column
+inline constexpr size_t kMaxTemplateNameLength = 255;  // bytes of a template name
+inline constexpr size_t kMaxTemplateDataSize = 64 * 1024;
+inline constexpr size_t kEventNameLenMax = 255;  // IMA_EVENT_NAME_LEN_MAX: the "ima" template's n field
+inline constexpr uint32_t kMaxPcrIndex = 63;
+inline constexpr size_t kMaxFileDigestSize = 64;  // d / d-ng digests (SHA-512 is the largest)
+
+enum class LogFormat { kAscii, kBinary };
+
+// One measurement, decoded. Fields a template lacks stay empty.
+struct Entry {
+  uint32_t pcr = 0;
+  std::string template_name;  // "ima", "ima-ng", "ima-sig" or "ima-buf"
+  Bytes template_hash;        // as logged: SHA-1 of template_data, all zero for a violation
+  bool violation = false;     // template_hash is all zero: 0xFF…FF is extended instead
+
+  // The template's fields.
+  std::string file_digest_algorithm;  // d-ng's algorithm name ("sha256"); empty for the "ima" template's d
+  Bytes file_digest;                  // d (20 bytes) or d-ng
+  std::string event_name;             // n / n-ng, without the NUL
+  Bytes signature;                    // sig (ima-sig); may be empty
+  Bytes buffer;                       // buf (ima-buf); may be empty
+
+  // The bytes the kernel hashes into the template hash and the bank digests.
+  // For every template but "ima" this is exactly the binary log's template data.
+  Bytes template_data;
+
+  // Where the entry was read: for ascii the 1-based line and the byte offset of
+  // its start; for binary line 0 and the byte offset of the entry.
+  size_t line = 0;
+  size_t offset = 0;
+};
+
+// A line or entry that was rejected. The message names the place and what is
+// wrong: "line 7: template 'ima-ng' expects 2 fields, got 1",
+// "entry 3 at offset 412: template data size 70000 above 65536".
+struct Problem {
+  // How many good entries precede this one in the log: entries[0, entry_index)
+  // are those before it, so a caller stopping at the first problem cuts there.
+  size_t entry_index = 0;
+  size_t line = 0;    // 1-based line (ascii), 0 for binary
+  size_t offset = 0;  // byte offset of the line (ascii) or the entry (binary)
+  // kIntegrity for a template hash that does not match the rebuilt template
+  // data; kParse for everything else.
+  Error error{ErrorKind::kParse, ""};
+};
+
+struct ParsedLog {
+  LogFormat format = LogFormat::kAscii;
+  std::vector<Entry> entries;     // the good entries, in log order
+  std::vector<Problem> problems;  // the rejected ones, in log order
+  // False when parsing had to stop before the end of the input (binary framing
+  // error); the last Problem says where.
+  bool complete = true;
+
+  bool ok() const { return problems.empty(); }
+  // The entries before the first problem (all of them when there is none): what
+  // a caller that refuses to go past a bad entry replays.
+  std::span<const Entry> entries_before_first_problem() const;
+};
+
+// Which rendering `content` is, judged from its first entry; nullopt when it is
+// neither (or empty).
+std::optional<LogFormat> detect_format(ByteView content);
+
+// Parses ascii_runtime_measurements: one entry per '\n'-terminated line
+// ("PCR template-hash template-name field…"); empty lines are ignored.
+ParsedLog parse_ascii_log(std::string_view text);
+
+// Parses binary_runtime_measurements. Messages number entries from 0 in file
+// order, bad ones included ("entry 3 at offset 412: …").
+ParsedLog parse_binary_log(ByteView data);
+
+// detect_format() then the matching parser; kParse when `content` is empty or
+// neither format.
+Result<ParsedLog> parse_log(ByteView content);
+
+// The digest the kernel extends into bank `bank` (a TPM_ALG_ID) for `entry`:
+// H_bank(template_data), or 0xFF repeated to the bank's digest size for a
+// violation. kUnsupported for a bank tpmsec cannot hash.
+Result<Bytes> extend_digest(const Entry& entry, uint16_t bank);
+
+// The values the PCRs of bank `bank` hold after extending every entry in order,
+// each PCR starting from zeros; keyed by PCR index, only the PCRs the entries
+// extend.
+Result<std::map<uint32_t, Bytes>> replay(std::span<const Entry> entries, uint16_t bank);
+
+// The value of one PCR after `entries` (zeros when no entry extends it).
+Result<Bytes> expected_pcr(std::span<const Entry> entries, uint16_t bank, uint32_t pcr);
+
+}  // namespace tpmsec::ima
+
+#endif  // TPMSEC_IMA_LOG_H_

@@ -1,0 +1,138 @@
+// binary_runtime_measurements, as the kernel's ima_measurements_show writes
+// each entry (native byte order, read here as little-endian):
+//   u32 PCR, 20-byte SHA-1 template hash, u32 template-name length, the name;
+//   for every template but "ima": u32 template-data length, then the template
+//     data, each field a u32 length and its data;
+//   for "ima": the 20-byte d field, then a u32 length and the name without NUL
+//     (IMA_SHOW_BINARY_NO_FIELD_DATA_SIZE, IMA_SHOW_BINARY_OLD_STRING_FMT).
+#include <fmt/format.h>
+
+#include "replay/ima_template.h"
+#include "replay/little_endian.h"
+#include "replay/printable.h"
+#include "tpmsec/ima_log.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec::ima {
+
+namespace {
+
+using internal::Field;
+using internal::TemplateLayout;
+using replay_internal::printable;
+using replay_internal::read_le32;
+
+constexpr size_t kImaDigestSize = 20;
+
+// What the framing of one entry gave: enough to find the next entry.
+struct RawEntry {
+  uint32_t pcr = 0;
+  ByteView template_hash;
+  std::string_view template_name;
+  ByteView template_data;  // non-"ima" templates
+  ByteView ima_digest;     // "ima": d
+  ByteView ima_name;       // "ima": n, without NUL
+};
+
+std::string_view as_text(ByteView b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+// Reads one entry's framing; on failure the reader says what and where.
+RawEntry read_frame(Reader& r) {
+  RawEntry raw;
+  raw.pcr = read_le32(r, "PCR index");
+  raw.template_hash = r.bytes(kTemplateHashSize, "template hash");
+  size_t at = r.offset();
+  uint32_t name_length = read_le32(r, "template name length");
+  if (r.ok() && (name_length == 0 || name_length > kMaxTemplateNameLength)) {
+    r.fail(fmt::format("template name length {} at offset {} is not 1 to {}", name_length, at,
+                       kMaxTemplateNameLength));
+  }
+  raw.template_name = as_text(r.bytes(name_length, "template name"));
+  if (!r.ok()) return raw;
+  if (raw.template_name == "ima") {
+    raw.ima_digest = r.bytes(kImaDigestSize, "d field");
+    at = r.offset();
+    uint32_t length = read_le32(r, "n field length");
+    if (r.ok() && length > kEventNameLenMax) {
+      r.fail(fmt::format("n field length {} at offset {} is above {}", length, at, kEventNameLenMax));
+    }
+    raw.ima_name = r.bytes(length, "n field");
+  } else {
+    at = r.offset();
+    uint32_t length = read_le32(r, "template data length");
+    if (r.ok() && length > kMaxTemplateDataSize) {
+      r.fail(fmt::format("template data length {} at offset {} is above {}", length, at, kMaxTemplateDataSize));
+    }
+    raw.template_data = r.bytes(length, "template data");
+  }
+  return raw;
+}
+
+// Decodes a framed entry; its errors do not stop the parse.
+Result<Entry> decode(const RawEntry& raw) {
+  if (raw.pcr > kMaxPcrIndex) return parse_error(fmt::format("PCR {} is above {}", raw.pcr, kMaxPcrIndex));
+  const TemplateLayout* layout = internal::find_template(raw.template_name);
+  if (layout == nullptr) {
+    return parse_error(fmt::format("template '{}' is not supported ({})", printable(raw.template_name),
+                                   internal::supported_templates()));
+  }
+  Entry entry;
+  entry.pcr = raw.pcr;
+  entry.template_name = std::string(layout->name);
+  entry.template_hash.assign(raw.template_hash.begin(), raw.template_hash.end());
+
+  if (layout->name == "ima") {
+    TPMSEC_RETURN_IF_ERROR(internal::decode_binary_field(Field::kDigest, raw.ima_digest, entry));
+    TPMSEC_RETURN_IF_ERROR(internal::decode_binary_field(Field::kEventName, raw.ima_name, entry));
+    TPMSEC_RETURN_IF_ERROR(internal::finish_entry(*layout, entry));
+    return entry;
+  }
+
+  Reader fields(raw.template_data);
+  for (Field field : layout->fields) {
+    uint32_t length = read_le32(fields, internal::field_id(field));
+    ByteView data = fields.bytes(length, internal::field_id(field));
+    if (!fields.ok()) break;
+    TPMSEC_RETURN_IF_ERROR(internal::decode_binary_field(field, data, entry));
+  }
+  fields.expect_end("template data");
+  if (!fields.ok()) {
+    return parse_error(fmt::format("template '{}' data does not hold its {} fields: {}", layout->name,
+                                   layout->fields.size(), fields.status().error().message()));
+  }
+  TPMSEC_RETURN_IF_ERROR(internal::finish_entry(*layout, entry));
+  // Decoding is strict, so the rebuilt data is the logged data; say so if not.
+  if (!std::equal(entry.template_data.begin(), entry.template_data.end(), raw.template_data.begin(),
+                  raw.template_data.end())) {
+    return parse_error("template data does not follow the kernel's layout");
+  }
+  return entry;
+}
+
+}  // namespace
+
+ParsedLog parse_binary_log(ByteView data) {
+  ParsedLog log;
+  log.format = LogFormat::kBinary;
+  Reader r(data);
+  for (size_t index = 0; r.remaining() > 0; ++index) {
+    size_t offset = r.offset();
+    std::string where = fmt::format("entry {} at offset {}", index, offset);
+    RawEntry raw = read_frame(r);
+    if (!r.ok()) {
+      log.problems.push_back(Problem{log.entries.size(), 0, offset, r.status().error().with_context(where)});
+      log.complete = false;
+      break;
+    }
+    Result<Entry> entry = decode(raw);
+    if (!entry.ok()) {
+      log.problems.push_back(Problem{log.entries.size(), 0, offset, entry.error().with_context(where)});
+      continue;
+    }
+    entry->offset = offset;
+    log.entries.push_back(std::move(*entry));
+  }
+  return log;
+}
+
+}  // namespace tpmsec::ima

@@ -1,0 +1,45 @@
+// The IMA templates tpmsec reads: their field layouts, decoding each field from
+// either log rendering, and rebuilding the template data the kernel hashed.
+// Internal to src/replay; the public API is tpmsec/ima_log.h.
+#ifndef TPMSEC_REPLAY_IMA_TEMPLATE_H_
+#define TPMSEC_REPLAY_IMA_TEMPLATE_H_
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tpmsec/ima_log.h"
+
+namespace tpmsec::ima::internal {
+
+// Template fields (the kernel's ima_template_lib.c field ids).
+enum class Field { kDigest, kEventName, kDigestNg, kEventNameNg, kSignature, kBuffer };
+
+struct TemplateLayout {
+  std::string_view name;
+  std::span<const Field> fields;
+};
+
+// The layout of a supported template, or nullptr.
+const TemplateLayout* find_template(std::string_view name);
+// "ima, ima-ng, ima-sig, ima-buf", for error messages.
+std::string_view supported_templates();
+// "d-ng" etc.
+std::string_view field_id(Field field);
+
+// Decodes one field as ascii_runtime_measurements shows it into `entry`.
+Status decode_ascii_field(Field field, std::string_view text, Entry& entry);
+
+// Decodes one field's data as binary_runtime_measurements holds it (for
+// non-"ima" templates without the u32 length; for the "ima" template's n
+// field, the name without NUL).
+Status decode_binary_field(Field field, ByteView data, Entry& entry);
+
+// Rebuilds entry.template_data from the decoded fields in the kernel's layout
+// (ima_calc_field_array_hash_tfm), bounds it, and checks the template hash
+// (setting entry.violation when it is all zero). kIntegrity on a mismatch.
+Status finish_entry(const TemplateLayout& layout, Entry& entry);
+
+}  // namespace tpmsec::ima::internal
+
+#endif  // TPMSEC_REPLAY_IMA_TEMPLATE_H_
