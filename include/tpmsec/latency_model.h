@@ -189,22 +189,16 @@ std::string provenance_warning(const LatencyProfile& profile);
 
 // ---------------------------------------------------------------- variants
 
-// The type (TPM_ALG_ECC, TPM_ALG_RSA, ...) of the inPublic template of a
-// marshalled CreatePrimary command; 0 when `command` is not a readable
-// CreatePrimary.
-uint16_t create_primary_type(ByteView command);
-
 // The variant a command is modelled as:
 //   StartAuthSession.unsalted / .ecc / .rsa  (salted: encryptedSalt of 128
 //                                             bytes or more is RSA, e.g. 256;
 //                                             shorter is ECC, e.g. 68)
 //   ContextLoad.session / .object            (savedHandle top byte 0x02/0x03
 //   ContextSave.session / .object             is a session, else an object)
-//   CreatePrimary.ecc / .rsa                  (needs `command`: the type is
-//                                             not in the shape; without it,
-//                                             "CreatePrimary")
+//   CreatePrimary.ecc / .rsa                  (the shape's object_type; other
+//                                             or unreadable types: "CreatePrimary")
 //   otherwise the command's name ("PCR_Extend", or hex for unknown codes).
-std::string variant_of(const CommandShape& shape, ByteView command = {});
+std::string variant_of(const CommandShape& shape);
 
 // Approximate bytes of encrypted parameter in a command (decrypt attribute)
 // and its response (encrypt attribute): the byte counts less the header and
@@ -235,10 +229,9 @@ class LatencyModel {
  public:
   explicit LatencyModel(LatencyProfile profile, ModelOptions options = {});
 
-  // The latency of one command; advances the random state. `command` (the
-  // marshalled bytes) lets CreatePrimary be classified by key type.
-  double latency_ms(const CommandShape& shape, ByteView command = {}) { return model(shape, command).total_ms; }
-  ModelledLatency model(const CommandShape& shape, ByteView command = {});
+  // The latency of one command; advances the random state.
+  double latency_ms(const CommandShape& shape) { return model(shape).total_ms; }
+  ModelledLatency model(const CommandShape& shape);
 
   // The value used for `variant`: exact match, else the command name before
   // the first '.', else "default".

@@ -28,6 +28,7 @@ struct CommandShape {
   bool salted = false;             // StartAuthSession with a tpmKey
   size_t encrypted_salt_bytes = 0; // StartAuthSession: 68 for ECC P-256, 256 for RSA-2048
   uint32_t context_handle = 0;     // ContextLoad: savedHandle of the context; ContextSave: the handle
+  uint16_t object_type = 0;        // CreatePrimary: the inPublic template's type (TPM_ALG_ECC, TPM_ALG_RSA)
 };
 
 // Parses the shape of `command` (and the response code of `response`).

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "strategy_option.h"
 #include "tpmsec/bench.h"
 #include "tpmsec/tpm_info.h"
 
@@ -57,18 +58,7 @@ void register_bench(CLI::App& app, Action* action) {
       options.checkpoint_every = o->checkpoint_every;
       options.primitives = !o->no_primitives;
       if (!o->strategies.empty()) {
-        std::string list = o->strategies;
-        size_t start = 0;
-        while (start <= list.size()) {
-          size_t comma = list.find(',', start);
-          std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-          if (!name.empty()) {
-            TPMSEC_ASSIGN_OR_RETURN(StrategyKind k, parse_strategy(name));
-            options.strategies.push_back(k);
-          }
-          if (comma == std::string::npos) break;
-          start = comma + 1;
-        }
+        TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
       }
       TPMSEC_ASSIGN_OR_RETURN(auto measured, open_measured_tpm(o->tpm));
       MeasuredTpm& tpm = *measured;

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   register_profiles(app, &action);
   register_profile(app, &action);
   register_policy(app, &action);
+  register_replay(app, &action);
+  register_predict(app, &action);
   register_trace(app, &action);
   register_compare(app, &action);
 

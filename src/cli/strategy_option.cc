@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tpmsec/calibration.h"
 #include "tpmsec/policy.h"
 
@@ -32,6 +34,25 @@ Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm) const {
              d.rule->line, strategy_name(d.extend), d.rule->reason);
   }
   return d.extend;
+}
+
+Result<std::vector<StrategyKind>> parse_strategy_list(const std::string& text) {
+  if (text.empty() || text == "all") return all_strategies();
+  std::vector<StrategyKind> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!name.empty()) {
+      auto kind = parse_strategy(name);
+      if (!kind.ok()) return usage_error(kind.error().message());
+      if (std::find(out.begin(), out.end(), *kind) == out.end()) out.push_back(*kind);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) return usage_error(fmt::format("no strategy named in '{}'", text));
+  return out;
 }
 
 }  // namespace tpmsec::cli

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/strategy.h"
@@ -22,6 +23,9 @@ struct StrategyOption {
   // which policy rule decided, and why.
   Result<StrategyKind> resolve(const MeasuredTpm& tpm) const;
 };
+
+// "all" or a comma-separated list of strategy names.
+Result<std::vector<StrategyKind>> parse_strategy_list(const std::string& text);
 
 }  // namespace tpmsec::cli
 

@@ -32,20 +32,7 @@ size_t less(size_t a, size_t b) { return a > b ? a - b : 0; }
 
 }  // namespace
 
-uint16_t create_primary_type(ByteView command) {
-  Reader r(command);
-  uint16_t tag = r.u16("tag");
-  r.u32("commandSize");
-  if (r.u32("commandCode") != kCreatePrimary || !r.ok()) return 0;
-  r.u32("primaryHandle");
-  if (tag == st::kSessions) r.sub(r.u32("authorizationSize"), "authorization area");
-  r.tpm2b("inSensitive");  // its data may be encrypted, its size is not
-  r.u16("inPublic size");
-  uint16_t type = r.u16("inPublic type");
-  return r.ok() ? type : 0;
-}
-
-std::string variant_of(const CommandShape& shape, ByteView command) {
+std::string variant_of(const CommandShape& shape) {
   std::string name = command_name(shape.command_code);
   switch (shape.command_code) {
     case kStartAuthSession:
@@ -55,7 +42,7 @@ std::string variant_of(const CommandShape& shape, ByteView command) {
     case kContextSave:
       return name + (is_session_handle(shape.context_handle) ? ".session" : ".object");
     case kCreatePrimary: {
-      uint16_t type = create_primary_type(command);
+      uint16_t type = shape.object_type;
       if (type == alg::kEcc) return name + ".ecc";
       if (type == alg::kRsa) return name + ".rsa";
       return name;

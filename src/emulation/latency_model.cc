@@ -73,9 +73,9 @@ const LatencyValue& LatencyModel::value_for(const std::string& variant) const {
   return kZero;  // only for a hand-built profile without "default"
 }
 
-ModelledLatency LatencyModel::model(const CommandShape& shape, ByteView command) {
+ModelledLatency LatencyModel::model(const CommandShape& shape) {
   ModelledLatency m;
-  m.variant = variant_of(shape, command);
+  m.variant = variant_of(shape);
   const double scale = options_.jitter_scale;
   double jitter = 0;
   // One draw per component with jitter, so the random sequence depends only

@@ -14,7 +14,7 @@ Result<Bytes> LatencyTransport::transmit(ByteView command) {
   if (!response.ok()) return response;  // no TPM answer: nothing to model
 
   CommandShape shape = shape_of(command, *response);
-  ModelledLatency m = model_.model(shape, command);
+  ModelledLatency m = model_.model(shape);
   auto modelled = static_cast<int64_t>(std::llround(m.total_ms * 1e6));
   clock_.adjust(modelled - spent);
   ++commands_;

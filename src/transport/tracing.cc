@@ -77,6 +77,11 @@ CommandShape shape_of(ByteView command, ByteView response) {
     s.context_handle = s.first_handle;
   } else if (s.command_code == 0x165) {
     s.context_handle = r.u32("flushHandle");
+  } else if (s.command_code == 0x131) {  // CreatePrimary: inSensitive (its data may be encrypted, not its size), inPublic
+    r.tpm2b("inSensitive");
+    r.u16("inPublic size");
+    uint16_t type = r.u16("inPublic type");
+    if (r.ok()) s.object_type = type;
   }
   return s;
 }

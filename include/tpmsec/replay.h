@@ -1,0 +1,90 @@
+// Replaying a workload of PCR extends through a strategy: the engine under
+// `tpmsec replay` (IMA logs, firmware event logs) and `tpmsec predict`.
+//
+// The digests go into one PCR through an ExtendStream, so every strategy's
+// protection and recovery apply; each extend is timed on the TPM's clock
+// (virtual when emulating), and the PCR is read at the end and compared
+// with the value computed from the digests.
+#ifndef TPMSEC_REPLAY_H_
+#define TPMSEC_REPLAY_H_
+
+#include <atomic>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "tpmsec/ima_log.h"
+#include "tpmsec/latency_model.h"
+#include "tpmsec/measured_tpm.h"
+#include "tpmsec/statistics.h"
+#include "tpmsec/strategy.h"
+
+namespace tpmsec {
+
+struct ReplayOptions {
+  StrategyKind strategy = StrategyKind::kResident;
+  uint32_t pcr = 16;
+  uint16_t bank = alg::kSha256;
+  uint32_t checkpoint_every = 100;
+  // Reset the PCR first (16 and 23 only); otherwise the replay starts from
+  // the PCR's current value.
+  bool reset_first = true;
+  ProtectionConfig protection;
+  std::function<void(size_t done, size_t total)> progress;
+  const std::atomic<bool>* stop = nullptr;  // raised: stop after the current extend, still clean up
+};
+
+struct ReplayRun {
+  StrategyKind strategy = StrategyKind::kResident;
+  uint32_t pcr = 0;
+  uint16_t bank = 0;
+  size_t extends = 0;  // extends done (all of them unless interrupted)
+  Bytes initial;       // the PCR before the first extend
+  Bytes expected;      // computed from `initial` and the digests extended
+  Bytes actual;        // read from the TPM at the end
+  bool verified = false;
+  std::vector<double> per_extend_ms;  // on the TPM's clock
+  Distribution per_extend;
+  double total_ms = 0;   // open + extends + finish
+  double open_ms = 0;    // the stream's set-up (null key, audited baseline read)
+  double finish_ms = 0;  // its tear-down (checkpoint's final verification)
+  size_t tpm_commands = 0;
+  StreamStats stats;
+  bool interrupted = false;
+  // Trace records of the run, [records_begin, records_end) of tpm.log;
+  // extend i's are [extend_records[i], extend_records[i + 1]).
+  size_t records_begin = 0, records_end = 0;
+  std::vector<size_t> extend_records;
+};
+
+// Extends `digests` (each the bank's digest size) into options.pcr of `tpm`.
+Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digests, const ReplayOptions& options);
+
+// The same run as it would have taken on `profile`: every recorded command
+// of [run.records_begin, run.records_end) priced by a fresh LatencyModel, in
+// order. Commands do not depend on timing, so this equals running behind a
+// LatencyTransport with that profile from the same starting point.
+struct PricedRun {
+  double total_ms = 0;
+  Distribution per_extend;
+};
+PricedRun price_run(const ReplayRun& run, const TraceLog& log, const LatencyProfile& profile,
+                    size_t model_from_record = 0);
+
+// An IMA log as a workload: the digests the kernel would extend into `bank`,
+// one per entry. With `skip_bad` the bad entries are left out; otherwise the
+// workload stops before the first one, and `stopped_at` says where and why.
+struct ImaWorkload {
+  ima::LogFormat format = ima::LogFormat::kAscii;
+  size_t entries = 0;                       // good entries in the log
+  std::map<std::string, size_t> templates;  // good entries by template name
+  size_t violations = 0;
+  std::vector<Bytes> digests;
+  std::vector<ima::Problem> problems;
+  std::optional<ima::Problem> stopped_at;
+};
+Result<ImaWorkload> ima_workload(ByteView log, uint16_t bank, bool skip_bad);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_REPLAY_H_

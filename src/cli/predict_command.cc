@@ -1,0 +1,79 @@
+// tpmsec predict --ima FILE: added boot time per TPM profile and strategy.
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "cli.h"
+#include "progress.h"
+#include "strategy_option.h"
+#include "tpmsec/predict.h"
+
+namespace tpmsec::cli {
+
+void register_predict(CLI::App& app, Action* action) {
+  struct Options {
+    std::string ima;
+    std::string profiles = "all";
+    std::string strategies = "all";
+    std::string svg, json;
+    std::string tpm = "embedded";
+    uint32_t pcr = 16;
+    bool skip_bad = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "predict", "Predict the boot time an IMA log's extends add on each profiled TPM under each strategy (replayed "
+                 "on the embedded TPM, priced by each profile's latency model on a virtual clock)");
+  sub->add_option("--ima", o->ima, "IMA log (ascii or binary runtime measurements)")->required();
+  sub->add_option("--profiles", o->profiles, "all, or comma-separated profile names or paths")->capture_default_str();
+  sub->add_option("--strategies", o->strategies, "all, or comma-separated strategy names")->capture_default_str();
+  sub->add_option("--svg", o->svg, "Write a chart of TPM time per profile and strategy");
+  sub->add_option("--json", o->json, "Write the table as JSON (schema tpmsec-predict/1)");
+  sub->add_option("--tpm", o->tpm, "TPM to replay on (default: embedded; a real TPM works but takes its own time)")
+      ->capture_default_str();
+  sub->add_option("--pcr", o->pcr, "Resettable PCR to replay into")->check(CLI::IsMember({16, 23}))->capture_default_str();
+  sub->add_flag("--skip-bad", o->skip_bad, "Leave out malformed log entries instead of stopping at the first");
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      PredictOptions options;
+      TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
+      if (o->profiles == "all") {
+        TPMSEC_ASSIGN_OR_RETURN(options.profiles, load_all_profiles());
+      } else {
+        std::stringstream list(o->profiles);
+        std::string name;
+        while (std::getline(list, name, ',')) {
+          if (name.empty()) continue;
+          TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, load_profile(name));
+          options.profiles.push_back(std::move(p));
+        }
+      }
+      TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o->ima, size_t{1} << 30));
+      auto workload = ima_workload(as_bytes(content), alg::kSha256, o->skip_bad);
+      if (!workload.ok()) return usage_error(fmt::format("{}: {}", o->ima, workload.error().message()));
+      if (workload->stopped_at) {
+        return usage_error(fmt::format("{}: {} (--skip-bad leaves bad entries out)", o->ima,
+                                       workload->stopped_at->error.message()));
+      }
+      for (const ima::Problem& p : workload->problems) {
+        fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o->ima, p.error.message());
+      }
+      options.workload = fmt::format("IMA log {}, {} entries", o->ima, workload->digests.size());
+      options.replay.pcr = o->pcr;
+      ProgressBar bar;
+      options.replay.progress = [&bar](size_t done, size_t total) { bar.update(done, total, "replaying"); };
+      StopOnInterrupt interrupt;
+      options.replay.stop = interrupt.flag();
+      TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> base, open_transport(o->tpm));
+      TPMSEC_ASSIGN_OR_RETURN(Prediction p, predict(*base, workload->digests, options));
+      if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, predict_json(p).dump(2) + "\n"));
+      if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, predict_svg(p)));
+      fmt::print("{}", predict_text(p));
+      if (p.interrupted) return runtime_error("interrupted: the figures above cover only the extends done");
+      if (!p.verified) return integrity_error("a replay left the PCR at a value the log does not give");
+      return ok_status();
+    };
+  });
+}
+
+}  // namespace tpmsec::cli

@@ -1,0 +1,245 @@
+// tpmsec replay --ima FILE | --eventlog FILE: real measurement logs through a strategy.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "cli.h"
+#include "progress.h"
+#include "protection_options.h"
+#include "strategy_option.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/event_log.h"
+#include "tpmsec/replay.h"
+
+namespace tpmsec::cli {
+namespace {
+
+constexpr size_t kMaxLogBytes = size_t{1} << 30;
+
+struct ReplayCliOptions {
+  TpmOption tpm;
+  StrategyOption strategy;
+  ProtectionOptions protection;
+  std::string ima;
+  std::string eventlog;
+  uint32_t pcr = 16;
+  bool force_pcr = false;
+  std::string bank = "sha256";
+  bool skip_bad = false;
+  uint32_t checkpoint_every = 100;
+  std::string json;
+};
+
+std::string describe_run(const ReplayRun& run, const MeasuredTpm& tpm) {
+  std::string out;
+  const Distribution& d = run.per_extend;
+  out += fmt::format("{:<13}{} in {:.2f} s{}; per extend median {:.3f} ms, mean {:.3f}, p90 {:.3f}, p99 {:.3f}, max {:.3f}\n",
+                     "extends", run.extends, run.total_ms / 1000, tpm.clock->is_virtual() ? " (virtual clock)" : "",
+                     d.median, d.mean, d.p90, d.p99, d.max);
+  out += fmt::format("{:<13}{} ({:.2f} per extend); stream set-up {:.2f} ms, tear-down {:.2f} ms\n", "TPM commands",
+                     run.tpm_commands, run.extends ? double(run.tpm_commands) / double(run.extends) : 0.0, run.open_ms,
+                     run.finish_ms);
+  if (run.stats.rebuilds || run.stats.checkpoints || run.stats.landed_checks) {
+    out += fmt::format("{:<13}{} session rebuilds, {} checkpoints, {} landed checks\n", "stream", run.stats.rebuilds,
+                       run.stats.checkpoints, run.stats.landed_checks);
+  }
+  return out;
+}
+
+nlohmann::json run_json(const ReplayRun& run) {
+  return {{"strategy", strategy_name(run.strategy)},
+          {"pcr", run.pcr},
+          {"bank", hash_name(run.bank)},
+          {"extends", run.extends},
+          {"total_ms", run.total_ms},
+          {"open_ms", run.open_ms},
+          {"finish_ms", run.finish_ms},
+          {"per_extend_ms", to_json(run.per_extend)},
+          {"tpm_commands", run.tpm_commands},
+          {"initial", to_hex(run.initial)},
+          {"expected", to_hex(run.expected)},
+          {"actual", to_hex(run.actual)},
+          {"verified", run.verified},
+          {"interrupted", run.interrupted}};
+}
+
+Status check_target_pcr(const ReplayCliOptions& o) {
+  if ((o.pcr == 16 || o.pcr == 23) || o.force_pcr) return ok_status();
+  if (o.pcr == 10) {
+    return usage_error("PCR 10 holds this machine's IMA measurements and cannot be reset: replay into 16 (the default) "
+                       "or 23, or give --force-pcr to extend PCR 10 for real");
+  }
+  return usage_error(fmt::format("PCR {} cannot be reset: replay into 16 (the default) or 23, or give --force-pcr", o.pcr));
+}
+
+Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
+  TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o.ima, kMaxLogBytes));
+  auto workload = ima_workload(as_bytes(content), bank, o.skip_bad);
+  if (!workload.ok()) return usage_error(fmt::format("{}: {}", o.ima, workload.error().message()));
+  for (const ima::Problem& p : workload->problems) {
+    if (o.skip_bad) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
+  }
+  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm));
+  ReplayOptions ro;
+  ro.strategy = kind;
+  ro.pcr = o.pcr;
+  ro.bank = bank;
+  ro.checkpoint_every = o.checkpoint_every;
+  ro.reset_first = o.pcr == 16 || o.pcr == 23;
+  TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+  ProgressBar bar;
+  ro.progress = [&bar](size_t done, size_t total) { bar.update(done, total, "extending"); };
+  StopOnInterrupt interrupt;
+  ro.stop = interrupt.flag();
+  TPMSEC_ASSIGN_OR_RETURN(ReplayRun run, replay_digests(*tpm, workload->digests, ro));
+
+  std::vector<std::string> templates;
+  for (const auto& [name, n] : workload->templates) templates.push_back(fmt::format("{} {}", name, n));
+  fmt::print("{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations{}\n", "log", o.ima,
+             workload->format == ima::LogFormat::kAscii ? "ascii" : "binary", workload->entries,
+             workload->problems.size(), workload->digests.size(), fmt::join(templates, ", "), workload->violations,
+             workload->stopped_at ? ", stopped at the first bad entry" : "");
+  fmt::print("{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
+             tpm->identity.value("vendor", ""), tpm->identity.value("firmware_version", ""),
+             tpm->profile.empty() ? "" : fmt::format(" (emulated: profile {})", tpm->profile));
+  fmt::print("{:<13}{} ({}){}\n", "strategy", strategy_name(kind), strategy_protection(kind),
+             o.strategy.strategy.empty() ? ", chosen by the policy (-v says which rule)" : "");
+  fmt::print("{:<13}{} {}, {}\n", "PCR", o.pcr, hash_name(bank),
+             ro.reset_first ? "reset before the replay" : "extended from its current value (--force-pcr)");
+  fmt::print("{}", describe_run(run, *tpm));
+  fmt::print("{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
+             run.verified ? "equal to the value computed from the log" : "DIFFERS from the value computed from the log");
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"schema", "tpmsec-replay/1"},
+                        {"log", {{"path", o.ima}, {"kind", "ima"}, {"entries", workload->entries},
+                                 {"rejected", workload->problems.size()}, {"violations", workload->violations}}},
+                        {"tpm", tpm->identity},
+                        {"runs", nlohmann::json::array({run_json(run)})}};
+    TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
+  }
+  if (run.interrupted) return runtime_error(fmt::format("interrupted after {} extends", run.extends));
+  if (!run.verified) {
+    return integrity_error(fmt::format("PCR {} is {} but the log gives {}", o.pcr, to_hex(run.actual),
+                                       to_hex(run.expected)));
+  }
+  if (workload->stopped_at) {
+    return Error(workload->stopped_at->error.kind(),
+                 fmt::format("{}: {}; the entries before it were replayed, none after (--skip-bad goes on)", o.ima,
+                             workload->stopped_at->error.message()));
+  }
+  return ok_status();
+}
+
+Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
+  TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o.eventlog, kMaxLogBytes));
+  auto log = event_log::parse_event_log(as_bytes(content));
+  if (!log.ok()) return Error(log.error().kind(), fmt::format("{}: {}", o.eventlog, log.error().message()));
+  auto computed = event_log::replay_event_log(*log, bank);
+  if (!computed.ok()) return Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message()));
+
+  // The events of each PCR, in log order.
+  std::map<uint32_t, std::vector<Bytes>> by_pcr;
+  for (const event_log::Event& e : log->events) {
+    if (e.event_type == event_log::kEvNoAction) continue;
+    const Bytes* d = e.digest_for(bank);
+    if (!d) return usage_error(fmt::format("{}: event {} has no {} digest", o.eventlog, e.index, hash_name(bank)));
+    by_pcr[e.pcr].push_back(*d);
+  }
+  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm));
+  fmt::print("{:<13}{}: TCG crypto-agile event log, {} events, banks {}\n", "log", o.eventlog, log->events.size(),
+             fmt::join([&] {
+               std::vector<std::string> names;
+               for (uint16_t b : log->banks()) names.emplace_back(hash_name(b));
+               return names;
+             }(),
+                       ", "));
+  fmt::print("{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
+             "strategy", strategy_name(kind), strategy_protection(kind));
+  fmt::print("{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
+  std::vector<nlohmann::json> runs;
+  bool all_match = true;
+  size_t n = 0;
+  StopOnInterrupt interrupt;
+  for (const auto& [source, digests] : by_pcr) {
+    ReplayOptions ro;
+    ro.strategy = kind;
+    ro.pcr = (n++ % 2 == 0) ? 16 : 23;
+    ro.bank = bank;
+    ro.checkpoint_every = o.checkpoint_every;
+    ro.stop = interrupt.flag();
+    TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+    TPMSEC_ASSIGN_OR_RETURN(ReplayRun run, replay_digests(*tpm, digests, ro));
+    if (run.interrupted) return runtime_error("interrupted");
+    // The log's value; PCR 0 after a StartupLocality event starts from the
+    // locality, which a reset PCR 16/23 cannot: there the TPM is checked
+    // against the chain from zeros and the log's own value is shown apart.
+    const Bytes& from_log = computed->at(source);
+    bool locality_start = source == 0 && log->startup_locality && *log->startup_locality != 0;
+    bool match = run.verified && (locality_start || run.actual == from_log);
+    all_match &= match;
+    fmt::print("{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
+               match ? "match" : "DIFFERS", to_hex(run.actual));
+    if (locality_start) {
+      fmt::print("{:<34}(PCR 0 starts from locality {}; the log's value is {})\n", "", *log->startup_locality,
+                 to_hex(from_log));
+    }
+    nlohmann::json j = run_json(run);
+    j["source_pcr"] = source;
+    j["log_value"] = to_hex(from_log);
+    j["match"] = match;
+    runs.push_back(j);
+  }
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"schema", "tpmsec-replay/1"},
+                        {"log", {{"path", o.eventlog}, {"kind", "eventlog"}, {"events", log->events.size()}}},
+                        {"tpm", tpm->identity},
+                        {"runs", runs}};
+    TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
+  }
+  if (!all_match) return integrity_error("a replayed PCR differs from the value the event log gives");
+  return ok_status();
+}
+
+}  // namespace
+
+void register_replay(CLI::App& app, Action* action) {
+  auto o = std::make_shared<ReplayCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "replay", "Extend a real measurement log (IMA or firmware event log) through a strategy, time it, and check "
+                "the PCR against the log");
+  auto ima = sub->add_option("--ima", o->ima,
+                             "IMA log: ascii_runtime_measurements or binary_runtime_measurements (templates ima, "
+                             "ima-ng, ima-sig, ima-buf)");
+  auto ev = sub->add_option("--eventlog", o->eventlog,
+                            "TCG crypto-agile firmware event log (/sys/kernel/security/tpm0/binary_bios_measurements)");
+  ima->excludes(ev);
+  o->tpm.add_to(sub);
+  o->strategy.add_to(sub);
+  o->protection.add_to(sub);
+  sub->add_option("--pcr", o->pcr, "IMA: the PCR every entry is extended into (16 or 23; others need --force-pcr)")
+      ->check(CLI::Range(0, 23))
+      ->capture_default_str();
+  sub->add_flag("--force-pcr", o->force_pcr, "Allow a PCR that cannot be reset, PCR 10 included (changes it for good)");
+  sub->add_option("--bank", o->bank, "PCR bank (sha1, sha256, sha384, sha512)")->capture_default_str();
+  sub->add_flag("--skip-bad", o->skip_bad, "IMA: leave out malformed entries (each is reported) instead of stopping");
+  sub->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint strategy: audited read every N extends")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--json", o->json, "Write the result as JSON");
+  sub->callback([o, action] {
+    *action = [o]() -> Status {
+      if (o->ima.empty() == o->eventlog.empty()) return usage_error("give one log: --ima FILE or --eventlog FILE");
+      TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(o->bank));
+      if (!o->strategy.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(o->strategy.strategy)));
+      if (!o->ima.empty()) {
+        TPMSEC_RETURN_IF_ERROR(check_target_pcr(*o));
+        return replay_ima(*o, bank);
+      }
+      return replay_eventlog(*o, bank);
+    };
+  });
+}
+
+}  // namespace tpmsec::cli

@@ -1,0 +1,153 @@
+#include "tpmsec/predict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "measure/svg.h"
+
+namespace tpmsec {
+
+Result<Prediction> predict(Transport& base, std::span<const Bytes> digests, const PredictOptions& options) {
+  Prediction p;
+  p.workload = options.workload;
+  p.extends = digests.size();
+  p.strategies = options.strategies.empty() ? all_strategies() : options.strategies;
+  if (options.profiles.empty()) return usage_error("predict needs at least one profile");
+  for (const LatencyProfile& profile : options.profiles) {
+    p.profile_ids.push_back(profile.id);
+    p.profile_names.push_back(profile.name);
+  }
+  // Plain is the baseline of "added"; run it even when not asked for.
+  std::vector<StrategyKind> runs = p.strategies;
+  if (std::find(runs.begin(), runs.end(), StrategyKind::kPlain) == runs.end()) runs.push_back(StrategyKind::kPlain);
+
+  p.cells.assign(options.profiles.size(), std::vector<PredictCell>(p.strategies.size()));
+  std::vector<double> plain_total(options.profiles.size(), 0.0);
+  for (StrategyKind kind : runs) {
+    TPMSEC_ASSIGN_OR_RETURN(auto tpm, measure_tpm(base, ""));
+    ReplayOptions ro = options.replay;
+    ro.strategy = kind;
+    TPMSEC_ASSIGN_OR_RETURN(ReplayRun run, replay_digests(*tpm, digests, ro));
+    p.verified &= run.verified;
+    p.interrupted |= run.interrupted;
+    auto column = std::find(p.strategies.begin(), p.strategies.end(), kind);
+    if (column != p.strategies.end()) p.tpm_commands.push_back(run.tpm_commands);
+    for (size_t i = 0; i < options.profiles.size(); ++i) {
+      PricedRun priced = price_run(run, tpm->log, options.profiles[i], 0);
+      if (kind == StrategyKind::kPlain) plain_total[i] = priced.total_ms;
+      if (column != p.strategies.end()) {
+        PredictCell& cell = p.cells[i][static_cast<size_t>(column - p.strategies.begin())];
+        cell.total_ms = priced.total_ms;
+        cell.per_extend = priced.per_extend;
+      }
+    }
+    if (run.interrupted) break;
+  }
+  for (size_t i = 0; i < p.cells.size(); ++i) {
+    for (PredictCell& cell : p.cells[i]) cell.added_ms = cell.total_ms - plain_total[i];
+  }
+  return p;
+}
+
+std::string predict_text(const Prediction& p) {
+  std::string out = fmt::format("Predicted TPM time for {} PCR extends ({}), in seconds; (+N) is the time\n"
+                                "added over plain extends on the same TPM. Priced by each profile's latency model.\n\n",
+                                p.extends, p.workload);
+  out += fmt::format("{:<14}", "PROFILE");
+  for (StrategyKind k : p.strategies) out += fmt::format("{:>22}", strategy_name(k));
+  out += "\n";
+  for (size_t i = 0; i < p.cells.size(); ++i) {
+    out += fmt::format("{:<14}", p.profile_ids[i]);
+    for (const PredictCell& cell : p.cells[i]) {
+      std::string v = fmt::format("{:.1f}", cell.total_ms / 1000);
+      if (std::abs(cell.added_ms) >= 50) v += fmt::format(" (+{:.1f})", cell.added_ms / 1000);
+      out += fmt::format("{:>22}", v);
+    }
+    out += "\n";
+  }
+  out += "\nPer extend (median ms):\n";
+  out += fmt::format("{:<14}", "PROFILE");
+  for (StrategyKind k : p.strategies) out += fmt::format("{:>16}", strategy_name(k));
+  out += "\n";
+  for (size_t i = 0; i < p.cells.size(); ++i) {
+    out += fmt::format("{:<14}", p.profile_ids[i]);
+    for (const PredictCell& cell : p.cells[i]) out += fmt::format("{:>16.2f}", cell.per_extend.median);
+    out += "\n";
+  }
+  out += fmt::format("\nEvery replay left the PCR at the value computed from the log: {}\n",
+                     p.verified ? "yes" : "NO");
+  if (p.interrupted) out += "Interrupted: the figures cover only the extends done.\n";
+  return out;
+}
+
+nlohmann::json predict_json(const Prediction& p) {
+  nlohmann::json j;
+  j["schema"] = "tpmsec-predict/1";
+  j["workload"] = p.workload;
+  j["extends"] = p.extends;
+  j["verified"] = p.verified;
+  j["interrupted"] = p.interrupted;
+  j["strategies"] = nlohmann::json::array();
+  for (size_t s = 0; s < p.strategies.size(); ++s) {
+    nlohmann::json e;
+    e["name"] = strategy_name(p.strategies[s]);
+    e["protection"] = strategy_protection(p.strategies[s]);
+    if (s < p.tpm_commands.size()) e["tpm_commands"] = p.tpm_commands[s];
+    j["strategies"].push_back(e);
+  }
+  j["profiles"] = nlohmann::json::array();
+  for (size_t i = 0; i < p.cells.size(); ++i) {
+    nlohmann::json prof;
+    prof["id"] = p.profile_ids[i];
+    prof["name"] = p.profile_names[i];
+    prof["results"] = nlohmann::json::object();
+    for (size_t s = 0; s < p.strategies.size(); ++s) {
+      const PredictCell& c = p.cells[i][s];
+      prof["results"][std::string(strategy_name(p.strategies[s]))] = {
+          {"total_s", c.total_ms / 1000}, {"added_s", c.added_ms / 1000}, {"per_extend_ms", to_json(c.per_extend)}};
+    }
+    j["profiles"].push_back(prof);
+  }
+  return j;
+}
+
+std::string predict_svg(const Prediction& p) {
+  const int left = 120, top = 50, bar_h = 9, gap = 10, width = 900, right = 40;
+  const int group_h = static_cast<int>(p.strategies.size()) * bar_h + gap;
+  const int height = top + static_cast<int>(p.cells.size()) * group_h + 60;
+  double max_s = 1e-9;
+  for (const auto& row : p.cells)
+    for (const auto& c : row) max_s = std::max(max_s, c.total_ms / 1000);
+  const double scale = (width - left - right - 160) / max_s;
+  std::string out = svg::begin(width, height);
+  out += fmt::format("<text x=\"{}\" y=\"24\" font-family=\"sans-serif\" font-size=\"15\">{}</text>\n", left,
+                     svg::escape(fmt::format("TPM time for {} PCR extends ({}), seconds", p.extends, p.workload)));
+  for (size_t i = 0; i < p.cells.size(); ++i) {
+    int y0 = top + static_cast<int>(i) * group_h;
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-family=\"sans-serif\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
+                       left - 6, y0 + group_h / 2, svg::escape(p.profile_ids[i]));
+    for (size_t s = 0; s < p.strategies.size(); ++s) {
+      const PredictCell& c = p.cells[i][s];
+      int y = y0 + static_cast<int>(s) * bar_h;
+      int w = std::max(1, static_cast<int>(c.total_ms / 1000 * scale));
+      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n",
+                         left, y, w, bar_h - 1, svg::color(s),
+                         svg::escape(fmt::format("{} on {}: {:.1f} s (+{:.1f} s over plain)",
+                                                 strategy_name(p.strategies[s]), p.profile_ids[i],
+                                                 c.total_ms / 1000, c.added_ms / 1000)));
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-family=\"sans-serif\" font-size=\"8\">{:.1f}</text>\n",
+                         left + w + 3, y + bar_h - 2, c.total_ms / 1000);
+    }
+  }
+  int ly = height - 30;
+  for (size_t s = 0; s < p.strategies.size(); ++s) {
+    int x = left + static_cast<int>(s) * 130;
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", x, ly, svg::color(s));
+    out += fmt::format("<text x=\"{}\" y=\"{}\" font-family=\"sans-serif\" font-size=\"12\">{}</text>\n", x + 16,
+                       ly + 11, svg::escape(std::string(strategy_name(p.strategies[s]))));
+  }
+  return out + svg::end();
+}
+
+}  // namespace tpmsec
