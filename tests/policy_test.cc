@@ -184,6 +184,8 @@ TEST(Policy, GlobMatching) {
   EXPECT_FALSE(glob_match("SLB9670", "SLB96701"));
   EXPECT_FALSE(glob_match("[abc", "a"));  // an unterminated class matches nothing
   EXPECT_TRUE(glob_match("a*b*c", "aXbYbZc"));
+  EXPECT_EQ(split_list("slb9670,,st33ktpm2x,"), (std::vector<std::string>{"slb9670", "st33ktpm2x"}));
+  EXPECT_TRUE(split_list("").empty());
 }
 
 TEST(Policy, ConditionsAreTestedOnlyWhenMeasured) {

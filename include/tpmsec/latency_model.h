@@ -147,6 +147,9 @@ Result<LatencyProfile> profile_from_json(const nlohmann::json& json, const std::
 // Every *.json under `dir`, sorted by id; the first bad file is an error.
 Result<std::vector<LatencyProfile>> load_all_profiles(const std::string& dir = profiles_dir());
 
+// "all" (every shipped profile) or a comma-separated list of names or paths.
+Result<std::vector<LatencyProfile>> load_profiles(const std::string& list);
+
 // The profile as its file holds it (profile_from_json(to_json(p)) == p).
 nlohmann::json to_json(const LatencyProfile& profile);
 

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tpmsec/text.h"
 #include "tpmsec/result.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/tpm_info.h"
@@ -134,9 +135,6 @@ bool covers(const PolicyRule& earlier, const PolicyRule& later);
 
 // The rule as a [[rule]] table in the policy format (parse_policy reads it back).
 std::string to_toml(const PolicyRule& rule);
-
-// glob match of `text` against `pattern` (* ? and [abc] / [a-z] classes), case-sensitive.
-bool glob_match(std::string_view pattern, std::string_view text);
 
 }  // namespace tpmsec
 

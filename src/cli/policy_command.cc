@@ -223,18 +223,7 @@ void register_derive(CLI::App* policy, Action* action) {
   sub->add_option("-o,--output", o->output, "Write the policy here (default: standard output)");
   sub->callback([o, action] {
     *action = [o]() -> Status {
-      std::vector<LatencyProfile> profiles;
-      if (o->profiles == "all") {
-        TPMSEC_ASSIGN_OR_RETURN(profiles, load_all_profiles());
-      } else {
-        std::stringstream list(o->profiles);
-        std::string name;
-        while (std::getline(list, name, ',')) {
-          if (name.empty()) continue;
-          TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, load_profile(name));
-          profiles.push_back(std::move(p));
-        }
-      }
+      TPMSEC_ASSIGN_OR_RETURN(std::vector<LatencyProfile> profiles, load_profiles(o->profiles));
       std::string command = fmt::format("tpmsec policy derive --budget-ms {} --profiles {}", o->budget_ms, o->profiles);
       TPMSEC_ASSIGN_OR_RETURN(std::string text, derive_policy(profiles, o->budget_ms, command));
       if (o->output.empty()) {

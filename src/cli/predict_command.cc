@@ -37,17 +37,7 @@ void register_predict(CLI::App& app, Action* action) {
     *action = [o]() -> Status {
       PredictOptions options;
       TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
-      if (o->profiles == "all") {
-        TPMSEC_ASSIGN_OR_RETURN(options.profiles, load_all_profiles());
-      } else {
-        std::stringstream list(o->profiles);
-        std::string name;
-        while (std::getline(list, name, ',')) {
-          if (name.empty()) continue;
-          TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, load_profile(name));
-          options.profiles.push_back(std::move(p));
-        }
-      }
+      TPMSEC_ASSIGN_OR_RETURN(options.profiles, load_profiles(o->profiles));
       TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o->ima, size_t{1} << 30));
       auto workload = ima_workload(as_bytes(content), alg::kSha256, o->skip_bad);
       if (!workload.ok()) return usage_error(fmt::format("{}: {}", o->ima, workload.error().message()));

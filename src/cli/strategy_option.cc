@@ -6,6 +6,7 @@
 
 #include "tpmsec/calibration.h"
 #include "tpmsec/policy.h"
+#include "tpmsec/text.h"
 
 namespace tpmsec::cli {
 
@@ -39,17 +40,10 @@ Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm) const {
 Result<std::vector<StrategyKind>> parse_strategy_list(const std::string& text) {
   if (text.empty() || text == "all") return all_strategies();
   std::vector<StrategyKind> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!name.empty()) {
-      auto kind = parse_strategy(name);
-      if (!kind.ok()) return usage_error(kind.error().message());
-      if (std::find(out.begin(), out.end(), *kind) == out.end()) out.push_back(*kind);
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  for (const std::string& name : split_list(text)) {
+    auto kind = parse_strategy(name);
+    if (!kind.ok()) return usage_error(kind.error().message());
+    if (std::find(out.begin(), out.end(), *kind) == out.end()) out.push_back(*kind);
   }
   if (out.empty()) return usage_error(fmt::format("no strategy named in '{}'", text));
   return out;

@@ -1,6 +1,7 @@
 // The latency model: per command, the profile's base latency for its
 // variant, the HMAC-session and parameter-encryption costs, seeded jitter
 // and tail events.
+#include "tpmsec/text.h"
 #include "tpmsec/latency_model.h"
 
 #include <algorithm>
@@ -8,32 +9,6 @@
 #include <numbers>
 
 namespace tpmsec {
-namespace {
-
-// Glob match with '*' for any run of characters (iterative, with backtracking
-// to the last star).
-bool glob_match(std::string_view pattern, std::string_view text) {
-  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
-      ++p;
-      ++t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
-}  // namespace
-
 LatencyModel::LatencyModel(LatencyProfile profile, ModelOptions options)
     : profile_(std::move(profile)), options_(options) {
   reseed(options_.seed.value_or(profile_.seed));

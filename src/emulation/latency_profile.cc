@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tpmsec/latency_model.h"
+#include "tpmsec/text.h"
 
 namespace tpmsec {
 namespace {
@@ -353,6 +354,17 @@ Result<LatencyProfile> load_profile(const std::string& name_or_path) {
   buffer << in.rdbuf();
   if (in.bad()) return runtime_error(fmt::format("{}: read failed", path));
   return parse_profile(buffer.str(), path);
+}
+
+Result<std::vector<LatencyProfile>> load_profiles(const std::string& list) {
+  if (list.empty() || list == "all") return load_all_profiles();
+  std::vector<LatencyProfile> out;
+  for (const std::string& name : split_list(list)) {
+    TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, load_profile(name));
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) return usage_error(fmt::format("no profile named in '{}'", list));
+  return out;
 }
 
 Result<std::vector<LatencyProfile>> load_all_profiles(const std::string& dir) {
