@@ -119,7 +119,9 @@ TEST(Cli, HelpOnEveryCommand) {
            {"--help"}, {"info", "--help"}, {"pcr", "--help"}, {"pcr", "read", "--help"}, {"pcr", "extend", "--help"},
            {"pcr", "reset", "--help"}, {"policy", "--help"}, {"policy", "show", "--help"},
            {"policy", "check", "--help"}, {"policy", "calibrate", "--help"}, {"policy", "derive", "--help"},
-           {"random", "--help"}, {"null-key", "--help"}, {"bench", "--help"}, {"profiles", "--help"}}) {
+           {"random", "--help"}, {"null-key", "--help"}, {"bench", "--help"}, {"profiles", "--help"},
+           {"replay", "--help"}, {"predict", "--help"}, {"compare", "--help"}, {"trace", "--help"},
+           {"trace", "import", "--help"}, {"profile", "from-bench", "--help"}}) {
     auto r = run_tpmsec(args);
     EXPECT_EQ(r.exit_code, 0) << args[0];
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << r.out;
