@@ -5,9 +5,13 @@
 
 #include <regex>
 
+#include "support/log_builder.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/bytes.h"
+#include "tpmsec/constants.h"
+
+#include <fstream>
 
 namespace tpmsec {
 namespace {
@@ -53,6 +57,29 @@ TEST(Interop, PlainExtendMatchesTpm2Pcrread) {
   // And tpmsec reads what tpm2-tools reads.
   auto ours = run_tpmsec({"pcr", "read", "16", "--tpm", swtpm.tcti()});
   EXPECT_EQ(ours.out, to_hex(expected) + "\n");
+}
+
+// An IMA log of thousands of entries replayed into swtpm's PCR 23 through a
+// protected strategy: tpm2_pcrread reads the value the log implies.
+TEST(Interop, ImaReplayReadsBackWithTpm2Pcrread) {
+  if (!testing::have_program("tpm2_pcrread")) GTEST_SKIP() << "tpm2-tools not installed";
+  testing::SwtpmProcess swtpm;
+  if (!swtpm.start()) GTEST_SKIP() << swtpm.error();
+  std::vector<testing::ImaRecord> records;
+  const char* templates[] = {"ima-ng", "ima-sig", "ima-buf", "ima"};
+  for (int i = 0; i < 3000; ++i) records.push_back(testing::sample_ima_record(templates[i % 4], i));
+  std::string path = ::testing::TempDir() + "/interop-ima.bin";
+  {
+    Bytes log = testing::ima_binary_log(records);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(log.data()),
+                                                static_cast<std::streamsize>(log.size()));
+  }
+  auto r = run_tpmsec({"replay", "--ima", path, "--pcr", "23", "--strategy", "resident", "--tpm", swtpm.tcti()});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::string expected = to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10));
+  auto read = run_command({"tpm2_pcrread", "sha256:23"}, {"TPM2TOOLS_TCTI=" + swtpm.tcti()});
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(pcrread_value(read.out, 23), expected) << read.out;
 }
 
 }  // namespace
