@@ -250,6 +250,26 @@ TEST(Calibration, MostProtectiveThatFitsTheBudget) {
   EXPECT_EQ(choose_strategy(costs, 80).extend, StrategyKind::kSavedContext);
 }
 
+TEST(Calibration, BenchJsonOfTheWrongShapeIsAnErrorNotAnException) {
+  using nlohmann::json;
+  for (const json& bad : {json(3), json{{"schema", 1}}, json{{"schema", "tpmsec-bench/1"}, {"strategies", "x"}},
+                          json{{"schema", "tpmsec-bench/1"}, {"strategies", {{{"name", 7}}}}},
+                          json{{"schema", "tpmsec-bench/1"}, {"strategies", {{{"name", "resident"},
+                                                                              {"per_extend_ms", {{"median", "fast"}}}}}}}}) {
+    auto c = costs_from_bench_json(bad, "r.json");
+    EXPECT_FALSE(c.ok()) << bad.dump();
+  }
+  json good = {{"schema", "tpmsec-bench/1"},
+               {"strategies", {{{"name", "checkpoint"}, {"per_extend_ms", {{"n", 9}, {"median", 6.4}, {"mean", 6.6}}}},
+                               {{"name", "resident"}, {"per_extend_ms", {{"n", 9}, {"median", 24.4}, {"mean", 25}}}}}},
+               {"primitives", {{{"name", "StartAuthSession (ECC salt)"}, {"tpm_ms", {{"n", 3}, {"median", 84.7}}}}}}};
+  auto c = costs_from_bench_json(good, "r.json");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->per_extend_ms.at(StrategyKind::kCheckpoint), 6.6);  // amortized: the mean
+  EXPECT_EQ(c->per_extend_ms.at(StrategyKind::kResident), 24.4);
+  EXPECT_EQ(c->start_session_ms, 84.7);
+}
+
 // ------------------------------------------------------------------ CLI
 
 std::string decision_line(const std::string& out) {

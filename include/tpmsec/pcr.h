@@ -24,7 +24,9 @@ Result<Bytes> pcr_read(Tpm& tpm, uint16_t bank, uint32_t index, std::span<const 
 // PCR_Extend of one bank with `digest`, authorized by `auth` (password by default).
 Status pcr_extend(Tpm& tpm, uint16_t bank, uint32_t index, ByteView digest, const Auth& auth = Auth::password());
 
-// PCR_Reset (works on the resettable PCRs, 16 and 23 on PC Client TPMs).
+// Whether PCR_Reset works on `index` at locality 0 on PC Client TPMs (16 and 23).
+inline bool pcr_resettable(uint32_t index) { return index == 16 || index == 23; }
+// PCR_Reset (works on the resettable PCRs).
 Status pcr_reset(Tpm& tpm, uint32_t index, const Auth& auth = Auth::password());
 
 // The value a PCR takes after extending `digest`: H(old || digest).

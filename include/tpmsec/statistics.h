@@ -19,6 +19,7 @@ Distribution summarize(std::vector<double> samples);
 double percentile(const std::vector<double>& sorted, double p);
 
 nlohmann::json to_json(const Distribution& d);
+// Missing or non-numeric keys read as 0 (input may be hostile: never throws).
 Distribution distribution_from_json(const nlohmann::json& j);
 
 }  // namespace tpmsec

@@ -47,8 +47,6 @@ Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) 
 Result<OpenTpm> open_tpm(const TpmOption& option) {
   OpenTpm out;
   TPMSEC_ASSIGN_OR_RETURN(out.measured, open_measured_tpm(option));
-  out.tpm = out.measured->tpm.get();
-  out.transport = out.measured->base;
   return out;
 }
 
@@ -84,6 +82,13 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   text << in.rdbuf();
   if (in.bad()) return usage_error(fmt::format("cannot read {}", path));
   return text.str();
+}
+
+Result<nlohmann::json> read_json_file(const std::string& path) {
+  TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path, size_t{256} << 20));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return usage_error(fmt::format("{}: not valid JSON", path));
+  return j;
 }
 
 Result<uint32_t> parse_pcr_index(const std::string& text) {

@@ -56,8 +56,10 @@ struct TpmOption {
 // on stderr how many TPM commands ran and how long they took on the model.
 struct OpenTpm {
   std::unique_ptr<MeasuredTpm> measured;
-  Tpm* tpm = nullptr;
-  Transport* transport = nullptr;  // the real transport (describe())
+
+  Tpm& tpm() const { return *measured->tpm; }
+  const TpmInfo& info() const { return measured->info; }
+  Transport& transport() const { return *measured->base; }  // the real one (describe())
 
   OpenTpm() = default;
   OpenTpm(OpenTpm&&) = default;
@@ -75,6 +77,10 @@ Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option);
 Status write_file(const std::string& path, const std::string& content);
 // The whole of a regular file of at most `max_bytes`; kUsage errors name it.
 Result<std::string> read_file(const std::string& path, size_t max_bytes);
+// A JSON document (a bench result) of at most 256 MiB; kUsage errors name it.
+Result<nlohmann::json> read_json_file(const std::string& path);
+// Measurement logs and captures can be large, not unbounded.
+inline constexpr size_t kMaxLogBytes = size_t{1} << 30;
 
 // Parses a decimal PCR index ("16"); kUsage error otherwise.
 Result<uint32_t> parse_pcr_index(const std::string& text);

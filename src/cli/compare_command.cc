@@ -5,11 +5,6 @@
 #include "tpmsec/compare.h"
 
 namespace tpmsec::cli {
-namespace {
-
-constexpr size_t kMaxResultBytes = size_t{256} << 20;
-
-}  // namespace
 
 void register_compare(CLI::App& app, Action* action) {
   struct Options {
@@ -28,9 +23,7 @@ void register_compare(CLI::App& app, Action* action) {
       // Every input is read and checked before anything is written.
       std::vector<CompareColumn> columns;
       for (const auto& path : o->inputs) {
-        TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path, kMaxResultBytes));
-        nlohmann::json bench = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-        if (bench.is_discarded()) return usage_error(fmt::format("{}: not valid JSON", path));
+        TPMSEC_ASSIGN_OR_RETURN(nlohmann::json bench, read_json_file(path));
         TPMSEC_ASSIGN_OR_RETURN(CompareColumn column, compare_column(bench, path));
         columns.push_back(std::move(column));
       }

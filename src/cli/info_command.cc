@@ -22,11 +22,11 @@ void register_info(CLI::App& app, Action* action) {
       if (opts->json) {
         nlohmann::json j = m.identity;
         if (!m.emulated) j.erase("emulated");  // a real TPM's JSON is as docs/info-json.md shows it
-        j["transport"] = open.transport->describe();
+        j["transport"] = open.transport().describe();
         fmt::print("{}\n", j.dump(2));
       } else {
         std::string text = m.emulated ? to_text(*m.emulated) : to_text(m.info);
-        fmt::print("{:<24}{}\n{}", "transport", open.transport->describe(), text);
+        fmt::print("{:<24}{}\n{}", "transport", open.transport().describe(), text);
       }
       return ok_status();
     };

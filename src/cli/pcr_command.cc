@@ -25,7 +25,6 @@ struct PcrOptions {
 // Parses the shared arguments and checks them against the TPM.
 struct PcrTarget {
   OpenTpm open;
-  TpmInfo info;
   uint32_t index = 0;
   uint16_t bank = 0;
 };
@@ -35,8 +34,7 @@ Result<PcrTarget> open_target(const PcrOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(t.index, parse_pcr_index(o.index));
   TPMSEC_ASSIGN_OR_RETURN(t.bank, parse_bank(o.bank));
   TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm));
-  t.info = t.open.measured->info;
-  TPMSEC_RETURN_IF_ERROR(check_pcr(t.info, t.bank, t.index));
+  TPMSEC_RETURN_IF_ERROR(check_pcr(t.open.info(), t.bank, t.index));
   return t;
 }
 
@@ -69,12 +67,12 @@ void register_pcr(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read));
       Bytes value;
       if (read->protect == "audit") {
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, read->protection.factory(*t.open.tpm, t.info, SymDef::aes128_cfb()));
+        TPMSEC_ASSIGN_OR_RETURN(auto factory, read->protection.factory(t.open.tpm(), t.open.info(), SymDef::aes128_cfb()));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kAudit | attr::kContinueSession));
         Auth audit{session.get(), {}};
-        TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(*t.open.tpm, t.bank, t.index, std::span<const Auth>(&audit, 1)));
+        TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index, std::span<const Auth>(&audit, 1)));
       } else {
-        TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(*t.open.tpm, t.bank, t.index));
+        TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index));
       }
       fmt::print("{}\n", to_hex(value));
       return ok_status();
@@ -110,14 +108,14 @@ void register_pcr(CLI::App& app, Action* action) {
       StreamOptions options;
       options.pcr = t.index;
       options.bank = t.bank;
-      TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.info, SymDef::aes128_cfb()));
+      TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.info(), SymDef::aes128_cfb()));
       // The stream reads the PCR through an audit session first, so a failed
       // extend is never retried blindly and checkpoint can verify the result.
-      TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(*t.open.tpm, kind, options, &t.info));
+      TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(t.open.tpm(), kind, options, &t.open.info()));
       TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
       TPMSEC_RETURN_IF_ERROR(stream->finish());
       if (extend->read_back) {
-        TPMSEC_ASSIGN_OR_RETURN(Bytes value, pcr_read(*t.open.tpm, t.bank, t.index));
+        TPMSEC_ASSIGN_OR_RETURN(Bytes value, pcr_read(t.open.tpm(), t.bank, t.index));
         fmt::print("{}\n", to_hex(value));
       }
       return ok_status();
@@ -129,7 +127,7 @@ void register_pcr(CLI::App& app, Action* action) {
       ->callback([reset, action] {
         *action = [reset]() -> Status {
           TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*reset));
-          return pcr_reset(*t.open.tpm, t.index);
+          return pcr_reset(t.open.tpm(), t.index);
         };
       });
 }

@@ -3,9 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "cli.h"
@@ -87,12 +85,7 @@ void register_show(CLI::App* policy, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(policy_origin(o->policy)));
       std::optional<StrategyCosts> measured;
       if (!o->measurements.empty()) {
-        std::ifstream in(o->measurements);
-        if (!in) return usage_error(fmt::format("cannot read {}", o->measurements));
-        std::stringstream text;
-        text << in.rdbuf();
-        auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-        if (j.is_discarded()) return usage_error(fmt::format("{}: not valid JSON", o->measurements));
+        TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o->measurements));
         TPMSEC_ASSIGN_OR_RETURN(measured, costs_from_bench_json(j, o->measurements));
       }
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));

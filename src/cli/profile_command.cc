@@ -2,8 +2,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "cli.h"
 #include "tpmsec/profile_from_bench.h"
@@ -26,12 +24,7 @@ void register_profile(CLI::App& app, Action* action) {
   sub->add_option("--id", o->id, "Profile id (default: the output file name without .json, or 'measured')");
   sub->callback([o, action] {
     *action = [o]() -> Status {
-      std::ifstream in(o->input);
-      if (!in) return usage_error(fmt::format("cannot read {}", o->input));
-      std::stringstream text;
-      text << in.rdbuf();
-      nlohmann::json bench = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-      if (bench.is_discarded()) return usage_error(fmt::format("{}: not valid JSON", o->input));
+      TPMSEC_ASSIGN_OR_RETURN(nlohmann::json bench, read_json_file(o->input));
       std::string id = o->id;
       if (id.empty()) id = o->output.empty() ? "measured" : std::filesystem::path(o->output).stem().string();
       TPMSEC_ASSIGN_OR_RETURN(LatencyProfile profile, profile_from_bench(bench, id, o->input));

@@ -35,14 +35,14 @@ void register_random(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
       Bytes bytes;
       if (o->protect == "encrypt") {
-        const TpmInfo& info = open.measured->info;
+        const TpmInfo& info = open.info();
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(*open.tpm, info, sym));
+        TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), info, sym));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kEncrypt));
-        TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm->run(c, {Auth{session.get(), {}}}));
+        TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm().run(c, {Auth{session.get(), {}}}));
         bytes = std::move(rsp.random_bytes.bytes);
       } else {
-        TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm->run(c));
+        TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm().run(c));
         bytes = std::move(rsp.random_bytes.bytes);
       }
       if (bytes.size() != c.bytes_requested) {
@@ -70,8 +70,8 @@ void register_null_key(CLI::App& app, Action* action) {
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      const TpmInfo& info = open.measured->info;
-      TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(*open.tpm, info, SymDef::aes128_cfb()));
+      const TpmInfo& info = open.info();
+      TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), info, SymDef::aes128_cfb()));
       fmt::print("{}\n", factory->null_key()->name_hex());
       return ok_status();
     };

@@ -9,12 +9,11 @@
 #include "strategy_option.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/event_log.h"
+#include "tpmsec/pcr.h"
 #include "tpmsec/replay.h"
 
 namespace tpmsec::cli {
 namespace {
-
-constexpr size_t kMaxLogBytes = size_t{1} << 30;
 
 struct ReplayCliOptions {
   TpmOption tpm;
@@ -64,7 +63,7 @@ nlohmann::json run_json(const ReplayRun& run) {
 }
 
 Status check_target_pcr(const ReplayCliOptions& o) {
-  if ((o.pcr == 16 || o.pcr == 23) || o.force_pcr) return ok_status();
+  if (pcr_resettable(o.pcr) || o.force_pcr) return ok_status();
   if (o.pcr == 10) {
     return usage_error("PCR 10 holds this machine's IMA measurements and cannot be reset: replay into 16 (the default) "
                        "or 23, or give --force-pcr to extend PCR 10 for real");
@@ -86,7 +85,7 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   ro.pcr = o.pcr;
   ro.bank = bank;
   ro.checkpoint_every = o.checkpoint_every;
-  ro.reset_first = o.pcr == 16 || o.pcr == 23;
+  ro.reset_first = pcr_resettable(o.pcr);
   TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
   ProgressBar bar;
   ro.progress = [&bar](size_t done, size_t total) { bar.update(done, total, "extending"); };

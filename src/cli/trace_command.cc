@@ -6,11 +6,6 @@
 #include "tpmsec/ftrace_import.h"
 
 namespace tpmsec::cli {
-namespace {
-
-constexpr size_t kMaxCaptureBytes = size_t{256} << 20;
-
-}  // namespace
 
 void register_trace(CLI::App& app, Action* action) {
   struct Options {
@@ -36,7 +31,7 @@ void register_trace(CLI::App& app, Action* action) {
     *action = [o]() -> Status {
       std::vector<FtraceCapture> captures;
       for (const auto& path : o->inputs) {
-        TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path, kMaxCaptureBytes));
+        TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path, kMaxLogBytes));
         auto capture = parse_function_graph(text, path);
         if (!capture.ok()) return usage_error(capture.error().message());
         captures.push_back(std::move(*capture));

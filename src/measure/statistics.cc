@@ -35,13 +35,18 @@ nlohmann::json to_json(const Distribution& d) {
 Distribution distribution_from_json(const nlohmann::json& j) {
   Distribution d;
   if (!j.is_object()) return d;
-  d.n = j.value("n", size_t{0});
-  d.min = j.value("min", 0.0);
-  d.median = j.value("median", 0.0);
-  d.mean = j.value("mean", 0.0);
-  d.p90 = j.value("p90", 0.0);
-  d.p99 = j.value("p99", 0.0);
-  d.max = j.value("max", 0.0);
+  auto number = [&j](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  double n = number("n");
+  d.n = n > 0 ? static_cast<size_t>(n) : 0;
+  d.min = number("min");
+  d.median = number("median");
+  d.mean = number("mean");
+  d.p90 = number("p90");
+  d.p99 = number("p99");
+  d.max = number("max");
   return d;
 }
 

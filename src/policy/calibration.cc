@@ -16,6 +16,12 @@ int protection_rank(StrategyKind k) {
   return k == StrategyKind::kCheckpoint ? 1 : 2;
 }
 
+// A strategy's steady-state cost per extend: the median, except checkpoint,
+// whose cost is amortized over its period, so the mean.
+double steady_cost(StrategyKind k, const Distribution& d) { return k == StrategyKind::kCheckpoint ? d.mean : d.median; }
+
+constexpr std::string_view kSaltedStart = "StartAuthSession (ECC salt)";
+
 }  // namespace
 
 StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpoint_every) {
@@ -35,40 +41,42 @@ StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpo
 StrategyCosts costs_from_bench(const BenchResult& result, const std::string& source) {
   StrategyCosts c;
   for (const StrategyResult& s : result.strategies) {
-    if (s.per_extend_ms.n == 0) continue;
-    c.per_extend_ms[s.kind] = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
+    if (s.per_extend_ms.n > 0) c.per_extend_ms[s.kind] = steady_cost(s.kind, s.per_extend_ms);
   }
   for (const PrimitiveResult& p : result.primitives) {
-    if (p.name == "StartAuthSession (ECC salt)" && p.tpm_ms.n > 0) c.start_session_ms = p.tpm_ms.median;
+    if (p.name == kSaltedStart && p.tpm_ms.n > 0) c.start_session_ms = p.tpm_ms.median;
   }
   c.source = source;
   return c;
 }
 
 Result<StrategyCosts> costs_from_bench_json(const nlohmann::json& bench, const std::string& origin) {
-  if (!bench.is_object() || bench.value("schema", "") != "tpmsec-bench/1") {
+  auto schema = bench.is_object() ? bench.find("schema") : bench.end();
+  if (schema == bench.end() || *schema != "tpmsec-bench/1") {
     return usage_error(fmt::format("{}: not a tpmsec bench result (schema tpmsec-bench/1)", origin));
   }
   StrategyCosts c;
-  const auto& strategies = bench.value("strategies", nlohmann::json::array());
-  if (!strategies.is_array()) return usage_error(fmt::format("{}: 'strategies' is not a list", origin));
-  for (const auto& s : strategies) {
+  auto strategies = bench.find("strategies");
+  if (strategies == bench.end() || !strategies->is_array()) {
+    return usage_error(fmt::format("{}: 'strategies' is not a list", origin));
+  }
+  for (const auto& s : *strategies) {
     if (!s.is_object() || !s.contains("name") || !s["name"].is_string()) {
       return usage_error(fmt::format("{}: a strategy entry has no name", origin));
     }
     auto kind = parse_strategy(s["name"].get<std::string>());
     if (!kind.ok()) return usage_error(fmt::format("{}: {}", origin, kind.error().message()));
-    const auto& d = s.value("per_extend_ms", nlohmann::json::object());
-    const char* key = *kind == StrategyKind::kCheckpoint ? "mean" : "median";
-    if (!d.is_object() || !d.contains(key) || !d[key].is_number() || d.value("n", 0) == 0) continue;
-    c.per_extend_ms[*kind] = d[key].get<double>();
+    auto d = s.find("per_extend_ms");
+    Distribution per_extend = d == s.end() ? Distribution{} : distribution_from_json(*d);
+    if (per_extend.n > 0) c.per_extend_ms[*kind] = steady_cost(*kind, per_extend);
   }
-  const auto& primitives = bench.value("primitives", nlohmann::json::array());
-  if (primitives.is_array()) {
-    for (const auto& p : primitives) {
-      if (!p.is_object() || p.value("name", "") != "StartAuthSession (ECC salt)") continue;
-      const auto& d = p.value("tpm_ms", nlohmann::json::object());
-      if (d.is_object() && d.contains("median") && d["median"].is_number()) c.start_session_ms = d["median"].get<double>();
+  auto primitives = bench.find("primitives");
+  if (primitives != bench.end() && primitives->is_array()) {
+    for (const auto& p : *primitives) {
+      auto name = p.is_object() ? p.find("name") : p.end();
+      if (name == p.end() || !name->is_string() || *name != kSaltedStart || !p.contains("tpm_ms")) continue;
+      Distribution d = distribution_from_json(p["tpm_ms"]);
+      if (d.n > 0) c.start_session_ms = d.median;
     }
   }
   if (c.per_extend_ms.empty()) return usage_error(fmt::format("{}: no strategy was measured", origin));

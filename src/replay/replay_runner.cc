@@ -8,8 +8,6 @@ namespace {
 
 double ms_between(int64_t from_ns, int64_t to_ns) { return static_cast<double>(to_ns - from_ns) / 1e6; }
 
-bool resettable(uint32_t pcr) { return pcr == 16 || pcr == 23; }
-
 }  // namespace
 
 Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digests, const ReplayOptions& options) {
@@ -23,7 +21,7 @@ Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digest
   const Clock& clock = *tpm.clock;
 
   if (options.reset_first) {
-    if (!resettable(options.pcr)) {
+    if (!pcr_resettable(options.pcr)) {
       return usage_error(fmt::format("PCR {} cannot be reset: replay into 16 or 23, or start from its value", options.pcr));
     }
     TPMSEC_RETURN_IF_ERROR(pcr_reset(t, options.pcr));
