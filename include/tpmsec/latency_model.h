@@ -275,6 +275,7 @@ class LatencyTransport final : public Transport {
   Status suspend_resume() override { return inner_.suspend_resume(); }
   // inner's description + " emulating PROFILE".
   std::string describe() const override;
+  bool in_process() const override { return inner_.in_process(); }
 
   LatencyModel& model() { return model_; }
   const LatencyModel& model() const { return model_; }

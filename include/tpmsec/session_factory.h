@@ -20,7 +20,19 @@ struct ProtectionConfig {
   // Unsalted sessions authenticate but do not protect against an interposer
   // who saw StartAuthSession: for measurement only.
   bool unsalted = false;
+  // How the salt key is trusted (docs/threat-model.md). A salted session is
+  // only as good as the key its salt is encrypted to: an interposer that
+  // answers CreatePrimary with its own key reads the salt. One of these must
+  // hold unless the transport is in_process():
+  //   pinned_null_name  the null key must have this name (the kernel's
+  //                     /sys/class/tpm/tpmN/null_name, --null-name, a TOFU pin);
+  //   ek_ca             salt to the TPM's endorsement key, proven by its EK
+  //                     certificate chaining to this CA bundle (file or directory);
+  //   trust_first_use   accept the first null key seen (the caller pins it
+  //                     afterwards: tests, --tofu).
   std::optional<Bytes> pinned_null_name;
+  std::string ek_ca;
+  bool trust_first_use = false;
   SymDef symmetric = SymDef::aes128_cfb();
   uint16_t auth_hash = alg::kSha256;
   crypto::RandomSource* random = nullptr;

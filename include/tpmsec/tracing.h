@@ -53,6 +53,7 @@ class TracingTransport final : public Transport {
   Status reset_tpm() override { return inner_.reset_tpm(); }
   Status suspend_resume() override { return inner_.suspend_resume(); }
   std::string describe() const override { return inner_.describe(); }
+  bool in_process() const override { return inner_.in_process(); }
 
  private:
   Transport& inner_;

@@ -41,6 +41,13 @@ class Transport {
 
   // The TPM string that reopens this transport, e.g. "swtpm:host=127.0.0.1,port=2321".
   virtual std::string describe() const = 0;
+
+  // True only when the TPM runs inside this process (the embedded libtpms):
+  // no bus, socket or device lies between tpmsec and it, so there is nothing
+  // to interpose and the TPM's first answer can be trusted. Measuring
+  // decorators (tracing, latency) forward it; anything that can alter
+  // traffic (fault injection, a proxy) must not.
+  virtual bool in_process() const { return false; }
 };
 
 // A parsed TPM string: "scheme:key=value,key=value" or "scheme:PATH".

@@ -161,6 +161,7 @@ class EmbeddedTransport final : public Transport {
   std::string describe() const override {
     return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_;
   }
+  bool in_process() const override { return true; }
 
  private:
   Status power_on(bool allow_resume = true) {
