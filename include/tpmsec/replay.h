@@ -48,6 +48,11 @@ struct ReplayRun {
   double total_ms = 0;   // open + extends + finish
   double open_ms = 0;    // the stream's set-up (null key, audited baseline read)
   double finish_ms = 0;  // its tear-down (checkpoint's final verification)
+  // The TPM's share of total_ms: under emulation exactly the modelled TPM
+  // time of the run's commands, else their traced durations. total_ms also
+  // holds the host's real work, which varies with the machine (and its
+  // sanitizers): compare emulated runs on this, not on total_ms.
+  double tpm_ms = 0;
   size_t tpm_commands = 0;
   StreamStats stats;
   bool interrupted = false;

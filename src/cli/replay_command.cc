@@ -51,6 +51,7 @@ nlohmann::json run_json(const ReplayRun& run) {
           {"bank", hash_name(run.bank)},
           {"extends", run.extends},
           {"total_ms", run.total_ms},
+          {"tpm_ms", run.tpm_ms},
           {"open_ms", run.open_ms},
           {"finish_ms", run.finish_ms},
           {"per_extend_ms", to_json(run.per_extend)},

@@ -29,6 +29,7 @@ Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digest
   TPMSEC_ASSIGN_OR_RETURN(run.initial, pcr_read(t, options.bank, options.pcr));
 
   run.records_begin = tpm.log.size();
+  int64_t modelled_before = tpm.latency ? tpm.latency->modelled_ns() : 0;
   int64_t start = clock.now_ns();
   StreamOptions so;
   so.pcr = options.pcr;
@@ -70,6 +71,11 @@ Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digest
   stream.reset();
   run.records_end = tpm.log.size();
   run.tpm_commands = run.records_end - run.records_begin;
+  if (tpm.latency) {
+    run.tpm_ms = static_cast<double>(tpm.latency->modelled_ns() - modelled_before) / 1e6;
+  } else {
+    for (size_t i = run.records_begin; i < run.records_end; ++i) run.tpm_ms += tpm.log.records()[i].duration_ns / 1e6;
+  }
 
   TPMSEC_ASSIGN_OR_RETURN(run.actual, pcr_read(t, options.bank, options.pcr));
   run.verified = run.actual == run.expected;
