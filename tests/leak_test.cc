@@ -8,7 +8,7 @@
 //
 // FlushContext and ContextSave are never faulted here: a FlushContext whose
 // forged success hides that it never ran leaves a handle nobody can find
-// without listing (see FlushFaults for the rest). In the first schedule,
+// without listing (handle_ledger_test.cc covers the other FlushContext faults). In the first schedule,
 // session setup (ContextLoad of the null key, StartAuthSession) is faulted
 // only in ways that leave the TPM's state known to the client; in
 // SetupResponseLostAfterExecution the TPM creates the handle and the

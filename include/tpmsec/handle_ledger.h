@@ -36,8 +36,11 @@
 // are not authenticated either: a forged listing can only make tpmsec flush
 // handles outside baseline and owned (nobody's, by the assumption above),
 // or make it leave some behind. An interposer can always cause leaks by
-// dropping commands, and can flush anything itself; what it cannot do is make
-// tpmsec flush its own live handles or a handle it knows is someone else's.
+// dropping commands (a FlushContext answered with a forged success without
+// reaching the TPM leaves its handle behind unnoticed, until a later sweep
+// finds it), and can flush anything itself; what it cannot do is make tpmsec
+// flush its own live handles or a handle it knows is someone else's.
+// Tested in tests/handle_ledger_test.cc and tests/leak_test.cc.
 #ifndef TPMSEC_HANDLE_LEDGER_H_
 #define TPMSEC_HANDLE_LEDGER_H_
 
