@@ -172,6 +172,54 @@ TEST_P(StrategyFaultTest, ProtectedStrategiesRejectASubstitutedDigest) {
   }
 }
 
+// Every ContextLoad of the saved-context session answered with a forged
+// TPM_RC_RETRY, after the TPM loaded it or without sending it: each time
+// the session is flushed (loaded or saved, it is still the stream's) and
+// rebuilt, so the stream keeps going and holds one session at most.
+TEST_P(StrategyFaultTest, SavedContextSurvivesForgedRetriesOnEveryContextLoad) {
+  for (bool executed : {true, false}) {
+    SCOPED_TRACE(executed ? "after execution" : "not sent");
+    ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
+    faults_->set_hook(nullptr);
+    StreamOptions options;
+    options.protection.trust_first_use = true;  // behind the interposer
+    auto stream = ExtendStream::open(*faulty_, StrategyKind::kSavedContext, options);
+    ASSERT_TRUE(stream.ok()) << stream.error().message();
+    auto forged = std::make_shared<int>(0);
+    faults_->set_hook([forged, executed](size_t, uint32_t code, ByteView command) {
+      // ContextLoad of a session: TPMS_CONTEXT.savedHandle (after the 8-byte sequence) is a session handle.
+      if (code != cmd::ContextLoad::kInfo.code || command.size() < 22 || command[18] != ht::kHmacSession) {
+        return Fault::pass();
+      }
+      ++*forged;
+      return Fault::forge_error(rc::kRetry, executed);
+    });
+    auto ds = digests(12);
+    for (size_t i = 0; i < ds.size(); ++i) {
+      Status st = (*stream)->extend(ds[i]);
+      ASSERT_TRUE(st.ok()) << "extend " << i << ": " << st.error().message();
+      size_t sessions = 0;
+      for (uint32_t first : {ht::kFirstLoadedSession, 0x03000000u}) {
+        auto h = tpm().run(cmd::GetCapability{cap::kHandles, first, 64});
+        ASSERT_TRUE(h.ok());
+        sessions += h->capability_data.handles.size();
+      }
+      EXPECT_LE(sessions, 1u) << "after extend " << i;
+    }
+    EXPECT_EQ(*forged, 11);  // every extend after the first
+    EXPECT_EQ((*stream)->stats().extends, 12u);
+    ASSERT_TRUE((*stream)->finish().ok());
+    EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(Bytes(32, 0), ds)));
+    faults_->set_hook(nullptr);
+    stream->reset();
+    for (uint32_t first : {ht::kFirstHmacSession, 0x03000000u, ht::kFirstTransient}) {
+      auto h = tpm().run(cmd::GetCapability{cap::kHandles, first, 64});
+      ASSERT_TRUE(h.ok());
+      EXPECT_TRUE(h->capability_data.handles.empty()) << std::hex << first;
+    }
+  }
+}
+
 // The attack on a retry: an interposer withholds a protected PCR_Extend,
 // answers it with a forged error, answers the FlushContext of its session
 // with a forged success without sending it, and replays the withheld command
