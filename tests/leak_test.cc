@@ -354,7 +354,7 @@ TEST_P(LeakTest, NoSlotLeaksUnderFaults) {
 // before its first creation.
 TEST_P(LeakTest, SetupResponseLostAfterExecution) {
   auto start = std::chrono::steady_clock::now();
-  Report report = run_schedule(0x5e7u, 2000, /*setup_lost_after_execution=*/true);
+  Report report = run_schedule(0x5e7u, 5000, /*setup_lost_after_execution=*/true);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   print("leak: setup responses lost after execution", report, seconds);
   EXPECT_EQ(report.leaks, 0u) << report.first_leak;
