@@ -112,8 +112,9 @@ class Tpm {
   // Before a creating command: a pending sweep, then the baseline once
   // (unless in_process() or private_handles()).
   Status before_creating();
-  // A failure of `info`: for a creating command the TPM may hold a handle
-  // nobody owns, so it sweeps. Returns `error`.
+  // A failure of `info`: unless it was refused before sending (kUsage), a
+  // creating command may have left a handle nobody owns, so it sweeps.
+  // Returns `error`.
   Error after_failure(const CommandInfo& info, Error error);
   Result<RawResponse> execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                    const Bytes& parameters, std::span<const Auth> auths);

@@ -116,8 +116,9 @@ Status Tpm::before_creating() {
 }
 
 Error Tpm::after_failure(const CommandInfo& info, Error error) {
-  if (info.creates_handle) {
-    // The TPM may have created a handle that nobody received.
+  // kUsage: refused before anything was sent. Otherwise the TPM may have
+  // created a handle that nobody received.
+  if (info.creates_handle && error.kind() != ErrorKind::kUsage) {
     ledger_.need_sweep();
     (void)sweep();
   }
