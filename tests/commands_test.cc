@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/handle_listing.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
@@ -565,19 +566,27 @@ TEST(ResponseParams, EmptyParameterAreas) {
 // End to end through Tpm::run with a transport that replays recorded bytes:
 // the whole command must match what libtpms accepted.
 
+// The handle ledger's listings (its baseline before the first creating
+// command) are answered as a TPM holding no handles would, and not recorded.
 class ReplayTransport : public Transport {
  public:
   explicit ReplayTransport(Bytes response) : response_(std::move(response)) {}
   Result<Bytes> transmit(ByteView command) override {
+    if (testing::is_handle_listing(command)) {
+      ++listings_;
+      return testing::empty_handle_listing();
+    }
     sent_.assign(command.begin(), command.end());
     return response_;
   }
+  size_t listings() const { return listings_; }
   std::string describe() const override { return "replay"; }
   const Bytes& sent() const { return sent_; }
 
  private:
   Bytes response_;
   Bytes sent_;
+  size_t listings_ = 0;
 };
 
 TEST(Replay, StartAuthSession) {
@@ -593,6 +602,10 @@ TEST(Replay, StartAuthSession) {
   EXPECT_EQ(to_hex(t.sent()), kStartAuthSessionCommand);
   EXPECT_EQ(r->session_handle, 0x02000000u);
   EXPECT_EQ(r->nonce_tpm.bytes.size(), 32u);
+  // The first creating command took the baseline (transient, loaded and
+  // saved sessions), and the ledger owns the new session.
+  EXPECT_EQ(t.listings(), 3u);
+  EXPECT_TRUE(tpm.ledger().owns(0x02000000u));
 }
 
 TEST(Replay, ContextSaveAndLoad) {
@@ -751,6 +764,16 @@ TEST(CommandInfo, DefinitionsAreSelfConsistent) {
     if (c.info.response_param_tpm2b) {
       EXPECT_TRUE(c.first_response_param_tpm2b);
     }
+  }
+}
+
+// Every command in Part 3 whose response has a handle area returns a handle
+// it created (an object, a session, a sequence) or, for ContextLoad, loaded:
+// the handle ledger must see each of them.
+TEST(CommandInfo, CommandsReturningAHandleCreateIt) {
+  for (const InfoCheck& c : all_commands()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.info.creates_handle, c.info.response_handle_count == 1);
   }
 }
 

@@ -309,6 +309,8 @@ class RecordingTransport final : public Transport {
     return r;
   }
   std::string describe() const override { return inner_.describe(); }
+  // It only records (as TracingTransport measures): the TPM stays in process.
+  bool in_process() const override { return inner_.in_process(); }
   void clear() {
     shapes.clear();
     variants.clear();

@@ -33,6 +33,19 @@ struct CommandInfo {
   // a forged RETRY after a PCR_Extend executed would make a blind resend
   // extend twice, so commands with effects return the warning to the caller.
   bool retry_safe = false;
+  // The response handle names a transient object or session the command
+  // created (or, for a session's ContextLoad, brought back). Tpm's handle
+  // ledger (handle_ledger.h) checks it before anyone sees it and owns it from
+  // then on. A definition with this flag also has created() -> CreatedHandle.
+  bool creates_handle = false;
+};
+
+// What the response handle of a creating command must be.
+struct CreatedHandle {
+  uint8_t type = 0;      // its handle type (Part 2 §7.2): transient, HMAC or policy session
+  // A session's ContextLoad: a session keeps its handle while saved (Part 1
+  // §30), so the response must name exactly this one, and nothing new exists.
+  uint32_t reloads = 0;
 };
 
 // A handle in a command together with its Name (Part 1 §16), which enters

@@ -103,7 +103,7 @@ struct PcrReset {
 
 // Part 3 §24.1
 struct CreatePrimary {
-  static constexpr CommandInfo kInfo{0x131, "CreatePrimary", 1, 1, 1, true, true};
+  static constexpr CommandInfo kInfo{0x131, "CreatePrimary", 1, 1, 1, true, true, false, /*creates_handle=*/true};
   NamedHandle primary_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -111,6 +111,7 @@ struct CreatePrimary {
   PcrSelectionList creation_pcr;
   auto handles() const { return std::tie(primary_handle); }
   auto params() const { return std::tie(in_sensitive, in_public, outside_info, creation_pcr); }
+  CreatedHandle created() const { return {ht::kTransient}; }
   struct Response {
     uint32_t object_handle = 0;
     PublicArea out_public;
@@ -146,12 +147,13 @@ struct Create {
 
 // Part 3 §12.2
 struct Load {
-  static constexpr CommandInfo kInfo{0x157, "Load", 1, 1, 1, true, true};
+  static constexpr CommandInfo kInfo{0x157, "Load", 1, 1, 1, true, true, false, /*creates_handle=*/true};
   NamedHandle parent_handle;
   Tpm2bPrivate in_private;
   PublicArea in_public;
   auto handles() const { return std::tie(parent_handle); }
   auto params() const { return std::tie(in_private, in_public); }
+  CreatedHandle created() const { return {ht::kTransient}; }
   struct Response {
     uint32_t object_handle = 0;
     Tpm2bName name;
@@ -203,10 +205,17 @@ struct ContextSave {
 
 // Part 3 §28.3
 struct ContextLoad {
-  static constexpr CommandInfo kInfo{0x161, "ContextLoad", 0, 0, 1, false, false};
+  static constexpr CommandInfo kInfo{0x161, "ContextLoad", 0, 0, 1, false, false, false, /*creates_handle=*/true};
   Context context;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(context); }
+  // An object context loads under a new transient handle; a session context
+  // under the handle it was saved from.
+  CreatedHandle created() const {
+    uint8_t type = static_cast<uint8_t>(context.saved_handle >> 24);
+    if (type == ht::kHmacSession || type == ht::kPolicySession) return {type, context.saved_handle};
+    return {ht::kTransient};
+  }
   struct Response {
     uint32_t loaded_handle = 0;
     auto handles() { return std::tie(loaded_handle); }
@@ -228,7 +237,7 @@ struct FlushContext {
 
 // Part 3 §11.1
 struct StartAuthSession {
-  static constexpr CommandInfo kInfo{0x176, "StartAuthSession", 2, 0, 1, true, true};
+  static constexpr CommandInfo kInfo{0x176, "StartAuthSession", 2, 0, 1, true, true, false, /*creates_handle=*/true};
   NamedHandle tpm_key = NamedHandle::of(rh::kNull);
   NamedHandle bind = NamedHandle::of(rh::kNull);
   Tpm2bDigest nonce_caller;
@@ -238,6 +247,7 @@ struct StartAuthSession {
   uint16_t auth_hash = alg::kSha256;
   auto handles() const { return std::tie(tpm_key, bind); }
   auto params() const { return std::tie(nonce_caller, encrypted_salt, session_type, symmetric, auth_hash); }
+  CreatedHandle created() const { return {session_type == se::kHmac ? ht::kHmacSession : ht::kPolicySession}; }
   struct Response {
     uint32_t session_handle = 0;
     Tpm2bDigest nonce_tpm;

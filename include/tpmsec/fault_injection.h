@@ -99,6 +99,8 @@ class FaultInjectingTransport final : public Transport {
   Status suspend_resume() override { return inner_->suspend_resume(); }
   // The wrapped transport's description with "+faults" appended.
   std::string describe() const override { return inner_->describe() + "+faults"; }
+  // Not in_process(): it alters traffic. Who shares the TPM is unchanged.
+  bool private_handles() const override { return inner_->private_handles(); }
 
   // Replaces the hook (nullptr: pass everything through).
   void set_hook(FaultHook hook) { hook_ = std::move(hook); }

@@ -8,9 +8,10 @@
 // used; the nonceTPM rolls only after a verified response. A failed
 // verification leaves the session unusable (integrity error).
 //
-// The session's TPM handle is owned: it is flushed on destruction unless the
-// TPM already ended it (a command without continueSession succeeded) or it
-// was context-saved and released.
+// The session's TPM handle is owned (by the Tpm's handle ledger: see
+// handle_ledger.h): it is flushed on destruction unless the TPM already ended
+// it (a command without continueSession succeeded, as its authenticated
+// response said) or it was abandoned.
 #ifndef TPMSEC_HMAC_SESSION_H_
 #define TPMSEC_HMAC_SESSION_H_
 
@@ -84,11 +85,14 @@ class HmacSession final : public Session {
   // the saved context too (FlushContext works on saved sessions), so an
   // abandoned saved session never holds one of the TPM's active-session slots.
   Result<Context> save(Tpm& tpm);
-  // ContextLoad a context saved by save().
+  // ContextLoad a context saved by save(). A response naming another handle
+  // is kIntegrity; on any failure the session may be saved or loaded, and
+  // flush() ends it either way.
   Status load(Tpm& tpm, const Context& context);
   // FlushContext now (no-op when the TPM already ended the session).
   Status flush();
-  // Forget the handle without flushing (the TPM no longer has it, e.g. after a reset).
+  // Forget the handle without flushing: only when the TPM is known not to
+  // have it any more (after a reset), or the caller flushes it itself.
   void abandon();
 
   // Sets the nonceCaller to use for the next command instead of a random one (transcripts).

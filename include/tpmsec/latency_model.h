@@ -276,6 +276,7 @@ class LatencyTransport final : public Transport {
   // inner's description + " emulating PROFILE".
   std::string describe() const override;
   bool in_process() const override { return inner_.in_process(); }
+  bool private_handles() const override { return inner_.private_handles(); }
 
   LatencyModel& model() { return model_; }
   const LatencyModel& model() const { return model_; }

@@ -11,12 +11,31 @@
 //                  that compares the PCR with the value tpmsec expects (docs/strategies.md).
 //
 // Error codes are not authenticated, so after a failure whose outcome is
-// unknown an extend stream establishes through an audit-authenticated PCR
-// read whether the extend landed before it retries: no extend is applied twice.
+// unknown an extend stream learns through an audit-authenticated PCR read
+// whether the extend landed before it retries. That alone is not enough: an
+// interposer can withhold the PCR_Extend (answering it with an error) and the
+// FlushContext of its session (answering success), then replay the withheld
+// command after the retry landed; the session is still in the TPM and the
+// command's HMAC still matches its nonce. So before it reads the PCR, the
+// stream proves through an audited GetCapability(TPM_CAP_HANDLES) that the
+// failed attempt's session is gone (flushing it again while it is listed),
+// and does not retry when it cannot: once a session is gone no command for
+// it can ever run (a new session under the same handle has another key).
+// No extend is applied twice (tests/strategy_fault_test.cc,
+// AWithheldExtendIsNeverAppliedTwice). When extend() returns an error, each
+// command it sent for the digest has run or can never run, except in one
+// case, reported as kIntegrity "is still in the TPM": the interposer keeps
+// the session alive by dropping every FlushContext, and may land the
+// withheld digest later, once (AnUnflushableSessionStopsTheRetry). What
+// detects that: the stream stops, and a PCR read shows whether it landed.
+// The audit session is as trustworthy as the salt key behind it
+// (session_factory.h). plain has no such protection; checkpoint detects a
+// replayed extend at its next checkpoint.
 #ifndef TPMSEC_STRATEGY_H_
 #define TPMSEC_STRATEGY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,6 +88,7 @@ struct StreamStats {
   uint64_t rebuilds = 0;        // sessions rebuilt after an error
   uint64_t landed_checks = 0;   // audited reads to learn whether a failed extend landed
   uint64_t already_landed = 0;  // failures after which the extend had in fact landed
+  uint64_t reflushes = 0;       // failed attempts' sessions still listed after their FlushContext
   uint64_t checkpoints = 0;
   uint64_t resets_accepted = 0;
 };
@@ -107,13 +127,24 @@ class ExtendStream {
  private:
   ExtendStream(Tpm& tpm, StrategyKind kind, StreamOptions options) : tpm_(&tpm), kind_(kind), options_(options) {}
 
+  // Runs `use` with the audit session (started if needed; kept by
+  // checkpoint, and by the others while hold_audit_ is set).
+  Status with_audit(const std::function<Status(const Auth&)>& use);
   // An audit-authenticated read of the stream's PCR.
   Result<Bytes> audited_read();
+  // Proves through audited listings that `session` (a failed attempt's) is
+  // no longer in the TPM, flushing it again while it is.
+  Status retire(uint32_t session);
   // Did `digest` land on top of expected_? Fails closed if the PCR is neither.
   Result<bool> landed(ByteView digest);
   // A session-start failure: accept a reset when allowed, else propagate.
   Status handle_reset(const Error& error);
-  Status extend_once(ByteView digest);
+  // One attempt; `session` is set to the handle of the session it used.
+  Status extend_once(ByteView digest, uint32_t* session);
+  // After a failed attempt: retire its session, then learn whether it landed.
+  enum class Recovery { kLanded, kRetry, kReset };
+  Result<Recovery> recover(const Error& failure, uint32_t session, ByteView digest);
+  void release_audit();
 
   Tpm* tpm_;
   StrategyKind kind_;
@@ -121,6 +152,7 @@ class ExtendStream {
   std::unique_ptr<SessionFactory> factory_;
   std::unique_ptr<SessionLifecycle> lifecycle_;
   std::unique_ptr<HmacSession> audit_session_;  // checkpoint: kept loaded between checkpoints
+  bool hold_audit_ = false;                     // keep it through one failure's checks
   Bytes expected_;
   uint64_t since_good_ = 0;
   std::optional<CheckpointMismatch> mismatch_;

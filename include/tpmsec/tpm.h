@@ -1,17 +1,21 @@
 // Tpm: the command pipeline. One function, execute(), turns a command's
 // handles, parameters and sessions into bytes on the wire and a response
 // back into authenticated parameters (Part 1 §18-19); run<C>() wraps it for
-// the declarative definitions of commands.h.
+// the declarative definitions of commands.h and keeps the handle ledger
+// (handle_ledger.h): which transient objects and sessions this Tpm created
+// and may flush.
 #ifndef TPMSEC_TPM_H_
 #define TPMSEC_TPM_H_
 
 #include <array>
 #include <initializer_list>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
+#include "tpmsec/handle_ledger.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/session.h"
 #include "tpmsec/structures.h"
@@ -35,18 +39,29 @@ class Tpm {
   // Sends one command. `auths` lists the sessions: the first info.auth_count
   // authorize the handles in order; any after them are audit or encryption
   // sessions. Retries TPM_RC_RETRY/YIELDED/TESTING with back-off, but only
-  // for commands marked retry_safe (see command.h).
+  // for commands marked retry_safe (see command.h). Response handles are
+  // returned as they came: only run<C>() adopts them into the ledger.
   Result<RawResponse> execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                               Bytes parameters, std::span<const Auth> auths);
 
+  // A creating command (CommandInfo::creates_handle) first takes the baseline
+  // if it is due; its response handle is adopted only once the whole
+  // response parsed and passed the ledger's checks. When it fails, it may
+  // still have run and left a handle nobody received: it sweeps (no extra
+  // command on success). A FlushContext that succeeded ends the ledger's
+  // ownership of its handle.
   template <class C>
   Result<typename C::Response> run(const C& command, std::span<const Auth> auths = {}) {
+    static_assert(!C::kInfo.creates_handle || C::kInfo.response_handle_count == 1);
     Writer params;
     marshal_all(params, command.params());
     auto handles = std::apply([](const auto&... h) { return std::array<const NamedHandle*, sizeof...(h)>{&h...}; },
                               command.handles());
     static_assert(handles.size() == C::kInfo.handle_count, "handles() disagrees with kInfo");
-    TPMSEC_ASSIGN_OR_RETURN(RawResponse raw, execute(C::kInfo, handles, params.take(), auths));
+    if constexpr (C::kInfo.creates_handle) TPMSEC_RETURN_IF_ERROR(before_creating());
+    auto executed = execute(C::kInfo, handles, params.take(), auths);
+    if (!executed.ok()) return after_failure(C::kInfo, executed.error());
+    RawResponse raw = std::move(*executed);
     typename C::Response response;
     auto response_handles = response.handles();
     static_assert(std::tuple_size_v<decltype(response_handles)> == C::kInfo.response_handle_count);
@@ -56,10 +71,13 @@ class Tpm {
     unmarshal_all(r, response.params());
     r.expect_end(C::kInfo.name);
     if (!r.ok()) {
-      // The TPM created what the handle names; nobody else can flush it.
-      flush_created(raw.handles);
-      return r.status().error().with_context(std::string(C::kInfo.name) + " response");
+      return after_failure(C::kInfo, r.status().error().with_context(std::string(C::kInfo.name) + " response"));
     }
+    if constexpr (C::kInfo.creates_handle) {
+      Status adopted = ledger_.adopt(C::kInfo.name, command.created(), raw.handles[0]);
+      if (!adopted.ok()) return after_failure(C::kInfo, adopted.error());
+    }
+    if constexpr (std::is_same_v<C, cmd::FlushContext>) ledger_.forget(command.flush_handle);
     return response;
   }
   template <class C>
@@ -69,14 +87,40 @@ class Tpm {
 
   Transport& transport() { return *transport_; }
 
+  // --- The handle ledger (handle_ledger.h) ---
+  const HandleLedger& ledger() const { return ledger_; }
+  // FlushContext of a handle this Tpm owns; a handle it does not own is not
+  // its to flush, and nothing is sent. Ownership ends either way. When the
+  // flush does not clearly succeed, a sweep follows: TPM_RC_HANDLE/VALUE
+  // (already gone: a reset, or the response that named it was forged and the
+  // real handle is elsewhere) counts as flushed; another error is returned.
+  Status flush(uint32_t handle);
+  // The TPM ended the handle itself, as an authenticated response said (a
+  // session used without continueSession): ownership ends, nothing is sent.
+  void forget(uint32_t handle) { ledger_.forget(handle); }
+  // Flushes the strays when a sweep is pending (see handle_ledger.h); a no-op
+  // otherwise. Failed creations and flushes run it themselves; call it to
+  // retry one that could not complete (the TPM was unreachable).
+  Status sweep();
+  // The transient objects (0x80…), loaded sessions (0x02…) or saved sessions
+  // (0x03…) the TPM lists, from GetCapability(TPM_CAP_HANDLES) with `auths`
+  // (an audit session makes the listing authenticated). Only tracked handle
+  // types are returned.
+  Result<std::vector<uint32_t>> list_handles(uint32_t first, std::span<const Auth> auths = {});
+
  private:
-  // Flushes transient objects and sessions a response created but the caller
-  // never received (the response failed to parse).
-  void flush_created(const std::vector<uint32_t>& handles);
+  // Before a creating command: a pending sweep, then the baseline once
+  // (unless in_process() or private_handles()).
+  Status before_creating();
+  // A failure of `info`: unless it was refused before sending (kUsage), a
+  // creating command may have left a handle nobody owns, so it sweeps.
+  // Returns `error`.
+  Error after_failure(const CommandInfo& info, Error error);
   Result<RawResponse> execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                    const Bytes& parameters, std::span<const Auth> auths);
 
   Transport* transport_;
+  HandleLedger ledger_;
 };
 
 }  // namespace tpmsec

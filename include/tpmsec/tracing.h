@@ -54,6 +54,7 @@ class TracingTransport final : public Transport {
   Status suspend_resume() override { return inner_.suspend_resume(); }
   std::string describe() const override { return inner_.describe(); }
   bool in_process() const override { return inner_.in_process(); }
+  bool private_handles() const override { return inner_.private_handles(); }
 
  private:
   Transport& inner_;

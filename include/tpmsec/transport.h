@@ -48,6 +48,13 @@ class Transport {
   // decorators (tracing, latency) forward it; anything that can alter
   // traffic (fault injection, a proxy) must not.
   virtual bool in_process() const { return false; }
+
+  // True when a resource manager gives this client a handle space of its own
+  // and flushes what the client created when it closes: the kernel's
+  // /dev/tpmrm* (drivers/char/tpm/tpm2-space.c). Tpm's handle ledger then
+  // takes no baseline and sweeps nothing (see handle_ledger.h). Decorators,
+  // interposers included, forward it: they do not change who shares the TPM.
+  virtual bool private_handles() const { return false; }
 };
 
 // A parsed TPM string: "scheme:key=value,key=value" or "scheme:PATH".

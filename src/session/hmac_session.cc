@@ -72,13 +72,10 @@ Result<std::unique_ptr<HmacSession>> HmacSession::start(Tpm& tpm, const SessionO
   c.session_type = se::kHmac;
   c.symmetric = options.symmetric;
   c.auth_hash = options.auth_hash;
+  // The ledger checked the handle (an HMAC session, not one in use) and owns it.
   TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c));
-  // Own the handle first so every failure below flushes it.
+  // Hold it first so every failure below flushes it.
   ScopedHandle owned(tpm, rsp.session_handle);
-  if ((rsp.session_handle >> 24) != ht::kHmacSession) {
-    return parse_error(fmt::format("StartAuthSession returned 0x{:08x}, not an HMAC session handle",
-                                   rsp.session_handle));
-  }
   const Bytes& nonce_tpm = rsp.nonce_tpm.bytes;
   if (nonce_tpm.size() < kMinNonce || nonce_tpm.size() > kMaxNonce) {
     return parse_error(fmt::format("StartAuthSession returned a {}-byte nonceTPM", nonce_tpm.size()));
@@ -173,8 +170,8 @@ Status HmacSession::verify(const VerifyInput& in) {
   }
   nonce_tpm_.assign(in.auth.nonce.begin(), in.auth.nonce.end());
   if (!(sent_attributes_ & attr::kContinueSession)) {
-    // The TPM ended the session after this command.
-    if (handle_) released_handle_ = handle_.release();
+    // The TPM ended the session after this command (authenticated above).
+    if (handle_) released_handle_ = handle_.forget();
     usable_ = false;
   }
   return ok_status();
@@ -220,11 +217,14 @@ Result<Context> HmacSession::save(Tpm& tpm) {
 }
 
 Status HmacSession::load(Tpm& tpm, const Context& context) {
-  TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::ContextLoad{context}));
-  if (rsp.loaded_handle != handle()) {
-    ScopedHandle stray(tpm, rsp.loaded_handle);
-    return parse_error(fmt::format("ContextLoad returned 0x{:08x} for session 0x{:08x}", rsp.loaded_handle, handle()));
+  if (context.saved_handle != handle()) {
+    return usage_error(fmt::format("the context of 0x{:08x} is not session 0x{:08x}'s", context.saved_handle,
+                                   handle()));
   }
+  // The ledger insists the response names this session (Part 1 §30: a
+  // session keeps its handle while saved). Whatever happens the session
+  // stays owned, so flush() still ends it, loaded or saved.
+  TPMSEC_RETURN_IF_ERROR(tpm.run(cmd::ContextLoad{context}));
   return ok_status();
 }
 
@@ -234,7 +234,7 @@ Status HmacSession::flush() {
 }
 
 void HmacSession::abandon() {
-  if (handle_) released_handle_ = handle_.release();
+  if (handle_) released_handle_ = handle_.forget();
   usable_ = false;
 }
 

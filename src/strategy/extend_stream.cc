@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/crypto.h"
+#include "tpmsec/handle_ledger.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/strategy.h"
 
@@ -8,6 +9,11 @@ namespace tpmsec {
 namespace {
 
 constexpr std::string_view kTamperMarkerLabel = "tpmsec: checkpoint mismatch, PCR no longer trustworthy";
+// TPM_HT_SAVED_SESSION (Part 2 §7.2): the listing of context-saved sessions.
+constexpr uint32_t kFirstSavedSession = 0x03000000;
+// FlushContexts of a failed attempt's session before the stream gives up.
+constexpr int kMaxFlushes = 3;
+
 
 }  // namespace
 
@@ -27,10 +33,7 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
 
 ExtendStream::~ExtendStream() = default;
 
-Result<Bytes> ExtendStream::audited_read() {
-  // checkpoint keeps its audit session loaded between checkpoints (one TPM
-  // command per checkpoint); the others start one for the rare read.
-  bool keep = kind_ == StrategyKind::kCheckpoint;
+Status ExtendStream::with_audit(const std::function<Status(const Auth&)>& use) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!audit_session_ || !audit_session_->usable()) {
       audit_session_.reset();
@@ -42,12 +45,59 @@ Result<Bytes> ExtendStream::audited_read() {
       audit_session_ = std::move(*started);
     }
     Auth audit{audit_session_.get(), {}};
-    auto value = pcr_read(*tpm_, options_.bank, options_.pcr, std::span<const Auth>(&audit, 1));
-    if (!keep || !value.ok()) audit_session_.reset();
-    if (value.ok() || value.error().kind() == ErrorKind::kIntegrity || attempt == 1) return value;
+    Status st = use(audit);
+    if (!st.ok()) audit_session_.reset();
+    if (st.ok() || st.error().kind() == ErrorKind::kIntegrity || attempt == 1) return st;
     // The session may have been flushed or evicted: one rebuild.
   }
-  return runtime_error("audited PCR read failed");
+  return runtime_error("audited read failed");
+}
+
+void ExtendStream::release_audit() {
+  // checkpoint keeps its audit session loaded between checkpoints (one TPM
+  // command per checkpoint); the others start one for the rare read.
+  if (kind_ != StrategyKind::kCheckpoint && !hold_audit_) audit_session_.reset();
+}
+
+Result<Bytes> ExtendStream::audited_read() {
+  Bytes value;
+  Status st = with_audit([&](const Auth& audit) -> Status {
+    TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(*tpm_, options_.bank, options_.pcr, std::span<const Auth>(&audit, 1)));
+    return ok_status();
+  });
+  release_audit();
+  if (!st.ok()) return st.error();
+  return value;
+}
+
+Status ExtendStream::retire(uint32_t session) {
+  uint8_t type = static_cast<uint8_t>(session >> 24);
+  if (type != ht::kHmacSession && type != ht::kPolicySession) return ok_status();  // password: nothing to retire
+  const uint32_t slot = HandleLedger::slot(session);
+  for (int flushes = 1;; ++flushes) {
+    bool listed = false;
+    TPMSEC_RETURN_IF_ERROR(with_audit([&](const Auth& audit) -> Status {
+      // The audit session itself may have been given the freed handle: then
+      // the old session is gone (this one verified, so its handle is its own).
+      bool reused = HandleLedger::slot(audit.session->handle()) == slot;
+      listed = false;
+      for (uint32_t first : {ht::kFirstLoadedSession, kFirstSavedSession}) {
+        TPMSEC_ASSIGN_OR_RETURN(auto handles, tpm_->list_handles(first, std::span<const Auth>(&audit, 1)));
+        for (uint32_t h : handles) listed = listed || (HandleLedger::slot(h) == slot && !reused);
+      }
+      return ok_status();
+    }));
+    if (!listed) return ok_status();
+    if (flushes == kMaxFlushes) break;
+    // Its FlushContext did not take. The ledger let go of it then; the
+    // authenticated listing says it is still there and it was ours.
+    ++stats_.reflushes;
+    (void)tpm_->run(cmd::FlushContext{session});
+  }
+  return integrity_error(fmt::format(
+      "session 0x{:08x} is still in the TPM after {} FlushContext: an interposer may be holding back a command "
+      "for it, so the extend is not retried; a PCR read shows whether it landed",
+      session, kMaxFlushes));
 }
 
 Status ExtendStream::handle_reset(const Error& error) {
@@ -75,39 +125,59 @@ Result<bool> ExtendStream::landed(ByteView digest) {
                                      options_.pcr, to_hex(actual), to_hex(expected_), to_hex(digest)));
 }
 
-Status ExtendStream::extend_once(ByteView digest) {
+Status ExtendStream::extend_once(ByteView digest, uint32_t* session_handle) {
+  *session_handle = 0;
   TPMSEC_ASSIGN_OR_RETURN(Session* session, lifecycle_->acquire());
+  *session_handle = session->handle();
   Status st = pcr_extend(*tpm_, options_.bank, options_.pcr, digest, Auth{session, {}});
   if (st.ok()) return lifecycle_->release();
-  lifecycle_->invalidate();
+  lifecycle_->invalidate();  // flushes the session
   return st;
+}
+
+Result<ExtendStream::Recovery> ExtendStream::recover(const Error& e, uint32_t session, ByteView digest) {
+  // First make sure nothing sent in the attempt can run later (strategy.h).
+  Status retired = retire(session);
+  if (!retired.ok()) {
+    if (retired.error().kind() == ErrorKind::kIntegrity) return retired.error();
+    return e;  // the TPM is unreachable: report the original failure
+  }
+  if (e.kind() == ErrorKind::kIntegrity) {
+    // A changed null key (TPM Reset) is accepted only with allow_reset;
+    // a response that failed authentication never is.
+    if (!options_.allow_reset || e.message().find("null key name changed") == std::string::npos) return e;
+    TPMSEC_RETURN_IF_ERROR(handle_reset(e));
+    return Recovery::kReset;
+  }
+  // The outcome is unknown: the error code may be forged and the TPM may
+  // have executed the extend. Learn from the PCR before trying again.
+  auto did_land = landed(digest);
+  if (!did_land.ok()) {
+    if (did_land.error().kind() == ErrorKind::kIntegrity) return did_land.error();
+    return e;  // the TPM is unreachable: report the original failure
+  }
+  return *did_land ? Recovery::kLanded : Recovery::kRetry;
 }
 
 Status ExtendStream::extend(ByteView digest) {
   TPMSEC_RETURN_IF_ERROR(check_digest_length(options_.bank, digest));
   if (mismatch_) return integrity_error("the stream already failed a checkpoint");
   for (int round = 0;; ++round) {
-    Status st = extend_once(digest);
+    uint32_t session = 0;
+    Status st = extend_once(digest, &session);
     if (st.ok()) break;
     const Error& e = st.error();
     if (kind_ == StrategyKind::kPlain || e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kUnsupported) {
       return st;
     }
-    if (e.kind() == ErrorKind::kIntegrity) {
-      // A changed null key (TPM Reset) is accepted only with allow_reset;
-      // a response that failed authentication never is.
-      if (!options_.allow_reset || e.message().find("null key name changed") == std::string::npos) return st;
-      TPMSEC_RETURN_IF_ERROR(handle_reset(e));
-      continue;
-    }
-    // The outcome is unknown: the error code may be forged and the TPM may
-    // have executed the extend. Learn from the PCR before trying again.
-    auto did_land = landed(digest);
-    if (!did_land.ok()) {
-      if (did_land.error().kind() == ErrorKind::kIntegrity) return did_land.error();
-      return st;  // the TPM is unreachable: report the original failure
-    }
-    if (*did_land) {
+    // One audit session serves all of this failure's checks.
+    hold_audit_ = true;
+    auto recovery = recover(e, session, digest);
+    hold_audit_ = false;
+    release_audit();
+    if (!recovery.ok()) return recovery.error();
+    if (*recovery == Recovery::kReset) continue;
+    if (*recovery == Recovery::kLanded) {
       ++stats_.already_landed;
       break;
     }

@@ -33,14 +33,17 @@ class SavedContextLifecycle final : public SessionLifecycle {
   explicit SavedContextLifecycle(SessionFactory& factory) : factory_(factory) {}
   Result<Session*> acquire() override {
     if (session_ && saved_) {
+      saved_ = false;
       Status st = session_->load(factory_.tpm(), context_);
       if (!st.ok()) {
-        // The saved context no longer loads (reset, resume, eviction): rebuild.
-        session_->abandon();
+        // The context did not load (a reset, an eviction), or the answer was
+        // lost or forged and the TPM may have loaded it after all: either way
+        // the session is still ours, saved or loaded, and FlushContext ends
+        // both. Flush it, then rebuild.
+        (void)session_->flush();
         session_.reset();
         if (st.error().kind() != ErrorKind::kTpm) return st.error();
       }
-      saved_ = false;
     }
     if (!session_) {
       TPMSEC_ASSIGN_OR_RETURN(session_, factory_.start(attr::kContinueSession));

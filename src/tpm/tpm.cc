@@ -11,6 +11,13 @@ namespace {
 constexpr size_t kHeaderSize = 10;
 constexpr int kMaxRetries = 8;
 
+// TPM_CAP_HANDLES ranges the ledger lists: transient objects, loaded
+// sessions (TPM_HT_LOADED_SESSION) and saved sessions (TPM_HT_SAVED_SESSION,
+// the same 0x03 as policy sessions), Part 2 §7.2 and Part 3 §30.2.
+constexpr uint32_t kListedRanges[] = {ht::kFirstTransient, ht::kFirstLoadedSession, 0x03000000};
+constexpr uint32_t kHandlesPerPage = 128;
+constexpr int kMaxHandlePages = 8;
+
 // Offset and length of the data bytes of a TPM2B at the start of `params`.
 Result<MutableByteView> first_parameter_data(MutableByteView params, std::string_view what) {
   if (params.size() < 2) return parse_error(fmt::format("{}: no first parameter to encrypt", what));
@@ -28,13 +35,94 @@ Error tpm_error(uint32_t code, std::string_view command) {
   return Error(ErrorKind::kTpm, fmt::format("TPM error {} from {}", describe_rc(code), command), code);
 }
 
-void Tpm::flush_created(const std::vector<uint32_t>& handles) {
-  for (uint32_t h : handles) {
-    uint8_t type = static_cast<uint8_t>(h >> 24);
-    if (type == ht::kTransient || type == ht::kHmacSession || type == ht::kPolicySession) {
-      (void)run(cmd::FlushContext{h});
+namespace {
+// TPM_RC_HANDLE / TPM_RC_VALUE from FlushContext: the TPM does not have it.
+bool handle_gone(const Error& e) {
+  uint32_t base = rc_base(e.tpm_rc());
+  return e.kind() == ErrorKind::kTpm && (base == rc::kHandle || base == rc::kValue);
+}
+}  // namespace
+
+Status Tpm::flush(uint32_t handle) {
+  if (!ledger_.owns(handle)) return ok_status();
+  ledger_.forget(handle);
+  auto r = run(cmd::FlushContext{handle});
+  if (r.ok()) return ok_status();
+  // Not clearly flushed: if it is still there it is a stray now.
+  ledger_.need_sweep();
+  (void)sweep();
+  if (handle_gone(r.error())) return ok_status();
+  return r.error();
+}
+
+Result<std::vector<uint32_t>> Tpm::list_handles(uint32_t first, std::span<const Auth> auths) {
+  std::vector<uint32_t> out;
+  uint32_t property = first;
+  for (int page = 0; page < kMaxHandlePages; ++page) {
+    TPMSEC_ASSIGN_OR_RETURN(auto rsp, run(cmd::GetCapability{cap::kHandles, property, kHandlesPerPage}, auths));
+    if (rsp.capability_data.capability != cap::kHandles) {
+      return parse_error(fmt::format("GetCapability(TPM_CAP_HANDLES) answered capability 0x{:x}",
+                                     rsp.capability_data.capability));
+    }
+    const auto& handles = rsp.capability_data.handles;
+    for (uint32_t h : handles) {
+      if (HandleLedger::tracked(h)) out.push_back(h);
+    }
+    if (!rsp.more_data || handles.empty()) return out;
+    // The next page starts after the last slot listed (loaded sessions are
+    // listed as 0x02… or 0x03… by type, in slot order).
+    uint32_t next = (first & 0xFF000000) | ((handles.back() & 0x00FFFFFF) + 1);
+    if (next <= property) return out;
+    property = next;
+  }
+  return out;
+}
+
+Status Tpm::sweep() {
+  if (!ledger_.sweep_pending()) return ok_status();
+  if (transport_->private_handles()) {
+    // The kernel flushes this client's handles when it closes; session
+    // handles there are not ours alone, so nothing listed is known to be ours.
+    ledger_.swept();
+    return ok_status();
+  }
+  Status result = ok_status();
+  for (uint32_t first : kListedRanges) {
+    auto listed = list_handles(first);
+    if (!listed.ok()) return listed.error();
+    for (uint32_t h : ledger_.strays(*listed)) {
+      auto r = run(cmd::FlushContext{h});
+      if (!r.ok() && !handle_gone(r.error())) result = r.error();
     }
   }
+  if (result.ok()) ledger_.swept();
+  return result;
+}
+
+Status Tpm::before_creating() {
+  // A stray from an earlier failure goes first: nothing new can be confused with it.
+  if (ledger_.sweep_pending()) (void)sweep();
+  if (ledger_.has_baseline()) return ok_status();
+  std::vector<uint32_t> present;
+  if (!transport_->in_process() && !transport_->private_handles()) {
+    for (uint32_t first : kListedRanges) {
+      auto listed = list_handles(first);
+      if (!listed.ok()) return listed.error().with_context("listing the TPM's handles before creating one");
+      present.insert(present.end(), listed->begin(), listed->end());
+    }
+  }
+  ledger_.set_baseline(present);
+  return ok_status();
+}
+
+Error Tpm::after_failure(const CommandInfo& info, Error error) {
+  // kUsage: refused before anything was sent. Otherwise the TPM may have
+  // created a handle that nobody received.
+  if (info.creates_handle && error.kind() != ErrorKind::kUsage) {
+    ledger_.need_sweep();
+    (void)sweep();
+  }
+  return error;
 }
 
 Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,

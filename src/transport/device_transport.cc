@@ -2,10 +2,13 @@
 // command and returns the whole response from one read().
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -19,9 +22,22 @@ namespace {
 constexpr size_t kMaxResponse = 64 * 1024;
 constexpr int kTimeoutMs = 120'000;
 
+// Whether `fd` is one of the kernel's resource-managed TPM devices: its
+// character device belongs to the "tpmrm" class (/sys/dev/char/MAJ:MIN/subsystem),
+// whatever the path it was opened by is called.
+bool is_tpmrm(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) return false;
+  std::error_code ec;
+  auto subsystem = std::filesystem::read_symlink(
+      fmt::format("/sys/dev/char/{}:{}/subsystem", major(st.st_rdev), minor(st.st_rdev)), ec);
+  return !ec && subsystem.filename() == "tpmrm";
+}
+
 class DeviceTransport final : public Transport {
  public:
-  DeviceTransport(io::Fd fd, std::string label) : fd_(std::move(fd)), label_(std::move(label)) {}
+  DeviceTransport(io::Fd fd, std::string label)
+      : fd_(std::move(fd)), label_(std::move(label)), private_handles_(is_tpmrm(fd_.get())) {}
 
   Result<Bytes> transmit(ByteView command) override {
     ssize_t n;
@@ -49,10 +65,12 @@ class DeviceTransport final : public Transport {
   }
 
   std::string describe() const override { return "device:" + label_; }
+  bool private_handles() const override { return private_handles_; }
 
  private:
   io::Fd fd_;
   std::string label_;
+  bool private_handles_;
 };
 
 }  // namespace

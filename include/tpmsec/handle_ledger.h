@@ -1,0 +1,98 @@
+// Which TPM handles a Tpm may flush: the bookkeeping of Tpm's handle ledger
+// (the commands it sends for it are in tpm.h).
+//
+// Response handles are not covered by any HMAC (Part 1 §18.9), so a handle
+// named by a response proves nothing. tpmsec flushes only what it created:
+//   owned    handles a parsed response of a creating command (CommandInfo::
+//            creates_handle) named, accepted by adopt(), and not flushed or
+//            forgotten since;
+//   foreign  the baseline: the transient objects and sessions present in the
+//            TPM before this Tpm's first creating command. Never adopted,
+//            never flushed.
+// A response naming an owned or foreign handle, or one of the wrong type, is
+// refused (kIntegrity) and the handle is neither adopted nor flushed.
+//
+// When a creating command's outcome is unknown (lost, unparseable,
+// unauthenticated, or an error code that may be forged after the TPM ran it),
+// or a flush of an owned handle did not clearly succeed, a sweep is pending:
+// the handles the TPM lists that are neither owned nor foreign are strays
+// and are flushed. This assumes the TPM's handles are shared with nobody who
+// creates new ones while this Tpm lives (true for the embedded TPM, for
+// swtpm, which serves one connection at a time, and for /dev/tpm0, which
+// admits one opener; the kernel's own commands run under the chip lock and it
+// keeps no session of its own while /dev/tpm0 is open: Linux commit
+// df745e25098d, "tpm: Lazily flush the auth session"). One Tpm per TPM
+// connection: handles another Tpm object creates on the same connection
+// after this one's baseline look like strays to it. /dev/tpmrm* is
+// different: transient handles are virtualized per client and the kernel
+// flushes a client's handles when it closes, but session handles are global
+// there (linux drivers/char/tpm/tpm2-space.c maps only transient handles), so
+// no baseline is taken and nothing is swept (Transport::private_handles()).
+//
+// What the ledger does not do: a response handle the TPM did not create but
+// that is neither owned nor foreign (an unused number) is adopted; it turns
+// out when the handle is used or flushed (TPM_RC_HANDLE: the flush then
+// sweeps, finding the real one). The baseline and the listings of a sweep
+// are not authenticated either: a forged listing can only make tpmsec flush
+// handles outside baseline and owned (nobody's, by the assumption above),
+// or make it leave some behind. An interposer can always cause leaks by
+// dropping commands (a FlushContext answered with a forged success without
+// reaching the TPM leaves its handle behind unnoticed, until a later sweep
+// finds it), and can flush anything itself; what it cannot do is make tpmsec
+// flush its own live handles or a handle it knows is someone else's.
+// Tested in tests/handle_ledger_test.cc and tests/leak_test.cc.
+#ifndef TPMSEC_HANDLE_LEDGER_H_
+#define TPMSEC_HANDLE_LEDGER_H_
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tpmsec/command.h"
+#include "tpmsec/result.h"
+
+namespace tpmsec {
+
+class HandleLedger {
+ public:
+  // Transient objects and sessions: the only handles the ledger tracks, and
+  // the only ones a sweep ever flushes.
+  static bool tracked(uint32_t handle);
+  // A session is one slot whatever its handle says: the TPM lists a policy
+  // session as 0x03…, a saved one as 0x02…, and flushes it under either.
+  static uint32_t slot(uint32_t handle);
+
+  bool owns(uint32_t handle) const { return owned_.count(slot(handle)) != 0; }
+  bool foreign(uint32_t handle) const { return foreign_.count(slot(handle)) != 0; }
+  size_t owned_count() const { return owned_.size(); }
+
+  bool has_baseline() const { return has_baseline_; }
+  // The handles present before the first creating command (empty where none
+  // is needed: in-process or private-handle transports).
+  void set_baseline(std::span<const uint32_t> present);
+
+  // Checks the response handle of `command` against `expected` and owns it.
+  // A session's ContextLoad that names its own handle changes nothing.
+  Status adopt(std::string_view command, const CreatedHandle& expected, uint32_t handle);
+  // No longer owned: flushed, or ended by the TPM (an authenticated response).
+  void forget(uint32_t handle) { owned_.erase(slot(handle)); }
+
+  // Of `listed`, the tracked handles neither owned nor foreign.
+  std::vector<uint32_t> strays(std::span<const uint32_t> listed) const;
+
+  bool sweep_pending() const { return sweep_pending_; }
+  void need_sweep() { sweep_pending_ = true; }
+  void swept() { sweep_pending_ = false; }
+
+ private:
+  std::set<uint32_t> owned_;
+  std::set<uint32_t> foreign_;
+  bool has_baseline_ = false;
+  bool sweep_pending_ = false;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_HANDLE_LEDGER_H_

@@ -1,0 +1,70 @@
+#include "tpmsec/handle_ledger.h"
+
+#include <fmt/format.h>
+
+#include "tpmsec/constants.h"
+
+namespace tpmsec {
+namespace {
+
+bool is_session(uint32_t handle) {
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  return type == ht::kHmacSession || type == ht::kPolicySession;
+}
+
+std::string_view type_name(uint8_t type) {
+  switch (type) {
+    case ht::kTransient: return "transient object";
+    case ht::kHmacSession: return "HMAC session";
+    case ht::kPolicySession: return "policy session";
+    default: return "tracked";
+  }
+}
+
+}  // namespace
+
+bool HandleLedger::tracked(uint32_t handle) { return (handle >> 24) == ht::kTransient || is_session(handle); }
+
+uint32_t HandleLedger::slot(uint32_t handle) {
+  return is_session(handle) ? ht::kFirstHmacSession | (handle & 0x00FFFFFF) : handle;
+}
+
+void HandleLedger::set_baseline(std::span<const uint32_t> present) {
+  foreign_.clear();
+  for (uint32_t h : present) {
+    if (tracked(h)) foreign_.insert(slot(h));
+  }
+  has_baseline_ = true;
+}
+
+Status HandleLedger::adopt(std::string_view command, const CreatedHandle& expected, uint32_t handle) {
+  if (expected.reloads) {
+    // Nothing new exists: the session is still the one this Tpm owns (or
+    // does not), whatever the response says.
+    if (handle != expected.reloads) {
+      return integrity_error(fmt::format("{} returned 0x{:08x} for session 0x{:08x}", command, handle, expected.reloads));
+    }
+    return ok_status();
+  }
+  if ((handle >> 24) != expected.type) {
+    return integrity_error(fmt::format("{} response names 0x{:08x}, not a {} handle", command, handle,
+                                       type_name(expected.type)));
+  }
+  if (owns(handle) || foreign(handle)) {
+    return integrity_error(fmt::format("{} response names handle 0x{:08x} already in use", command, handle));
+  }
+  owned_.insert(slot(handle));
+  return ok_status();
+}
+
+std::vector<uint32_t> HandleLedger::strays(std::span<const uint32_t> listed) const {
+  std::vector<uint32_t> out;
+  std::set<uint32_t> seen;
+  for (uint32_t h : listed) {
+    if (!tracked(h) || owns(h) || foreign(h) || !seen.insert(slot(h)).second) continue;
+    out.push_back(h);
+  }
+  return out;
+}
+
+}  // namespace tpmsec
