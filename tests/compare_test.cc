@@ -217,8 +217,13 @@ TEST_F(CompareTest, ImportBecomesAProfileThatEmulates) {
   nlohmann::json j = nlohmann::json::parse(slurp(path("seed-bench.json")));
   for (const auto& s : j["strategies"]) {
     // PCR_Extend 6.36 ms; per-command: 36.98 + 84.75 + 3.20 + 24.36 = 149.3 ms of TPM time.
+    // Compared on the TPM's share (the breakdown's commands): per_extend_ms
+    // also holds the host's real work, which depends on the machine's load.
     double expected = s["name"] == "plain" ? 6.36 : 149.27;
-    EXPECT_NEAR(s["per_extend_ms"]["median"].get<double>(), expected, expected * 0.1) << s["name"];
+    double tpm_ms = 0;
+    for (const auto& c : s["breakdown"]) tpm_ms += c["ms"].get<double>();
+    EXPECT_NEAR(tpm_ms, expected, expected * 0.1) << s["name"];
+    EXPECT_GE(s["per_extend_ms"]["max"].get<double>(), tpm_ms * 0.999) << s["name"];
   }
 }
 
