@@ -194,7 +194,7 @@ struct PolicyDecision {
   std::optional<StrategyKind> lifted_extend;  // what the rule chose for extends
   std::optional<StrategyKind> lifted_other;   // ... for other commands
   std::string floor_reason;     // why the rule may not lower protection here
-  std::string fallback_reason;  // how the prevention strategy was chosen
+  std::string fallback_reason;  // how the prevention strategy was chosen ("the rule's fallback")
   // The floor applied only because the identity was read without
   // authentication: reading it through an audited session may lift it.
   bool needs_audited_identity = false;

@@ -136,9 +136,9 @@ void register_show(CLI::App* policy, Action* action) {
       fmt::print("{:<12}PCR extends: {} ({}); other protected commands: {}\n", "decision", strategy_name(d.extend),
                  strategy_protection(d.extend), strategy_name(d.other));
       if (d.lifted_extend || d.lifted_other) {
-        fmt::print("{:<12}the rule chose {} for extends and {} for other commands, but {}; kept {}\n", "floor",
+        fmt::print("{:<12}the rule chose {} for extends and {} for other commands, but {}; kept {} ({})\n", "floor",
                    strategy_name(d.lifted_extend.value_or(d.extend)), strategy_name(d.lifted_other.value_or(d.other)),
-                   d.floor_reason, d.fallback_reason);
+                   d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
       }
       fmt::print("{:<12}{}\n", "reason", d.rule->reason);
       fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);

@@ -2,7 +2,8 @@
 // decisions that rest on it (policy.h: read_audited_identity, decide_on_tpm).
 //
 // A plain GetCapability answer is whatever the bus delivers. In an audit
-// session (Part 1 §19.6.13, Part 3 §30.2) the TPM's response HMAC covers
+// session (TPM 2.0 Library Part 1, HMAC computation and session audit; Part 3
+// §30.2 for GetCapability) the TPM's response HMAC covers
 // rpHash = H(responseCode || commandCode || the capability data), keyed by a
 // session key derived from a salt only the trusted salt key's owner can
 // decrypt, and fresh nonces: an interposer can neither forge the answer nor

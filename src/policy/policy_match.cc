@@ -61,7 +61,7 @@ std::string mismatch(const PolicyRule& rule, const TpmFacts& facts) {
 // The prevention strategy kept when the floor overrules `rule`.
 StrategyKind fallback_for(const PolicyRule& rule, const TpmFacts& facts, std::string* why) {
   if (rule.fallback) {
-    *why = fmt::format("the rule's fallback, {}", strategy_name(*rule.fallback));
+    *why = "the rule's fallback";
     return *rule.fallback;
   }
   static const std::pair<const char*, StrategyKind> kFigures[] = {
@@ -80,7 +80,7 @@ StrategyKind fallback_for(const PolicyRule& rule, const TpmFacts& facts, std::st
     }
   }
   if (!best) {
-    *why = "resident, the default prevention strategy (no figures for this TPM)";
+    *why = "the default prevention strategy; no figures for this TPM";
     return StrategyKind::kResident;
   }
   *why = fmt::format("the cheapest prevention strategy by the figures of {}: {} {:.2f} ms per extend",
