@@ -141,8 +141,22 @@ TEST(ReplayIma, PolicyChoosesWithoutStrategy) {
   auto r = run_tpmsec({"replay", "--ima", path, "--emulate", "slb9670", "-v"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("rule 'slb9670'"), std::string::npos) << r.err;
-  EXPECT_NE(r.out.find("strategy     checkpoint"), std::string::npos) << r.out;
+  // The shipped policy never goes below prevention (docs/policy.md).
+  EXPECT_NE(r.out.find("strategy     resident (prevention), chosen by the policy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(virtual clock)"), std::string::npos);
+  EXPECT_EQ(r.err.find("tpmsec: strategy "), std::string::npos) << r.err;
+
+  // An operator's policy choosing checkpoint for the (emulated, so authentic) IFX identity: named on stderr.
+  std::string mine = temp_path("policy-ifx.toml");
+  write(mine, std::string("schema = \"tpmsec-policy/1\"\n[[rule]]\nname = \"ifx\"\nmanufacturer = \"IFX\"\n"
+                          "extend = \"checkpoint\"\nreason = \"over budget\"\n[[rule]]\nname = \"default\"\n"
+                          "extend = \"resident\"\nreason = \"protect\"\n"));
+  r = run_tpmsec({"replay", "--ima", path, "--emulate", "slb9670", "--policy", mine});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("strategy     checkpoint (detection)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find(fmt::format("tpmsec: strategy checkpoint (policy {} rule 'ifx'): detects, does not prevent", mine)),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(ReplayIma, BadArguments) {

@@ -37,29 +37,47 @@ Result<StrategyCosts> costs_from_bench_json(const nlohmann::json& bench, const s
 std::map<std::string, double> measured_properties(const StrategyCosts& costs);
 
 // The facts a policy is matched against for an open TPM: its identity (the
-// profile's when emulating) and, when emulating, the profile's figures.
+// profile's when emulating) and, when emulating, the profile's figures, with
+// where each came from: the profile's are kProfile; the TPM's own identity is
+// kNoBus on an in_process() transport and kUnauthenticated on any other (a
+// plain GetCapability; decide_on_tpm authenticates it when a decision needs it).
 TpmFacts facts_of(const MeasuredTpm& tpm);
+
+// The least protection calibrate and derive may choose. Prevention unless
+// the operator asks (--allow-detection, --allow-plain) for a policy of their own.
+enum class ProtectionFloor { kPrevention, kDetection, kNone };
+// "" for kPrevention, "--allow-detection", "--allow-plain".
+std::string_view floor_flag(ProtectionFloor floor);
 
 struct Calibration {
   double budget_ms = 0;
-  StrategyKind extend = StrategyKind::kPlain;  // the most protective strategy that fits
+  ProtectionFloor floor = ProtectionFloor::kPrevention;
+  StrategyKind extend = StrategyKind::kResident;  // the most protective allowed strategy that fits
   StrategyKind other = StrategyKind::kPerCommand;
-  bool fits = false;  // false: nothing fits, `extend` is the cheapest measured
-  // Every measured strategy in order of preference, and whether it fit.
+  bool fits = false;  // false: nothing allowed fits, `extend` is the cheapest allowed
+  // Every measured strategy in order of preference, whether it fit, and
+  // whether the floor allowed it.
   struct Candidate {
     StrategyKind kind;
     double ms;
     bool fits;
+    bool allowed;
   };
   std::vector<Candidate> candidates;
   std::string reason;  // one sentence with the figures
+  // When the floor kept prevention over budget and a lower strategy fits:
+  // "checkpoint would fit at 6.57 ms but only detects (--allow-detection)".
+  std::string floor_note;
 };
 
 // Prevention (the cheapest of resident, saved-context, per-command) over
-// detection (checkpoint) over none (plain): the first whose cost per extend
-// is within `budget_ms`. Other protected commands are rare and always get the
-// cheapest prevention strategy measured.
-Calibration choose_strategy(const StrategyCosts& costs, double budget_ms);
+// detection (checkpoint) over none (plain), never below `floor`: the first
+// whose cost per extend is within `budget_ms`; when none fits, the cheapest
+// allowed. Under the prevention floor that is always the cheapest prevention
+// strategy measured (resident when none was). Other protected commands are
+// rare and always get the cheapest prevention strategy measured.
+Calibration choose_strategy(const StrategyCosts& costs, double budget_ms,
+                            ProtectionFloor floor = ProtectionFloor::kPrevention);
 
 // The budget `policy calibrate` and `policy derive` use unless told: the
 // shipped policy's. 20 ms per extend keeps a 12,313-entry IMA boot (the
@@ -70,12 +88,14 @@ inline constexpr double kDefaultBudgetMs = 20.0;
 // firmware's major version when known), with the decision, reason and source.
 PolicyRule rule_for(const std::string& name, const TpmFacts& facts, const Calibration& c, const std::string& source);
 
-// A policy with a rule per profile, decided by choose_strategy() from the
-// profile's figures and citing them, then rules on measured properties for
-// TPMs no profile names, then a default rule. `command` is cited as how the
-// file was made. The text is validated with parse_policy before it is returned.
+// A policy with a rule per profile, decided by choose_strategy() under
+// `floor` from the profile's figures and citing them, then (below the
+// prevention floor only) rules on measured properties for TPMs no profile
+// names, then a default rule. `command` is cited as how the file was made.
+// The text is validated with parse_policy before it is returned. Under the
+// prevention floor (the shipped policy) no rule chooses plain or checkpoint.
 Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, double budget_ms,
-                                  const std::string& command);
+                                  const std::string& command, ProtectionFloor floor = ProtectionFloor::kPrevention);
 
 // What Linux can do for the same decision: keep CONFIG_TCG_TPM2_HMAC, or boot
 // with tpm.disable_pcr_integrity=1.

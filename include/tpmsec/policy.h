@@ -13,8 +13,19 @@
 //   when = ["extend_hmac_ms > 20"]  # measured properties, all must hold
 //   extend = "checkpoint"
 //   other = "per-command"
+//   fallback = "resident"          # when the floor keeps prevention (below)
+//   trust_timings = true           # may lower protection on timings measured over a bus
 //   reason = "..."
 //   source = "..."
+//
+// The floor: no fact an interposer can choose lowers protection. A decision
+// below prevention (plain, checkpoint) stands only when the policy is one the
+// operator chose (--policy FILE, $TPMSEC_POLICY), every identity fact the
+// rules up to the deciding one tested is authentic (audited, a profile's, or
+// the embedded TPM's), and every timing they tested is a profile's or the
+// deciding rule says trust_timings. Otherwise decide() keeps prevention: the
+// rule's fallback, else the cheapest prevention strategy by the measured
+// figures, else resident. docs/policy.md#what-a-decision-rests-on.
 #ifndef TPMSEC_POLICY_H_
 #define TPMSEC_POLICY_H_
 
@@ -27,6 +38,7 @@
 
 #include "tpmsec/text.h"
 #include "tpmsec/result.h"
+#include "tpmsec/session_factory.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/tpm_info.h"
 
@@ -64,6 +76,20 @@ struct Condition {
   bool operator==(const Condition&) const = default;
 };
 
+// Whether a strategy prevents bus tampering (per-command, saved-context,
+// resident: every extend carries a response HMAC keyed by a salted session).
+// plain prevents nothing; checkpoint only detects.
+bool prevents(StrategyKind kind);
+// What a strategy below prevention gives up, one clause (empty for prevention):
+//   plain       "extends are not protected against a bus interposer"
+//   checkpoint  "detects, does not prevent, a dropped or substituted extend; ..."
+std::string_view strategy_gives_up(StrategyKind kind);
+// The stderr line every command prints when it uses (or recommends) plain or
+// checkpoint, `chosen_by` saying who chose it ("operator's --strategy");
+// empty for a prevention strategy:
+//   "tpmsec: strategy plain (operator's --strategy): extends are not protected ..."
+std::string weak_strategy_notice(StrategyKind kind, std::string_view chosen_by);
+
 struct PolicyRule {
   std::string name;
   size_t line = 0;  // where the rule starts in its file
@@ -74,16 +100,30 @@ struct PolicyRule {
   std::vector<Condition> when;
   StrategyKind extend = StrategyKind::kResident;
   StrategyKind other = StrategyKind::kPerCommand;
+  // Rules choosing plain or checkpoint only: the prevention strategy used
+  // when the floor does not let the rule lower protection.
+  std::optional<StrategyKind> fallback;
+  // Rules choosing plain or checkpoint only: timings measured over a bus
+  // (a bench result, a calibration) may lower protection, although an
+  // interposer that delays responses can inflate them.
+  bool trust_timings = false;
   std::string reason;
   std::string source;
 
   // No identity keys and no conditions: matches every TPM.
   bool matches_everything() const;
+  // Tests manufacturer, vendor (other than "*") or firmware.
+  bool tests_identity() const;
+  // Chooses plain or checkpoint for extends, or plain for other commands.
+  bool lowers_protection() const;
 };
 
 struct Policy {
   std::string origin;  // the file (or "<text>")
   std::vector<PolicyRule> rules;
+  // Chosen by the operator for this machine (--policy FILE or $TPMSEC_POLICY):
+  // only such a policy may lower protection. The shipped default is not.
+  bool operator_chosen = false;
 };
 
 // Parses and validates a policy. Errors name the origin, the line and the
@@ -96,10 +136,28 @@ Result<Policy> load_policy(const std::string& path);
 
 // $TPMSEC_POLICY if set, else TPMSEC_DATA_DIR/policy/default.toml.
 std::string default_policy_path();
+// The shipped policy, TPMSEC_DATA_DIR/policy/default.toml.
+std::string shipped_policy_path();
+
+// The policy a command follows: `path` (--policy) when given, else
+// $TPMSEC_POLICY, else the shipped default. operator_chosen is set for the
+// first two.
+Result<Policy> load_command_policy(const std::string& path);
+
+// Where a fact came from, so whether an interposer on the bus could have chosen it.
+enum class FactOrigin {
+  kUnauthenticated,  // read or timed over a bus with nothing authenticating it
+  kAudited,          // read in an audit session salted to a trusted key, response HMAC checked
+  kProfile,          // a local latency profile (--emulate, policy derive): no bus involved
+  kNoBus,            // the embedded TPM (Transport::in_process()): nothing between tpmsec and it
+};
+bool authentic(FactOrigin origin);
+// "read without authentication", "audited", "from the profile", "embedded TPM, no bus".
+std::string_view fact_origin_text(FactOrigin origin);
 
 // What a policy is matched against: the TPM's identity and, when known,
 // measured properties (from an emulation profile, a bench result or a
-// calibration run).
+// calibration run), each with where it came from.
 struct TpmFacts {
   std::string manufacturer;  // "IFX"
   std::string vendor;        // "SLB9670"
@@ -108,7 +166,13 @@ struct TpmFacts {
   std::string profile;  // when emulated
   std::map<std::string, double> measured;
   std::string measured_source;  // "profile slb9670", "bench result r.json"
+  // Set by whoever reads the facts; decide() trusts nothing else.
+  FactOrigin identity_origin = FactOrigin::kUnauthenticated;
+  FactOrigin measured_origin = FactOrigin::kUnauthenticated;
+  // Why the identity could not be authenticated, when that was tried ("--unsalted: ...").
+  std::string identity_note;
 };
+// The identity in `info`, with identity_origin unauthenticated.
 TpmFacts facts_from_info(const TpmInfo& info);
 
 // Why a rule did or did not match.
@@ -123,11 +187,42 @@ struct PolicyDecision {
   StrategyKind extend = StrategyKind::kResident;
   StrategyKind other = StrategyKind::kPerCommand;
   std::vector<RuleVerdict> verdicts;  // every rule up to and including the match
+  // The facts the decision rests on: "policy FILE (operator's)", "manufacturer,
+  // vendor, firmware (read without authentication)", "extend_hmac_ms (...)".
+  std::vector<std::string> rests_on;
+  // Set when the rule chose below prevention and the floor kept prevention:
+  std::optional<StrategyKind> lifted_extend;  // what the rule chose for extends
+  std::optional<StrategyKind> lifted_other;   // ... for other commands
+  std::string floor_reason;     // why the rule may not lower protection here
+  std::string fallback_reason;  // how the prevention strategy was chosen ("the rule's fallback")
+  // The floor applied only because the identity was read without
+  // authentication: reading it through an audited session may lift it.
+  bool needs_audited_identity = false;
 };
 
-// The first matching rule. A rule testing a property the facts do not have
-// does not match (its verdict says which measurement is missing).
+// The first matching rule, then the floor (top of this file). A rule testing
+// a property the facts do not have does not match (its verdict says which
+// measurement is missing).
 PolicyDecision decide(const Policy& policy, const TpmFacts& facts);
+
+// The identity properties (TPM_PT_MANUFACTURER .. TPM_PT_FIRMWARE_VERSION_2:
+// manufacturer, vendor strings 1-4, vendor TPM type, firmware 1-2) in one
+// GetCapability carrying an audit session from `factory`, whose response HMAC
+// Tpm::execute checks before a byte is parsed. With a salted factory whose
+// salt key is trusted, an interposer can neither forge nor replay the answer.
+Result<TpmInfo> read_audited_identity(SessionFactory& factory);
+
+// decide() for a TPM on a transport: when the decision would lower
+// protection on an identity read without authentication, the identity is
+// read again with read_audited_identity (a factory made from `protection`;
+// `info` chooses its salt) and:
+//   differs from `facts`  integrity error: an interposer rewrote the plain read;
+//   equal                 facts.identity_origin becomes kAudited, decided again;
+//   protection.unsalted   no audited read (an unsalted audit session is
+//                         forgeable): the floor stays, identity_note says why.
+// One audited read at most; none when the decision does not lower protection.
+Result<PolicyDecision> decide_on_tpm(const Policy& policy, TpmFacts& facts, Tpm& tpm,
+                                     const ProtectionConfig& protection, const TpmInfo* info);
 
 // Whether every TPM `later` matches is also matched by `earlier` (so a
 // `later` placed after `earlier` can never match).

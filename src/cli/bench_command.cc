@@ -2,12 +2,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "cli.h"
 #include "progress.h"
 #include "strategy_option.h"
 #include "tpmsec/bench.h"
+#include "tpmsec/policy.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {
@@ -80,6 +82,17 @@ void register_bench(CLI::App& app, Action* action) {
       if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, bench_svg(*result)));
       fmt::print("{}", bench_text(*result));
+      // The recommendation falls to checkpoint only when no prevention strategy was measured.
+      auto was_measured = [&](auto pred) {
+        return std::any_of(result->strategies.begin(), result->strategies.end(),
+                           [&](const StrategyResult& s) { return s.per_extend_ms.n > 0 && pred(s.kind); });
+      };
+      if (!was_measured([](StrategyKind k) { return prevents(k); }) &&
+          was_measured([](StrategyKind k) { return k == StrategyKind::kCheckpoint; })) {
+        fmt::print(stderr, "{}",
+                   weak_strategy_notice(StrategyKind::kCheckpoint, "bench's recommendation: no prevention strategy "
+                                                                   "was measured"));
+      }
       if (result->interrupted) return runtime_error("interrupted: partial results above; PCR reset, handles flushed");
       return ok_status();
     };

@@ -104,11 +104,11 @@ void register_pcr(CLI::App& app, Action* action) {
       }
       if (!choice.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(choice.strategy)));
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
-      TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured));
       StreamOptions options;
       options.pcr = t.index;
       options.bank = t.bank;
       TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.info(), SymDef::aes128_cfb()));
+      TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured, options.protection));
       // The stream reads the PCR through an audit session first, so a failed
       // extend is never retried blindly and checkpoint can verify the result.
       TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(t.open.tpm(), kind, options, &t.open.info()));

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "protection_options.h"
 #include "tpmsec/calibration.h"
 #include "tpmsec/policy.h"
 
@@ -25,18 +26,40 @@ std::string measured_line(const TpmFacts& f) {
   if (f.measured.empty()) return "none (rules with 'when' need --measurements, --emulate or a calibration)";
   std::vector<std::string> parts;
   for (const auto& [k, v] : f.measured) parts.push_back(fmt::format("{} {:.2f}", k, v));
-  return fmt::format("{}\n{:<12}from {}", fmt::join(parts, ", "), "", f.measured_source);
+  return fmt::format("{}\n{:<12}from {} ({})", fmt::join(parts, ", "), "", f.measured_source,
+                     fact_origin_text(f.measured_origin));
 }
 
-std::string policy_origin(const std::string& path) { return path.empty() ? default_policy_path() : path; }
+// The operator's --allow-detection / --allow-plain for calibrate and derive.
+struct FloorFlags {
+  bool allow_detection = false;
+  bool allow_plain = false;
+  void add_to(CLI::App* sub) {
+    sub->add_flag("--allow-detection", allow_detection,
+                  "Allow checkpoint (detects, does not prevent) when prevention is over budget: for a policy file of "
+                  "your own, not the shipped one");
+    sub->add_flag("--allow-plain", allow_plain,
+                  "Allow plain and checkpoint when prevention is over budget (plain protects nothing): for a policy "
+                  "file of your own");
+  }
+  ProtectionFloor floor() const {
+    if (allow_plain) return ProtectionFloor::kNone;
+    return allow_detection ? ProtectionFloor::kDetection : ProtectionFloor::kPrevention;
+  }
+};
 
 void print_costs(const Calibration& c) {
   fmt::print("{:<16}{:<12}{:>12}  {}\n", "strategy", "protection", "ms/extend", "fits");
   for (const auto& cand : c.candidates) {
-    fmt::print("{:<16}{:<12}{:>12.3f}  {}\n", strategy_name(cand.kind), strategy_protection(cand.kind), cand.ms,
-               cand.fits ? "yes" : "no");
+    fmt::print("{:<16}{:<12}{:>12.3f}  {}{}\n", strategy_name(cand.kind), strategy_protection(cand.kind), cand.ms,
+               cand.fits ? "yes" : "no", cand.allowed ? "" : " (below the floor)");
   }
 }
+
+// How a rule below prevention takes effect, for those who paste or check one.
+constexpr std::string_view kWhenLowering =
+    "takes effect only from a policy file you choose (--policy FILE or $TPMSEC_POLICY), on a TPM identity read "
+    "through an audited session salted to a trusted key, and on bus timings only with trust_timings = true";
 
 // Raises flag() after `seconds` of real time, or as soon as `also` is raised (Ctrl-C).
 class Deadline {
@@ -71,32 +94,38 @@ class Deadline {
 void register_show(CLI::App* policy, Action* action) {
   struct Options {
     TpmOption tpm;
+    ProtectionOptions protection;
     std::string policy;
     std::string measurements;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
   o->tpm.add_to(sub);
+  o->protection.add_to(sub);
   sub->add_option("--policy", o->policy, "Policy file (default: $TPMSEC_POLICY or data/policy/default.toml)");
   sub->add_option("--measurements", o->measurements,
                   "A `tpmsec bench --json` result of this TPM, for rules that test measured properties");
   sub->callback([o, action] {
     *action = [o]() -> Status {
-      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(policy_origin(o->policy)));
+      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(o->policy));
       std::optional<StrategyCosts> measured;
       if (!o->measurements.empty()) {
         TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o->measurements));
         TPMSEC_ASSIGN_OR_RETURN(measured, costs_from_bench_json(j, o->measurements));
       }
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
+      TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o->protection.config(open.info(), SymDef::aes128_cfb()));
       TpmFacts facts = facts_of(*open.measured);
       if (measured) {
+        // Timed over whatever bus the bench ran on: an interposer can inflate them.
         facts.measured = measured_properties(*measured);
         facts.measured_source = measured->source;
+        facts.measured_origin = FactOrigin::kUnauthenticated;
       }
-      PolicyDecision d = decide(p, facts);
-      fmt::print("{:<12}{} ({} rules)\n", "policy", p.origin, p.rules.size());
-      fmt::print("{:<12}{}\n", "TPM", identity_line(facts));
+      TPMSEC_ASSIGN_OR_RETURN(PolicyDecision d, decide_on_tpm(p, facts, open.tpm(), protection, &open.info()));
+      fmt::print("{:<12}{} ({} rules; {})\n", "policy", p.origin, p.rules.size(),
+                 p.operator_chosen ? "chosen by the operator" : "the shipped default");
+      fmt::print("{:<12}{} ({})\n", "TPM", identity_line(facts), fact_origin_text(facts.identity_origin));
       fmt::print("{:<12}{}\n", "measured", measured_line(facts));
       fmt::print("rules\n");
       for (const RuleVerdict& v : d.verdicts) {
@@ -106,9 +135,17 @@ void register_show(CLI::App* policy, Action* action) {
       if (!d.rule) return runtime_error("no rule matched (a valid policy ends with a default rule)");
       fmt::print("{:<12}PCR extends: {} ({}); other protected commands: {}\n", "decision", strategy_name(d.extend),
                  strategy_protection(d.extend), strategy_name(d.other));
+      if (d.lifted_extend || d.lifted_other) {
+        fmt::print("{:<12}the rule chose {} for extends and {} for other commands, but {}; kept {} ({})\n", "floor",
+                   strategy_name(d.lifted_extend.value_or(d.extend)), strategy_name(d.lifted_other.value_or(d.other)),
+                   d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
+      }
       fmt::print("{:<12}{}\n", "reason", d.rule->reason);
       fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
+      fmt::print("{:<12}{}\n", "rests on", fmt::join(d.rests_on, "; "));
       fmt::print("{:<12}{}\n", "linux", linux_equivalent(d.extend));
+      fmt::print(stderr, "{}",
+                 weak_strategy_notice(d.extend, fmt::format("policy {} rule '{}'", p.origin, d.rule->name)));
       return ok_status();
     };
   });
@@ -123,6 +160,14 @@ void register_check(CLI::App* policy, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(*file));
       fmt::print("{}: {} rules, valid; the last, '{}', is the default\n", p.origin, p.rules.size(),
                  p.rules.back().name);
+      bool lowering = false;
+      for (const PolicyRule& r : p.rules) {
+        std::string who = fmt::format("rule '{}' (line {})", r.name, r.line);
+        fmt::print(stderr, "{}", weak_strategy_notice(r.extend, who));
+        if (!prevents(r.other)) fmt::print(stderr, "{}", weak_strategy_notice(r.other, who + ", other commands"));
+        lowering |= r.lowers_protection();
+      }
+      if (lowering) fmt::print(stderr, "tpmsec: a rule below prevention {}\n", kWhenLowering);
       return ok_status();
     };
   });
@@ -131,6 +176,7 @@ void register_check(CLI::App* policy, Action* action) {
 void register_calibrate(CLI::App* policy, Action* action) {
   struct Options {
     TpmOption tpm;
+    FloorFlags floor;
     double budget_ms = kDefaultBudgetMs;
     double max_seconds = 30;
     int iterations = 12;
@@ -139,8 +185,10 @@ void register_calibrate(CLI::App* policy, Action* action) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = policy->add_subcommand(
       "calibrate",
-      "Measure each strategy briefly and pick the most protective one whose cost per extend fits the budget");
+      "Measure each strategy briefly and pick the most protective one whose cost per extend fits the budget (never "
+      "below prevention unless --allow-detection or --allow-plain)");
   o->tpm.add_to(sub);
+  o->floor.add_to(sub);
   sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms (steady state)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -178,7 +226,7 @@ void register_calibrate(CLI::App* policy, Action* action) {
                                        result->date);
       StrategyCosts costs = costs_from_bench(*result, source);
       if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
-      Calibration c = choose_strategy(costs, o->budget_ms);
+      Calibration c = choose_strategy(costs, o->budget_ms, o->floor.floor());
       TpmFacts facts = facts_of(*tpm);
       fmt::print("TPM         {}\n", identity_line(facts));
       fmt::print("measured    {} extends per strategy in {:.2f} s of real time{}{}\n", o->iterations, seconds,
@@ -190,10 +238,17 @@ void register_calibrate(CLI::App* policy, Action* action) {
       fmt::print("\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
                  strategy_protection(c.extend), strategy_name(c.other));
       fmt::print("why         {}\n", c.reason);
+      if (!prevents(c.extend)) fmt::print("gives up    {}\n", strategy_gives_up(c.extend));
       fmt::print("linux       {}\n\n", linux_equivalent(c.extend));
       std::string name = facts.vendor.empty() ? facts.manufacturer : facts.manufacturer + "-" + facts.vendor;
-      fmt::print("# Policy rule (paste above the default rule of your policy file):\n{}",
-                 to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
+      fmt::print("# Policy rule (paste above the default rule of your policy file):\n");
+      if (!prevents(c.extend)) {
+        fmt::print("# BELOW PREVENTION: {}: {}.\n# It {}.\n", strategy_name(c.extend), strategy_gives_up(c.extend),
+                   kWhenLowering);
+        fmt::print(stderr, "{}",
+                   weak_strategy_notice(c.extend, fmt::format("calibrate {}", floor_flag(o->floor.floor()))));
+      }
+      fmt::print("{}", to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
       return ok_status();
     };
   });
@@ -203,6 +258,7 @@ void register_derive(CLI::App* policy, Action* action) {
   struct Options {
     std::string profiles = "all";
     double budget_ms = kDefaultBudgetMs;
+    FloorFlags floor;
     std::string output;
   };
   auto o = std::make_shared<Options>();
@@ -213,12 +269,21 @@ void register_derive(CLI::App* policy, Action* action) {
   sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  o->floor.add_to(sub);
   sub->add_option("-o,--output", o->output, "Write the policy here (default: standard output)");
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(std::vector<LatencyProfile> profiles, load_profiles(o->profiles));
-      std::string command = fmt::format("tpmsec policy derive --budget-ms {} --profiles {}", o->budget_ms, o->profiles);
-      TPMSEC_ASSIGN_OR_RETURN(std::string text, derive_policy(profiles, o->budget_ms, command));
+      ProtectionFloor floor = o->floor.floor();
+      std::string command = fmt::format("tpmsec policy derive --budget-ms {} --profiles {}{}", o->budget_ms,
+                                        o->profiles, floor == ProtectionFloor::kPrevention ? "" : " ");
+      command += floor_flag(floor);
+      TPMSEC_ASSIGN_OR_RETURN(std::string text, derive_policy(profiles, o->budget_ms, command, floor));
+      if (floor != ProtectionFloor::kPrevention) {
+        fmt::print(stderr, "tpmsec: this policy may choose below prevention: use it as a policy file of your own; a "
+                           "rule below prevention {}\n",
+                   kWhenLowering);
+      }
       if (o->output.empty()) {
         fmt::print("{}", text);
         return ok_status();

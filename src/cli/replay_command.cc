@@ -80,14 +80,14 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
     if (o.skip_bad) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm));
   ReplayOptions ro;
+  TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, ro.protection));
   ro.strategy = kind;
   ro.pcr = o.pcr;
   ro.bank = bank;
   ro.checkpoint_every = o.checkpoint_every;
   ro.reset_first = pcr_resettable(o.pcr);
-  TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
   ProgressBar bar;
   ro.progress = [&bar](size_t done, size_t total) { bar.update(done, total, "extending"); };
   StopOnInterrupt interrupt;
@@ -147,7 +147,8 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     by_pcr[e.pcr].push_back(*d);
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm));
+  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection));
   fmt::print("{:<13}{}: TCG crypto-agile event log, {} events, banks {}\n", "log", o.eventlog, log->events.size(),
              fmt::join([&] {
                std::vector<std::string> names;
@@ -169,7 +170,7 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     ro.bank = bank;
     ro.checkpoint_every = o.checkpoint_every;
     ro.stop = interrupt.flag();
-    TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+    ro.protection = protection;
     TPMSEC_ASSIGN_OR_RETURN(ReplayRun run, replay_digests(*tpm, digests, ro));
     if (run.interrupted) return runtime_error("interrupted");
     // The log's value; PCR 0 after a StartupLocality event starts from the

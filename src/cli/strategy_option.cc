@@ -20,20 +20,29 @@ void StrategyOption::add_to(CLI::App* sub) {
   sub->add_flag("-v,--verbose", verbose, "Say on stderr which policy rule chose the strategy, and why");
 }
 
-Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm) const {
+Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection) const {
   if (!strategy.empty()) {
     auto kind = parse_strategy(strategy);
     if (!kind.ok()) return usage_error(kind.error().message());
+    fmt::print(stderr, "{}", weak_strategy_notice(*kind, "operator's --strategy"));
     return *kind;
   }
-  TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(policy.empty() ? default_policy_path() : policy));
+  TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(policy));
   TpmFacts facts = facts_of(tpm);
-  PolicyDecision d = decide(p, facts);
+  TPMSEC_ASSIGN_OR_RETURN(PolicyDecision d, decide_on_tpm(p, facts, *tpm.tpm, protection, &tpm.info));
   if (!d.rule) return usage_error(fmt::format("{}: no rule matches this TPM", p.origin));
   if (verbose) {
     fmt::print(stderr, "tpmsec: policy {} rule '{}' (line {}): {} for extends — {}\n", p.origin, d.rule->name,
-             d.rule->line, strategy_name(d.extend), d.rule->reason);
+               d.rule->line, strategy_name(d.lifted_extend.value_or(d.extend)), d.rule->reason);
+    fmt::print(stderr, "tpmsec: the decision rests on: {}\n", fmt::join(d.rests_on, "; "));
   }
+  if (d.lifted_extend) {
+    fmt::print(stderr, "tpmsec: policy {} rule '{}' chose {} for extends, but {}: using {} ({})\n", p.origin,
+               d.rule->name, strategy_name(*d.lifted_extend), d.floor_reason, strategy_name(d.extend),
+               d.fallback_reason);
+  }
+  fmt::print(stderr, "{}",
+             weak_strategy_notice(d.extend, fmt::format("policy {} rule '{}'", p.origin, d.rule->name)));
   return d.extend;
 }
 

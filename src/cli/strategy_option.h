@@ -1,5 +1,6 @@
 // --strategy and --policy: how a command that extends PCRs picks its session
-// strategy. An explicit --strategy wins; otherwise the policy decides.
+// strategy. An explicit --strategy wins; otherwise the policy decides, under
+// the floor (policy.h): nothing an interposer can choose lowers protection.
 #ifndef TPMSEC_SRC_CLI_STRATEGY_OPTION_H_
 #define TPMSEC_SRC_CLI_STRATEGY_OPTION_H_
 
@@ -9,19 +10,23 @@
 #include <vector>
 
 #include "tpmsec/measured_tpm.h"
+#include "tpmsec/session_factory.h"
 #include "tpmsec/strategy.h"
 
 namespace tpmsec::cli {
 
 struct StrategyOption {
   std::string strategy;
-  std::string policy;  // default: default_policy_path()
+  std::string policy;  // default: $TPMSEC_POLICY, else the shipped policy
   bool verbose = false;
 
   void add_to(CLI::App* sub);
-  // The strategy for PCR extends on `tpm`; with --verbose, says on stderr
-  // which policy rule decided, and why.
-  Result<StrategyKind> resolve(const MeasuredTpm& tpm) const;
+  // The strategy for PCR extends on `tpm`. A policy decision that would lower
+  // protection on the TPM's identity reads it again through an audited
+  // session from `protection` (decide_on_tpm). On stderr: plain or checkpoint
+  // named with what it gives up; a rule the floor overruled, and why; with
+  // --verbose, the rule that decided and the facts it rests on.
+  Result<StrategyKind> resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection) const;
 };
 
 // "all" or a comma-separated list of strategy names.

@@ -8,12 +8,17 @@ namespace tpmsec {
 namespace {
 
 // Prevention strategies, then detection, then none.
-bool prevents(StrategyKind k) {
-  return k == StrategyKind::kResident || k == StrategyKind::kSavedContext || k == StrategyKind::kPerCommand;
-}
 int protection_rank(StrategyKind k) {
   if (prevents(k)) return 0;
   return k == StrategyKind::kCheckpoint ? 1 : 2;
+}
+int floor_rank(ProtectionFloor f) {
+  switch (f) {
+    case ProtectionFloor::kPrevention: return 0;
+    case ProtectionFloor::kDetection: return 1;
+    case ProtectionFloor::kNone: return 2;
+  }
+  return 0;
 }
 
 // A strategy's steady-state cost per extend: the median, except checkpoint,
@@ -108,37 +113,54 @@ TpmFacts facts_of(const MeasuredTpm& tpm) {
     f = facts_from_info(tpm.emulated->info);
     f.emulated = true;
     f.profile = tpm.emulated->profile;
+    f.identity_origin = FactOrigin::kProfile;
   } else {
     f = facts_from_info(tpm.info);
+    // read_tpm_info's plain GetCapability: authentic only where no bus carries it.
+    f.identity_origin = tpm.base && tpm.base->in_process() ? FactOrigin::kNoBus : FactOrigin::kUnauthenticated;
   }
   if (tpm.latency_profile) {
     StrategyCosts costs = costs_from_profile(*tpm.latency_profile);
     f.measured = measured_properties(costs);
     f.measured_source = costs.source;
+    f.measured_origin = FactOrigin::kProfile;
   }
   return f;
 }
 
-Calibration choose_strategy(const StrategyCosts& costs, double budget_ms) {
+std::string_view floor_flag(ProtectionFloor floor) {
+  switch (floor) {
+    case ProtectionFloor::kPrevention: return "";
+    case ProtectionFloor::kDetection: return "--allow-detection";
+    case ProtectionFloor::kNone: return "--allow-plain";
+  }
+  return "";
+}
+
+Calibration choose_strategy(const StrategyCosts& costs, double budget_ms, ProtectionFloor floor) {
   Calibration c;
   c.budget_ms = budget_ms;
-  for (const auto& [kind, ms] : costs.per_extend_ms) c.candidates.push_back({kind, ms, ms <= budget_ms});
+  c.floor = floor;
+  for (const auto& [kind, ms] : costs.per_extend_ms) {
+    c.candidates.push_back({kind, ms, ms <= budget_ms, protection_rank(kind) <= floor_rank(floor)});
+  }
   std::stable_sort(c.candidates.begin(), c.candidates.end(), [](const auto& a, const auto& b) {
     if (protection_rank(a.kind) != protection_rank(b.kind)) return protection_rank(a.kind) < protection_rank(b.kind);
     return a.ms < b.ms;
   });
   const Calibration::Candidate* pick = nullptr;
+  const Calibration::Candidate* cheapest = nullptr;  // allowed
+  const Calibration::Candidate* below = nullptr;     // the most protective one the floor refused that fits
   for (const auto& cand : c.candidates) {
-    if (cand.fits) {
-      pick = &cand;
-      break;
+    if (!cand.allowed) {
+      if (cand.fits && !below) below = &cand;
+      continue;
     }
+    if (cand.fits && !pick) pick = &cand;
+    if (!cheapest || cand.ms < cheapest->ms) cheapest = &cand;
   }
   c.fits = pick != nullptr;
-  if (!pick && !c.candidates.empty()) {
-    pick = &*std::min_element(c.candidates.begin(), c.candidates.end(),
-                              [](const auto& a, const auto& b) { return a.ms < b.ms; });
-  }
+  if (!pick) pick = cheapest;
   if (pick) c.extend = pick->kind;
   // Other protected commands: the cheapest prevention strategy.
   for (const auto& cand : c.candidates) {
@@ -151,30 +173,44 @@ Calibration choose_strategy(const StrategyCosts& costs, double budget_ms) {
     auto it = costs.per_extend_ms.find(k);
     return it == costs.per_extend_ms.end() ? -1.0 : it->second;
   };
+  const Calibration::Candidate* best_prevention = nullptr;
+  for (const auto& cand : c.candidates) {
+    if (prevents(cand.kind)) {
+      best_prevention = &cand;
+      break;
+    }
+  }
+  if (!c.fits && below) {
+    bool detects = below->kind == StrategyKind::kCheckpoint;
+    c.floor_note = fmt::format("{} would fit at {:.2f} ms but {} ({})", strategy_name(below->kind), below->ms,
+                               detects ? "only detects" : "protects nothing",
+                               floor_flag(detects ? ProtectionFloor::kDetection : ProtectionFloor::kNone));
+  }
   double chosen = pick ? pick->ms : 0;
   if (!pick) {
-    c.reason = "nothing was measured";
+    c.reason = floor == ProtectionFloor::kPrevention
+                   ? "no prevention strategy was measured: resident, the default"
+                   : "nothing was measured";
+  } else if (!c.fits && floor == ProtectionFloor::kPrevention) {
+    c.reason = fmt::format("prevention costs {:.2f} ms per extend at best ({}), over the {:.1f} ms budget; the "
+                           "prevention floor keeps it",
+                           chosen, strategy_name(c.extend), budget_ms);
   } else if (!c.fits) {
-    c.reason = fmt::format("no strategy fits {:.1f} ms per extend: even {} costs {:.2f} ms; {} is the cheapest",
-                           budget_ms, strategy_name(c.extend), chosen, strategy_name(c.extend));
+    c.reason = fmt::format("no strategy fits {:.1f} ms per extend: even {} costs {:.2f} ms; {} is the cheapest{}",
+                           budget_ms, strategy_name(c.extend), chosen, strategy_name(c.extend),
+                           floor == ProtectionFloor::kDetection ? " at or above detection" : "");
   } else if (prevents(c.extend)) {
     c.reason = fmt::format("{} prevents bus tampering at {:.2f} ms per extend (budget {:.1f} ms; plain {:.2f} ms)",
                            strategy_name(c.extend), chosen, budget_ms, ms_of(StrategyKind::kPlain));
   } else {
-    double cheapest_prevention = -1;
-    for (const auto& cand : c.candidates) {
-      if (prevents(cand.kind)) {
-        cheapest_prevention = cand.ms;
-        break;
-      }
-    }
-    c.reason = cheapest_prevention >= 0
+    c.reason = best_prevention
                    ? fmt::format("prevention costs {:.2f} ms per extend at best, over the {:.1f} ms budget; {} "
                                  "costs {:.2f} ms",
-                                 cheapest_prevention, budget_ms, strategy_name(c.extend), chosen)
+                                 best_prevention->ms, budget_ms, strategy_name(c.extend), chosen)
                    : fmt::format("{} costs {:.2f} ms per extend (budget {:.1f} ms)", strategy_name(c.extend), chosen,
                                  budget_ms);
   }
+  if (!c.floor_note.empty()) c.reason += "; " + c.floor_note;
   return c;
 }
 

@@ -24,11 +24,11 @@ std::string figures(const StrategyCosts& c) {
 }  // namespace
 
 Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, double budget_ms,
-                                  const std::string& command) {
+                                  const std::string& command, ProtectionFloor floor) {
   std::vector<PolicyRule> rules;
   for (const LatencyProfile& p : profiles) {
     StrategyCosts costs = costs_from_profile(p);
-    Calibration c = choose_strategy(costs, budget_ms);
+    Calibration c = choose_strategy(costs, budget_ms, floor);
     TpmFacts facts = facts_from_info(emulated_info(p, TpmInfo{}).info);
     std::string source = fmt::format("profile {} ({}): {}; `tpmsec profiles show {}`", p.id, p.name, figures(costs), p.id);
     rules.push_back(rule_for(p.id, facts, c, source));
@@ -36,15 +36,37 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
   std::stable_sort(rules.begin(), rules.end(),
                    [](const PolicyRule& a, const PolicyRule& b) { return specificity(a) > specificity(b); });
 
+  std::string floor_text;
+  switch (floor) {
+    case ProtectionFloor::kPrevention:
+      floor_text =
+          "# and never below prevention: the identity and timings rules match on are read from\n"
+          "# the TPM without authentication, so this policy never lowers protection on them;\n"
+          "# over budget it keeps the cheapest prevention strategy. For a policy of your own that\n"
+          "# may, derive with --allow-detection or --allow-plain and pass it with --policy FILE\n"
+          "# or $TPMSEC_POLICY (docs/policy.md, \"What a decision rests on\").\n";
+      break;
+    case ProtectionFloor::kDetection:
+      floor_text =
+          "# down to detection (--allow-detection): prevention > detection. Rules choosing\n"
+          "# checkpoint take effect only from a policy file you choose, on an audited identity.\n";
+      break;
+    case ProtectionFloor::kNone:
+      floor_text =
+          "# down to none (--allow-plain): prevention > detection > none. Rules choosing plain\n"
+          "# or checkpoint take effect only from a policy file you choose, on an audited identity.\n";
+      break;
+  }
   std::string out = fmt::format(
       "# tpmsec policy: which session strategy protects PCR extends (and other protected\n"
       "# commands) on which TPM. Rules are tried in order; the first that matches decides.\n"
       "# Format: docs/policy.md. Made by `{}`:\n"
       "# each profile's rule is the most protective strategy whose cost per extend (the\n"
-      "# profile's figures, cited in `source`) fits {:.1f} ms; prevention > detection > none.\n"
-      "# Edit freely; `tpmsec policy check FILE` validates, `tpmsec policy show` explains.\n\n"
+      "# profile's figures, cited in `source`) fits {:.1f} ms,\n"
+      "{}"
+      "# `tpmsec policy check FILE` validates, `tpmsec policy show` explains.\n\n"
       "schema = \"tpmsec-policy/1\"\n",
-      command, budget_ms);
+      command, budget_ms, floor_text);
   std::vector<PolicyRule> kept;
   for (const PolicyRule& r : rules) {
     auto earlier = std::find_if(kept.begin(), kept.end(), [&](const PolicyRule& k) { return covers(k, r); });
@@ -57,7 +79,15 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
     kept.push_back(r);
   }
 
-  // TPMs no profile names: decided by what they measure, when measured.
+  // TPMs no profile names: decided by what they measure, when measured. Only
+  // below the prevention floor: under it every measured rule would say what
+  // the default says. Bus timings can be inflated by an interposer that
+  // delays responses, so these rules lower protection only on a profile's
+  // figures unless the operator adds trust_timings = true.
+  const char* kTimingNote =
+      "# Bus timings (a bench result, a calibration) can be inflated by an interposer that delays\n"
+      "# responses: this rule lowers protection on a profile's figures only, unless you add\n"
+      "# trust_timings = true.\n";
   PolicyRule detect;
   detect.name = "measured-hmac-over-budget";
   detect.when = {{"extend_hmac_ms", Condition::Op::kGreater, budget_ms},
@@ -74,17 +104,26 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
   none.when = {{"checkpoint_ms", Condition::Op::kGreater, budget_ms}};
   none.extend = StrategyKind::kPlain;
   none.reason = fmt::format("even checkpointed extends cost over {:.1f} ms on this TPM", budget_ms);
-  PolicyRule fallback;
-  fallback.name = "default";
-  fallback.extend = StrategyKind::kResident;
-  fallback.other = StrategyKind::kPerCommand;
-  fallback.reason =
+  PolicyRule default_rule;
+  default_rule.name = "default";
+  default_rule.extend = StrategyKind::kResident;
+  default_rule.other = StrategyKind::kPerCommand;
+  default_rule.reason =
       "a TPM without a profile or measurement keeps prevention with one resident session (Linux 6.12's lazy "
       "flush); measure it with `tpmsec policy calibrate` and add a rule";
-  fallback.source = "docs/policy.md";
-  out += "\n" + to_toml(detect) + "\n" + to_toml(none) + "\n" + to_toml(fallback);
+  default_rule.source = "docs/policy.md";
+  if (floor != ProtectionFloor::kPrevention) out += "\n" + std::string(kTimingNote) + to_toml(detect);
+  if (floor == ProtectionFloor::kNone) out += "\n" + std::string(kTimingNote) + to_toml(none);
+  out += "\n" + to_toml(default_rule);
 
-  TPMSEC_RETURN_IF_ERROR(status_of(parse_policy(out, "<derived policy>")));
+  TPMSEC_ASSIGN_OR_RETURN(Policy derived, parse_policy(out, "<derived policy>"));
+  if (floor == ProtectionFloor::kPrevention) {
+    for (const PolicyRule& r : derived.rules) {
+      if (r.lowers_protection()) {
+        return runtime_error(fmt::format("derived rule '{}' chooses below prevention under the floor", r.name));
+      }
+    }
+  }
   return out;
 }
 

@@ -106,19 +106,35 @@ class PolicyReader {
         if (rule.other == StrategyKind::kCheckpoint) {
           return error(line, "'other' cannot be checkpoint: checkpoints verify PCR extends only");
         }
+      } else if (k == "fallback") {
+        TPMSEC_ASSIGN_OR_RETURN(StrategyKind fallback, strategy_of(node, k));
+        if (!prevents(fallback)) {
+          return error(line, "'fallback' must be a prevention strategy (per-command, saved-context or resident): it "
+                             "is what the floor keeps");
+        }
+        rule.fallback = fallback;
+      } else if (k == "trust_timings") {
+        const auto* b = node.as_boolean();
+        if (!b) return error(line, "'trust_timings' must be true or false");
+        rule.trust_timings = b->get();
       } else if (k == "reason") {
         TPMSEC_ASSIGN_OR_RETURN(rule.reason, string_of(node, k));
       } else if (k == "source") {
         TPMSEC_ASSIGN_OR_RETURN(rule.source, string_of(node, k));
       } else {
         return error(line, fmt::format("unknown key '{}' in a rule (known: name, manufacturer, vendor, firmware_min, "
-                                       "firmware_max, when, extend, other, reason, source)",
+                                       "firmware_max, when, extend, other, fallback, trust_timings, reason, source)",
                                        k));
       }
     }
     if (rule.name.empty()) rule.name = fmt::format("rule {}", index + 1);
     if (!has_extend) return error(rule.line, fmt::format("rule '{}' has no 'extend' strategy", rule.name));
     if (rule.reason.empty()) return error(rule.line, fmt::format("rule '{}' has no 'reason'", rule.name));
+    if ((rule.fallback || rule.trust_timings) && !rule.lowers_protection()) {
+      return error(rule.line, fmt::format("rule '{}' keeps prevention: 'fallback' and 'trust_timings' are for rules "
+                                          "choosing plain or checkpoint",
+                                          rule.name));
+    }
     return rule;
   }
 
@@ -203,15 +219,27 @@ std::string to_toml(const PolicyRule& r) {
   }
   out += fmt::format("extend = \"{}\"\n", strategy_name(r.extend));
   out += fmt::format("other = \"{}\"\n", strategy_name(r.other));
+  if (r.fallback) out += fmt::format("fallback = \"{}\"\n", strategy_name(*r.fallback));
+  if (r.trust_timings) out += "trust_timings = true\n";
   out += fmt::format("reason = {}\n", toml_string(r.reason));
   if (!r.source.empty()) out += fmt::format("source = {}\n", toml_string(r.source));
   return out;
 }
 
+std::string shipped_policy_path() { return std::string(TPMSEC_DATA_DIR) + "/policy/default.toml"; }
+
 std::string default_policy_path() {
   const char* env = std::getenv("TPMSEC_POLICY");
   if (env && *env) return env;
-  return std::string(TPMSEC_DATA_DIR) + "/policy/default.toml";
+  return shipped_policy_path();
+}
+
+Result<Policy> load_command_policy(const std::string& path) {
+  const char* env = std::getenv("TPMSEC_POLICY");
+  bool chosen = !path.empty() || (env && *env);
+  TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(path.empty() ? default_policy_path() : path));
+  p.operator_chosen = chosen;
+  return p;
 }
 
 }  // namespace tpmsec

@@ -1,10 +1,12 @@
 // Matching a policy's rules against a TPM: identity first, then measured
-// properties; the first rule that matches decides.
+// properties; the first rule that matches decides, and the floor keeps
+// prevention unless every fact the decision rests on is authentic.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
 
 #include "tpmsec/policy.h"
 
@@ -56,7 +58,67 @@ std::string mismatch(const PolicyRule& rule, const TpmFacts& facts) {
   return {};
 }
 
+// The prevention strategy kept when the floor overrules `rule`.
+StrategyKind fallback_for(const PolicyRule& rule, const TpmFacts& facts, std::string* why) {
+  if (rule.fallback) {
+    *why = "the rule's fallback";
+    return *rule.fallback;
+  }
+  static const std::pair<const char*, StrategyKind> kFigures[] = {
+      {"extend_hmac_ms", StrategyKind::kResident},
+      {"saved_context_ms", StrategyKind::kSavedContext},
+      {"per_command_ms", StrategyKind::kPerCommand},
+  };
+  const std::pair<const char*, StrategyKind>* best = nullptr;
+  double best_ms = 0;
+  for (const auto& f : kFigures) {
+    auto it = facts.measured.find(f.first);
+    if (it == facts.measured.end()) continue;
+    if (!best || it->second < best_ms) {
+      best = &f;
+      best_ms = it->second;
+    }
+  }
+  if (!best) {
+    *why = "the default prevention strategy; no figures for this TPM";
+    return StrategyKind::kResident;
+  }
+  *why = fmt::format("the cheapest prevention strategy by the figures of {}: {} {:.2f} ms per extend",
+                     facts.measured_source.empty() ? "this TPM" : facts.measured_source, strategy_name(best->second),
+                     best_ms);
+  return best->second;
+}
+
 }  // namespace
+
+bool prevents(StrategyKind kind) { return strategy_protection(kind) == "prevention"; }
+
+std::string_view strategy_gives_up(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::kPlain: return "extends are not protected against a bus interposer";
+    case StrategyKind::kCheckpoint:
+      return "detects, does not prevent, a dropped or substituted extend; on resettable PCRs 16/23 a reset followed "
+             "by a replay is not detected";
+    default: return {};
+  }
+}
+
+std::string weak_strategy_notice(StrategyKind kind, std::string_view chosen_by) {
+  if (prevents(kind)) return {};
+  return fmt::format("tpmsec: strategy {} ({}): {}\n", strategy_name(kind), chosen_by, strategy_gives_up(kind));
+}
+
+bool authentic(FactOrigin origin) { return origin != FactOrigin::kUnauthenticated; }
+
+std::string_view fact_origin_text(FactOrigin origin) {
+  switch (origin) {
+    case FactOrigin::kUnauthenticated: return "read without authentication";
+    case FactOrigin::kAudited: return "audited";
+    case FactOrigin::kProfile: return "from the profile";
+    case FactOrigin::kNoBus: return "embedded TPM, no bus";
+  }
+  return "?";
+}
 
 std::optional<FirmwareVersion> parse_firmware_version(std::string_view text) {
   FirmwareVersion v;
@@ -94,9 +156,13 @@ bool Condition::holds(double measured) const {
 
 std::string Condition::text() const { return fmt::format("{} {} {}", property, op_text(op), value); }
 
-bool PolicyRule::matches_everything() const {
-  return !manufacturer && (!vendor || *vendor == "*") && !firmware_min && !firmware_max && when.empty();
+bool PolicyRule::matches_everything() const { return !tests_identity() && when.empty(); }
+
+bool PolicyRule::tests_identity() const {
+  return manufacturer || (vendor && *vendor != "*") || firmware_min || firmware_max;
 }
+
+bool PolicyRule::lowers_protection() const { return !prevents(extend) || !prevents(other); }
 
 TpmFacts facts_from_info(const TpmInfo& info) {
   TpmFacts f;
@@ -109,18 +175,66 @@ TpmFacts facts_from_info(const TpmInfo& info) {
 
 PolicyDecision decide(const Policy& policy, const TpmFacts& facts) {
   PolicyDecision d;
+  // What the rules tried test: a rule that did not match decided too, by not matching.
+  bool identity_tested = false;
+  std::set<std::string> timings;
   for (const PolicyRule& rule : policy.rules) {
     RuleVerdict v;
     v.rule = &rule;
     v.why = mismatch(rule, facts);
     v.matched = v.why.empty();
     d.verdicts.push_back(v);
+    identity_tested |= rule.tests_identity();
+    for (const Condition& c : rule.when) timings.insert(c.property);
     if (v.matched) {
       d.rule = &rule;
       d.extend = rule.extend;
       d.other = rule.other;
       break;
     }
+  }
+  std::string timing_list = fmt::format("{}", fmt::join(timings, ", "));
+  d.rests_on.push_back(fmt::format("policy {} ({})", policy.origin,
+                                   policy.operator_chosen ? "chosen by the operator" : "shipped default"));
+  if (identity_tested) {
+    d.rests_on.push_back(fmt::format("identity: manufacturer, vendor, firmware ({})",
+                                     fact_origin_text(facts.identity_origin)));
+  }
+  if (!timings.empty()) {
+    d.rests_on.push_back(fmt::format("timings: {} ({}{})", timing_list, fact_origin_text(facts.measured_origin),
+                                     facts.measured_source.empty() ? "" : ", " + facts.measured_source));
+  }
+  if (!d.rule || !d.rule->lowers_protection()) return d;
+
+  // The floor: below prevention only on facts no interposer chose.
+  const PolicyRule& rule = *d.rule;
+  if (!policy.operator_chosen) {
+    d.floor_reason =
+        "the shipped policy never lowers protection (plain or checkpoint needs --strategy, or a policy file you "
+        "choose with --policy FILE or $TPMSEC_POLICY)";
+  } else if (!timings.empty() && !authentic(facts.measured_origin) && !rule.trust_timings) {
+    d.floor_reason = fmt::format(
+        "the decision rests on timings ({}) measured over a bus, which an interposer delaying responses can inflate, "
+        "and rule '{}' does not say trust_timings = true",
+        timing_list, rule.name);
+  } else if (identity_tested && !authentic(facts.identity_origin)) {
+    d.floor_reason = "the decision rests on the TPM's identity, read without authentication (an interposer can "
+                     "rewrite it)";
+    if (facts.identity_note.empty()) {
+      d.needs_audited_identity = true;
+    } else {
+      d.floor_reason += "; " + facts.identity_note;
+    }
+  }
+  if (d.floor_reason.empty()) return d;
+  StrategyKind keep = fallback_for(rule, facts, &d.fallback_reason);
+  if (!prevents(rule.extend)) {
+    d.lifted_extend = rule.extend;
+    d.extend = keep;
+  }
+  if (!prevents(rule.other)) {
+    d.lifted_other = rule.other;
+    d.other = keep;
   }
   return d;
 }
