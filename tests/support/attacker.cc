@@ -118,6 +118,9 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
         return answer_success(frame, {}, w.take());
       }
       break;
+    case cmd::GetCapability::kInfo.code:
+      if (frame.sessions.empty()) return list_with_fakes(frame, command, tpm);
+      break;
     default:
       break;
   }
@@ -132,6 +135,39 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
     return Reply::answer(std::move(response));
   }
   return pass(command, tpm);
+}
+
+Result<Reply> NullKeyAttacker::list_with_fakes(const CommandFrame& frame, const ProxiedCommand& command,
+                                               Upstream& tpm) {
+  Reply genuine = pass(command, tpm);
+  cmd::GetCapability c;
+  Reader asked(frame.parameters);
+  unmarshal_all(asked, std::tie(c.capability, c.property, c.property_count));
+  asked.expect_end("GetCapability parameters");
+  TPMSEC_RETURN_IF_ERROR(asked.status());
+  if (c.capability != cap::kHandles || !genuine.response) return genuine;
+  TPMSEC_ASSIGN_OR_RETURN(ResponseFrame r, parse_response(*genuine.response, frame.code));
+  if (r.code != rc::kSuccess) return genuine;
+  Reader in(r.parameters);
+  cmd::GetCapability::Response listing;
+  unmarshal_all(in, listing.params());
+  in.expect_end("GetCapability parameters");
+  TPMSEC_RETURN_IF_ERROR(in.status());
+  // The attacker's handles of the range asked for, as if the TPM held them.
+  std::vector<uint32_t>& handles = listing.capability_data.handles;
+  std::vector<uint32_t> fakes{options_.object_handle};
+  for (const auto& [h, s] : sessions_) fakes.push_back(h);
+  for (uint32_t h : fakes) {
+    if ((h >> 24) == (c.property >> 24) && h >= c.property) handles.push_back(h);
+  }
+  std::sort(handles.begin(), handles.end());
+  handles.erase(std::unique(handles.begin(), handles.end()), handles.end());
+  if (handles.size() > c.property_count) handles.resize(c.property_count);
+  Writer w;
+  marshal(w, listing.more_data);
+  marshal(w, listing.capability_data);
+  r.parameters = w.take();
+  return Reply::answer(build_response(r));
 }
 
 Result<Reply> NullKeyAttacker::create_primary(const CommandFrame& frame, const ProxiedCommand& command,

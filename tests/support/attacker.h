@@ -21,6 +21,8 @@
 //       client's nonceCaller and the attributes (Part 1 §19.6.10-§19.6.11,
 //       what HmacSession::verify checks).
 //   PCR_Extend under a password session also gets the substituted digest.
+//   GetCapability(TPM_CAP_HANDLES) lists the attacker's object and sessions
+//       among the TPM's, so a client that checks its handles exist sees them.
 //
 // All secrets are computed with the project's crypto (tpmsec/crypto.h) and
 // the formulas of src/session/hmac_session.cc, so a client that accepts the
@@ -85,6 +87,7 @@ class NullKeyAttacker {
 
   bool owns(uint32_t handle) const { return handle == options_.object_handle || sessions_.count(handle) > 0; }
   Result<Reply> dispatch(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm);
+  Result<Reply> list_with_fakes(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm);
   Result<Reply> create_primary(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm);
   Result<Reply> start_auth_session(const CommandFrame& frame);
   Result<Reply> context_save(const CommandFrame& frame, uint32_t handle);
