@@ -1,0 +1,154 @@
+#include "support/tpm_frames.h"
+
+#include <fmt/format.h>
+
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec::testing {
+namespace {
+
+constexpr size_t kHeaderSize = 10;
+constexpr size_t kMaxSessions = 3;
+
+constexpr const CommandInfo* kKnown[] = {
+    &cmd::Startup::kInfo,     &cmd::Shutdown::kInfo,    &cmd::GetCapability::kInfo, &cmd::GetRandom::kInfo,
+    &cmd::PcrRead::kInfo,     &cmd::PcrExtend::kInfo,   &cmd::PcrReset::kInfo,      &cmd::CreatePrimary::kInfo,
+    &cmd::Create::kInfo,      &cmd::Load::kInfo,        &cmd::Unseal::kInfo,        &cmd::ReadPublic::kInfo,
+    &cmd::ContextSave::kInfo, &cmd::ContextLoad::kInfo, &cmd::FlushContext::kInfo,  &cmd::StartAuthSession::kInfo,
+    &cmd::Hash::kInfo,
+};
+
+SessionEntry read_entry(Reader& r, bool with_handle) {
+  SessionEntry e;
+  if (with_handle) e.handle = r.u32("session handle");
+  ByteView nonce = r.tpm2b("nonce", 64);
+  e.nonce.assign(nonce.begin(), nonce.end());
+  e.attributes = r.u8("sessionAttributes");
+  ByteView hmac = r.tpm2b("hmac", 64);
+  e.hmac.assign(hmac.begin(), hmac.end());
+  return e;
+}
+
+void write_entry(Writer& w, const SessionEntry& e, bool with_handle) {
+  if (with_handle) w.u32(e.handle);
+  w.tpm2b(e.nonce);
+  w.u8(e.attributes);
+  w.tpm2b(e.hmac);
+}
+
+}  // namespace
+
+const CommandInfo* command_info(uint32_t code) {
+  for (const CommandInfo* info : kKnown) {
+    if (info->code == code) return info;
+  }
+  return nullptr;
+}
+
+Result<CommandFrame> parse_command(ByteView bytes) {
+  Reader r(bytes);
+  uint16_t tag = r.u16("tag");
+  uint32_t size = r.u32("commandSize");
+  CommandFrame f;
+  f.code = r.u32("commandCode");
+  TPMSEC_RETURN_IF_ERROR(r.status());
+  if (size != bytes.size()) return parse_error(fmt::format("command size field {} for {} bytes", size, bytes.size()));
+  const CommandInfo* info = command_info(f.code);
+  if (!info) return parse_error(fmt::format("command 0x{:x} has no definition here", f.code));
+  for (int i = 0; i < info->handle_count; ++i) f.handles.push_back(r.u32("handle"));
+  if (tag == st::kSessions) {
+    Reader area = r.sub(r.u32("authorizationSize"), "authorization area");
+    while (area.ok() && area.remaining() > 0) {
+      if (f.sessions.size() == kMaxSessions) area.fail("more than three sessions");
+      f.sessions.push_back(read_entry(area, true));
+    }
+    r.absorb(area);
+  } else if (tag != st::kNoSessions) {
+    r.fail(fmt::format("tag 0x{:04x}", tag));
+  }
+  ByteView params = r.rest();
+  f.parameters.assign(params.begin(), params.end());
+  TPMSEC_RETURN_IF_ERROR(r.status());
+  return f;
+}
+
+Bytes build_command(const CommandFrame& f) {
+  Writer w;
+  w.u16(f.sessions.empty() ? st::kNoSessions : st::kSessions);
+  size_t size = w.begin_size32();
+  w.u32(f.code);
+  for (uint32_t h : f.handles) w.u32(h);
+  if (!f.sessions.empty()) {
+    size_t area = w.begin_size32();
+    for (const SessionEntry& e : f.sessions) write_entry(w, e, true);
+    w.end_size32(area);
+  }
+  w.bytes(f.parameters);
+  store_be32(w.at(size), static_cast<uint32_t>(w.size()));
+  return w.take();
+}
+
+Result<ResponseFrame> parse_response(ByteView bytes, uint32_t command_code) {
+  Reader r(bytes);
+  uint16_t tag = r.u16("tag");
+  uint32_t size = r.u32("responseSize");
+  ResponseFrame f;
+  f.code = r.u32("responseCode");
+  TPMSEC_RETURN_IF_ERROR(r.status());
+  if (size != bytes.size()) return parse_error(fmt::format("response size field {} for {} bytes", size, bytes.size()));
+  if (f.code != rc::kSuccess) {
+    if (bytes.size() != kHeaderSize) return parse_error("an error response with a body");
+    return f;
+  }
+  const CommandInfo* info = command_info(command_code);
+  if (!info) return parse_error(fmt::format("command 0x{:x} has no definition here", command_code));
+  for (int i = 0; i < info->response_handle_count; ++i) f.handles.push_back(r.u32("handle"));
+  if (tag == st::kSessions) {
+    ByteView params = r.bytes(r.u32("parameterSize"), "parameters");
+    f.parameters.assign(params.begin(), params.end());
+    while (r.ok() && r.remaining() > 0) {
+      if (f.sessions.size() == kMaxSessions) r.fail("more than three sessions");
+      f.sessions.push_back(read_entry(r, false));
+    }
+  } else if (tag == st::kNoSessions) {
+    ByteView params = r.rest();
+    f.parameters.assign(params.begin(), params.end());
+  } else {
+    r.fail(fmt::format("tag 0x{:04x}", tag));
+  }
+  TPMSEC_RETURN_IF_ERROR(r.status());
+  return f;
+}
+
+Bytes build_response(const ResponseFrame& f) {
+  Writer w;
+  bool sessions = f.code == rc::kSuccess && !f.sessions.empty();
+  w.u16(sessions ? st::kSessions : st::kNoSessions);
+  size_t size = w.begin_size32();
+  w.u32(f.code);
+  if (f.code == rc::kSuccess) {
+    for (uint32_t h : f.handles) w.u32(h);
+    if (sessions) {
+      w.u32(static_cast<uint32_t>(f.parameters.size()));
+      w.bytes(f.parameters);
+      for (const SessionEntry& e : f.sessions) write_entry(w, e, false);
+    } else {
+      w.bytes(f.parameters);
+    }
+  }
+  store_be32(w.at(size), static_cast<uint32_t>(w.size()));
+  return w.take();
+}
+
+uint32_t response_code_of(ByteView response) { return response.size() < kHeaderSize ? 0 : load_be32(response.data() + 6); }
+
+SessionEntry password_response_entry() {
+  SessionEntry e;
+  e.attributes = attr::kContinueSession;
+  return e;
+}
+
+}  // namespace tpmsec::testing
