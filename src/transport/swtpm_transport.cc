@@ -16,21 +16,26 @@ constexpr int kTimeoutMs = 120'000;  // RSA key generation on slow TPMs takes te
 constexpr uint32_t kMaxResponse = 64 * 1024;
 constexpr uint32_t kCtrlInit = 2;  // CMD_INIT in swtpm's tpm_ioctl.h
 
+Result<io::Fd> connect_data(const SwtpmAddress& address) {
+  if (!address.path.empty()) return io::connect_unix(address.path, "swtpm");
+  return io::connect_tcp(address.host, address.port, "swtpm");
+}
+
 class SwtpmTransport final : public Transport {
  public:
   SwtpmTransport(SwtpmAddress address, io::Fd data) : address_(std::move(address)), data_(std::move(data)) {}
 
+  // A failed exchange leaves the stream's framing unknown, so the connection
+  // is dropped; the next command opens a new one (swtpm then serves us
+  // again). That is what lets the caller find and flush what the TPM created
+  // for a command whose response was lost with the connection: swtpm, unlike
+  // the kernel's /dev/tpmrm0, flushes nothing when a client goes away.
   Result<Bytes> transmit(ByteView command) override {
-    const std::string what = "swtpm";
-    TPMSEC_RETURN_IF_ERROR(io::write_all(data_.get(), command, what));
-    Bytes response(10);
-    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), response, kTimeoutMs, what));
-    uint32_t size = load_be32(response.data() + 2);
-    if (size < 10 || size > kMaxResponse) {
-      return parse_error(fmt::format("swtpm sent a response header with size {}", size));
+    if (!data_.valid()) {
+      TPMSEC_ASSIGN_OR_RETURN(data_, connect_data(address_));
     }
-    response.resize(size);
-    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), MutableByteView(response).subspan(10), kTimeoutMs, what));
+    auto response = exchange(command);
+    if (!response.ok()) data_ = io::Fd();
     return response;
   }
 
@@ -84,6 +89,20 @@ class SwtpmTransport final : public Transport {
   }
 
  private:
+  Result<Bytes> exchange(ByteView command) {
+    const std::string what = "swtpm";
+    TPMSEC_RETURN_IF_ERROR(io::write_all(data_.get(), command, what));
+    Bytes response(10);
+    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), response, kTimeoutMs, what));
+    uint32_t size = load_be32(response.data() + 2);
+    if (size < 10 || size > kMaxResponse) {
+      return parse_error(fmt::format("swtpm sent a response header with size {}", size));
+    }
+    response.resize(size);
+    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), MutableByteView(response).subspan(10), kTimeoutMs, what));
+    return response;
+  }
+
   SwtpmAddress address_;
   io::Fd data_;
 };
@@ -91,12 +110,7 @@ class SwtpmTransport final : public Transport {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> open_swtpm(const SwtpmAddress& address) {
-  io::Fd fd;
-  if (!address.path.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(fd, io::connect_unix(address.path, "swtpm"));
-  } else {
-    TPMSEC_ASSIGN_OR_RETURN(fd, io::connect_tcp(address.host, address.port, "swtpm"));
-  }
+  TPMSEC_ASSIGN_OR_RETURN(io::Fd fd, connect_data(address));
   return std::unique_ptr<Transport>(std::make_unique<SwtpmTransport>(address, std::move(fd)));
 }
 
