@@ -70,6 +70,7 @@ class HmacSession final : public Session {
   Status verify(const VerifyInput& in) override;
   Status decrypt_parameter(MutableByteView data, ByteView auth_value) override;
   void command_failed(uint32_t response_code) override;
+  bool key_confirmed() const override { return key_confirmed_; }
 
   // Attributes of the next commands.
   uint8_t attributes() const { return attributes_; }
@@ -117,6 +118,7 @@ class HmacSession final : public Session {
   SecretBytes last_hmac_key_;  // the key the last command was HMAC'd with; the response uses it too
   uint8_t sent_attributes_ = 0;
   bool usable_ = true;
+  bool key_confirmed_ = false;  // a response of this session verified
 };
 
 }  // namespace tpmsec

@@ -70,6 +70,11 @@ class Session {
   virtual Status decrypt_parameter(MutableByteView data, ByteView auth_value);
   // The command failed with `response_code` (no session area came back).
   virtual void command_failed(uint32_t response_code) { (void)response_code; }
+  // False while no response in this session has been authenticated yet: the
+  // session key is then only as good as the StartAuthSession answer it came
+  // from, which nothing authenticates. The pipeline treats the TPM rejecting
+  // such a session's HMAC as tampering (tpm.h).
+  virtual bool key_confirmed() const { return true; }
 };
 
 // Password authorization (TPM_RS_PW): the authValue travels in the clear.

@@ -169,6 +169,7 @@ Status HmacSession::verify(const VerifyInput& in) {
     return integrity_error(fmt::format("session 0x{:08x}: TPM changed continueSession", handle()));
   }
   nonce_tpm_.assign(in.auth.nonce.begin(), in.auth.nonce.end());
+  key_confirmed_ = true;
   if (!(sent_attributes_ & attr::kContinueSession)) {
     // The TPM ended the session after this command (authenticated above).
     if (handle_) released_handle_ = handle_.forget();
