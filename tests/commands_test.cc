@@ -3,6 +3,7 @@
 // parameter parsing, and kInfo against TPM 2.0 Part 3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -13,9 +14,13 @@
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/fault_injection.h"
+#include "tpmsec/hmac_session.h"
+#include "tpmsec/pcr.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -32,7 +37,7 @@ template <class C>
 Bytes params_of(const C& c) {
   Writer w;
   marshal_all(w, c.params());
-  return w.take();
+  return w.finish().value();
 }
 
 // ---------------------------------------------------------------------------
@@ -411,7 +416,7 @@ TEST(ResponseParams, CreatePrimaryFromTranscript) {
   auto r = parse_params<cmd::CreatePrimary>(s.params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const auto& resp = *r;
-  EXPECT_EQ(to_hex(marshal_to_bytes(resp.out_public.public_area)), kOutPublic);
+  EXPECT_EQ(to_hex(marshal_to_bytes(resp.out_public.public_area).value()), kOutPublic);
   EXPECT_EQ(resp.out_public.public_area.curve, curve::kNistP256);
   EXPECT_EQ(resp.out_public.public_area.unique_x.size(), 32u);
   EXPECT_EQ(resp.creation_data.bytes.size(), 0x37u);
@@ -428,7 +433,7 @@ TEST(ResponseParams, CreateFromTranscript) {
   auto r = parse_params<cmd::Create>(s.params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(to_hex(r->out_private.bytes), kSealedPrivate);
-  EXPECT_EQ(to_hex(marshal_to_bytes(r->out_public.public_area)), kSealedPublic);
+  EXPECT_EQ(to_hex(marshal_to_bytes(r->out_public.public_area).value()), kSealedPublic);
   EXPECT_EQ(r->creation_data.bytes.size(), 0x73u);
   EXPECT_EQ(r->creation_hash.bytes.size(), 32u);
   EXPECT_EQ(r->creation_ticket.tag, st::kCreation);
@@ -643,7 +648,7 @@ TEST(Replay, CreatePrimaryWithPasswordSession) {
   EXPECT_EQ(to_hex(t.sent()), to_hex(expected));
   EXPECT_EQ(r->object_handle, 0x80000000u);
   EXPECT_EQ(to_hex(r->name.bytes), kNullKeyName);
-  EXPECT_EQ(to_hex(marshal_to_bytes(r->out_public.public_area)), kOutPublic);
+  EXPECT_EQ(to_hex(marshal_to_bytes(r->out_public.public_area).value()), kOutPublic);
 }
 
 TEST(Replay, CreatePrimaryNeedsItsAuthorization) {
@@ -782,6 +787,146 @@ TEST(CommandInfo, CodesAreUnique) {
   for (size_t i = 0; i < all.size(); ++i) {
     for (size_t j = i + 1; j < all.size(); ++j) EXPECT_NE(all[i].info.code, all[j].info.code);
   }
+}
+
+// ---------------------------------------------------------------------------
+// A command whose writer failed is refused before anything is sent: against
+// the embedded TPM behind a FaultInjectingTransport, which counts every
+// transmit() and passes each one through untouched.
+
+class PreSend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = open_embedded();
+    ASSERT_TRUE(t.ok()) << t.error().message();
+    embedded_ = std::move(*t);
+    faults_ = std::make_unique<FaultInjectingTransport>(*embedded_);
+    tpm_ = std::make_unique<Tpm>(*faults_);
+    faults_->set_hook([this](size_t, uint32_t code, ByteView) {
+      sent_codes_.push_back(code);
+      return Fault::pass();
+    });
+  }
+  void TearDown() override {
+    tpm_.reset();
+    faults_.reset();
+    embedded_.reset();
+  }
+  size_t transmitted() const { return faults_->counters().commands; }
+  // How many commands with `code` reached the transport (a creating command's
+  // first run also lists the TPM's handles: the ledger's baseline).
+  size_t transmitted(uint32_t code) const { return std::count(sent_codes_.begin(), sent_codes_.end(), code); }
+  std::vector<uint32_t> sent_codes_;
+
+  // `r` failed with kUsage, naming every one of `parts`, and nothing was sent.
+  template <class R>
+  void expect_refused_unsent(const R& r, std::initializer_list<std::string_view> parts) {
+    ASSERT_FALSE(r.ok()) << "sent and answered";
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << r.error().message();
+    for (std::string_view part : parts) {
+      EXPECT_NE(r.error().message().find(part), std::string::npos) << "'" << part << "' not in " << r.error().message();
+    }
+    EXPECT_EQ(transmitted(), 0u) << "a refused command reached the transport";
+  }
+
+  std::unique_ptr<Transport> embedded_;
+  std::unique_ptr<FaultInjectingTransport> faults_;
+  std::unique_ptr<Tpm> tpm_;
+};
+
+TEST_F(PreSend, ParameterOverItsTpm2bMax) {
+  cmd::Hash c;
+  c.data.bytes = Bytes(1025, 0x61);  // TPM2B_MAX_BUFFER holds 1024
+  expect_refused_unsent(tpm_->run(c), {"Hash parameters", "TPM2B at offset 0 has size 1025, at most 1024"});
+
+  cmd::StartAuthSession s;
+  s.nonce_caller.bytes = Bytes(32, 0x11);
+  s.encrypted_salt.bytes = Bytes(513, 0x22);  // TPM2B_ENCRYPTED_SECRET holds 512
+  expect_refused_unsent(tpm_->run(s), {"StartAuthSession parameters", "TPM2B at offset 34 has size 513, at most 512"});
+
+  // At the max, the same command goes out and the TPM answers it.
+  c.data.bytes.pop_back();
+  auto ok = tpm_->run(c);
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(transmitted(), 1u);
+  EXPECT_EQ(ok->out_hash.bytes.size(), 32u);
+}
+
+TEST_F(PreSend, DigestItsAlgorithmContradictsLeavesThePcrAlone) {
+  auto before = pcr_read(*tpm_, alg::kSha256, 16);
+  ASSERT_TRUE(before.ok()) << before.error().message();
+  faults_->reset_counters();
+
+  // TPMT_HA carries no size: 20 bytes under a sha256 tag would shift every
+  // later byte. pcr_extend() checks the length itself; run() must too.
+  cmd::PcrExtend c;
+  c.pcr_handle = NamedHandle::of(16);
+  c.digests.digests = {{alg::kSha256, Bytes(20, 0xee)}};
+  expect_refused_unsent(tpm_->run(c, {Auth::password()}),
+                        {"PCR_Extend parameters", "TPMT_HA.digest at offset 6 has size 20, sha256 needs 32"});
+
+  auto after = pcr_read(*tpm_, alg::kSha256, 16);
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  EXPECT_EQ(to_hex(*after), to_hex(*before));
+}
+
+TEST_F(PreSend, CommandOverTheCommandSizeLimit) {
+  // A context blob within TPM2B_CONTEXT_DATA's 5120 bytes makes a command
+  // longer than kMaxCommandBytes: 10 header + 18 TPMS_CONTEXT + 5120.
+  cmd::ContextLoad c;
+  c.context = {1, 0x80000000, rh::kNull, Bytes(5120, 0x33)};
+  auto refused = tpm_->run(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kUsage) << refused.error().message();
+  for (std::string_view part : {"ContextLoad: command would be 5148 bytes writing parameters at offset 10",
+                                "at most 4096 allowed"}) {
+    EXPECT_NE(refused.error().message().find(part), std::string::npos) << refused.error().message();
+  }
+  EXPECT_EQ(transmitted(cmd::ContextLoad::kInfo.code), 0u) << "a refused command reached the transport";
+
+  // Exactly 4096 bytes go out: the TPM sees the command (and refuses the bogus context).
+  c.context.blob.resize(4096 - 10 - 18);
+  auto r = tpm_->run(c);
+  EXPECT_EQ(transmitted(cmd::ContextLoad::kInfo.code), 1u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kTpm) << r.error().message();
+  EXPECT_NE(r.error().tpm_rc(), 0x142u) << "TPM_RC_COMMAND_SIZE: the TPM took fewer than 4096 bytes";
+}
+
+TEST_F(PreSend, TheLimitIsNoMoreThanTheReferenceTpmAccepts) {
+  cmd::GetCapability c{cap::kTpmProperties, pt::kMaxCommandSize, 1};
+  auto r = tpm_->run(c);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_FALSE(r->capability_data.properties.empty());
+  EXPECT_EQ(r->capability_data.properties[0].property, pt::kMaxCommandSize);
+  EXPECT_GE(r->capability_data.properties[0].value, kMaxCommandBytes);
+}
+
+TEST_F(PreSend, ARefusedCommandLeavesTheSessionUsable) {
+  auto session = HmacSession::start(*tpm_, SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto before = pcr_read(*tpm_, alg::kSha256, 16);
+  ASSERT_TRUE(before.ok()) << before.error().message();
+  faults_->reset_counters();
+
+  Auth auth{session->get(), {}};
+  cmd::PcrExtend bad;
+  bad.pcr_handle = NamedHandle::of(16);
+  bad.digests.digests = {{alg::kSha256, Bytes(32, 0x01)}, {alg::kSha1, Bytes(32, 0x02)}};
+  expect_refused_unsent(tpm_->run(bad, {auth}), {"sha1 needs 20"});
+
+  // The next command on the same session verifies: nothing of the refused one
+  // reached the TPM, and the session's nonces did not move.
+  Bytes digest(32, 0x5c);
+  Status st = pcr_extend(*tpm_, alg::kSha256, 16, digest, auth);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(transmitted(), 1u);
+  EXPECT_TRUE((*session)->usable());
+  auto after = pcr_read(*tpm_, alg::kSha256, 16);
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  auto expected = pcr_extended_value(alg::kSha256, *before, digest);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(to_hex(*after), to_hex(*expected)) << "extended once, with the good digest only";
 }
 
 // Fails today: commands.h has response_param_tpm2b = false for CreatePrimary,

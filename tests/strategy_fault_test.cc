@@ -78,15 +78,28 @@ TEST_P(StrategyFaultTest, ForgedErrorsNeverApplyAnExtendTwice) {
       ASSERT_TRUE(stream.ok()) << stream.error().message();
       on_nth_extend(2, c.fault);
       auto ds = digests(5);
-      for (const Bytes& d : ds) {
-        Status st = (*stream)->extend(d);
-        ASSERT_TRUE(st.ok()) << st.error().message();
+      bool stopped = false;
+      for (size_t i = 0; i < ds.size(); ++i) {
+        Status st = (*stream)->extend(ds[i]);
+        if (st.ok()) continue;
+        // A session whose first command the TPM (apparently) rejected for
+        // its HMAC or handle came from an unauthenticated StartAuthSession
+        // answer: tpmsec stops as for tampering instead of retrying. Then
+        // too, the digest landed at most once.
+        ASSERT_EQ(st.error().kind(), ErrorKind::kIntegrity) << st.error().message();
+        ASSERT_TRUE(c.fault.forged_response.has_value()) << "only a forged answer stops the stream";
+        std::vector<Bytes> applied(ds.begin(), ds.begin() + i + (c.landed ? 1 : 0));
+        EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(Bytes(32, 0), applied)));
+        stopped = true;
+        break;
       }
-      ASSERT_TRUE((*stream)->finish().ok());
-      // Every digest exactly once.
-      EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(Bytes(32, 0), ds)));
-      EXPECT_EQ((*stream)->stats().landed_checks, 1u);
-      EXPECT_EQ((*stream)->stats().already_landed, c.landed ? 1u : 0u);
+      if (!stopped) {
+        ASSERT_TRUE((*stream)->finish().ok());
+        // Every digest exactly once.
+        EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(Bytes(32, 0), ds)));
+        EXPECT_EQ((*stream)->stats().landed_checks, 1u);
+        EXPECT_EQ((*stream)->stats().already_landed, c.landed ? 1u : 0u);
+      }
       stream->reset();
       for (uint32_t first : {ht::kFirstHmacSession, ht::kFirstTransient}) {
         auto h = tpm().run(cmd::GetCapability{cap::kHandles, first, 64});
@@ -160,13 +173,14 @@ TEST_P(StrategyFaultTest, ProtectedStrategiesRejectASubstitutedDigest) {
     auto stream = ExtendStream::open(*faulty_, kind, options);
     ASSERT_TRUE(stream.ok());
     // Every PCR_Extend gets its digest flipped: the TPM's HMAC check refuses
-    // each one, the stream retries a bounded number of times and gives up.
+    // it. tpmsec computed that HMAC with keys only it and the TPM know, so
+    // the refusal means the command was altered: an integrity failure.
     faults_->set_hook([](size_t, uint32_t code, ByteView command) {
       return code == kPcrExtend ? Fault::flip_command(command.size() - 1, 0x01) : Fault::pass();
     });
     Status st = (*stream)->extend(Bytes(32, 1));
     ASSERT_FALSE(st.ok());
-    EXPECT_EQ(st.error().kind(), ErrorKind::kTpm) << st.error().message();
+    EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity) << st.error().message();
     faults_->set_hook(nullptr);
     EXPECT_EQ(*pcr_read(tpm(), alg::kSha256, 16), Bytes(32, 0));  // nothing landed
   }
