@@ -80,6 +80,10 @@ void run_one(const C& command, ByteView data, bool password) {
   }
   Writer w;
   marshal_all(w, result->params());
+  if (!w.ok()) {
+    std::fprintf(stderr, "marshal: %s\n", w.status().error().message().c_str());
+    die("parsed response parameters do not marshal", data);
+  }
   if (w.size() != params.size() || !std::equal(params.begin(), params.end(), w.data().begin())) {
     std::fprintf(stderr, "command %.*s: re-marshalled %s\n", static_cast<int>(C::kInfo.name.size()),
                  C::kInfo.name.data(), to_hex(w.data()).c_str());

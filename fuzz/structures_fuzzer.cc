@@ -32,7 +32,12 @@ void check(ByteView data, const char* name) {
     return;
   }
   size_t consumed = data.size() - r.remaining();
-  Bytes again = marshal_to_bytes(value);
+  auto marshalled = marshal_to_bytes(value);
+  if (!marshalled.ok()) {
+    std::fprintf(stderr, "marshal: %s\n", marshalled.error().message().c_str());
+    die(name, "a value unmarshal accepted does not marshal", data);
+  }
+  const Bytes& again = *marshalled;
   if (again.size() != consumed || !std::equal(again.begin(), again.end(), data.begin())) {
     std::fprintf(stderr, "re-marshalled: %s\n", to_hex(again).c_str());
     die(name, "re-marshal differs from the bytes consumed", data);

@@ -496,8 +496,8 @@ TEST_P(EccLabeledEncaps, MatchesVector) {
   ASSERT_TRUE(secret.ok());
   EXPECT_EQ(to_hex(secret->view()), c["Secret"].get<std::string>());
   Writer w;
-  w.tpm2b(shared->ephemeral_public.x);
-  w.tpm2b(shared->ephemeral_public.y);
+  w.tpm2b(shared->ephemeral_public.x, "TPMS_ECC_POINT.x");
+  w.tpm2b(shared->ephemeral_public.y, "TPMS_ECC_POINT.y");
   EXPECT_EQ(to_hex(w.data()), c["Ciphertext"].get<std::string>());
 }
 INSTANTIATE_TEST_SUITE_P(GoTpm, EccLabeledEncaps, ::testing::ValuesIn(cases("ecc_labeled_encaps.json")), case_name);

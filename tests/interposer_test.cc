@@ -134,7 +134,7 @@ Bytes password_command(uint32_t code, std::vector<uint32_t> handles, Bytes param
 Bytes extend_command(uint32_t pcr, ByteView digest) {
   DigestValues v;
   v.digests.push_back(TaggedHash{alg::kSha256, Bytes(digest.begin(), digest.end())});
-  return password_command(cmd::PcrExtend::kInfo.code, {pcr}, marshal_to_bytes(v));
+  return password_command(cmd::PcrExtend::kInfo.code, {pcr}, marshal_to_bytes(v).value());
 }
 
 Bytes reset_command(uint32_t pcr) { return password_command(cmd::PcrReset::kInfo.code, {pcr}, {}); }
@@ -218,7 +218,7 @@ Result<Bytes> rewrite_identity(ByteView response, const Identity& id) {
   Writer w;
   marshal(w, rsp.more_data);
   marshal(w, rsp.capability_data);
-  f.parameters = w.take();
+  f.parameters = *w.finish();
   return build_response(f);
 }
 
@@ -242,7 +242,7 @@ Rule forged_identity_rule(const Identity& id) {
     CommandFrame swapped = *f;
     DigestValues v;
     v.digests.push_back(TaggedHash{alg::kSha256, attacker_digest()});
-    swapped.parameters = marshal_to_bytes(v);
+    swapped.parameters = marshal_to_bytes(v).value();
     auto rsp = tpm.transmit(build_command(swapped));
     if (!rsp.ok()) return Reply::close();
     if (response_code_of(*rsp) == rc::kSuccess) return Reply::answer(std::move(*rsp));

@@ -86,7 +86,7 @@ void expect_usage_error(const std::string& input, const std::string& why) {
 }
 
 TEST(NullKeyTemplate, EccTemplateMarshalsToSrkTemplateH) {
-  EXPECT_EQ(to_hex(marshal_to_bytes(null_key_template(SaltKind::kEcc))), kEccTemplate);
+  EXPECT_EQ(to_hex(marshal_to_bytes(null_key_template(SaltKind::kEcc)).value()), kEccTemplate);
 }
 
 TEST(NullKeyTemplate, EccTemplateFields) {
@@ -108,7 +108,7 @@ TEST(NullKeyTemplate, EccTemplateFields) {
 }
 
 TEST(NullKeyTemplate, RsaTemplateMarshalsToItsTwin) {
-  EXPECT_EQ(to_hex(marshal_to_bytes(null_key_template(SaltKind::kRsa))), kRsaTemplate);
+  EXPECT_EQ(to_hex(marshal_to_bytes(null_key_template(SaltKind::kRsa)).value()), kRsaTemplate);
 }
 
 TEST(NullKeyName, ComputeNameReproducesTheRecordedName) {
@@ -122,7 +122,7 @@ TEST(NullKeyName, ComputeNameReproducesTheRecordedName) {
   expected.unique_x = pub->unique_x;
   expected.unique_y = pub->unique_y;
   EXPECT_TRUE(*pub == expected);
-  EXPECT_EQ(to_hex(marshal_to_bytes(*pub)), to_hex(out_public)) << "outPublic does not re-marshal byte for byte";
+  EXPECT_EQ(to_hex(marshal_to_bytes(*pub).value()), to_hex(out_public)) << "outPublic does not re-marshal byte for byte";
 
   auto name = compute_name(*pub);
   ASSERT_TRUE(name.ok()) << name.error().message();
@@ -138,7 +138,7 @@ TEST(NullKeyName, ComputeNameFollowsTheNameAlg) {
   p.name_alg = alg::kSha384;
   auto name = compute_name(p);
   ASSERT_TRUE(name.ok()) << name.error().message();
-  auto digest = crypto::hash(alg::kSha384, {marshal_to_bytes(p)});
+  auto digest = crypto::hash(alg::kSha384, {marshal_to_bytes(p).value()});
   ASSERT_TRUE(digest.ok());
   EXPECT_EQ(to_hex(*name), "000c" + to_hex(*digest));
   EXPECT_EQ(name->size(), 2u + 48u);

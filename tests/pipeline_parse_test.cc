@@ -58,7 +58,7 @@ Bytes header(uint16_t tag, uint32_t size, uint32_t code) {
   w.u16(tag);
   w.u32(size);
   w.u32(code);
-  return w.take();
+  return w.data();
 }
 
 // A response with a correct size field.
@@ -139,7 +139,7 @@ Outcome run_with(Cmd which, Bytes rsp, bool password) {
       o.ok = true;
       Writer w;
       marshal_all(w, std::tie(r->pcr_update_counter, r->pcr_selection_out, r->pcr_values));
-      o.reparsed = w.take();
+      o.reparsed = w.finish().value();
     } else {
       fill_error(r.error());
     }
@@ -149,7 +149,7 @@ Outcome run_with(Cmd which, Bytes rsp, bool password) {
       o.ok = true;
       Writer w;
       marshal_all(w, std::tie(r->more_data, r->capability_data));
-      o.reparsed = w.take();
+      o.reparsed = w.finish().value();
     } else {
       fill_error(r.error());
     }
@@ -535,7 +535,7 @@ Bytes plausible_params(Cmd c, std::mt19937& rng) {
               : capability == cap::kEccCurves ? 2 : capability == cap::kPcrs ? 6 : 4;
     random_bytes(w, count * entry);
   }
-  Bytes p = w.take();
+  Bytes p = w.data();
   switch (pick(0, 5)) {
     case 0: if (!p.empty()) p.resize(pick(0, static_cast<int>(p.size()) - 1)); break;  // truncate
     case 1: p.push_back(static_cast<uint8_t>(pick(0, 255))); break;                     // trailing byte

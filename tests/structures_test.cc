@@ -35,6 +35,32 @@ void put16(Bytes& b, size_t at, uint16_t v) {
 }
 void put32(Bytes& b, size_t at, uint32_t v) { store_be32(&b.at(at), v); }
 
+// A value the test expects to marshal.
+template <class T>
+Bytes encode(const T& value) {
+  auto r = marshal_to_bytes(value);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return r.ok() ? *r : Bytes{};
+}
+
+// Hostile encodings of values marshal refuses to write: start from a value at
+// the bound and make the bytes lie.
+// The TPM2B whose u16 size is at `size_at` gains one byte of body; every
+// enclosing u16 size (at `outer`) grows with it.
+Bytes grow_tpm2b(Bytes b, size_t size_at, std::initializer_list<size_t> outer = {}) {
+  size_t n = size_t{b.at(size_at)} << 8 | b.at(size_at + 1);
+  b.insert(b.begin() + static_cast<ptrdiff_t>(size_at + 2 + n), 0x5a);
+  put16(b, size_at, static_cast<uint16_t>(n + 1));
+  for (size_t at : outer) put16(b, at, static_cast<uint16_t>((b.at(at) << 8 | b.at(at + 1)) + 1));
+  return b;
+}
+// The list whose u32 count is at `count_at` gains `element` at the end.
+Bytes grow_list(Bytes b, size_t count_at, ByteView element) {
+  put32(b, count_at, load_be32(&b.at(count_at)) + 1);
+  b.insert(b.end(), element.begin(), element.end());
+  return b;
+}
+
 // ---------------------------------------------------------------------------
 // Known bytes.
 
@@ -232,14 +258,14 @@ Vector make_vector(std::string name, Bytes bytes) {
   };
   v.remarshal = [](ByteView b) {
     auto res = unmarshal_exact<T>(b, "vector");
-    return res.ok() ? marshal_to_bytes(*res) : Bytes{};
+    return res.ok() ? encode(*res) : Bytes{};
   };
   return v;
 }
 
 template <class T>
 Vector make_vector(std::string name, const T& value) {
-  return make_vector<T>(std::move(name), marshal_to_bytes(value));
+  return make_vector<T>(std::move(name), encode(value));
 }
 
 CapabilityData cap_algs() {
@@ -338,14 +364,14 @@ std::vector<Vector> all_vectors() {
 
 template <class T>
 void expect_round_trip(const T& value, std::string_view expected_hex = {}) {
-  Bytes enc = marshal_to_bytes(value);
+  Bytes enc = encode(value);
   if (!expected_hex.empty()) {
     EXPECT_EQ(to_hex(enc), expected_hex);
   }
   auto back = unmarshal_exact<T>(enc, "round trip");
   ASSERT_TRUE(back.ok()) << back.error().message() << " for " << to_hex(enc);
   EXPECT_TRUE(*back == value) << to_hex(enc);
-  EXPECT_EQ(to_hex(marshal_to_bytes(*back)), to_hex(enc));
+  EXPECT_EQ(to_hex(encode(*back)), to_hex(enc));
 }
 
 template <class T>
@@ -413,7 +439,7 @@ TEST(RoundTrip, SymDef) {
 
 TEST(RoundTrip, PublicNullTemplateExactBytes) {
   Public p = null_template();
-  EXPECT_EQ(to_hex(marshal_to_bytes(p)), kNullTemplateHex);
+  EXPECT_EQ(to_hex(encode(p)), kNullTemplateHex);
   expect_round_trip(p, kNullTemplateHex);
   Public parsed = parse_ok<Public>(kNullTemplateHex);
   EXPECT_EQ(parsed.attributes, 0x00030472u);
@@ -440,11 +466,11 @@ TEST(RoundTrip, PublicFromTranscriptCreatePrimary) {
 
 TEST(RoundTrip, PublicEccVariants) {
   expect_round_trip(ecc_signing());
-  Bytes e = marshal_to_bytes(ecc_signing());
+  Bytes e = encode(ecc_signing());
   // type nameAlg attrs policy(32) | sym NULL | ECDSA sha256 | curve | KDF1_SP800_56A sha256
   EXPECT_EQ(to_hex(ByteView(e).subspan(42, 12)), "0010" "0018000b" "0003" "0021000b");
   expect_round_trip(ecc_ecdaa());
-  Bytes d = marshal_to_bytes(ecc_ecdaa());
+  Bytes d = encode(ecc_ecdaa());
   EXPECT_EQ(to_hex(ByteView(d).subspan(42, 12)), "0010" "001a000b0007" "0010" "0010");
   // P-521 sized coordinates are the maximum.
   Public p521 = ecc_with_point();
@@ -456,17 +482,17 @@ TEST(RoundTrip, PublicEccVariants) {
 
 TEST(RoundTrip, PublicRsa2048) {
   Public p = rsa2048();
-  Bytes enc = marshal_to_bytes(p);
+  Bytes enc = encode(p);
   EXPECT_EQ(to_hex(ByteView(enc).first(26)),
             "0001000b0003047200000006008000430010" "0800" "00000000" "0100");
   EXPECT_EQ(enc.size(), 26u + 256u);
   expect_round_trip(p);
   expect_round_trip(rsa_signing());
-  Bytes s = marshal_to_bytes(rsa_signing());
+  Bytes s = encode(rsa_signing());
   EXPECT_EQ(to_hex(ByteView(s).subspan(10, 12)), "0010" "0014000b" "0800" "00010001");
   expect_round_trip(rsa_oaep());
   expect_round_trip(rsa_rsaes());
-  Bytes es = marshal_to_bytes(rsa_rsaes());
+  Bytes es = encode(rsa_rsaes());
   EXPECT_EQ(to_hex(ByteView(es).subspan(10, 4)), "0010" "0015") << "RSAES has no scheme details";
   Public rsa4096 = rsa2048();
   rsa4096.key_bits = 4096;
@@ -483,15 +509,15 @@ TEST(RoundTrip, PublicKeyedHashSealed) {
   tmpl.unique_x = {};
   expect_round_trip(PublicArea{tmpl}, "000e0008000b000004520000001000" "00");
   expect_round_trip(hmac_key());
-  Bytes h = marshal_to_bytes(hmac_key());
+  Bytes h = encode(hmac_key());
   EXPECT_EQ(to_hex(ByteView(h).subspan(10, 4)), "0005000b");
   expect_round_trip(keyed_xor());
-  EXPECT_EQ(to_hex(marshal_to_bytes(keyed_xor())), "0008000b000200400000" "000a000b0022" "0000");
+  EXPECT_EQ(to_hex(encode(keyed_xor())), "0008000b000200400000" "000a000b0022" "0000");
 }
 
 TEST(RoundTrip, PublicSymCipher) {
   Public p = symcipher();
-  Bytes enc = marshal_to_bytes(p);
+  Bytes enc = encode(p);
   EXPECT_EQ(to_hex(ByteView(enc).first(18)), "0025000b0006004000000006008000430020");
   expect_round_trip(p);
 }
@@ -665,9 +691,33 @@ void expect_accepted(const Bytes& b, std::string_view why) {
   EXPECT_TRUE(r.ok()) << why << ": " << (r.ok() ? "" : r.error().message());
 }
 
+// The caller's value breaks a bound unmarshal enforces: marshal refuses it
+// with kUsage naming the field, and the Writer, earlier fields and all, holds
+// nothing.
+template <class T>
+void expect_marshal_refused(const T& value, std::string_view why, std::string_view expect_in_message) {
+  Writer w;
+  w.u32(0x80000001);  // what came before it in a command
+  marshal(w, value);
+  ASSERT_FALSE(w.ok()) << why << ": marshalled as " << to_hex(w.data());
+  EXPECT_TRUE(w.data().empty()) << why << ": " << to_hex(w.data());
+  EXPECT_EQ(w.status().error().kind(), ErrorKind::kUsage) << why;
+  EXPECT_NE(w.status().error().message().find(expect_in_message), std::string::npos)
+      << why << ": " << w.status().error().message();
+  // On its own (no earlier fields, so other offsets): the same field, refused.
+  auto r = marshal_to_bytes(value);
+  ASSERT_FALSE(r.ok()) << why;
+  EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << why;
+  std::string_view field = expect_in_message.substr(0, expect_in_message.find(" at offset"));
+  EXPECT_NE(r.error().message().find(field), std::string::npos) << why << ": " << r.error().message();
+}
+
 template <class T>
 void check_sized_limits() {
   constexpr size_t kMax = T::kMax;
+  EXPECT_EQ(encode(T{Bytes(kMax, 0x5a)}).size(), 2 + kMax);
+  expect_marshal_refused(T{Bytes(kMax + 1, 0x5a)}, "Sized above max",
+                         "TPM2B at offset 4 has size " + std::to_string(kMax + 1) + ", at most " + std::to_string(kMax));
   Bytes at_max(2 + kMax, 0x5a);
   put16(at_max, 0, kMax);
   expect_accepted<T>(at_max, "size at max");
@@ -697,6 +747,11 @@ TEST(LyingSizes, PcrSelection) {
   expect_accepted<PcrSelection>(at_max, "sizeofSelect 32");
   Bytes over = concat({H("000b21"), Bytes(33, 0xff)});
   expect_rejected<PcrSelection>(over, "sizeofSelect 33", "sizeofSelect");
+  EXPECT_EQ(to_hex(encode(PcrSelection{alg::kSha256, Bytes(32, 0xff)})), to_hex(at_max));
+  expect_marshal_refused(PcrSelection{alg::kSha256, Bytes(33, 0xff)}, "33 select bytes",
+                         "TPMS_PCR_SELECTION.sizeofSelect at offset 6 has count 33, at most 32");
+  // A u8 cast would have written sizeofSelect 0 and then 256 bytes.
+  expect_marshal_refused(PcrSelection{alg::kSha256, Bytes(256, 0xff)}, "256 select bytes", "count 256");
   expect_rejected<PcrSelection>(H("000b04000001"), "sizeofSelect above data");
   expect_rejected<PcrSelection>(H("000bff000001"), "sizeofSelect 255");
 }
@@ -704,10 +759,12 @@ TEST(LyingSizes, PcrSelection) {
 TEST(LyingSizes, PcrSelectionList) {
   PcrSelectionList list;
   for (int i = 0; i < 17; ++i) list.banks.push_back(PcrSelection::single(alg::kSha256, 1));
-  Bytes seventeen = marshal_to_bytes(list);
-  expect_rejected<PcrSelectionList>(seventeen, "17 banks", "TPML_PCR_SELECTION.count");
+  expect_marshal_refused(list, "17 banks", "TPML_PCR_SELECTION.count at offset 4 has count 17, at most 16");
   list.banks.pop_back();
-  expect_accepted<PcrSelectionList>(marshal_to_bytes(list), "16 banks");
+  Bytes sixteen = encode(list);
+  expect_accepted<PcrSelectionList>(sixteen, "16 banks");
+  Bytes seventeen = grow_list(sixteen, 0, encode(PcrSelection::single(alg::kSha256, 1)));
+  expect_rejected<PcrSelectionList>(seventeen, "17 banks", "TPML_PCR_SELECTION.count");
   expect_rejected<PcrSelectionList>(H("00000002" "000b03000001"), "count above data");
   expect_rejected<PcrSelectionList>(H("ffffffff" "000b03000001"), "count 0xffffffff");
   // A lying sizeofSelect inside the list.
@@ -716,9 +773,12 @@ TEST(LyingSizes, PcrSelectionList) {
 
 TEST(LyingSizes, DigestList) {
   DigestList d{std::vector<Bytes>(9, filled(1))};
-  expect_rejected<DigestList>(marshal_to_bytes(d), "9 digests", "TPML_DIGEST.count");
+  expect_marshal_refused(d, "9 digests", "TPML_DIGEST.count at offset 4 has count 9, at most 8");
   d.digests.pop_back();
-  expect_accepted<DigestList>(marshal_to_bytes(d), "8 digests");
+  Bytes eight = encode(d);
+  expect_accepted<DigestList>(eight, "8 digests");
+  expect_rejected<DigestList>(grow_list(eight, 0, H("000101")), "9 digests", "TPML_DIGEST.count");
+  expect_marshal_refused(DigestList{{filled(32), filled(65)}}, "65-byte digest", "TPM2B_DIGEST at offset 42 has size 65");
   expect_rejected<DigestList>(concat({H("000000010041"), Bytes(65, 0)}), "65-byte digest", "TPM2B_DIGEST");
   expect_rejected<DigestList>(H("00000003" "0000" "0000"), "count above data");
   expect_rejected<DigestList>(H("00000001" "0020" "0102"), "digest size above data");
@@ -727,9 +787,12 @@ TEST(LyingSizes, DigestList) {
 TEST(LyingSizes, DigestValues) {
   DigestValues d;
   for (int i = 0; i < 17; ++i) d.digests.push_back({alg::kSha1, filled(20)});
-  expect_rejected<DigestValues>(marshal_to_bytes(d), "17 digests", "TPML_DIGEST_VALUES.count");
+  expect_marshal_refused(d, "17 digests", "TPML_DIGEST_VALUES.count at offset 4 has count 17, at most 16");
   d.digests.pop_back();
-  expect_accepted<DigestValues>(marshal_to_bytes(d), "16 digests");
+  Bytes sixteen = encode(d);
+  expect_accepted<DigestValues>(sixteen, "16 digests");
+  expect_rejected<DigestValues>(grow_list(sixteen, 0, encode(TaggedHash{alg::kSha1, filled(20)})), "17 digests",
+                                "TPML_DIGEST_VALUES.count");
   expect_rejected<DigestValues>(concat({H("00000002" "0004"), filled(20)}), "count above data");
   // A sha256 tag followed by a sha1-sized digest: the algorithm fixes the size.
   expect_rejected<DigestValues>(concat({H("00000001" "000b"), filled(20)}), "digest shorter than its algorithm");
@@ -737,19 +800,28 @@ TEST(LyingSizes, DigestValues) {
 
 TEST(LyingSizes, TaggedHash) {
   expect_rejected<TaggedHash>(concat({H("000c"), filled(32)}), "sha384 tag, 32 bytes");
+  // No size on the wire: a digest its algorithm contradicts would shift every later field.
+  expect_marshal_refused(TaggedHash{alg::kSha256, filled(20)}, "sha256 tag, 20 bytes",
+                         "TPMT_HA.digest at offset 6 has size 20, sha256 needs 32");
+  expect_marshal_refused(TaggedHash{alg::kSha1, filled(32)}, "sha1 tag, 32 bytes", "sha1 needs 20");
+  expect_marshal_refused(TaggedHash{0x0099, filled(32)}, "unknown hash", "TPMT_HA.hashAlg 0x0099 at offset 4 is unknown");
+  expect_marshal_refused(DigestValues{{{alg::kSha1, filled(20)}, {alg::kSha256, filled(31)}}}, "second digest short",
+                         "TPMT_HA.digest at offset 32 has size 31");
   auto r = unmarshal_exact<TaggedHash>(concat({H("0004"), filled(32)}), "TPMT_HA");
   EXPECT_FALSE(r.ok()) << "sha1 with 32 bytes: the extra 12 are trailing";
 }
 
 TEST(LyingSizes, Public) {
-  Bytes base = marshal_to_bytes(ecc_with_point());
+  Bytes base = encode(ecc_with_point());
   // authPolicy at offset 8.
   {
     Public p = ecc_with_point();
     p.auth_policy = filled(64);
-    expect_accepted<Public>(marshal_to_bytes(p), "64-byte policy");
+    Bytes at_max = encode(p);
+    expect_accepted<Public>(at_max, "64-byte policy");
+    expect_rejected<Public>(grow_tpm2b(at_max, 8), "65-byte policy", "authPolicy");
     p.auth_policy = filled(65);
-    expect_rejected<Public>(marshal_to_bytes(p), "65-byte policy", "authPolicy");
+    expect_marshal_refused(p, "65-byte policy", "TPMT_PUBLIC.authPolicy at offset 12 has size 65, at most 64");
     Bytes b = base;
     put16(b, 8, 0x0100);
     expect_rejected<Public>(b, "policy size above data");
@@ -757,11 +829,17 @@ TEST(LyingSizes, Public) {
   // ECC x size at offset 22, y size at offset 56.
   {
     Public p = ecc_with_point();
+    p.unique_x = filled(66);
+    expect_accepted<Public>(encode(p), "66-byte x");
+    expect_rejected<Public>(grow_tpm2b(encode(p), 22), "67-byte x", "TPMS_ECC_POINT.x");
     p.unique_x = filled(67);
-    expect_rejected<Public>(marshal_to_bytes(p), "67-byte x", "TPMS_ECC_POINT.x");
+    expect_marshal_refused(p, "67-byte x", "TPMS_ECC_POINT.x at offset 26 has size 67, at most 66");
     p = ecc_with_point();
+    p.unique_y = filled(66);
+    expect_accepted<Public>(encode(p), "66-byte y");
+    expect_rejected<Public>(grow_tpm2b(encode(p), 56), "67-byte y", "TPMS_ECC_POINT.y");
     p.unique_y = filled(67);
-    expect_rejected<Public>(marshal_to_bytes(p), "67-byte y", "TPMS_ECC_POINT.y");
+    expect_marshal_refused(p, "67-byte y", "TPMS_ECC_POINT.y at offset 60 has size 67, at most 66");
     Bytes b = base;
     put16(b, 56, 0x0021);
     expect_rejected<Public>(b, "y size above data");
@@ -772,23 +850,27 @@ TEST(LyingSizes, Public) {
   // RSA modulus.
   {
     Public p = rsa2048();
+    p.unique_x = filled(512);
+    expect_rejected<Public>(grow_tpm2b(encode(p), 24), "513-byte modulus", "TPM2B_PUBLIC_KEY_RSA");
     p.unique_x = filled(513);
-    expect_rejected<Public>(marshal_to_bytes(p), "513-byte modulus", "TPM2B_PUBLIC_KEY_RSA");
-    Bytes b = marshal_to_bytes(rsa2048());
+    expect_marshal_refused(p, "513-byte modulus", "TPM2B_PUBLIC_KEY_RSA at offset 28 has size 513, at most 512");
+    Bytes b = encode(rsa2048());
     put16(b, 24, 0x0101);
     expect_rejected<Public>(b, "modulus size above data");
   }
   // Keyed-hash and symcipher unique.
   for (Public p : {sealed(), symcipher()}) {
     p.unique_x = filled(64);
-    expect_accepted<Public>(marshal_to_bytes(p), "64-byte unique");
+    Bytes at_max = encode(p);
+    expect_accepted<Public>(at_max, "64-byte unique");
+    expect_rejected<Public>(grow_tpm2b(at_max, at_max.size() - 66), "65-byte unique", "TPM2B_DIGEST");
     p.unique_x = filled(65);
-    expect_rejected<Public>(marshal_to_bytes(p), "65-byte unique", "TPM2B_DIGEST");
+    expect_marshal_refused(p, "65-byte unique", "TPM2B_DIGEST at offset " + std::to_string(4 + at_max.size() - 66));
   }
 }
 
 TEST(LyingSizes, PublicArea) {
-  Bytes good = marshal_to_bytes(PublicArea{ecc_with_point()});
+  Bytes good = encode(PublicArea{ecc_with_point()});
   ASSERT_EQ(good.size(), 92u);
   Bytes b = good;
   put16(b, 0, 0x005b);
@@ -811,9 +893,15 @@ TEST(LyingSizes, PublicArea) {
 }
 
 TEST(LyingSizes, SensitiveCreate) {
-  expect_accepted<SensitiveCreate>(marshal_to_bytes(SensitiveCreate{filled(64), filled(256)}), "at max");
-  expect_rejected<SensitiveCreate>(marshal_to_bytes(SensitiveCreate{filled(65), {}}), "65-byte userAuth", "userAuth");
-  expect_rejected<SensitiveCreate>(marshal_to_bytes(SensitiveCreate{{}, filled(257)}), "257-byte data", ".data");
+  expect_accepted<SensitiveCreate>(encode(SensitiveCreate{filled(64), filled(256)}), "at max");
+  expect_rejected<SensitiveCreate>(grow_tpm2b(encode(SensitiveCreate{filled(64), {}}), 2, {0}), "65-byte userAuth",
+                                   "userAuth");
+  expect_rejected<SensitiveCreate>(grow_tpm2b(encode(SensitiveCreate{{}, filled(256)}), 4, {0}), "257-byte data",
+                                   ".data");
+  expect_marshal_refused(SensitiveCreate{filled(65), {}}, "65-byte userAuth",
+                         "TPMS_SENSITIVE_CREATE.userAuth at offset 6 has size 65, at most 64");
+  expect_marshal_refused(SensitiveCreate{{}, filled(257)}, "257-byte data",
+                         "TPMS_SENSITIVE_CREATE.data at offset 8 has size 257, at most 256");
   Bytes good = H(kSensitiveCreateHex);
   Bytes b = good;
   put16(b, 0, 0x000d);
@@ -831,17 +919,19 @@ TEST(LyingSizes, SensitiveCreate) {
 
 TEST(LyingSizes, Ticket) {
   Ticket t{st::kCreation, rh::kOwner, filled(64)};
-  expect_accepted<Ticket>(marshal_to_bytes(t), "64-byte digest");
+  expect_accepted<Ticket>(encode(t), "64-byte digest");
+  expect_rejected<Ticket>(grow_tpm2b(encode(t), 6), "65-byte digest", "TPMT_TK.digest");
   t.digest = filled(65);
-  expect_rejected<Ticket>(marshal_to_bytes(t), "65-byte digest", "TPMT_TK.digest");
+  expect_marshal_refused(t, "65-byte digest", "TPMT_TK.digest at offset 10 has size 65, at most 64");
   expect_rejected<Ticket>(H("8021400000070020aabb"), "digest size above data");
 }
 
 TEST(LyingSizes, Context) {
   Context c{1, 0x80000000, rh::kNull, filled(5120)};
-  expect_accepted<Context>(marshal_to_bytes(c), "5120-byte blob");
+  expect_accepted<Context>(encode(c), "5120-byte blob");
+  expect_rejected<Context>(grow_tpm2b(encode(c), 16), "5121-byte blob", "contextBlob");
   c.blob = filled(5121);
-  expect_rejected<Context>(marshal_to_bytes(c), "5121-byte blob", "contextBlob");
+  expect_marshal_refused(c, "5121-byte blob", "TPMS_CONTEXT.contextBlob at offset 20 has size 5121, at most 5120");
   Bytes b = H(kContextHex);
   put16(b, 16, 0x0183);
   expect_rejected<Context>(b, "blob size above data");
@@ -875,6 +965,42 @@ TEST(LyingSizes, CapabilityData) {
   }
   expect_rejected<CapabilityData>(H("00000005" "00000011"), "17 PCR banks");
   expect_rejected<CapabilityData>(H("00000005" "00000001" "000b2100"), "sizeofSelect 33");
+}
+
+// ---------------------------------------------------------------------------
+// What marshal refuses beyond sizes, and how a failure deep inside a
+// structure leaves the Writer.
+
+TEST(MarshalLimits, NoLayoutIsGuessed) {
+  Public p = null_template();
+  p.type = alg::kNull;
+  expect_marshal_refused(p, "unknown type", "TPMT_PUBLIC.type 0x0010 at offset 4 has no layout");
+  CapabilityData c;
+  c.capability = 0x00000003;  // PP_COMMANDS: not a capability tpmsec parses
+  expect_marshal_refused(c, "unknown capability", "unsupported capability 0x00000003");
+}
+
+TEST(MarshalLimits, AFailureDeepInsideEmptiesTheWholeWriter) {
+  Public p = ecc_with_point();
+  p.auth_policy = filled(65);
+  // TPM2B_PUBLIC's size field, then TPMT_PUBLIC: the inner field is named.
+  expect_marshal_refused(PublicArea{p}, "policy inside TPM2B_PUBLIC",
+                         "TPMT_PUBLIC.authPolicy at offset 14 has size 65, at most 64");
+
+  // A command's parameters: the fourth one is over its max.
+  SensitiveCreate sensitive{str("pw"), {}};
+  PublicArea in_public{null_template()};
+  Tpm2bData outside_info{filled(65)};
+  PcrSelectionList creation_pcr;
+  Writer w;
+  marshal_all(w, std::tie(sensitive, in_public, outside_info, creation_pcr));
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(w.data().empty()) << to_hex(w.data());
+  EXPECT_EQ(w.status().error().kind(), ErrorKind::kUsage);
+  size_t at = encode(sensitive).size() + encode(in_public).size();
+  EXPECT_NE(w.status().error().message().find("TPM2B at offset " + std::to_string(at) + " has size 65, at most 64"),
+            std::string::npos)
+      << w.status().error().message();
 }
 
 // ---------------------------------------------------------------------------
@@ -922,10 +1048,10 @@ TEST(UnknownIds, PublicSymmetric) {
   Bytes ecc = H(kOutPublicHex);
   put16(ecc, 10, 0x0099);
   expect_rejected<Public>(ecc, "ECC symmetric", "unknown symmetric algorithm");
-  Bytes rsa = marshal_to_bytes(rsa2048());
+  Bytes rsa = encode(rsa2048());
   put16(rsa, 10, 0x0099);
   expect_rejected<Public>(rsa, "RSA symmetric", "unknown symmetric algorithm");
-  Bytes sym = marshal_to_bytes(symcipher());
+  Bytes sym = encode(symcipher());
   put16(sym, 10, 0x0099);
   expect_rejected<Public>(sym, "symcipher symmetric", "unknown symmetric algorithm");
 }
@@ -942,14 +1068,14 @@ TEST(UnknownIds, PublicSchemes) {
   put16(b, 16, alg::kXor);
   expect_rejected<Public>(b, "XOR is a keyed-hash scheme only", "TPMT_ECC_SCHEME");
   // RSA scheme at offset 16.
-  b = marshal_to_bytes(rsa2048());
+  b = encode(rsa2048());
   put16(b, 16, 0x0099);
   expect_rejected<Public>(b, "RSA scheme", "TPMT_RSA_SCHEME");
   // Keyed-hash scheme at offset 10.
-  b = marshal_to_bytes(sealed());
+  b = encode(sealed());
   put16(b, 10, 0x0099);
   expect_rejected<Public>(b, "keyed-hash scheme", "TPMT_KEYEDHASH_SCHEME");
-  b = marshal_to_bytes(sealed());
+  b = encode(sealed());
   put16(b, 10, alg::kAes);
   expect_rejected<Public>(b, "keyed-hash scheme AES", "TPMT_KEYEDHASH_SCHEME");
 }
@@ -974,7 +1100,7 @@ TEST(Reuse, UnmarshalResetsTarget) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(p, null_template());
   CapabilityData c = cap_algs();
-  Bytes curves = marshal_to_bytes(cap_curves());
+  Bytes curves = encode(cap_curves());
   Reader rc(curves);
   unmarshal(rc, c);
   ASSERT_TRUE(rc.ok());

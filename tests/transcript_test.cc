@@ -542,7 +542,7 @@ class Replayer {
 
     const Public& pub = rsp->out_public.public_area;
     check("objectHandle", s.hex("objectHandle"), be32(rsp->object_handle));
-    check("outPublic (re-marshalled)", s.hex("outPublic"), marshal_to_bytes(pub));
+    check("outPublic (re-marshalled)", s.hex("outPublic"), marshal_to_bytes(pub).value());
     auto name = compute_name(pub);
     ASSERT_TRUE(name.ok()) << name.error().message();
     Bytes recorded_name = s.hex("name");
@@ -597,8 +597,8 @@ class Replayer {
     check("nonceCaller in the recorded command", nonce_caller, recorded_nonce);
     check("encryptedSalt = the one in the recorded command", recorded_secret, salted->encrypted_salt);
     Writer point;
-    point.tpm2b(ephemeral_x);
-    point.tpm2b(ephemeral_y);
+    point.tpm2b(ephemeral_x, "TPMS_ECC_POINT.x");
+    point.tpm2b(ephemeral_y, "TPMS_ECC_POINT.y");
     check("encryptedSalt = TPM2B(ephemeralX) || TPM2B(ephemeralY)", point.data(), salted->encrypted_salt);
 
     // Bind: TPM_RH_NULL (unbound) or the null key with its userAuth.
@@ -669,7 +669,7 @@ class Replayer {
     check_value("contextBlobSize", s.number("contextBlobSize"), uint64_t{saved->blob.size()});
     ResponseParts rp = split_response(response, cmd::ContextSave::kInfo.response_handle_count);
     check("TPMS_CONTEXT re-marshals to the recorded response parameters", rp.parameters,
-          marshal_to_bytes(*saved));
+          marshal_to_bytes(*saved).value());
     saved_context_ = *saved;
   }
 
@@ -830,7 +830,7 @@ class Replayer {
     // The parameters as sent: the first one encrypted when decrypt is set.
     Writer w;
     marshal_all(w, command.params());
-    Bytes parameters = w.take();
+    Bytes parameters = w.finish().value();
     if (attrs & attr::kDecrypt) {
       ASSERT_TRUE(info.command_param_tpm2b);
       ASSERT_EQ(st.symmetric.algorithm, alg::kAes) << "the transcript encrypts commands only with AES-CFB";

@@ -391,6 +391,29 @@ TEST(Reader, StatusOkWhenHealthy) {
 // ---------------------------------------------------------------------------
 // Writer
 
+std::string error_of(const Writer& w) {
+  Status s = w.status();
+  return s.ok() ? std::string() : s.error().message();
+}
+
+// The Writer failed with kUsage, its message holds every one of `parts`, it
+// holds no bytes, and finish() returns the same error.
+void expect_refused(Writer& w, std::initializer_list<std::string_view> parts) {
+  ASSERT_FALSE(w.ok());
+  Status s = w.status();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind(), ErrorKind::kUsage);
+  for (std::string_view part : parts) {
+    EXPECT_NE(s.error().message().find(part), std::string::npos) << "'" << part << "' not in: " << s.error().message();
+  }
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_TRUE(w.data().empty()) << "a failed Writer still holds " << to_hex(w.data());
+  auto out = w.finish();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().message(), s.error().message());
+  EXPECT_EQ(out.error().kind(), ErrorKind::kUsage);
+}
+
 TEST(Writer, WritesEveryPrimitiveBigEndian) {
   Writer w;
   EXPECT_EQ(w.size(), 0u);
@@ -402,53 +425,64 @@ TEST(Writer, WritesEveryPrimitiveBigEndian) {
   w.bytes(tail);
   EXPECT_EQ(w.size(), 17u);
   EXPECT_EQ(to_hex(w.data()), "01020304050607" "08090a0b0c0d0e0f" "aabb");
+  EXPECT_TRUE(w.ok());
 }
 
 TEST(Writer, Tpm2bPrefixesSize) {
   Writer w;
-  w.tpm2b(H("aabbcc"));
-  w.tpm2b({});
+  w.tpm2b(H("aabbcc"), "blob");
+  w.tpm2b({}, "empty");
   EXPECT_EQ(to_hex(w.data()), "0003aabbcc0000");
 }
 
 TEST(Writer, SizeMarksArePatched) {
   Writer w;
   w.u8(0xff);
-  size_t outer = w.begin_size32();
-  size_t inner = w.begin_size16();
+  auto outer = w.begin_size32("outer");
+  auto inner = w.begin_size16("inner");
   w.u32(0xdeadbeef);
   w.u8(0x01);
-  w.end_size16(inner);
+  w.end_size(inner);
   w.u16(0x7777);
-  w.end_size32(outer);
+  w.end_size(outer);
   EXPECT_EQ(to_hex(w.data()), "ff" "00000009" "0005" "deadbeef01" "7777");
+}
+
+TEST(Writer, TotalSizeCountsEveryByteItselfIncluded) {
+  Writer w;
+  w.u16(0x8001);
+  auto total = w.begin_total_size32("commandSize");
+  w.u32(0x0000017b);
+  w.u16(0x0020);
+  w.end_size(total);
+  EXPECT_EQ(to_hex(w.data()), "8001" "0000000c" "0000017b" "0020");
 }
 
 TEST(Writer, EmptySizedBodies) {
   Writer w;
-  size_t a = w.begin_size16();
-  w.end_size16(a);
-  size_t b = w.begin_size32();
-  w.end_size32(b);
+  auto a = w.begin_size16("a");
+  w.end_size(a);
+  auto b = w.begin_size32("b");
+  w.end_size(b);
   EXPECT_EQ(to_hex(w.data()), "000000000000");
 }
 
 TEST(Writer, LargeSize16Body) {
   Writer w;
-  size_t m = w.begin_size16();
+  auto m = w.begin_size16("body");
   w.bytes(Bytes(0x1234, 0));
-  w.end_size16(m);
+  w.end_size(m);
   EXPECT_EQ(w.data()[0], 0x12);
   EXPECT_EQ(w.data()[1], 0x34);
 }
 
-TEST(Writer, AtAndTake) {
+TEST(Writer, FinishHandsOverTheBytes) {
   Writer w;
-  w.u32(0);
-  store_be32(w.at(0), 0x11223344);
-  EXPECT_EQ(to_hex(w.data()), "11223344");
-  Bytes taken = w.take();
-  EXPECT_EQ(to_hex(taken), "11223344");
+  w.u32(0x11223344);
+  auto out = w.finish();
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  EXPECT_EQ(to_hex(*out), "11223344");
+  EXPECT_EQ(w.size(), 0u);
 }
 
 TEST(Writer, ReaderRoundTrip) {
@@ -457,12 +491,15 @@ TEST(Writer, ReaderRoundTrip) {
   w.u16(0xbeef);
   w.u32(0xcafef00d);
   w.u64(0x0123456789abcdefull);
-  w.tpm2b(H("010203"));
-  size_t m = w.begin_size16();
+  w.tpm2b(H("010203"), "e", 3);
+  auto m = w.begin_size16("f", 2);
   w.u16(42);
-  w.end_size16(m);
-  Bytes data = w.take();
-  Reader r(data);
+  w.end_size(m);
+  w.count(2, "g", 2);
+  w.count8(1, "h", 1);
+  auto data = w.finish();
+  ASSERT_TRUE(data.ok()) << data.error().message();
+  Reader r(*data);
   EXPECT_EQ(r.u8("a"), 7);
   EXPECT_EQ(r.u16("b"), 0xbeef);
   EXPECT_EQ(r.u32("c"), 0xcafef00du);
@@ -473,8 +510,142 @@ TEST(Writer, ReaderRoundTrip) {
   EXPECT_EQ(body.u16("g"), 42);
   body.expect_end("f");
   r.absorb(body);
+  EXPECT_EQ(r.count("g", 2), 2u);
+  EXPECT_EQ(r.u8("h"), 1);
   r.expect_end("all");
   EXPECT_TRUE(r.ok()) << error_of(r);
+}
+
+// ---------------------------------------------------------------------------
+// Writer: every size it writes is true, or it writes nothing.
+
+TEST(WriterLimits, Tpm2bAtItsMaxIsWritten) {
+  Writer w;
+  w.tpm2b(Bytes(64, 0xaa), "TPM2B_DIGEST", 64);
+  ASSERT_TRUE(w.ok()) << error_of(w);
+  EXPECT_EQ(w.size(), 66u);
+  Writer full;
+  full.tpm2b(Bytes(0xffff, 0), "big");
+  ASSERT_TRUE(full.ok()) << error_of(full);
+  EXPECT_EQ(full.data()[0], 0xff);
+  EXPECT_EQ(full.data()[1], 0xff);
+  EXPECT_EQ(full.size(), 0x10001u);
+}
+
+TEST(WriterLimits, Tpm2bOverTheCallersMax) {
+  Writer w;
+  w.u32(0x11111111);
+  w.tpm2b(Bytes(65, 0xaa), "TPMT_PUBLIC.authPolicy", 64);
+  expect_refused(w, {"TPMT_PUBLIC.authPolicy", "offset 4", "size 65", "at most 64"});
+}
+
+TEST(WriterLimits, Tpm2bOverWhatAU16CanSay) {
+  // The cast to u16 would have written size 0x0000 and then 64 KiB of body.
+  Writer w;
+  w.tpm2b(Bytes(0x10000, 0xaa), "blob");
+  expect_refused(w, {"blob", "offset 0", "size 65536", "at most 65535"});
+  // A max above 0xffff does not lift the u16 bound.
+  Writer w2;
+  w2.tpm2b(Bytes(0x10001, 0xaa), "blob", 1 << 20);
+  expect_refused(w2, {"size 65537", "at most 65535"});
+}
+
+TEST(WriterLimits, Size16RegionOverWhatAU16CanSay) {
+  Writer w;
+  auto mark = w.begin_size16("TPM2B_PUBLIC");
+  w.bytes(Bytes(0x10000, 0));
+  w.end_size(mark);
+  expect_refused(w, {"TPM2B_PUBLIC", "offset 0", "size 65536", "at most 65535"});
+}
+
+TEST(WriterLimits, Size16RegionOverItsMax) {
+  Writer w;
+  w.u8(0);
+  auto mark = w.begin_size16("TPM2B_SENSITIVE_CREATE", 4);
+  w.u32(1);
+  w.u8(2);
+  w.end_size(mark);
+  expect_refused(w, {"TPM2B_SENSITIVE_CREATE", "offset 1", "size 5", "at most 4"});
+}
+
+TEST(WriterLimits, Count8OverItsMax) {
+  // sizeofSelect is a u8: 256 select bytes would have been counted as 0.
+  Writer w;
+  w.u16(0x000b);
+  w.count8(256, "TPMS_PCR_SELECTION.sizeofSelect");
+  expect_refused(w, {"TPMS_PCR_SELECTION.sizeofSelect", "offset 2", "count 256", "at most 255"});
+  Writer w2;
+  w2.count8(33, "TPMS_PCR_SELECTION.sizeofSelect", 32);
+  expect_refused(w2, {"count 33", "at most 32"});
+}
+
+TEST(WriterLimits, Count32OverItsMax) {
+  Writer w;
+  w.count(17, "TPML_PCR_SELECTION.count", 16);
+  expect_refused(w, {"TPML_PCR_SELECTION.count", "offset 0", "count 17", "at most 16"});
+}
+
+TEST(WriterLimits, TotalLimit) {
+  Writer w(12, "command");
+  w.u16(0x8001);
+  w.u32(12);
+  w.u32(0x17b);
+  w.u16(0x20);
+  ASSERT_TRUE(w.ok()) << error_of(w) << ": exactly at the limit is allowed";
+  w.u8(0);
+  expect_refused(w, {"command would be 13 bytes", "UINT8", "offset 12", "at most 12"});
+
+  Writer big(4096, "command");
+  big.u16(0x8001);
+  big.bytes(Bytes(5000, 0), "parameters");
+  expect_refused(big, {"command would be 5002 bytes", "writing parameters at offset 2", "at most 4096"});
+
+  // A TPM2B within its own max still has to fit the buffer, size field included.
+  Writer t(10, "command");
+  t.bytes(Bytes(2, 0));
+  t.tpm2b(Bytes(7, 0), "TPM2B_DIGEST", 64);
+  expect_refused(t, {"command would be 11 bytes", "TPM2B_DIGEST", "at most 10"});
+}
+
+TEST(WriterLimits, TheFirstFailureSticksAndLaterWritesAreNoOps) {
+  Writer w;
+  w.u32(0xdeadbeef);
+  w.tpm2b(Bytes(65, 0), "first", 64);
+  std::string first = error_of(w);
+  // Later writes, a later failure, size marks and a fail() change nothing.
+  w.u8(1);
+  w.u16(2);
+  w.u32(3);
+  w.u64(4);
+  w.bytes(H("aabb"));
+  w.tpm2b(H("aa"), "ok");
+  w.count(1, "ok", 1);
+  w.count8(300, "second");
+  auto mark = w.begin_size16("region");
+  w.u8(5);
+  w.end_size(mark);
+  w.fail("third");
+  EXPECT_EQ(error_of(w), first);
+  EXPECT_NE(first.find("first"), std::string::npos) << first;
+  expect_refused(w, {"first"});
+}
+
+TEST(WriterLimits, FailureInsideASizedRegionLeavesNoPatchedPrefix) {
+  Writer w;
+  w.u16(0x8002);
+  auto outer = w.begin_total_size32("commandSize");
+  auto inner = w.begin_size16("TPM2B_PUBLIC");
+  w.tpm2b(Bytes(67, 0), "TPMS_ECC_POINT.x", 66);
+  w.end_size(inner);
+  w.end_size(outer);
+  expect_refused(w, {"TPMS_ECC_POINT.x", "offset 8", "size 67", "at most 66"});
+}
+
+TEST(WriterLimits, CallerFailure) {
+  Writer w;
+  w.u16(1);
+  w.fail("TPMT_HA.digest has size 20, sha256 needs 32");
+  expect_refused(w, {"TPMT_HA.digest has size 20, sha256 needs 32"});
 }
 
 // ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 #ifndef TPMSEC_CONSTANTS_H_
 #define TPMSEC_CONSTANTS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -143,6 +144,12 @@ inline constexpr uint32_t kHrLoadedAvail = kVar + 4;
 inline constexpr uint32_t kHrActive = kVar + 5;
 inline constexpr uint32_t kHrActiveAvail = kVar + 6;
 }  // namespace pt
+
+// The largest command tpmsec sends, header included: 4096 bytes, the Linux
+// TPM driver's TPM_BUFSIZE (drivers/char/tpm/tpm.h; /dev/tpm* refuses a longer
+// write) and the command buffer of the reference TPM and libtpms. A TPM states
+// its own limit as TPM_PT_MAX_COMMAND_SIZE (pt::kMaxCommandSize above).
+inline constexpr size_t kMaxCommandBytes = 4096;
 
 // Session attributes (TPMA_SESSION, Part 2 §8.4).
 namespace attr {

@@ -3,8 +3,13 @@
 // Each type has `void marshal(Writer&, const T&)` and `void unmarshal(Reader&, T&)`.
 // Unmarshal treats its input as hostile: every size is bounded by the spec's
 // maximum for that field, every algorithm id selecting a layout must be known,
-// and failures land in the Reader (see wire.h). Structures that are hashed
-// (TPMT_PUBLIC for names) re-marshal byte for byte to what was parsed.
+// and failures land in the Reader (see wire.h). Marshal holds the caller's
+// values to the same bounds through the Writer: a value unmarshal would
+// refuse (a TPM2B over its max, a list over its count, a TPMT_HA digest whose
+// length its algorithm contradicts, a type with no known layout) fails the
+// Writer with kUsage naming the field, and nothing is written. So whatever
+// marshals also parses back. Structures that are hashed (TPMT_PUBLIC for
+// names) re-marshal byte for byte to what was parsed.
 #ifndef TPMSEC_STRUCTURES_H_
 #define TPMSEC_STRUCTURES_H_
 
@@ -189,7 +194,7 @@ inline void unmarshal(Reader& r, uint64_t& v) { v = r.u64("UINT64"); }
 
 template <size_t Max>
 void marshal(Writer& w, const Sized<Max>& v) {
-  w.tpm2b(v.bytes);
+  w.tpm2b(v.bytes, "TPM2B", Max);
 }
 template <size_t Max>
 void unmarshal(Reader& r, Sized<Max>& v) {
@@ -232,12 +237,13 @@ void unmarshal_all(Reader& r, const std::tuple<Ts&...>& fields) {
   std::apply([&r](auto&... f) { (unmarshal(r, f), ...); }, fields);
 }
 
-// Marshals one value to bytes / parses one value that must fill `data`.
+// Marshals one value to bytes (or the Writer's error) / parses one value that
+// must fill `data`.
 template <class T>
-Bytes marshal_to_bytes(const T& v) {
+Result<Bytes> marshal_to_bytes(const T& v) {
   Writer w;
   marshal(w, v);
-  return w.take();
+  return w.finish();
 }
 template <class T>
 Result<T> unmarshal_exact(ByteView data, std::string_view what) {

@@ -55,11 +55,13 @@ class Tpm {
     static_assert(!C::kInfo.creates_handle || C::kInfo.response_handle_count == 1);
     Writer params;
     marshal_all(params, command.params());
+    // A parameter that does not fit fails the command before anything is sent.
+    if (!params.ok()) return params.status().error().with_context(std::string(C::kInfo.name) + " parameters");
     auto handles = std::apply([](const auto&... h) { return std::array<const NamedHandle*, sizeof...(h)>{&h...}; },
                               command.handles());
     static_assert(handles.size() == C::kInfo.handle_count, "handles() disagrees with kInfo");
     if constexpr (C::kInfo.creates_handle) TPMSEC_RETURN_IF_ERROR(before_creating());
-    auto executed = execute(C::kInfo, handles, params.take(), auths);
+    auto executed = execute(C::kInfo, handles, *params.finish(), auths);
     if (!executed.ok()) return after_failure(C::kInfo, executed.error());
     RawResponse raw = std::move(*executed);
     typename C::Response response;

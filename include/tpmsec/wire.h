@@ -1,4 +1,5 @@
-// Big-endian TPM wire format: a bounds-checked reader and a growable writer.
+// Big-endian TPM wire format: a bounds-checked reader and a writer that
+// cannot write a size its bytes disagree with.
 //
 // Reader is a cursor over untrusted bytes. Every read can fail; the first
 // failure is recorded (what was expected, the field, and the offset) and makes
@@ -6,6 +7,25 @@
 // status() once. Values read after a failure are zero and must not be used;
 // counts and sizes that bound a loop go through count()/tpm2b(), which refuse
 // anything larger than the caller's limit.
+//
+// Writer builds a command or a part of one from the caller's values. Every
+// size or count it writes is checked against what it counts: a TPM2B body
+// against the caller's max and what a u16 can say, a u8 or u32 count against
+// its max, a size field reserved with begin_size*() against the body it
+// covers, and the whole buffer against the limit given at construction (the
+// 4096-byte kMaxCommandBytes for a command). The first failure is recorded
+// (the field, its size, the limit, the offset) and is sticky, as in the Linux
+// kernel's tpm_buf (drivers/char/tpm/tpm-buf.c, TPM_BUF_OVERFLOW) and
+// BoringSSL's CBB (crypto/bytestring/cbb.c): the buffer is emptied and every
+// later write does nothing, so a marshaller writes a whole structure and
+// checks status() once. What holds:
+//   - a failed Writer holds no bytes: data() is empty and size() is 0, so no
+//     prefix whose sizes disagree with its bytes can be sent by mistake;
+//   - finish() takes the bytes, or returns the error once failed; data() is
+//     for inspection, or for a caller that has just checked ok() (as
+//     Tpm::execute_once does before it transmits);
+//   - the error is kUsage (the caller's value does not fit) and names the field.
+// Field names are string literals: a Writer keeps the views, not copies.
 #ifndef TPMSEC_WIRE_H_
 #define TPMSEC_WIRE_H_
 
@@ -63,30 +83,67 @@ class Reader {
 
 class Writer {
  public:
-  Writer() = default;
+  static constexpr size_t kUnlimited = SIZE_MAX;
 
-  void u8(uint8_t v) { buf_.push_back(v); }
+  // `limit` bounds the whole buffer; `what` names the buffer in that error.
+  explicit Writer(size_t limit = kUnlimited, std::string_view what = "buffer") : limit_(limit), what_(what) {}
+
+  void u8(uint8_t v);
   void u16(uint16_t v);
   void u32(uint32_t v);
   void u64(uint64_t v);
-  void bytes(ByteView b) { buf_.insert(buf_.end(), b.begin(), b.end()); }
-  // u16 size then the bytes. Callers keep b below 64 KiB (TPM buffers are 4 KiB).
-  void tpm2b(ByteView b);
+  // Bytes without a size prefix: a TPMT_HA digest, an area marshalled by
+  // another Writer. `field` names them if they would pass the limit.
+  void bytes(ByteView b, std::string_view field = "bytes");
+  // A TPM2B: a u16 size, then the bytes. Refused when b is longer than max
+  // (the spec's bound for the field) or than a u16 can say.
+  void tpm2b(ByteView b, std::string_view field, size_t max = 0xffff);
+  // A u32 list count (TPML_*), refused above max.
+  void count(size_t n, std::string_view field, uint32_t max);
+  // A u8 count (TPMS_PCR_SELECTION.sizeofSelect), refused above max.
+  void count8(size_t n, std::string_view field, uint8_t max = 0xff);
 
-  // Reserves a u16 (or u32) size field to be patched by end_size*() once the
-  // body is written: returns the position to pass back.
-  size_t begin_size16();
-  void end_size16(size_t mark);
-  size_t begin_size32();
-  void end_size32(size_t mark);
+  // A size field written before the body it counts: begin_size16/32() reserve
+  // it, end_size() fills it in once the body is written, refusing a body over
+  // max or over what the field can say. begin_total_size32() counts every byte
+  // of the buffer, the field itself included (a command's commandSize).
+  struct SizeMark {
+    size_t pos = 0;    // where the size field is
+    size_t from = 0;   // where the counted bytes start
+    size_t width = 0;  // 2 or 4
+    size_t max = 0;
+    std::string_view field;
+  };
+  SizeMark begin_size16(std::string_view field, size_t max = 0xffff);
+  SizeMark begin_size32(std::string_view field);
+  SizeMark begin_total_size32(std::string_view field);
+  void end_size(const SizeMark& mark);
+
+  // Records a failure the caller found in its own value (e.g. a digest whose
+  // length its algorithm contradicts). Only the first failure is kept.
+  void fail(std::string message);
+
+  bool ok() const { return !failed_; }
+  Status status() const;
+  // The bytes written, or the recorded error. Leaves the Writer empty.
+  Result<Bytes> finish();
 
   size_t size() const { return buf_.size(); }
+  // What has been written so far; empty once the Writer failed.
   const Bytes& data() const { return buf_; }
-  Bytes take() { return std::move(buf_); }
-  uint8_t* at(size_t pos) { return buf_.data() + pos; }
 
  private:
+  // True when n more bytes fit under the limit; fails the Writer otherwise.
+  bool room(size_t n, std::string_view field);
+  void put(const uint8_t* p, size_t n) { buf_.insert(buf_.end(), p, p + n); }
+  void put16(uint16_t v);
+  void put32(uint32_t v);
+
   Bytes buf_;
+  size_t limit_;
+  std::string_view what_;
+  bool failed_ = false;
+  std::string error_;
 };
 
 // Big-endian helpers for fixed buffers.

@@ -144,10 +144,10 @@ Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {
                                                    in.decrypt_nonce, in.encrypt_nonce}));
   Writer w;
   w.u32(handle());
-  w.tpm2b(nonce_caller_);
+  w.tpm2b(nonce_caller_, "TPMS_AUTH_COMMAND.nonce", 64);
   w.u8(attrs);
-  w.tpm2b(mac);
-  return w.take();
+  w.tpm2b(mac, "TPMS_AUTH_COMMAND.hmac", 64);
+  return w.finish();
 }
 
 Status HmacSession::verify(const VerifyInput& in) {

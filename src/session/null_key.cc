@@ -38,7 +38,7 @@ Public null_key_template(SaltKind kind) {
 }
 
 Result<Bytes> compute_name(const Public& public_area) {
-  Bytes marshalled = marshal_to_bytes(public_area);
+  TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(public_area));
   TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(public_area.name_alg, {marshalled}));
   Bytes name{static_cast<uint8_t>(public_area.name_alg >> 8), static_cast<uint8_t>(public_area.name_alg)};
   name.insert(name.end(), digest.begin(), digest.end());

@@ -37,9 +37,9 @@ Result<SaltedSecret> make_salt_ecc(const Public& tpm_key, ByteView ephemeral_pri
   TPMSEC_ASSIGN_OR_RETURN(out.salt, crypto::kdfe(tpm_key.name_alg, shared.z.view(), kSecretLabel,
                                                  shared.ephemeral_public.x, tpm_key.unique_x, 8u * *salt_size));
   Writer w;
-  w.tpm2b(shared.ephemeral_public.x);
-  w.tpm2b(shared.ephemeral_public.y);
-  out.encrypted_salt = w.take();
+  w.tpm2b(shared.ephemeral_public.x, "TPMS_ECC_POINT.x");
+  w.tpm2b(shared.ephemeral_public.y, "TPMS_ECC_POINT.y");
+  TPMSEC_ASSIGN_OR_RETURN(out.encrypted_salt, w.finish());
   return out;
 }
 

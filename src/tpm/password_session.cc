@@ -17,10 +17,10 @@ uint32_t PasswordSession::handle() const { return rh::kPasswordSession; }
 Result<Bytes> PasswordSession::authorize(const AuthorizeInput& in) {
   Writer w;
   w.u32(rh::kPasswordSession);
-  w.tpm2b({});  // nonceCaller
+  w.tpm2b({}, "TPMS_AUTH_COMMAND.nonce");
   w.u8(attr::kContinueSession);
-  w.tpm2b(in.auth_value);
-  return w.take();
+  w.tpm2b(in.auth_value, "TPMS_AUTH_COMMAND.hmac", 64);  // the password: a TPM2B_AUTH
+  return w.finish();
 }
 
 Status PasswordSession::verify(const VerifyInput& in) {

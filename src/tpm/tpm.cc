@@ -197,13 +197,13 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
     TPMSEC_RETURN_IF_ERROR(a.session->encrypt_parameter(data, a.auth_value));
   }
 
-  Writer w;
+  Writer w(kMaxCommandBytes, "command");
   w.u16(auths.empty() ? st::kNoSessions : st::kSessions);
-  size_t size_mark = w.begin_size32();
+  auto size_mark = w.begin_total_size32("commandSize");
   w.u32(info.code);
   for (const NamedHandle* h : handles) w.u32(h->handle);
   if (!auths.empty()) {
-    size_t auth_mark = w.begin_size32();
+    auto auth_mark = w.begin_size32("authorizationSize");
     for (size_t i = 0; i < auths.size(); ++i) {
       AuthorizeInput in;
       in.info = &info;
@@ -218,13 +218,14 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
         }
       }
       TPMSEC_ASSIGN_OR_RETURN(Bytes entry, auths[i].session->authorize(in));
-      w.bytes(entry);
+      w.bytes(entry, "TPMS_AUTH_COMMAND");
     }
-    w.end_size32(auth_mark);
+    w.end_size(auth_mark);
   }
-  w.bytes(parameters);
-  // The size field counts the whole command, header included.
-  store_be32(w.at(size_mark), static_cast<uint32_t>(w.size()));
+  w.bytes(parameters, "parameters");
+  w.end_size(size_mark);
+  // A command that did not fit is refused here: nothing reaches the transport.
+  if (!w.ok()) return w.status().error().with_context(std::string(info.name));
 
   TPMSEC_ASSIGN_OR_RETURN(Bytes response, transport_->transmit(w.data()));
 

@@ -71,7 +71,7 @@ Bytes error_response(uint32_t response_code) {
   w.u16(st::kNoSessions);
   w.u32(static_cast<uint32_t>(kHeaderSize));
   w.u32(response_code);
-  return w.take();
+  return w.data();  // three fixed fields: an unlimited Writer cannot fail on them
 }
 
 uint32_t command_code_of(ByteView command) {

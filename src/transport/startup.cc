@@ -13,7 +13,8 @@ Result<uint32_t> send_su(Transport& transport, uint32_t command_code, uint16_t t
   w.u32(12);
   w.u32(command_code);
   w.u16(type);
-  TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(w.data()));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes command, w.finish());
+  TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(command));
   Reader r(rsp);
   r.u16("tag");
   r.u32("size");

@@ -62,7 +62,8 @@ class SwtpmTransport final : public Transport {
     Writer w;
     w.u32(kCtrlInit);
     w.u32(0);  // init flags: keep volatile state file handling default
-    TPMSEC_RETURN_IF_ERROR(io::write_all(ctrl.get(), w.data(), "swtpm control channel"));
+    TPMSEC_ASSIGN_OR_RETURN(Bytes init, w.finish());
+    TPMSEC_RETURN_IF_ERROR(io::write_all(ctrl.get(), init, "swtpm control channel"));
     uint8_t result[4];
     TPMSEC_RETURN_IF_ERROR(io::read_exact(ctrl.get(), result, kTimeoutMs, "swtpm control channel"));
     if (load_be32(result) != 0) {

@@ -58,8 +58,8 @@ PcrSelection PcrSelection::single(uint16_t hash, uint32_t pcr) {
 
 void marshal(Writer& w, const PcrSelection& v) {
   w.u16(v.hash);
-  w.u8(static_cast<uint8_t>(v.select.size()));
-  w.bytes(v.select);
+  w.count8(v.select.size(), "TPMS_PCR_SELECTION.sizeofSelect", kMaxPcrSelect);
+  w.bytes(v.select, "TPMS_PCR_SELECTION.pcrSelect");
 }
 void unmarshal(Reader& r, PcrSelection& v) {
   v.hash = r.u16("TPMS_PCR_SELECTION.hash");
@@ -72,7 +72,7 @@ void unmarshal(Reader& r, PcrSelection& v) {
 }
 
 void marshal(Writer& w, const PcrSelectionList& v) {
-  w.u32(static_cast<uint32_t>(v.banks.size()));
+  w.count(v.banks.size(), "TPML_PCR_SELECTION.count", kMaxBanks);
   for (const auto& s : v.banks) marshal(w, s);
 }
 void unmarshal(Reader& r, PcrSelectionList& v) {
@@ -82,8 +82,8 @@ void unmarshal(Reader& r, PcrSelectionList& v) {
 }
 
 void marshal(Writer& w, const DigestList& v) {
-  w.u32(static_cast<uint32_t>(v.digests.size()));
-  for (const auto& d : v.digests) w.tpm2b(d);
+  w.count(v.digests.size(), "TPML_DIGEST.count", kMaxDigests);
+  for (const auto& d : v.digests) w.tpm2b(d, "TPM2B_DIGEST", 64);
 }
 void unmarshal(Reader& r, DigestList& v) {
   uint32_t n = r.count("TPML_DIGEST.count", kMaxDigests);
@@ -95,8 +95,15 @@ void unmarshal(Reader& r, DigestList& v) {
 }
 
 void marshal(Writer& w, const TaggedHash& v) {
+  // No size on the wire: the algorithm says how long the digest is.
+  auto size = digest_size(v.hash);
+  if (!size) return w.fail(fmt::format("TPMT_HA.hashAlg 0x{:04x} at offset {} is unknown", v.hash, w.size()));
+  if (v.digest.size() != *size) {
+    return w.fail(fmt::format("TPMT_HA.digest at offset {} has size {}, {} needs {}", w.size() + 2, v.digest.size(),
+                              hash_name(v.hash), *size));
+  }
   w.u16(v.hash);
-  w.bytes(v.digest);
+  w.bytes(v.digest, "TPMT_HA.digest");
 }
 void unmarshal(Reader& r, TaggedHash& v) {
   v.hash = r.u16("TPMT_HA.hashAlg");
@@ -108,7 +115,7 @@ void unmarshal(Reader& r, TaggedHash& v) {
 }
 
 void marshal(Writer& w, const DigestValues& v) {
-  w.u32(static_cast<uint32_t>(v.digests.size()));
+  w.count(v.digests.size(), "TPML_DIGEST_VALUES.count", kMaxBanks);
   for (const auto& d : v.digests) marshal(w, d);
 }
 void unmarshal(Reader& r, DigestValues& v) {
@@ -136,36 +143,38 @@ void unmarshal(Reader& r, SymDef& v) {
 }
 
 void marshal(Writer& w, const Public& v) {
+  size_t at = w.size();
   w.u16(v.type);
   w.u16(v.name_alg);
   w.u32(v.attributes);
-  w.tpm2b(v.auth_policy);
+  w.tpm2b(v.auth_policy, "TPMT_PUBLIC.authPolicy", 64);
   switch (v.type) {
     case alg::kEcc:
       marshal(w, v.symmetric);
       marshal_scheme(w, v.scheme, v.type);
       w.u16(v.curve);
       marshal_scheme(w, v.kdf, v.type);
-      w.tpm2b(v.unique_x);
-      w.tpm2b(v.unique_y);
+      w.tpm2b(v.unique_x, "TPMS_ECC_POINT.x", kMaxEccParameter);
+      w.tpm2b(v.unique_y, "TPMS_ECC_POINT.y", kMaxEccParameter);
       break;
     case alg::kRsa:
       marshal(w, v.symmetric);
       marshal_scheme(w, v.scheme, v.type);
       w.u16(v.key_bits);
       w.u32(v.exponent);
-      w.tpm2b(v.unique_x);
+      w.tpm2b(v.unique_x, "TPM2B_PUBLIC_KEY_RSA", kMaxRsaModulus);
       break;
     case alg::kKeyedHash:
       marshal_scheme(w, v.scheme, v.type);
-      w.tpm2b(v.unique_x);
+      w.tpm2b(v.unique_x, "TPM2B_DIGEST", 64);
       break;
     case alg::kSymCipher:
       marshal(w, v.symmetric);
-      w.tpm2b(v.unique_x);
+      w.tpm2b(v.unique_x, "TPM2B_DIGEST", 64);
       break;
     default:
-      break;  // unmarshal refuses other types, so none is ever built
+      // Without its parameters the area would end early: refuse it, as unmarshal does.
+      w.fail(fmt::format("TPMT_PUBLIC.type 0x{:04x} at offset {} has no layout tpmsec knows", v.type, at));
   }
 }
 
@@ -211,9 +220,9 @@ void unmarshal(Reader& r, Public& v) {
 }
 
 void marshal(Writer& w, const PublicArea& v) {
-  size_t mark = w.begin_size16();
+  auto mark = w.begin_size16("TPM2B_PUBLIC");
   marshal(w, v.public_area);
-  w.end_size16(mark);
+  w.end_size(mark);
 }
 void unmarshal(Reader& r, PublicArea& v) {
   Reader body = r.sized("TPM2B_PUBLIC");
@@ -223,10 +232,10 @@ void unmarshal(Reader& r, PublicArea& v) {
 }
 
 void marshal(Writer& w, const SensitiveCreate& v) {
-  size_t mark = w.begin_size16();
-  w.tpm2b(v.user_auth);
-  w.tpm2b(v.data);
-  w.end_size16(mark);
+  auto mark = w.begin_size16("TPM2B_SENSITIVE_CREATE");
+  w.tpm2b(v.user_auth, "TPMS_SENSITIVE_CREATE.userAuth", 64);
+  w.tpm2b(v.data, "TPMS_SENSITIVE_CREATE.data", 256);
+  w.end_size(mark);
 }
 void unmarshal(Reader& r, SensitiveCreate& v) {
   Reader body = r.sized("TPM2B_SENSITIVE_CREATE");
@@ -241,7 +250,7 @@ void unmarshal(Reader& r, SensitiveCreate& v) {
 void marshal(Writer& w, const Ticket& v) {
   w.u16(v.tag);
   w.u32(v.hierarchy);
-  w.tpm2b(v.digest);
+  w.tpm2b(v.digest, "TPMT_TK.digest", 64);
 }
 void unmarshal(Reader& r, Ticket& v) {
   v.tag = r.u16("TPMT_TK.tag");
@@ -254,7 +263,7 @@ void marshal(Writer& w, const Context& v) {
   w.u64(v.sequence);
   w.u32(v.saved_handle);
   w.u32(v.hierarchy);
-  w.tpm2b(v.blob);
+  w.tpm2b(v.blob, "TPMS_CONTEXT.contextBlob", Tpm2bContextData::kMax);
 }
 void unmarshal(Reader& r, Context& v) {
   v.sequence = r.u64("TPMS_CONTEXT.sequence");
@@ -268,7 +277,7 @@ void marshal(Writer& w, const CapabilityData& v) {
   w.u32(v.capability);
   switch (v.capability) {
     case cap::kAlgs:
-      w.u32(static_cast<uint32_t>(v.algorithms.size()));
+      w.count(v.algorithms.size(), "TPML_ALG_PROPERTY.count", kMaxCapEntries);
       for (const auto& a : v.algorithms) {
         w.u16(a.alg);
         w.u32(a.attributes);
@@ -277,7 +286,7 @@ void marshal(Writer& w, const CapabilityData& v) {
     case cap::kHandles:
     case cap::kCommands: {
       const auto& list = v.capability == cap::kHandles ? v.handles : v.commands;
-      w.u32(static_cast<uint32_t>(list.size()));
+      w.count(list.size(), "TPML_HANDLE.count", kMaxCapEntries);
       for (uint32_t h : list) w.u32(h);
       break;
     }
@@ -285,18 +294,18 @@ void marshal(Writer& w, const CapabilityData& v) {
       marshal(w, v.pcrs);
       break;
     case cap::kTpmProperties:
-      w.u32(static_cast<uint32_t>(v.properties.size()));
+      w.count(v.properties.size(), "TPML_TAGGED_TPM_PROPERTY.count", kMaxCapEntries);
       for (const auto& p : v.properties) {
         w.u32(p.property);
         w.u32(p.value);
       }
       break;
     case cap::kEccCurves:
-      w.u32(static_cast<uint32_t>(v.curves.size()));
+      w.count(v.curves.size(), "TPML_ECC_CURVE.count", kMaxCapEntries);
       for (uint16_t c : v.curves) w.u16(c);
       break;
     default:
-      break;
+      w.fail(fmt::format("unsupported capability 0x{:08x}", v.capability));
   }
 }
 

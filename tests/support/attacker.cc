@@ -113,9 +113,9 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
       if (first_handle == options_.object_handle) {
         Writer w;
         marshal(w, PublicArea{public_});
-        w.tpm2b(name_);
-        w.tpm2b(name_);
-        return answer_success(frame, {}, w.take());
+        w.tpm2b(name_, "name");
+        w.tpm2b(name_, "qualifiedName");
+        return answer_success(frame, {}, *w.finish());
       }
       break;
     case cmd::GetCapability::kInfo.code:
@@ -166,7 +166,7 @@ Result<Reply> NullKeyAttacker::list_with_fakes(const CommandFrame& frame, const 
   Writer w;
   marshal(w, listing.more_data);
   marshal(w, listing.capability_data);
-  r.parameters = w.take();
+  r.parameters = *w.finish();
   return Reply::answer(build_response(r));
 }
 
@@ -183,13 +183,13 @@ Result<Reply> NullKeyAttacker::create_primary(const CommandFrame& frame, const P
   if (asked.type != alg::kEcc || asked.curve != curve::kNistP256) return pass(command, tpm);
   Writer w;
   marshal(w, PublicArea{public_});
-  w.tpm2b({});  // creationData: opaque to the client
+  w.tpm2b({}, "creationData");  // opaque to the client
   TPMSEC_ASSIGN_OR_RETURN(Bytes creation_hash, crypto::hash(alg::kSha256, {}));
-  w.tpm2b(creation_hash);
+  w.tpm2b(creation_hash, "creationHash");
   marshal(w, Ticket{st::kCreation, rh::kNull, {}});
-  w.tpm2b(name_);
+  w.tpm2b(name_, "name");
   ++counters_.keys_substituted;
-  return answer_success(frame, {options_.object_handle}, w.take());
+  return answer_success(frame, {options_.object_handle}, *w.finish());
 }
 
 Result<Reply> NullKeyAttacker::start_auth_session(const CommandFrame& frame) {
@@ -223,9 +223,9 @@ Result<Reply> NullKeyAttacker::start_auth_session(const CommandFrame& frame) {
                                               8u * *digest_bytes));
   uint32_t handle = next_session_++;
   Writer w;
-  w.tpm2b(s.nonce_tpm);
+  w.tpm2b(s.nonce_tpm, "nonceTPM");
   sessions_[handle] = std::move(s);
-  return answer_success(frame, {handle}, w.take());
+  return answer_success(frame, {handle}, *w.finish());
 }
 
 Result<Reply> NullKeyAttacker::context_save(const CommandFrame& frame, uint32_t handle) {
@@ -236,7 +236,8 @@ Result<Reply> NullKeyAttacker::context_save(const CommandFrame& frame, uint32_t 
   c.blob.assign(kContextMarker.begin(), kContextMarker.end());
   Bytes h = be32(handle);
   c.blob.insert(c.blob.end(), h.begin(), h.end());
-  return answer_success(frame, {}, marshal_to_bytes(c));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(c));
+  return answer_success(frame, {}, std::move(marshalled));
 }
 
 Status NullKeyAttacker::crypt(FakeSession& s, MutableByteView data, ByteView newer, ByteView older, bool encrypt) {

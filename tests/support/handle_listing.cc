@@ -20,7 +20,7 @@ Bytes empty_handle_listing() {
   w.u8(0);  // moreData
   w.u32(cap::kHandles);
   w.u32(0);  // count
-  return w.take();
+  return *w.finish();
 }
 
 }  // namespace tpmsec::testing

@@ -34,9 +34,9 @@ SessionEntry read_entry(Reader& r, bool with_handle) {
 
 void write_entry(Writer& w, const SessionEntry& e, bool with_handle) {
   if (with_handle) w.u32(e.handle);
-  w.tpm2b(e.nonce);
+  w.tpm2b(e.nonce, "nonce");
   w.u8(e.attributes);
-  w.tpm2b(e.hmac);
+  w.tpm2b(e.hmac, "hmac");
 }
 
 }  // namespace
@@ -78,17 +78,17 @@ Result<CommandFrame> parse_command(ByteView bytes) {
 Bytes build_command(const CommandFrame& f) {
   Writer w;
   w.u16(f.sessions.empty() ? st::kNoSessions : st::kSessions);
-  size_t size = w.begin_size32();
+  Writer::SizeMark size = w.begin_total_size32("commandSize");
   w.u32(f.code);
   for (uint32_t h : f.handles) w.u32(h);
   if (!f.sessions.empty()) {
-    size_t area = w.begin_size32();
+    Writer::SizeMark area = w.begin_size32("authorizationSize");
     for (const SessionEntry& e : f.sessions) write_entry(w, e, true);
-    w.end_size32(area);
+    w.end_size(area);
   }
   w.bytes(f.parameters);
-  store_be32(w.at(size), static_cast<uint32_t>(w.size()));
-  return w.take();
+  w.end_size(size);
+  return *w.finish();
 }
 
 Result<ResponseFrame> parse_response(ByteView bytes, uint32_t command_code) {
@@ -127,7 +127,7 @@ Bytes build_response(const ResponseFrame& f) {
   Writer w;
   bool sessions = f.code == rc::kSuccess && !f.sessions.empty();
   w.u16(sessions ? st::kSessions : st::kNoSessions);
-  size_t size = w.begin_size32();
+  Writer::SizeMark size = w.begin_total_size32("responseSize");
   w.u32(f.code);
   if (f.code == rc::kSuccess) {
     for (uint32_t h : f.handles) w.u32(h);
@@ -139,8 +139,8 @@ Bytes build_response(const ResponseFrame& f) {
       w.bytes(f.parameters);
     }
   }
-  store_be32(w.at(size), static_cast<uint32_t>(w.size()));
-  return w.take();
+  w.end_size(size);
+  return *w.finish();
 }
 
 uint32_t response_code_of(ByteView response) { return response.size() < kHeaderSize ? 0 : load_be32(response.data() + 6); }
