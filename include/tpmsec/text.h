@@ -15,6 +15,9 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // The non-empty items of a comma-separated list ("a,,b" -> {"a", "b"}).
 std::vector<std::string> split_list(std::string_view list);
 
+// `s` without leading and trailing white space (space, tab, CR, LF).
+std::string_view trim(std::string_view s);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_TEXT_H_

@@ -63,4 +63,11 @@ std::vector<std::string> split_list(std::string_view list) {
   return out;
 }
 
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  size_t start = s.find_first_not_of(kSpace);
+  if (start == std::string_view::npos) return {};
+  return s.substr(start, s.find_last_not_of(kSpace) - start + 1);
+}
+
 }  // namespace tpmsec
