@@ -41,7 +41,8 @@ TEST(Interop, PlainExtendMatchesTpm2Pcrread) {
   ASSERT_EQ(old.size(), 32u) << before.out;
 
   const std::string digest = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-  auto ext = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", swtpm.tcti()});
+  auto ext = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", swtpm.tcti(), "--tofu"},
+                        {"TPMSEC_STATE_DIR=" + ::testing::TempDir() + "/interop-extend-state"});
   ASSERT_EQ(ext.exit_code, 0) << ext.err;
 
   Bytes in = old;
@@ -74,7 +75,10 @@ TEST(Interop, ImaReplayReadsBackWithTpm2Pcrread) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(log.data()),
                                                 static_cast<std::streamsize>(log.size()));
   }
-  auto r = run_tpmsec({"replay", "--ima", path, "--pcr", "23", "--strategy", "resident", "--tpm", swtpm.tcti()});
+  // The test's own swtpm: its first answer is trusted (--tofu, pinned in a
+  // state directory of the test's own).
+  auto r = run_tpmsec({"replay", "--ima", path, "--pcr", "23", "--strategy", "resident", "--tpm", swtpm.tcti(), "--tofu"},
+                      {"TPMSEC_STATE_DIR=" + ::testing::TempDir() + "/interop-state"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::string expected = to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10));
   auto read = run_command({"tpm2_pcrread", "sha256:23"}, {"TPM2TOOLS_TCTI=" + swtpm.tcti()});

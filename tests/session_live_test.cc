@@ -13,6 +13,8 @@ namespace {
 class SessionLiveTest : public testing::TpmTest {
  protected:
   std::unique_ptr<SessionFactory> factory(ProtectionConfig config = {}) {
+    // The test's own TPM, nothing between: its first answer is the anchor.
+    if (!config.pinned_null_name) config.trust_first_use = true;
     auto f = SessionFactory::create(tpm(), config);
     EXPECT_TRUE(f.ok()) << f.error().message();
     return f.ok() ? std::move(*f) : nullptr;

@@ -10,6 +10,13 @@
 namespace tpmsec {
 namespace {
 
+// The test's own TPM, nothing between: its first answer is the anchor.
+StreamOptions own_tpm_options() {
+  StreamOptions options;
+  options.protection.trust_first_use = true;
+  return options;
+}
+
 Bytes chain(Bytes value, const std::vector<Bytes>& digests) {
   for (const Bytes& d : digests) {
     Bytes in = value;
@@ -42,6 +49,7 @@ TEST_P(StrategyChainTest, EveryStrategyExtendsTheIndependentChain) {
     SCOPED_TRACE(std::string(strategy_name(kind)));
     ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
     StreamOptions options;
+    options.protection.trust_first_use = true;  // the test's own TPM, nothing between
     options.checkpoint_every = 5;
     auto stream = ExtendStream::open(tpm(), kind, options);
     ASSERT_TRUE(stream.ok()) << stream.error().message();
@@ -66,7 +74,7 @@ TEST_P(StrategyChainTest, EveryStrategyExtendsTheIndependentChain) {
 }
 
 TEST_P(StrategyChainTest, ResidentSurvivesAForeignFlush) {
-  auto stream = ExtendStream::open(tpm(), StrategyKind::kResident, {});
+  auto stream = ExtendStream::open(tpm(), StrategyKind::kResident, own_tpm_options());
   ASSERT_TRUE(stream.ok());
   auto ds = digests(6, 1);
   for (int i = 0; i < 6; ++i) {
@@ -91,6 +99,7 @@ TEST_P(StrategyChainTest, ResidentAndSavedContextSurviveSuspendResume) {
     SCOPED_TRACE(std::string(strategy_name(kind)));
     // PCR 15 is state-saved across Shutdown(STATE) (PCR 16 is not, on PC Client TPMs).
     StreamOptions options;
+    options.protection.trust_first_use = true;  // the test's own TPM, nothing between
     options.pcr = 15;
     Bytes start = *pcr_read(tpm(), alg::kSha256, 15);
     auto stream = ExtendStream::open(tpm(), kind, options);
@@ -117,6 +126,7 @@ TEST_P(StrategyChainTest, TpmResetFailsClosedUnlessAllowed) {
   for (bool allow : {false, true}) {
     SCOPED_TRACE(allow ? "allow-reset" : "default");
     StreamOptions options;
+    options.protection.trust_first_use = true;  // the test's own TPM, nothing between
     options.allow_reset = allow;
     auto stream = ExtendStream::open(tpm(), StrategyKind::kResident, options);
     ASSERT_TRUE(stream.ok());

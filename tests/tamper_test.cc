@@ -82,7 +82,9 @@ class TamperTest : public testing::TpmTest {
       armed_ = false;
       return armed_fault_;
     });
-    auto f = SessionFactory::create(*faulty_tpm_, ProtectionConfig{});
+    ProtectionConfig config;
+    config.trust_first_use = true;  // the faults start after the salt key is known
+    auto f = SessionFactory::create(*faulty_tpm_, config);
     ASSERT_TRUE(f.ok()) << f.error().message();
     factory_ = std::move(*f);
   }

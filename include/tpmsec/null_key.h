@@ -37,7 +37,10 @@ class NullKey {
   // CreatePrimary(TPM_RH_NULL), checks the name and the public point, pins
   // the name (or compares it with `pinned_name`), then ContextSave and
   // FlushContext, leaving no object loaded (as the kernel does).
-  static Result<NullKey> create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name = std::nullopt);
+  // `pin_origin` names where the pin came from in the mismatch error (e.g.
+  // "the kernel's pin /sys/class/tpm/tpm0/null_name"), with what to do.
+  static Result<NullKey> create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name = std::nullopt,
+                                const std::string& pin_origin = "");
 
   // Loads the key for use (ContextLoad of the saved context). When the TPM
   // refuses the context (a TPM Reset invalidates it) the key is recreated and

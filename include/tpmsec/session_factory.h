@@ -5,6 +5,7 @@
 #ifndef TPMSEC_SESSION_FACTORY_H_
 #define TPMSEC_SESSION_FACTORY_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -28,11 +29,16 @@ struct ProtectionConfig {
   //                     /sys/class/tpm/tpmN/null_name, --null-name, a TOFU pin);
   //   ek_ca             salt to the TPM's endorsement key, proven by its EK
   //                     certificate chaining to this CA bundle (file or directory);
-  //   trust_first_use   accept the first null key seen (the caller pins it
-  //                     afterwards: tests, --tofu).
+  //   trust_first_use   accept the first null key seen (tests; --tofu, which
+  //                     keeps it with on_first_use; measurement commands).
+  // With none of them, create() refuses (kUsage) on a transport with a bus.
   std::optional<Bytes> pinned_null_name;
+  std::string pin_origin;  // where the pin came from, for the mismatch error
   std::string ek_ca;
   bool trust_first_use = false;
+  // Called once with the name of a null key accepted on first use, before
+  // any session is salted to it (--tofu keeps it in the state directory).
+  std::function<Status(const Bytes& name)> on_first_use;
   SymDef symmetric = SymDef::aes128_cfb();
   uint16_t auth_hash = alg::kSha256;
   crypto::RandomSource* random = nullptr;
@@ -41,10 +47,18 @@ struct ProtectionConfig {
 // ECC when the TPM has P-256, else RSA (SLB9665 firmware 5.x has no ECC).
 SaltKind choose_salt(const TpmInfo& info);
 
+// True when `config` names a trust anchor for the salt key (or needs none:
+// unsalted sessions protect nothing anyway and say so).
+bool has_trust_anchor(const ProtectionConfig& config);
+// The refusal for a TPM behind a bus with no anchor: which options to give.
+Error missing_trust_anchor_error();
+
 class SessionFactory {
  public:
   // Creates and pins the null key (unless unsalted). `info` decides the salt
-  // when the config leaves it open; without info, ECC.
+  // when the config leaves it open; without info, ECC. Refuses (kUsage,
+  // naming the options) when no trust anchor is configured and the TPM is
+  // not in_process(): a salt key nobody vouches for protects nothing.
   static Result<std::unique_ptr<SessionFactory>> create(Tpm& tpm, const ProtectionConfig& config,
                                                         const TpmInfo* info = nullptr);
 

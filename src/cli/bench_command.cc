@@ -58,6 +58,10 @@ void register_bench(CLI::App& app, Action* action) {
       options.iterations = o->iterations;
       options.pcr = o->pcr;
       options.checkpoint_every = o->checkpoint_every;
+      // Measurement, not protection: the sessions time what a protected
+      // extend costs and vouch for nothing, so the salt key is taken as the
+      // TPM first answers (docs/threat-model.md, "Measurement commands").
+      options.protection.trust_first_use = true;
       options.primitives = !o->no_primitives;
       if (!o->strategies.empty()) {
         TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));

@@ -17,6 +17,7 @@ struct PcrOptions {
   std::string bank = "sha256";
   std::string digest;
   bool read_back = false;
+  bool force_pcr = false;
   std::string protect;
   ProtectionOptions protection;
   StrategyOption strategy;
@@ -28,6 +29,12 @@ struct PcrTarget {
   uint32_t index = 0;
   uint16_t bank = 0;
 };
+
+// A kernel TPM device: its PCRs 0-15 are what verifiers trust.
+bool is_device(const Transport& transport) {
+  auto spec = parse_transport_spec(transport.describe());
+  return spec.ok() && spec->scheme == "device";
+}
 
 Result<PcrTarget> open_target(const PcrOptions& o) {
   PcrTarget t;
@@ -67,11 +74,13 @@ void register_pcr(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read));
       Bytes value;
       if (read->protect == "audit") {
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, read->protection.factory(t.open.tpm(), t.open.info(), SymDef::aes128_cfb()));
+        TPMSEC_ASSIGN_OR_RETURN(auto factory, read->protection.factory(t.open.tpm(), t.open.transport(), t.open.info(),
+                                                                              SymDef::aes128_cfb()));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kAudit | attr::kContinueSession));
         Auth audit{session.get(), {}};
         TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index, std::span<const Auth>(&audit, 1)));
       } else {
+        TPMSEC_RETURN_IF_ERROR(read->protection.verify_given_anchor(t.open.tpm(), t.open.transport(), t.open.info()));
         TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index));
       }
       fmt::print("{}\n", to_hex(value));
@@ -91,6 +100,8 @@ void register_pcr(CLI::App& app, Action* action) {
   extend->protection.add_to(ext);
   ext->add_option("DIGEST", extend->digest, "Digest as hex, the bank's size (64 hex digits for sha256)")->required();
   ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
+  ext->add_flag("--force-pcr", extend->force_pcr,
+                "Allow PCRs 0-15 of a device: TPM (they cannot be reset: what a verifier sees stays changed)");
   ext->callback([extend, action] {
     *action = [extend]() -> Status {
       // Check the arguments before touching the TPM.
@@ -104,11 +115,21 @@ void register_pcr(CLI::App& app, Action* action) {
       }
       if (!choice.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(choice.strategy)));
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
+      if (!pcr_resettable(t.index) && !extend->force_pcr && is_device(t.open.transport())) {
+        return usage_error(fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
+                                       "changed until reboot. Use 16 or 23, or give --force-pcr",
+                                       t.index));
+      }
       StreamOptions options;
       options.pcr = t.index;
       options.bank = t.bank;
-      TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.info(), SymDef::aes128_cfb()));
+      TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.transport(), t.open.info(), SymDef::aes128_cfb()));
       TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured, options.protection));
+      if (kind == StrategyKind::kPlain) {
+        // No session: a pin the user gave is checked anyway, never ignored.
+        TPMSEC_RETURN_IF_ERROR(
+            extend->protection.verify_given_anchor(t.open.tpm(), t.open.transport(), t.open.info()));
+      }
       // The stream reads the PCR through an audit session first, so a failed
       // extend is never retried blindly and checkpoint can verify the result.
       TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(t.open.tpm(), kind, options, &t.open.info()));

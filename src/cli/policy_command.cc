@@ -114,7 +114,7 @@ void register_show(CLI::App* policy, Action* action) {
         TPMSEC_ASSIGN_OR_RETURN(measured, costs_from_bench_json(j, o->measurements));
       }
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o->protection.config(open.info(), SymDef::aes128_cfb()));
+      TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o->protection.config(open.transport(), open.info(), SymDef::aes128_cfb()));
       TpmFacts facts = facts_of(*open.measured);
       if (measured) {
         // Timed over whatever bus the bench ran on: an interposer can inflate them.
@@ -208,6 +208,10 @@ void register_calibrate(CLI::App* policy, Action* action) {
       options.iterations = o->iterations;
       options.pcr = o->pcr;
       options.primitives = false;
+      // Measurement, not protection: the sessions time what a protected
+      // extend costs and vouch for nothing, so the salt key is taken as the
+      // TPM first answers (docs/threat-model.md, "Measurement commands").
+      options.protection.trust_first_use = true;
       // Cheapest first: a run cut short by --max-seconds still has the cheap ones.
       options.strategies = {StrategyKind::kPlain, StrategyKind::kCheckpoint, StrategyKind::kResident,
                             StrategyKind::kSavedContext, StrategyKind::kPerCommand};

@@ -2,7 +2,22 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/kernel_pin.h"
+#include "tpmsec/pin_store.h"
+
 namespace tpmsec::cli {
+namespace {
+
+const char* salt_label(SaltKind kind) { return kind == SaltKind::kRsa ? "rsa" : "ecc"; }
+
+// The device path behind a TPM string, when it is a device: transport.
+std::string device_path_of(const Transport& transport) {
+  auto spec = parse_transport_spec(transport.describe());
+  if (!spec.ok() || spec->scheme != "device") return "";
+  return spec->path.empty() ? "/dev/tpm0" : spec->path;
+}
+
+}  // namespace
 
 void ProtectionOptions::add_to(CLI::App* sub) {
   sub->add_option("--salt", salt,
@@ -10,15 +25,29 @@ void ProtectionOptions::add_to(CLI::App* sub) {
                   "(ecc unless the TPM lacks P-256)")
       ->check(CLI::IsMember({"auto", "ecc", "rsa"}))
       ->capture_default_str();
-  sub->add_option("--null-name", null_name,
-                  "Pin the null key's name: 68 hex digits, or a file in the kernel's format such as "
-                  "/sys/class/tpm/tpm0/null_name. A different name is an integrity failure (exit 3)");
+  add_null_name_to(sub,
+                   "Trust the salt key by its pinned name: 68 hex digits, or a file in the kernel's format such as "
+                   "/sys/class/tpm/tpm0/null_name (read automatically for device: TPMs when present). A different "
+                   "name is an integrity failure (exit 3)");
+  sub->add_flag("--tofu", tofu,
+                "Trust the null key seen at the first use of this boot and keep its name in the state directory "
+                "($TPMSEC_STATE_DIR); later uses must match it. Weaker than --null-name: an interposer present at "
+                "that first use wins. Forget it with 'tpmsec null-key --forget'");
   sub->add_flag("--unsalted", unsalted,
                 "Unsalted session: authenticates, but gives NO protection against an interposer who saw the "
                 "session start (for measurement only)");
 }
 
-Result<ProtectionConfig> ProtectionOptions::config(const TpmInfo& info, SymDef symmetric) const {
+void ProtectionOptions::add_null_name_to(CLI::App* sub, const char* help) {
+  null_name_option = sub->add_option("--null-name", null_name, help);
+}
+
+bool ProtectionOptions::anchor_given() const {
+  return (null_name_option && null_name_option->count() > 0) || tofu;
+}
+
+Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, const TpmInfo& info,
+                                                   SymDef symmetric) const {
   ProtectionConfig config;
   config.symmetric = symmetric;
   config.unsalted = unsalted;
@@ -27,18 +56,69 @@ Result<ProtectionConfig> ProtectionOptions::config(const TpmInfo& info, SymDef s
   if (config.salt == SaltKind::kEcc && !info.ecc_p256) {
     return unsupported_error("this TPM does not support ECC P-256: use --salt rsa");
   }
-  if (!null_name.empty()) {
+  SaltKind kind = config.salt ? *config.salt : choose_salt(info);
+  bool named = null_name_option && null_name_option->count() > 0;
+  if (named && null_name.empty()) {
+    return usage_error("--null-name is empty: give the null key's name (68 hex digits) or a file holding it");
+  }
+  if (named && tofu) return usage_error("give --null-name or --tofu, not both");
+
+  if (named) {
     TPMSEC_ASSIGN_OR_RETURN(Bytes pinned, parse_null_name(null_name));
     config.pinned_null_name = std::move(pinned);
+    config.pin_origin = "--null-name " + null_name;
+  } else if (std::string device = device_path_of(transport); !unsalted && !device.empty()) {
+    // The kernel pinned the null key at boot: the strongest anchor a device
+    // has without an EK certificate, and it costs nothing to use.
+    if (std::string file = kernel_null_name_file(device); !file.empty()) {
+      TPMSEC_ASSIGN_OR_RETURN(Bytes pinned, parse_null_name(file));
+      config.pinned_null_name = std::move(pinned);
+      config.pin_origin = "the kernel's pin " + file;
+    }
+  }
+  if (tofu && !config.pinned_null_name && !unsalted) {
+    PinStore store(default_state_dir());
+    std::string tpm = transport.describe();
+    TPMSEC_ASSIGN_OR_RETURN(std::string boot, host_boot_id());
+    TPMSEC_ASSIGN_OR_RETURN(std::optional<Bytes> pin, store.current(tpm, salt_label(kind), boot));
+    if (pin) {
+      config.pinned_null_name = std::move(*pin);
+      config.pin_origin = fmt::format("--tofu ({}); if the TPM was reset on purpose, forget the pin with "
+                                      "'tpmsec null-key --forget --tpm {}'",
+                                      store.path(tpm, salt_label(kind)), tpm);
+    } else {
+      config.trust_first_use = true;
+      // Every factory of this process (the policy's audited read, the
+      // stream) sees the same first use: one pin, one warning, one name.
+      auto seen = std::make_shared<std::optional<Bytes>>();
+      config.on_first_use = [store, tpm, boot, kind, seen](const Bytes& name) mutable -> Status {
+        if (*seen) {
+          if (**seen == name) return ok_status();
+          return integrity_error(fmt::format("null key name changed from {} to {} within one run (--tofu)",
+                                             to_hex(**seen), to_hex(name)));
+        }
+        *seen = name;
+        fmt::print(stderr,
+                   "tpmsec: warning: --tofu: trusting the null key {} on first use for {} this boot; an "
+                   "interposer present now would go unnoticed (pinned in {})\n",
+                   to_hex(name), tpm, store.path(tpm, salt_label(kind)));
+        return store.put(tpm, salt_label(kind), boot, name);
+      };
+    }
   }
   if (unsalted) fmt::print(stderr, "tpmsec: warning: unsalted session: no protection against a bus interposer\n");
   return config;
 }
 
-Result<std::unique_ptr<SessionFactory>> ProtectionOptions::factory(Tpm& tpm, const TpmInfo& info,
-                                                                    SymDef symmetric) const {
-  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig c, config(info, symmetric));
+Result<std::unique_ptr<SessionFactory>> ProtectionOptions::factory(Tpm& tpm, const Transport& transport,
+                                                                    const TpmInfo& info, SymDef symmetric) const {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig c, config(transport, info, symmetric));
   return SessionFactory::create(tpm, c, &info);
+}
+
+Status ProtectionOptions::verify_given_anchor(Tpm& tpm, const Transport& transport, const TpmInfo& info) const {
+  if (!anchor_given()) return ok_status();
+  return status_of(factory(tpm, transport, info, SymDef::aes128_cfb()));
 }
 
 }  // namespace tpmsec::cli

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "protection_options.h"
+#include "tpmsec/pin_store.h"
 
 namespace tpmsec::cli {
 
@@ -37,11 +38,12 @@ void register_random(CLI::App& app, Action* action) {
       if (o->protect == "encrypt") {
         const TpmInfo& info = open.info();
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), info, sym));
+        TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), open.transport(), info, sym));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kEncrypt));
         TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm().run(c, {Auth{session.get(), {}}}));
         bytes = std::move(rsp.random_bytes.bytes);
       } else {
+        TPMSEC_RETURN_IF_ERROR(o->protection.verify_given_anchor(open.tpm(), open.transport(), open.info()));
         TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm().run(c));
         bytes = std::move(rsp.random_bytes.bytes);
       }
@@ -58,6 +60,7 @@ void register_null_key(CLI::App& app, Action* action) {
   struct Options {
     TpmOption tpm;
     ProtectionOptions protection;
+    bool forget = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -66,12 +69,34 @@ void register_null_key(CLI::App& app, Action* action) {
   sub->add_option("--salt", o->protection.salt, "Key type: auto, ecc (Linux's template) or rsa")
       ->check(CLI::IsMember({"auto", "ecc", "rsa"}))
       ->capture_default_str();
-  sub->add_option("--null-name", o->protection.null_name, "Check against this pinned name (hex or file); exit 3 if it differs");
+  o->protection.add_null_name_to(sub, "Check against this pinned name (hex or file); exit 3 if it differs");
+  sub->add_flag("--forget", o->forget,
+                "Forget the --tofu pins kept for this TPM string (after a TPM reset you caused); prints nothing "
+                "else and talks to no TPM");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      if (o->forget) {
+        if (o->protection.anchor_given()) return usage_error("--forget takes no --null-name");
+        std::string spec = o->tpm.spec.empty() ? default_transport_spec() : o->tpm.spec;
+        TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
+        PinStore store(default_state_dir());
+        TPMSEC_ASSIGN_OR_RETURN(bool forgot, store.forget(t->describe()));
+        fmt::print(stderr, "tpmsec: {} for {}\n", forgot ? "forgot the --tofu pin" : "no --tofu pin kept",
+                   t->describe());
+        return ok_status();
+      }
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      const TpmInfo& info = open.info();
-      TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), info, SymDef::aes128_cfb()));
+      TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig config,
+                              o->protection.config(open.transport(), open.info(), SymDef::aes128_cfb()));
+      if (!has_trust_anchor(config) && !open.transport().in_process()) {
+        // Printing a name is how a user learns one to pin: allowed, but said
+        // to be whatever answered on the bus.
+        config.trust_first_use = true;
+        fmt::print(stderr,
+                   "tpmsec: note: this name is what answered on the bus, unauthenticated: compare it with the "
+                   "kernel's /sys/class/tpm/tpm0/null_name or certify the key before pinning it\n");
+      }
+      TPMSEC_ASSIGN_OR_RETURN(auto factory, SessionFactory::create(open.tpm(), config, &open.info()));
       fmt::print("{}\n", factory->null_key()->name_hex());
       return ok_status();
     };

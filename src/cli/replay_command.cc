@@ -81,7 +81,7 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
   ReplayOptions ro;
-  TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+  TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
   TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, ro.protection));
   ro.strategy = kind;
   ro.pcr = o.pcr;
@@ -147,7 +147,7 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     by_pcr[e.pcr].push_back(*d);
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(tpm->info, SymDef::aes128_cfb()));
+  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
   TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection));
   fmt::print("{:<13}{}: TCG crypto-agile event log, {} events, banks {}\n", "log", o.eventlog, log->events.size(),
              fmt::join([&] {

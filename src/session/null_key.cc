@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "tpmsec/crypto.h"
+#include "tpmsec/text.h"
 
 namespace tpmsec {
 namespace {
@@ -12,12 +13,6 @@ namespace {
 constexpr uint32_t kNullKeyAttributes = object_attr::kFixedTpm | object_attr::kFixedParent |
                                         object_attr::kSensitiveDataOrigin | object_attr::kUserWithAuth |
                                         object_attr::kNoDa | object_attr::kRestricted | object_attr::kDecrypt;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t start = s.find_first_not_of(' ');
-  return start == std::string::npos ? "" : s.substr(start);
-}
 
 }  // namespace
 
@@ -46,13 +41,13 @@ Result<Bytes> compute_name(const Public& public_area) {
 }
 
 Result<Bytes> parse_null_name(const std::string& hex_or_path) {
-  std::string text = trim(hex_or_path);
+  std::string text(trim(hex_or_path));
   if (text.find('/') != std::string::npos) {
     std::ifstream in(text);
     if (!in) return usage_error(fmt::format("cannot read null key name from {}", text));
     std::string line;
     std::getline(in, line);
-    text = trim(line);
+    text = std::string(trim(line));
   }
   auto name = from_hex(text);
   if (!name.ok()) return usage_error("null key name: " + name.error().message());
@@ -99,13 +94,15 @@ Status NullKey::save_and_flush(Tpm& tpm, ScopedHandle handle) {
   return handle.flush();
 }
 
-Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name) {
+Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name,
+                                const std::string& pin_origin) {
   NullKey key;
   key.kind_ = kind;
   TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, key.create_loaded(tpm, &key.name_, &key.public_));
   if (pinned_name && *pinned_name != key.name_) {
-    return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM)",
-                                       to_hex(key.name_), to_hex(*pinned_name)));
+    return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM){}",
+                                       to_hex(key.name_), to_hex(*pinned_name),
+                                       pin_origin.empty() ? "" : "; pinned by " + pin_origin));
   }
   TPMSEC_RETURN_IF_ERROR(key.save_and_flush(tpm, std::move(handle)));
   return key;

@@ -6,13 +6,26 @@ namespace tpmsec {
 
 SaltKind choose_salt(const TpmInfo& info) { return info.ecc_p256 ? SaltKind::kEcc : SaltKind::kRsa; }
 
+bool has_trust_anchor(const ProtectionConfig& config) {
+  return config.unsalted || config.pinned_null_name || !config.ek_ca.empty() || config.trust_first_use;
+}
+
+Error missing_trust_anchor_error() {
+  return usage_error(
+      "no trust anchor for the salt key: an interposer on the bus could answer with its own key and forge every "
+      "response. Give --ek-ca CA (the TPM's EK certificate proves its key), --null-name HEX|FILE (a pinned name, "
+      "e.g. /sys/class/tpm/tpm0/null_name) or --tofu (trust the first use of each boot)");
+}
+
 Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const ProtectionConfig& config,
                                                                const TpmInfo* info) {
+  if (!has_trust_anchor(config) && !tpm.transport().in_process()) return missing_trust_anchor_error();
   std::unique_ptr<SessionFactory> f(new SessionFactory(tpm, config));
   if (!config.unsalted) {
     SaltKind kind = config.salt ? *config.salt : (info ? choose_salt(*info) : SaltKind::kEcc);
     f->config_.salt = kind;
-    TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create(tpm, kind, config.pinned_null_name));
+    TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create(tpm, kind, config.pinned_null_name, config.pin_origin));
+    if (!config.pinned_null_name && config.on_first_use) TPMSEC_RETURN_IF_ERROR(config.on_first_use(key.name()));
     f->null_key_ = std::move(key);
   }
   return f;

@@ -97,7 +97,10 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
       if (blob.size() == kContextMarker.size() + 4 &&
           std::equal(kContextMarker.begin(), kContextMarker.end(), blob.begin())) {
         uint32_t h = load_be32(blob.data() + kContextMarker.size());
-        if (owns(h)) return answer_success(frame, {h}, {});
+        if (owns(h)) {
+          if (h == options_.object_handle) object_loaded_ = true;
+          return answer_success(frame, {h}, {});
+        }
       }
       break;
     }
@@ -105,6 +108,7 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
       TPMSEC_ASSIGN_OR_RETURN(uint32_t h, unmarshal_exact<uint32_t>(frame.parameters, "FlushContext parameters"));
       if (owns(h)) {
         sessions_.erase(h);
+        if (h == options_.object_handle) object_loaded_ = false;
         return answer_success(frame, {}, {});
       }
       break;
@@ -155,7 +159,8 @@ Result<Reply> NullKeyAttacker::list_with_fakes(const CommandFrame& frame, const 
   TPMSEC_RETURN_IF_ERROR(in.status());
   // The attacker's handles of the range asked for, as if the TPM held them.
   std::vector<uint32_t>& handles = listing.capability_data.handles;
-  std::vector<uint32_t> fakes{options_.object_handle};
+  std::vector<uint32_t> fakes;
+  if (object_loaded_) fakes.push_back(options_.object_handle);
   for (const auto& [h, s] : sessions_) fakes.push_back(h);
   for (uint32_t h : fakes) {
     if ((h >> 24) == (c.property >> 24) && h >= c.property) handles.push_back(h);
@@ -189,6 +194,7 @@ Result<Reply> NullKeyAttacker::create_primary(const CommandFrame& frame, const P
   marshal(w, Ticket{st::kCreation, rh::kNull, {}});
   w.tpm2b(name_, "name");
   ++counters_.keys_substituted;
+  object_loaded_ = true;
   return answer_success(frame, {options_.object_handle}, *w.finish());
 }
 

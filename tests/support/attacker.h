@@ -85,6 +85,9 @@ class NullKeyAttacker {
 
   explicit NullKeyAttacker(AttackerOptions options) : options_(std::move(options)) {}
 
+  // Whether the attacker's key is "loaded": listings show it only then, as a
+  // TPM's would (a handle listed before it is created gives the attack away).
+  bool object_loaded_ = false;
   bool owns(uint32_t handle) const { return handle == options_.object_handle || sessions_.count(handle) > 0; }
   Result<Reply> dispatch(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm);
   Result<Reply> list_with_fakes(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm);
