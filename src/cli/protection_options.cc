@@ -13,6 +13,14 @@ void ProtectionOptions::add_to(CLI::App* sub) {
   sub->add_option("--null-name", null_name,
                   "Pin the null key's name: 68 hex digits, or a file in the kernel's format such as "
                   "/sys/class/tpm/tpm0/null_name. A different name is an integrity failure (exit 3)");
+  // The path is checked here (exit 2 when missing); its certificates when a
+  // session is first salted.
+  sub->add_option("--ek-ca", ek_ca,
+                  "Salt sessions to the TPM's endorsement key, proven by its EK certificate chaining to this CA "
+                  "bundle (a PEM file or a directory of PEM files). A certificate that does not verify, or an EK "
+                  "that is not the certified key, is an integrity failure (exit 3)")
+      ->check(CLI::ExistingPath)
+      ->option_text("FILE|DIR");
   sub->add_flag("--unsalted", unsalted,
                 "Unsalted session: authenticates, but gives NO protection against an interposer who saw the "
                 "session start (for measurement only)");
@@ -31,6 +39,8 @@ Result<ProtectionConfig> ProtectionOptions::config(const TpmInfo& info, SymDef s
     TPMSEC_ASSIGN_OR_RETURN(Bytes pinned, parse_null_name(null_name));
     config.pinned_null_name = std::move(pinned);
   }
+  if (unsalted && !ek_ca.empty()) return usage_error("--ek-ca salts sessions to the EK: it cannot go with --unsalted");
+  config.ek_ca = ek_ca;
   if (unsalted) fmt::print(stderr, "tpmsec: warning: unsalted session: no protection against a bus interposer\n");
   return config;
 }

@@ -1,4 +1,5 @@
-// The options every protected command shares: salt, pinned null-key name.
+// The options every protected command shares: salt, pinned null-key name,
+// EK CA bundle.
 #ifndef TPMSEC_SRC_CLI_PROTECTION_OPTIONS_H_
 #define TPMSEC_SRC_CLI_PROTECTION_OPTIONS_H_
 
@@ -15,6 +16,7 @@ namespace tpmsec::cli {
 struct ProtectionOptions {
   std::string salt = "auto";
   std::string null_name;
+  std::string ek_ca;
   bool unsalted = false;
 
   void add_to(CLI::App* sub);
