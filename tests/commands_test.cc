@@ -547,6 +547,35 @@ TEST(ResponseParams, ReadPublic) {
   expect_params_strict<cmd::ReadPublic>(params);
 }
 
+// An EK certificate index as swtpm_setup defines it (Part 2 §13.5): the
+// index, SHA-256, PPWRITE|WRITEDEFINE|PPREAD|OWNERREAD|AUTHREAD|NO_DA|
+// WRITTEN|PLATFORMCREATE, no policy, 0x0300 bytes; then its name.
+TEST(ResponseParams, NvReadPublic) {
+  Bytes params = H("000e" "01c00002" "000b" "620f2004" "0000" "0300"
+                   "0022" "000b" "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+  auto r = parse_params<cmd::NvReadPublic>(params);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const NvPublic& p = r->nv_public.nv_public;
+  EXPECT_EQ(p.nv_index, 0x01c00002u);
+  EXPECT_EQ(p.name_alg, alg::kSha256);
+  EXPECT_TRUE(p.attributes & nv_attr::kAuthRead);
+  EXPECT_TRUE(p.attributes & nv_attr::kWritten);
+  EXPECT_EQ(p.data_size, 0x300u);
+  expect_params_strict<cmd::NvReadPublic>(params);
+  // A TPM2B_NV_PUBLIC whose size disagrees with its body is refused.
+  EXPECT_FALSE(parse_params<cmd::NvReadPublic>(H("000f" "01c00002" "000b" "620f2004" "0000" "0300" "00" "0000")).ok());
+}
+
+TEST(ResponseParams, NvReadIsBounded) {
+  auto ok = parse_params<cmd::NvRead>(H("0003" "308203"));
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(to_hex(ok->data.bytes), "308203");
+  // More than MAX_NV_BUFFER_SIZE (1024) bytes is refused before it is read.
+  Bytes big = H("0401");
+  big.resize(2 + 0x401, 0);
+  EXPECT_FALSE(parse_params<cmd::NvRead>(big).ok());
+}
+
 TEST(ResponseParams, Hash) {
   Bytes params = H("0020" "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" "8024" "40000007" "0000");
   auto r = parse_params<cmd::Hash>(params);
@@ -683,6 +712,8 @@ template <>
 struct IsTpm2b<PublicArea> : std::true_type {};
 template <>
 struct IsTpm2b<SensitiveCreate> : std::true_type {};
+template <>
+struct IsTpm2b<NvPublicArea> : std::true_type {};
 
 template <class Tuple>
 constexpr bool first_is_tpm2b() {
@@ -736,12 +767,14 @@ std::vector<InfoCheck> all_commands() {
       check_of<cmd::FlushContext>({0x165, "FlushContext", 0, 0, 0, false, false}),
       check_of<cmd::StartAuthSession>({0x176, "StartAuthSession", 2, 0, 1, true, true}),
       check_of<cmd::Hash>({0x17D, "Hash", 0, 0, 0, true, true}),
+      check_of<cmd::NvReadPublic>({0x169, "NV_ReadPublic", 1, 0, 0, false, true}),
+      check_of<cmd::NvRead>({0x14E, "NV_Read", 2, 1, 0, false, true}),
   };
 }
 
 TEST(CommandInfo, MatchesPart3) {
   auto all = all_commands();
-  EXPECT_EQ(all.size(), 17u);
+  EXPECT_EQ(all.size(), 19u);
   for (const InfoCheck& c : all) {
     SCOPED_TRACE(c.name);
     EXPECT_EQ(c.info.code, c.spec.code);

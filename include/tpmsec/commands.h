@@ -190,6 +190,38 @@ struct ReadPublic {
   };
 };
 
+// Part 3 §31.6. Needs no authorization; the index's size and attributes
+// come back unauthenticated here, so the caller bounds what it reads.
+struct NvReadPublic {
+  static constexpr CommandInfo kInfo{0x169, "NV_ReadPublic", 1, 0, 0, false, true, true};
+  NamedHandle nv_index;
+  auto handles() const { return std::tie(nv_index); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    NvPublicArea nv_public;
+    Tpm2bName nv_name;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(nv_public, nv_name); }
+  };
+};
+
+// Part 3 §31.13. auth_handle is the index itself or the hierarchy its
+// attributes allow (TPMA_NV_AUTHREAD, TPMA_NV_OWNERREAD).
+struct NvRead {
+  static constexpr CommandInfo kInfo{0x14E, "NV_Read", 2, 1, 0, false, true, true};
+  NamedHandle auth_handle;
+  NamedHandle nv_index;
+  uint16_t size = 0;
+  uint16_t offset = 0;
+  auto handles() const { return std::tie(auth_handle, nv_index); }
+  auto params() const { return std::tie(size, offset); }
+  struct Response {
+    Tpm2bMaxNvBuffer data;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(data); }
+  };
+};
+
 // Part 3 §28.2
 struct ContextSave {
   static constexpr CommandInfo kInfo{0x162, "ContextSave", 1, 0, 0, false, false};

@@ -137,6 +137,7 @@ inline constexpr uint32_t kMaxObjectContext = kFixed + 33;
 inline constexpr uint32_t kMaxSessionContext = kFixed + 34;
 inline constexpr uint32_t kPsFamilyIndicator = kFixed + 35;
 inline constexpr uint32_t kTotalCommands = kFixed + 41;
+inline constexpr uint32_t kNvBufferMax = kFixed + 44;
 inline constexpr uint32_t kVar = 0x200;
 inline constexpr uint32_t kHrTransientAvail = kVar + 7;
 inline constexpr uint32_t kHrLoaded = kVar + 3;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "tpmsec/ek_key.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/tpm_info.h"
@@ -72,6 +73,10 @@ class SessionFactory {
   Status repin();
 
   const NullKey* null_key() const { return null_key_ ? &*null_key_ : nullptr; }
+  // The endorsement key sessions are salted to when config().ek_ca is set.
+  const EkKey* ek_key() const { return ek_key_ ? &*ek_key_ : nullptr; }
+  // Sessions are salted (to the null key or the EK).
+  bool salted() const { return null_key_ || ek_key_; }
   Tpm& tpm() { return *tpm_; }
   const ProtectionConfig& config() const { return config_; }
 
@@ -81,7 +86,9 @@ class SessionFactory {
 
   Tpm* tpm_;
   ProtectionConfig config_;
+  // At most one of these: the key every session is salted to.
   std::optional<NullKey> null_key_;
+  std::optional<EkKey> ek_key_;
 };
 
 }  // namespace tpmsec

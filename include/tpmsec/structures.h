@@ -39,6 +39,7 @@ using Tpm2bContextData = Sized<5120>;     // TPM2B_CONTEXT_DATA
 using Tpm2bPrivate = Sized<2048>;         // TPM2B_PRIVATE
 using Tpm2bSensitiveData = Sized<256>;    // TPM2B_SENSITIVE_DATA
 using Tpm2bCreationData = Sized<1024>;    // TPM2B_CREATION_DATA, kept opaque
+using Tpm2bMaxNvBuffer = Sized<1024>;     // TPM2B_MAX_NV_BUFFER (MAX_NV_BUFFER_SIZE of the reference TPM)
 
 // TPMS_PCR_SELECTION (§10.6.2)
 struct PcrSelection {
@@ -134,6 +135,33 @@ struct PublicArea {
   bool operator==(const PublicArea&) const = default;
 };
 
+// TPMS_NV_PUBLIC (§13.5), the public area of an NV index.
+struct NvPublic {
+  uint32_t nv_index = 0;
+  uint16_t name_alg = alg::kSha256;
+  uint32_t attributes = 0;
+  Bytes auth_policy;
+  uint16_t data_size = 0;
+  bool operator==(const NvPublic&) const = default;
+};
+
+// NV index attributes (TPMA_NV, §13.4).
+namespace nv_attr {
+inline constexpr uint32_t kTypeMask = 0x000000F0;  // TPM_NT: 0 is an ordinary index
+inline constexpr uint32_t kPpRead = 0x00010000;
+inline constexpr uint32_t kOwnerRead = 0x00020000;
+inline constexpr uint32_t kAuthRead = 0x00040000;
+inline constexpr uint32_t kPolicyRead = 0x00080000;
+inline constexpr uint32_t kReadLocked = 0x10000000;
+inline constexpr uint32_t kWritten = 0x20000000;
+}  // namespace nv_attr
+
+// TPM2B_NV_PUBLIC (§13.6).
+struct NvPublicArea {
+  NvPublic nv_public;
+  bool operator==(const NvPublicArea&) const = default;
+};
+
 // TPM2B_SENSITIVE_CREATE (§11.1.16).
 struct SensitiveCreate {
   Bytes user_auth;
@@ -218,6 +246,10 @@ void marshal(Writer& w, const Public& v);
 void unmarshal(Reader& r, Public& v);
 void marshal(Writer& w, const PublicArea& v);
 void unmarshal(Reader& r, PublicArea& v);
+void marshal(Writer& w, const NvPublic& v);
+void unmarshal(Reader& r, NvPublic& v);
+void marshal(Writer& w, const NvPublicArea& v);
+void unmarshal(Reader& r, NvPublicArea& v);
 void marshal(Writer& w, const SensitiveCreate& v);
 void unmarshal(Reader& r, SensitiveCreate& v);
 void marshal(Writer& w, const Ticket& v);

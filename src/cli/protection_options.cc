@@ -33,6 +33,14 @@ void ProtectionOptions::add_to(CLI::App* sub) {
                 "Trust the null key seen at the first use of this boot and keep its name in the state directory "
                 "($TPMSEC_STATE_DIR); later uses must match it. Weaker than --null-name: an interposer present at "
                 "that first use wins. Forget it with 'tpmsec null-key --forget'");
+  // The path is checked here (exit 2 when missing); its certificates when a
+  // session is first salted.
+  sub->add_option("--ek-ca", ek_ca,
+                  "Salt sessions to the TPM's endorsement key, proven by its EK certificate chaining to this CA "
+                  "bundle (a PEM file or a directory of PEM files). A certificate that does not verify, or an EK "
+                  "that is not the certified key, is an integrity failure (exit 3)")
+      ->check(CLI::ExistingPath)
+      ->option_text("FILE|DIR");
   sub->add_flag("--unsalted", unsalted,
                 "Unsalted session: authenticates, but gives NO protection against an interposer who saw the "
                 "session start (for measurement only)");
@@ -43,7 +51,7 @@ void ProtectionOptions::add_null_name_to(CLI::App* sub, const char* help) {
 }
 
 bool ProtectionOptions::anchor_given() const {
-  return (null_name_option && null_name_option->count() > 0) || tofu;
+  return (null_name_option && null_name_option->count() > 0) || tofu || !ek_ca.empty();
 }
 
 Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, const TpmInfo& info,
@@ -61,7 +69,9 @@ Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, c
   if (named && null_name.empty()) {
     return usage_error("--null-name is empty: give the null key's name (68 hex digits) or a file holding it");
   }
-  if (named && tofu) return usage_error("give --null-name or --tofu, not both");
+  if (int(named) + int(tofu) + int(!ek_ca.empty()) > 1) {
+    return usage_error("give one trust anchor: --ek-ca, --null-name or --tofu");
+  }
 
   if (named) {
     TPMSEC_ASSIGN_OR_RETURN(Bytes pinned, parse_null_name(null_name));
@@ -106,6 +116,8 @@ Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, c
       };
     }
   }
+  if (unsalted && !ek_ca.empty()) return usage_error("--ek-ca salts sessions to the EK: it cannot go with --unsalted");
+  config.ek_ca = ek_ca;
   if (unsalted) fmt::print(stderr, "tpmsec: warning: unsalted session: no protection against a bus interposer\n");
   return config;
 }

@@ -18,6 +18,7 @@ struct ProtectionOptions {
   std::string salt = "auto";
   std::string null_name;
   bool tofu = false;
+  std::string ek_ca;
   bool unsalted = false;
   CLI::Option* null_name_option = nullptr;
 

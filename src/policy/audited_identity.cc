@@ -29,7 +29,7 @@ std::string identity_text(const TpmFacts& f) {
 }  // namespace
 
 Result<TpmInfo> read_audited_identity(SessionFactory& factory) {
-  if (!factory.null_key()) {
+  if (!factory.salted()) {
     return usage_error("an audited identity read needs a salted session: an unsalted audit session is forgeable by "
                        "an interposer who saw it start");
   }

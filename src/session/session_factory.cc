@@ -21,7 +21,14 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
                                                                const TpmInfo* info) {
   if (!has_trust_anchor(config) && !tpm.transport().in_process()) return missing_trust_anchor_error();
   std::unique_ptr<SessionFactory> f(new SessionFactory(tpm, config));
-  if (!config.unsalted) {
+  if (!config.unsalted && !config.ek_ca.empty()) {
+    // Salted to the EK its certificate proves: ECC or RSA as asked, else
+    // whichever certificate the TPM has (ECC first).
+    TPMSEC_ASSIGN_OR_RETURN(EkKey key, config.salt ? EkKey::create(tpm, *config.salt, config.ek_ca)
+                                                   : EkKey::create_preferred(tpm, config.ek_ca));
+    f->config_.salt = key.kind();
+    f->ek_key_ = std::move(key);
+  } else if (!config.unsalted) {
     SaltKind kind = config.salt ? *config.salt : (info ? choose_salt(*info) : SaltKind::kEcc);
     f->config_.salt = kind;
     TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create(tpm, kind, config.pinned_null_name, config.pin_origin));
@@ -66,24 +73,36 @@ Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes) {
   return session;
 }
 
-Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t attributes) {
-  SessionOptions options;
-  options.auth_hash = config_.auth_hash;
-  options.symmetric = config_.symmetric;
-  options.attributes = attributes;
-  options.random = config_.random;
-  if (!null_key_) return HmacSession::start(*tpm_, options);
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle key, null_key_->load(*tpm_));
-  NamedHandle key_handle = null_key_->named(key.get());
+namespace {
+
+// StartAuthSession salted to `salt_key` (a NullKey or an EkKey: anything
+// with load(), named() and public_area()), loaded for just this command.
+template <class SaltKey>
+Result<std::unique_ptr<HmacSession>> start_salted(Tpm& tpm, SaltKey& salt_key, SessionOptions options) {
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle key, salt_key.load(tpm));
+  NamedHandle key_handle = salt_key.named(key.get());
   options.tpm_key = &key_handle;
-  options.tpm_key_public = &null_key_->public_area();
-  auto session = HmacSession::start(*tpm_, options);
+  options.tpm_key_public = &salt_key.public_area();
+  auto session = HmacSession::start(tpm, options);
   // The key is flushed whether or not the session started; a session error
   // is the one worth reporting.
   Status flushed = key.flush();
   if (!session.ok()) return session;
   TPMSEC_RETURN_IF_ERROR(flushed);
   return session;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t attributes) {
+  SessionOptions options;
+  options.auth_hash = config_.auth_hash;
+  options.symmetric = config_.symmetric;
+  options.attributes = attributes;
+  options.random = config_.random;
+  if (ek_key_) return start_salted(*tpm_, *ek_key_, options);
+  if (null_key_) return start_salted(*tpm_, *null_key_, options);
+  return HmacSession::start(*tpm_, options);
 }
 
 Status SessionFactory::repin() {

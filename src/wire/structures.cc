@@ -231,6 +231,36 @@ void unmarshal(Reader& r, PublicArea& v) {
   r.absorb(body);
 }
 
+void marshal(Writer& w, const NvPublic& v) {
+  w.u32(v.nv_index);
+  w.u16(v.name_alg);
+  w.u32(v.attributes);
+  w.tpm2b(v.auth_policy, "TPMS_NV_PUBLIC.authPolicy", 64);
+  w.u16(v.data_size);
+}
+void unmarshal(Reader& r, NvPublic& v) {
+  v = {};
+  v.nv_index = r.u32("TPMS_NV_PUBLIC.nvIndex");
+  v.name_alg = r.u16("TPMS_NV_PUBLIC.nameAlg");
+  if (r.ok() && !digest_size(v.name_alg)) return fail_unknown(r, "TPMS_NV_PUBLIC.nameAlg", v.name_alg);
+  v.attributes = r.u32("TPMS_NV_PUBLIC.attributes");
+  ByteView policy = r.tpm2b("TPMS_NV_PUBLIC.authPolicy", 64);
+  v.auth_policy.assign(policy.begin(), policy.end());
+  v.data_size = r.u16("TPMS_NV_PUBLIC.dataSize");
+}
+
+void marshal(Writer& w, const NvPublicArea& v) {
+  auto mark = w.begin_size16("TPM2B_NV_PUBLIC");
+  marshal(w, v.nv_public);
+  w.end_size(mark);
+}
+void unmarshal(Reader& r, NvPublicArea& v) {
+  Reader body = r.sized("TPM2B_NV_PUBLIC");
+  unmarshal(body, v.nv_public);
+  body.expect_end("TPM2B_NV_PUBLIC");
+  r.absorb(body);
+}
+
 void marshal(Writer& w, const SensitiveCreate& v) {
   auto mark = w.begin_size16("TPM2B_SENSITIVE_CREATE");
   w.tpm2b(v.user_auth, "TPMS_SENSITIVE_CREATE.userAuth", 64);

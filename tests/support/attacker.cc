@@ -83,7 +83,7 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
   const uint32_t first_handle = frame.handles.empty() ? 0 : frame.handles[0];
   switch (frame.code) {
     case cmd::CreatePrimary::kInfo.code:
-      if (first_handle == rh::kNull) return create_primary(frame, command, tpm);
+      if (first_handle == options_.hierarchy) return create_primary(frame, command, tpm);
       break;
     case cmd::StartAuthSession::kInfo.code:
       if (first_handle == options_.object_handle) return start_auth_session(frame);
@@ -186,6 +186,14 @@ Result<Reply> NullKeyAttacker::create_primary(const CommandFrame& frame, const P
   const Public& asked = in_public.public_area;
   // The attacker's key is P-256; anything else goes to the TPM.
   if (asked.type != alg::kEcc || asked.curve != curve::kNistP256) return pass(command, tpm);
+  if (options_.hierarchy != rh::kNull) {
+    // Whatever template was asked (the EK's), with the attacker's point.
+    Public own = asked;
+    own.unique_x = public_.unique_x;
+    own.unique_y = public_.unique_y;
+    TPMSEC_ASSIGN_OR_RETURN(name_, compute_name(own));
+    public_ = std::move(own);
+  }
   Writer w;
   marshal(w, PublicArea{public_});
   w.tpm2b({}, "creationData");  // opaque to the client

@@ -5,7 +5,9 @@
 //   CreatePrimary(TPM_RH_NULL, ECC P-256)  answered with the project's
 //       null_key_template carrying the attacker's point, and the matching
 //       name (compute_name): every check a client makes on a public area
-//       it cannot authenticate passes.
+//       it cannot authenticate passes. (Or CreatePrimary(TPM_RH_ENDORSEMENT)
+//       with options.hierarchy: the EK the client asked for, with the
+//       attacker's point.)
 //   ContextSave / ContextLoad / FlushContext / ReadPublic of that object,
 //       and of the attacker's sessions: answered from its own bookkeeping.
 //   StartAuthSession salted to that object: the salt recovered by ECDH with
@@ -49,6 +51,11 @@ namespace tpmsec::testing {
 struct AttackerOptions {
   // Replaces the digest of every PCR_Extend the client sends (empty: kept).
   Bytes substitute_digest;
+  // The hierarchy whose P-256 CreatePrimary the attacker answers with its
+  // own key: the null key's, or TPM_RH_ENDORSEMENT to stand in for an ECC EK
+  // (answered with the template the client asked for, carrying the
+  // attacker's point, and that area's name).
+  uint32_t hierarchy = rh::kNull;
   // The handle reported for "the null key" and the first of the sessions.
   uint32_t object_handle = 0x80000100;
   uint32_t first_session_handle = 0x02000100;

@@ -68,18 +68,21 @@ bool SwtpmProcess::start() {
     error_ = "swtpm is not installed (apt-get install swtpm)";
     return false;
   }
-  char tmpl[] = "/tmp/tpmsec-swtpm-XXXXXX";
-  if (!::mkdtemp(tmpl)) {
-    error_ = "mkdtemp failed";
-    return false;
+  std::string dir = preset_state_dir_;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/tpmsec-swtpm-XXXXXX";
+    if (!::mkdtemp(tmpl)) {
+      error_ = "mkdtemp failed";
+      return false;
+    }
+    state_dir_ = dir = tmpl;
   }
-  state_dir_ = tmpl;
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = pick_port_pair();
     ctrl_port_ = port_ + 1;
     std::string server = "type=tcp,port=" + std::to_string(port_) + ",bindaddr=127.0.0.1";
     std::string ctrl = "type=tcp,port=" + std::to_string(ctrl_port_) + ",bindaddr=127.0.0.1";
-    std::string state = "dir=" + state_dir_;
+    std::string state = "dir=" + dir;
     pid_ = ::fork();
     if (pid_ == 0) {
       std::vector<const char*> argv{"swtpm", "socket", "--tpm2", "--server", server.c_str(), "--ctrl", ctrl.c_str(),

@@ -1,5 +1,6 @@
-// Starts a real swtpm on free loopback ports with a fresh state directory,
-// and stops it by PID. One per test suite: swtpm serves one client at a time.
+// Starts a real swtpm on free loopback ports with a fresh state directory (or
+// one the test prepared, e.g. with swtpm_setup), and stops it by PID. One per
+// test suite: swtpm serves one client at a time.
 #ifndef TPMSEC_TESTS_SUPPORT_SWTPM_PROCESS_H_
 #define TPMSEC_TESTS_SUPPORT_SWTPM_PROCESS_H_
 
@@ -16,6 +17,11 @@ class SwtpmProcess {
   SwtpmProcess(const SwtpmProcess&) = delete;
   SwtpmProcess& operator=(const SwtpmProcess&) = delete;
   ~SwtpmProcess() { stop(); }
+
+  // Serve this existing state directory (made by swtpm_setup, say) instead of
+  // a fresh one. It stays the caller's: stop() does not remove it. Call
+  // before start().
+  void use_state_dir(std::string dir) { preset_state_dir_ = std::move(dir); }
 
   // Starts swtpm and waits until its data port accepts connections.
   // Returns false (with error()) when swtpm is not installed or fails to start.
@@ -37,7 +43,8 @@ class SwtpmProcess {
   pid_t pid_ = -1;
   uint16_t port_ = 0;
   uint16_t ctrl_port_ = 0;
-  std::string state_dir_;
+  std::string state_dir_;  // a fresh directory of ours, removed by stop()
+  std::string preset_state_dir_;
   std::string error_;
 };
 

@@ -18,7 +18,7 @@ constexpr const CommandInfo* kKnown[] = {
     &cmd::PcrRead::kInfo,     &cmd::PcrExtend::kInfo,   &cmd::PcrReset::kInfo,      &cmd::CreatePrimary::kInfo,
     &cmd::Create::kInfo,      &cmd::Load::kInfo,        &cmd::Unseal::kInfo,        &cmd::ReadPublic::kInfo,
     &cmd::ContextSave::kInfo, &cmd::ContextLoad::kInfo, &cmd::FlushContext::kInfo,  &cmd::StartAuthSession::kInfo,
-    &cmd::Hash::kInfo,
+    &cmd::Hash::kInfo,        &cmd::NvReadPublic::kInfo, &cmd::NvRead::kInfo,
 };
 
 SessionEntry read_entry(Reader& r, bool with_handle) {

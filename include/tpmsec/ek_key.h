@@ -1,0 +1,97 @@
+// The salt key proven by the manufacturer's word: the TPM's endorsement key,
+// whose public key an EK certificate (read from the TPM's NV) certifies and
+// whose certificate chains to a CA bundle the operator trusts (--ek-ca).
+//
+// The null key (null_key.h) is whatever answers CreatePrimary(TPM_RH_NULL):
+// an active bus interposer can answer with its own key, read the salt, and
+// forge every response HMAC. The EK cannot be substituted that way:
+//   - its public area is built here from the certificate (template L-1 or
+//     L-2 of the TCG EK Credential Profile §2.1.5, unique = the certified
+//     key), never taken from the TPM's response;
+//   - the salt is encrypted to that public area, so only the holder of the
+//     certified private key (the genuine TPM) can recover it;
+//   - the name the TPM reports for CreatePrimary(TPM_RH_ENDORSEMENT) must
+//     equal the name of that public area (Part 1 §16), else kIntegrity. A
+//     forged name alone gains nothing (the salt still goes to the certified
+//     key); the check catches the substitution early and clearly.
+// A handle swapped on the bus to point at another key makes the TPM decrypt
+// the salt with the wrong key: the session key differs, the TPM refuses the
+// first HMAC, and Tpm reports tampering (an unconfirmed session refused).
+//
+// Like the null key, the EK is then saved (ContextSave) and flushed, and
+// loaded again for each session; it is created again, and its name checked,
+// when the TPM refuses the context (after a TPM Reset). The endorsement seed
+// survives resets, so the name never legitimately changes.
+#ifndef TPMSEC_EK_KEY_H_
+#define TPMSEC_EK_KEY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tpmsec/ek_certificate.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/scoped_handle.h"
+#include "tpmsec/structures.h"
+#include "tpmsec/tpm.h"
+
+namespace tpmsec {
+
+// EK certificate NV indices, low range (EK Credential Profile §2.2.1.4).
+inline constexpr uint32_t kEkCertIndexRsa2048 = 0x01C00002;
+inline constexpr uint32_t kEkCertIndexEccP256 = 0x01C0000A;
+// The largest EK certificate read from NV: real ones are 1-2 KiB.
+inline constexpr size_t kMaxEkCertificateBytes = 4096;
+
+uint32_t ek_certificate_index(SaltKind kind);
+
+// The default EK template (EK Credential Profile §2.1.5.1 template L-1 for
+// RSA-2048, §2.1.5.2 template L-2 for ECC P-256), unique zero-filled to the
+// key's size as the profile specifies.
+Public ek_template(SaltKind kind);
+
+// The EK's public area: the template with unique = the certified key.
+// A key the template cannot hold (another type, size, curve or exponent) is
+// kUnsupported, naming what the certificate has.
+Result<Public> ek_public_from_certificate(SaltKind kind, const crypto::CertifiedKey& key);
+
+// The DER bytes of the EK certificate at `nv_index`: NV_ReadPublic for its
+// size (at most kMaxEkCertificateBytes), then NV_Read in chunks of at most
+// TPM_PT_NV_BUFFER_MAX, authorized by the index (TPMA_NV_AUTHREAD) or the
+// owner (TPMA_NV_OWNERREAD) with an empty password. An index the TPM does not
+// have (or has not written) is kUnsupported.
+Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index);
+
+class EkKey {
+ public:
+  // Reads and verifies the EK certificate of `kind` against the CA bundle at
+  // `ca_path` (a PEM file or a directory of them), builds the EK's public
+  // area from it, creates the EK (CreatePrimary(TPM_RH_ENDORSEMENT), empty
+  // endorsement password) and requires the TPM's name to match; then
+  // ContextSave and FlushContext, leaving nothing loaded.
+  static Result<EkKey> create(Tpm& tpm, SaltKind kind, const std::string& ca_path);
+  // ECC P-256 when the TPM has that EK certificate, else RSA-2048.
+  static Result<EkKey> create_preferred(Tpm& tpm, const std::string& ca_path);
+
+  // Loads the key for use (ContextLoad); when the TPM refuses the context,
+  // creates the EK again and checks its name (kIntegrity if different).
+  Result<ScopedHandle> load(Tpm& tpm);
+
+  SaltKind kind() const { return kind_; }
+  const Bytes& name() const { return name_; }
+  const Public& public_area() const { return public_; }
+  NamedHandle named(uint32_t handle) const { return {handle, name_}; }
+
+ private:
+  static Result<EkKey> from_certificate(Tpm& tpm, SaltKind kind, ByteView der, const crypto::CaBundle& bundle);
+  // CreatePrimary(TPM_RH_ENDORSEMENT) + the name check; returns the loaded handle.
+  Result<ScopedHandle> create_loaded(Tpm& tpm);
+
+  SaltKind kind_ = SaltKind::kEcc;
+  Public public_;
+  Bytes name_;
+  Context context_;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_EK_KEY_H_

@@ -1,0 +1,223 @@
+#include "tpmsec/ek_certificate.h"
+
+#include <fmt/format.h>
+#include <openssl/bio.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "crypto/openssl.h"
+#include "tpmsec/constants.h"
+
+namespace tpmsec::crypto {
+namespace {
+
+using internal::BnPtr;
+using internal::Owned;
+using internal::PkeyPtr;
+using BioPtr = Owned<BIO, BIO_free_all>;
+using X509Ptr = Owned<X509, X509_free>;
+using StoreCtxPtr = Owned<X509_STORE_CTX, X509_STORE_CTX_free>;
+
+// A CA file larger than this is not a CA bundle (the system bundle is ~200 KiB).
+constexpr uintmax_t kMaxBundleFile = 4u << 20;
+// The most files a bundle directory may hold.
+constexpr size_t kMaxBundleFiles = 1024;
+
+Result<std::string> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return usage_error(fmt::format("cannot read CA file {}: {}", path.string(), ec.message()));
+  if (size > kMaxBundleFile) {
+    return usage_error(fmt::format("CA file {} is {} bytes, more than a CA bundle should be", path.string(), size));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return usage_error(fmt::format("cannot read CA file {}", path.string()));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Adds every PEM certificate of `path` to `store`; returns how many.
+Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path) {
+  TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  BioPtr bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  if (!bio) return internal::openssl_error("BIO_new_mem_buf");
+  size_t count = 0;
+  for (;;) {
+    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) {
+      unsigned long e = ERR_peek_last_error();
+      bool at_end = ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
+      if (at_end && count > 0) {
+        ERR_clear_error();
+        break;
+      }
+      if (at_end) {
+        ERR_clear_error();
+        return usage_error(fmt::format("CA file {} holds no PEM certificate", path.string()));
+      }
+      // The operator's file is malformed: a usage error, with OpenSSL's reason.
+      Error reason = internal::openssl_error(fmt::format("reading certificate {}", count + 1));
+      return usage_error(fmt::format("CA file {} is not a valid PEM certificate bundle: {}", path.string(),
+                                     reason.message()));
+    }
+    if (X509_STORE_add_cert(store, cert.get()) != 1) {
+      return internal::openssl_error(fmt::format("adding certificate {} of {}", count + 1, path.string()));
+    }
+    ++count;
+  }
+  return count;
+}
+
+std::string x509_name(const X509_NAME* name) {
+  if (name == nullptr) return "(none)";
+  BioPtr bio(BIO_new(BIO_s_mem()));
+  if (!bio || X509_NAME_print_ex(bio.get(), name, 0, XN_FLAG_ONELINE) < 0) return "(unprintable)";
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio.get(), &data);
+  std::string s = n > 0 ? std::string(data, static_cast<size_t>(n)) : "";
+  return s.empty() ? "(empty)" : s;
+}
+
+Result<Bytes> bn_param(const EVP_PKEY* pkey, const char* param, size_t pad_to) {
+  BIGNUM* raw = nullptr;
+  if (EVP_PKEY_get_bn_param(pkey, param, &raw) != 1) return internal::openssl_error(param);
+  BnPtr bn(raw);
+  size_t n = static_cast<size_t>(BN_num_bytes(bn.get()));
+  size_t size = std::max(n, pad_to);
+  Bytes out(size);
+  if (BN_bn2binpad(bn.get(), out.data(), static_cast<int>(size)) < 0) return internal::openssl_error("BN_bn2binpad");
+  return out;
+}
+
+// The TPM curve id of an OpenSSL group name, and its coordinate size.
+std::pair<uint16_t, size_t> tpm_curve(std::string_view group) {
+  if (group == "prime256v1" || group == "P-256") return {curve::kNistP256, 32};
+  if (group == "secp384r1" || group == "P-384") return {curve::kNistP384, 48};
+  return {0, 0};
+}
+
+Result<CertifiedKey> key_of(X509* cert) {
+  EVP_PKEY* pkey = X509_get0_pubkey(cert);
+  if (pkey == nullptr) return internal::openssl_error("the certificate's public key");
+  CertifiedKey key;
+  int bits = EVP_PKEY_get_bits(pkey);
+  switch (EVP_PKEY_get_base_id(pkey)) {
+    case EVP_PKEY_RSA: {
+      key.type = alg::kRsa;
+      key.key_description = fmt::format("RSA-{}", bits);
+      TPMSEC_ASSIGN_OR_RETURN(key.modulus, bn_param(pkey, OSSL_PKEY_PARAM_RSA_N, 0));
+      TPMSEC_ASSIGN_OR_RETURN(Bytes e, bn_param(pkey, OSSL_PKEY_PARAM_RSA_E, 0));
+      if (e.size() > 8) return parse_error("the certificate's RSA exponent is longer than 64 bits");
+      for (uint8_t b : e) key.exponent = key.exponent << 8 | b;
+      return key;
+    }
+    case EVP_PKEY_EC: {
+      char group[64] = {};
+      if (EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group), nullptr) != 1) {
+        return internal::openssl_error("the certificate's EC group");
+      }
+      auto [tpm_id, size] = tpm_curve(group);
+      key.type = alg::kEcc;
+      key.curve = tpm_id;
+      key.key_description = fmt::format("EC {}", group);
+      if (tpm_id == 0) return key;  // the caller refuses it, naming the curve
+      TPMSEC_ASSIGN_OR_RETURN(key.x, bn_param(pkey, OSSL_PKEY_PARAM_EC_PUB_X, size));
+      TPMSEC_ASSIGN_OR_RETURN(key.y, bn_param(pkey, OSSL_PKEY_PARAM_EC_PUB_Y, size));
+      if (key.x.size() != size || key.y.size() != size) return parse_error("EC point coordinate longer than its curve");
+      return key;
+    }
+    default:
+      key.key_description = OBJ_nid2sn(EVP_PKEY_get_base_id(pkey));
+      return key;
+  }
+}
+
+// An EK certificate is DER (EK Credential Profile §2.2.1.5); some TPMs'
+// indices are larger than the certificate and padded. Only the first DER
+// object is the certificate; padding must be 00 or FF.
+Result<X509Ptr> parse_der(ByteView der) {
+  const unsigned char* p = der.data();
+  X509Ptr cert(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
+  if (!cert) {
+    ERR_clear_error();
+    return parse_error(fmt::format("the EK certificate ({} bytes) is not a DER X.509 certificate", der.size()));
+  }
+  size_t used = static_cast<size_t>(p - der.data());
+  bool padding = std::all_of(der.begin() + static_cast<std::ptrdiff_t>(used), der.end(),
+                             [](uint8_t b) { return b == 0x00 || b == 0xFF; });
+  if (!padding) {
+    return parse_error(fmt::format("the EK certificate is {} bytes followed by {} bytes that are not padding", used,
+                                   der.size() - used));
+  }
+  return cert;
+}
+
+}  // namespace
+
+Result<CaBundle> CaBundle::load(const std::string& file_or_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status status = fs::status(file_or_dir, ec);
+  if (ec || !fs::exists(status)) return usage_error(fmt::format("CA bundle {} does not exist", file_or_dir));
+  std::vector<fs::path> files;
+  if (fs::is_directory(status)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(file_or_dir, ec)) {
+      if (!e.is_regular_file(ec)) continue;
+      if (files.size() == kMaxBundleFiles) {
+        return usage_error(fmt::format("CA directory {} holds more than {} files", file_or_dir, kMaxBundleFiles));
+      }
+      files.push_back(e.path());
+    }
+    if (ec) return usage_error(fmt::format("cannot list CA directory {}: {}", file_or_dir, ec.message()));
+    std::sort(files.begin(), files.end());  // errors name the same file every run
+  } else {
+    files.push_back(file_or_dir);
+  }
+  if (files.empty()) return usage_error(fmt::format("CA directory {} holds no certificate files", file_or_dir));
+
+  CaBundle bundle;
+  bundle.store_.reset(X509_STORE_new(), X509_STORE_free);
+  if (!bundle.store_) return internal::openssl_error("X509_STORE_new");
+  for (const fs::path& f : files) {
+    TPMSEC_ASSIGN_OR_RETURN(size_t n, add_pem_file(bundle.store_.get(), f));
+    bundle.count_ += n;
+  }
+  // Every certificate listed is an anchor, intermediates included; see the header.
+  X509_STORE_set_flags(bundle.store_.get(), X509_V_FLAG_PARTIAL_CHAIN);
+  return bundle;
+}
+
+Result<CertifiedKey> certificate_public_key(ByteView der) {
+  TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, parse_der(der));
+  return key_of(cert.get());
+}
+
+Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle) {
+  if (bundle.store() == nullptr) return usage_error("no CA bundle loaded");
+  TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, parse_der(der));
+  StoreCtxPtr ctx(X509_STORE_CTX_new());
+  if (!ctx || X509_STORE_CTX_init(ctx.get(), bundle.store(), cert.get(), nullptr) != 1) {
+    return internal::openssl_error("X509_STORE_CTX_init");
+  }
+  int verified = X509_verify_cert(ctx.get());
+  if (verified != 1) {
+    int err = X509_STORE_CTX_get_error(ctx.get());
+    ERR_clear_error();
+    return integrity_error(fmt::format("the EK certificate (subject {}, issuer {}) does not verify against the CA "
+                                       "bundle: {}",
+                                       x509_name(X509_get_subject_name(cert.get())),
+                                       x509_name(X509_get_issuer_name(cert.get())),
+                                       X509_verify_cert_error_string(err)));
+  }
+  return key_of(cert.get());
+}
+
+}  // namespace tpmsec::crypto
