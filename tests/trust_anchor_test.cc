@@ -1,0 +1,197 @@
+// The salt key's trust anchors as a user meets them on a TPM behind a bus
+// (a real swtpm): which one is needed, how a pin is kept, checked and
+// forgotten, and that a pin is never silently ignored. The attacks on each
+// anchor are in interposer_test.cc and ek_salt_test.cc.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+#include "tpmsec/kernel_pin.h"
+#include "tpmsec/pin_store.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::CommandResult;
+using testing::run_tpmsec;
+
+constexpr int kExitUsage = 2;
+constexpr int kExitIntegrity = 3;
+const std::string kDigest(64, 'b');
+
+std::string describe(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.err + r.out; }
+
+std::string temp_dir(const char* prefix) {
+  std::string tmpl = ::testing::TempDir() + "/" + prefix + "-XXXXXX";
+  return ::mkdtemp(tmpl.data()) ? tmpl : "";
+}
+
+class TrustAnchorTest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    swtpm_ = new testing::SwtpmProcess();
+    (void)swtpm_->start();
+  }
+  static void TearDownTestSuite() {
+    delete swtpm_;
+    swtpm_ = nullptr;
+  }
+
+ protected:
+  void SetUp() override {
+    if (!swtpm_->running()) GTEST_SKIP() << swtpm_->error();
+    state_ = temp_dir("anchor-state");
+    ASSERT_FALSE(state_.empty());
+  }
+  void TearDown() override {
+    if (!state_.empty()) std::filesystem::remove_all(state_);
+  }
+  CommandResult tpmsec(std::vector<std::string> args, const std::string& boot = "boot-1") {
+    args.insert(args.end(), {"--tpm", swtpm_->spec()});
+    return run_tpmsec(args, {"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=" + boot});
+  }
+  std::string genuine_name() {
+    auto r = tpmsec({"null-key"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  static std::string wrong_name() { return "000b" + std::string(64, '0'); }
+
+  static testing::SwtpmProcess* swtpm_;
+  std::string state_;
+};
+
+testing::SwtpmProcess* TrustAnchorTest::swtpm_ = nullptr;
+
+// Behind a bus and with no anchor, every protected command refuses before
+// any session is salted, and names the three ways to give one.
+TEST_F(TrustAnchorTest, ProtectedCommandsWithoutAnAnchorAreRefused) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "extend", "16", kDigest},
+                                        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy",
+                                                                 "per-command"},
+                                        std::vector<std::string>{"pcr", "read", "16", "--protect", "audit"},
+                                        std::vector<std::string>{"random", "8"}}) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    auto r = tpmsec(args);
+    EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
+    for (const char* option : {"--ek-ca", "--null-name", "--tofu"}) EXPECT_NE(r.err.find(option), std::string::npos);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST_F(TrustAnchorTest, AGivenPinIsUsed) {
+  std::string name = genuine_name();
+  auto ok = tpmsec({"pcr", "extend", "16", kDigest, "--null-name", name});
+  EXPECT_EQ(ok.exit_code, 0) << describe(ok);
+  auto bad = tpmsec({"pcr", "extend", "16", kDigest, "--null-name", wrong_name()});
+  EXPECT_EQ(bad.exit_code, kExitIntegrity) << describe(bad);
+  EXPECT_NE(bad.err.find("--null-name"), std::string::npos) << bad.err;
+}
+
+// An empty or unreadable pin is a usage error, never "no pin".
+TEST_F(TrustAnchorTest, AnUnusablePinIsAUsageError) {
+  for (std::string pin : {std::string(), std::string("/etc/passwd"), std::string("/nonexistent/null_name"),
+                          std::string("000b00")}) {
+    SCOPED_TRACE("'" + pin + "'");
+    auto r = tpmsec({"pcr", "extend", "16", kDigest, "--null-name", pin});
+    EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
+  }
+  auto both = tpmsec({"pcr", "extend", "16", kDigest, "--null-name", wrong_name(), "--tofu"});
+  EXPECT_EQ(both.exit_code, kExitUsage) << describe(both);
+}
+
+// A command that opens no session checks a pin it is given instead of
+// ignoring it: one CreatePrimary of the null key.
+TEST_F(TrustAnchorTest, APinOnACommandWithoutASessionIsChecked) {
+  std::string name = genuine_name();
+  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "read", "16"},
+                                        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy", "plain"},
+                                        std::vector<std::string>{"random", "8", "--protect", "none"},
+                                        std::vector<std::string>{"null-key"}}) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    auto wrong = args;
+    wrong.insert(wrong.end(), {"--null-name", wrong_name()});
+    auto r = tpmsec(wrong);
+    EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+    EXPECT_EQ(r.out, "");
+    auto right = args;
+    right.insert(right.end(), {"--null-name", name});
+    auto g = tpmsec(right);
+    EXPECT_EQ(g.exit_code, 0) << describe(g);
+  }
+}
+
+// --tofu: the first use of a boot pins (with a warning), later uses of the
+// boot are checked against the pin, a new boot pins afresh, and --forget
+// drops the pin of a TPM string.
+TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
+  auto first = tpmsec({"pcr", "extend", "16", kDigest, "--tofu"});
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  EXPECT_NE(first.err.find("warning: --tofu: trusting the null key"), std::string::npos) << first.err;
+  std::string name = genuine_name();
+
+  PinStore store(state_);
+  auto pin = store.get(swtpm_->spec(), "ecc");
+  ASSERT_TRUE(pin.ok()) << pin.error().message();
+  ASSERT_TRUE(pin->has_value());
+  EXPECT_EQ(to_hex((*pin)->name), name);
+  EXPECT_EQ((*pin)->boot_id, "boot-1");
+  EXPECT_EQ(std::filesystem::status(store.dir()).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+
+  auto again = tpmsec({"pcr", "read", "16", "--protect", "audit", "--tofu"});
+  EXPECT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(again.err, "") << "a kept pin is used silently";
+
+  // The pin of this boot is another key's (as after a substitution, or a
+  // TPM reset this host did not see): exit 3, saying how to forget it.
+  ASSERT_TRUE(store.put(swtpm_->spec(), "ecc", "boot-1", *from_hex(wrong_name())).ok());
+  auto mismatch = tpmsec({"pcr", "extend", "16", kDigest, "--tofu"});
+  EXPECT_EQ(mismatch.exit_code, kExitIntegrity) << describe(mismatch);
+  EXPECT_NE(mismatch.err.find("null-key --forget"), std::string::npos) << mismatch.err;
+
+  // A pin of an earlier boot is stale: the next first use replaces it.
+  auto next_boot = tpmsec({"pcr", "extend", "16", kDigest, "--tofu"}, "boot-2");
+  EXPECT_EQ(next_boot.exit_code, 0) << describe(next_boot);
+  EXPECT_NE(next_boot.err.find("first use"), std::string::npos) << next_boot.err;
+
+  auto forget = tpmsec({"null-key", "--forget"});
+  EXPECT_EQ(forget.exit_code, 0) << describe(forget);
+  EXPECT_NE(forget.err.find("forgot"), std::string::npos) << forget.err;
+  auto gone = store.get(swtpm_->spec(), "ecc");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());
+}
+
+TEST(PinStore, MalformedPinFileIsAnErrorNamingIt) {
+  std::string dir = temp_dir("pins");
+  PinStore store(dir);
+  ASSERT_TRUE(store.put("swtpm:path=/x", "ecc", "b", Bytes{0, 0x0b, 1}).ok());
+  std::ofstream(store.path("swtpm:path=/x", "ecc")) << "tpm=swtpm:path=/other\nsalt=ecc\nboot=b\nname=000b01\n";
+  auto r = store.get("swtpm:path=/x", "ecc");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(store.path("swtpm:path=/x", "ecc")), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(KernelPin, DevicePathsMapToTheirSysfsFile) {
+  std::string root = temp_dir("sysfs");
+  std::filesystem::create_directories(root + "/class/tpm/tpm0");
+  std::ofstream(root + "/class/tpm/tpm0/null_name") << "000b" << std::string(64, 'a') << "\n";
+  ::setenv("TPMSEC_SYSFS_ROOT", root.c_str(), 1);
+  EXPECT_EQ(kernel_null_name_file("/dev/tpmrm0"), root + "/class/tpm/tpm0/null_name");
+  EXPECT_EQ(kernel_null_name_file("/dev/tpm0"), root + "/class/tpm/tpm0/null_name");
+  EXPECT_EQ(kernel_null_name_file("/dev/tpm1"), "") << "no pin exported for tpm1";
+  EXPECT_EQ(kernel_null_name_file("/dev/tpmrmx"), "");
+  EXPECT_EQ(kernel_null_name_file("/tmp/sock"), "");
+  ::unsetenv("TPMSEC_SYSFS_ROOT");
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace tpmsec
