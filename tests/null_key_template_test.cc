@@ -1,5 +1,5 @@
 // The null primary's template, its name, and the name a user pins
-// (tpmsec/null_key.h, protocol.md §2): the ECC template marshals to the TCG
+// (tpmsec/null_key.h; Linux drivers/char/tpm/tpm2-sessions.c, tpm2_create_null_primary): the ECC template marshals to the TCG
 // "SRK template H" bytes, compute_name() reproduces the name libtpms returned
 // in the recorded transcript, and parse_null_name() takes the kernel's
 // /sys/class/tpm/tpm0/null_name format (hex, trailing newline) and refuses
@@ -23,7 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-// protocol.md §2: ECC, SHA-256, 0x00030472, empty policy, AES-128-CFB, NULL
+// Linux's null-key template: ECC, SHA-256, 0x00030472, empty policy, AES-128-CFB, NULL
 // scheme, P-256, NULL kdf, empty x and y.
 constexpr std::string_view kEccTemplate = "0023000b00030472000000060080004300100003001000000000";
 // Its RSA-2048 twin: NULL scheme, 2048 bits, exponent 0 (65537), empty modulus.

@@ -239,7 +239,7 @@ TEST(Predict, PricingEqualsEmulatingEachProfile) {
 }
 
 // The seed thread's workload: 12,313 IMA extends on the SLB9670 took 151 ms
-// each the Linux 6.10 way and 24.4 ms with the session kept (protocol.md).
+// each the Linux 6.10 way and 24.4 ms with the session kept (docs/strategies.md).
 TEST(Predict, SeedWorkloadOnSlb9670) {
   std::vector<testing::ImaRecord> records;
   for (int i = 0; i < 12313; ++i) records.push_back(testing::sample_ima_record("ima-ng", i));

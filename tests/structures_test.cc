@@ -65,7 +65,7 @@ Bytes grow_list(Bytes b, size_t count_at, ByteView element) {
 // Known bytes.
 
 // TCG "SRK ECC template H" as Linux sends it for the null primary
-// (/work/shared/reference/protocol.md §2).
+// (Linux drivers/char/tpm/tpm2-sessions.c, tpm2_create_null_primary).
 constexpr std::string_view kNullTemplateHex = "0023000b000304720000000600800043001000030010" "00000000";
 
 // outPublic of CreatePrimary(RH_NULL, ECC P-256) against libtpms

@@ -40,7 +40,7 @@ nlohmann::json summary_json(const LatencyProfile& p) {
 
 constexpr const char* kColumns =
     "M/D: share of values measured or derived from a measured loop; P/E/B: proxy, estimate, bound\n"
-    "(tags of tpm-latency.md). Per protected PCR extend (protocol.md section 5), in ms, from the means:\n"
+    "(docs/latency-profiles.md). Per protected PCR extend (docs/strategies.md), in ms, from the means:\n"
     "  plain      PCR_Extend with password auth\n"
     "  HMAC'd     PCR_Extend + HMAC session (resident session, steady state)\n"
     "  per-cmd    ContextLoad(null key) + ECC-salted StartAuthSession + FlushContext + HMAC'd (Linux 6.10)\n"
@@ -139,7 +139,7 @@ void register_profiles(CLI::App& app, Action* action) {
   sub->require_subcommand(0, 1);
   sub->footer(fmt::format(
       "Profiles live in {} (one JSON file each). Every value carries its tag and source\n"
-      "(S1..S16 of tpm-latency.md, and the E rule used).\n\n{}",
+      "(the sources of docs/latency-profiles.md, and the E rule used).\n\n{}",
       profiles_dir(), kColumns));
 
   CLI::App* show = sub->add_subcommand("show", "Print every value of one profile with its tag, source and note");

@@ -82,7 +82,7 @@ Result<LatencyProfile> profile_from_bench(const nlohmann::json& bench, const std
       if (!commands.contains(variant)) commands[variant] = value(ms, ms * 0.02, "E", source, "not measured: " + rule);
     };
     auto ms_of = [&](const char* variant) { return commands.at(variant).at("ms").get<double>(); };
-    const std::string short_rule = "a short command, taken as the password PCR_Extend (tpm-latency.md E rule 3)";
+    const std::string short_rule = "a short command, taken as the password PCR_Extend (docs/latency-profiles.md, E rule 3)";
     estimate("PCR_Read", plain, short_rule);
     estimate("GetRandom", plain, short_rule);
     estimate("FlushContext", plain, short_rule);
@@ -100,7 +100,7 @@ Result<LatencyProfile> profile_from_bench(const nlohmann::json& bench, const std
     }
     for (const char* v : {"Hash", "default"}) {
       commands[v] = value(ms_of("PCR_Read"), ms_of("PCR_Read") * 0.02, "E", source,
-                          "not measured: a short command, taken as PCR_Read (tpm-latency.md E rule 3)");
+                          "not measured: a short command, taken as PCR_Read (docs/latency-profiles.md, E rule 3)");
     }
     if (!commands.contains("CreatePrimary.rsa")) {
       commands["CreatePrimary.rsa"] = value(ms_of("CreatePrimary.ecc") * 10, 0, "E", source,

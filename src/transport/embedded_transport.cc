@@ -1,4 +1,4 @@
-// In-process libtpms (protocol.md §6).
+// In-process libtpms (libtpms's TPMLIB_* API, libtpms/tpm_library.h).
 #include <fcntl.h>
 #include <libtpms/tpm_error.h>
 #include <libtpms/tpm_library.h>
