@@ -45,13 +45,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr uint32_t kPcr = 16;
-constexpr int kExitUsage = 2;
-constexpr int kExitIntegrity = 3;
 
 Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_bytes(text)); }
-std::string extended(const std::string& value_hex, ByteView digest) {
-  return to_hex(openssl_extend(alg::kSha256, from_hex(value_hex).value(), digest));
-}
 const Bytes& client_digest() {
   static const Bytes d = digest_of("tpmsec ek test: the client's measurement");
   return d;
@@ -59,10 +54,6 @@ const Bytes& client_digest() {
 const Bytes& attacker_digest() {
   static const Bytes d = digest_of("tpmsec ek test: the attacker's measurement");
   return d;
-}
-
-std::string describe(const CommandResult& r) {
-  return fmt::format("exit {}\nstdout: {}\nstderr: {}", r.exit_code, r.out, r.err);
 }
 
 // The test's own connection to swtpm (no interposer); open it only while no client runs.
@@ -233,7 +224,7 @@ TEST_F(EkSaltTest, GenuineEkAndTheRightCaExtend) {
     std::string before = pcr();
     auto r = through_proxy(extend_args(c.options));
     EXPECT_EQ(r.exit_code, 0) << describe(r);
-    EXPECT_EQ(pcr(), extended(before, client_digest()));
+    EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
     EXPECT_EQ(hierarchies, std::vector<uint32_t>{rh::kEndorsement});
     expect_no_handles(c.what);
   }
@@ -271,7 +262,7 @@ TEST_F(EkSaltTest, SurvivesATpmReset) {
   cmd::PcrExtend extend{NamedHandle::of(kPcr), DigestValues{{TaggedHash{alg::kSha256, client_digest()}}}};
   auto done = d.tpm().run(extend, {Auth{second->get(), {}}});
   EXPECT_TRUE(done.ok()) << done.error().message();
-  EXPECT_EQ(to_hex(pcr_read(d.tpm(), alg::kSha256, kPcr).value()), extended(before, client_digest()));
+  EXPECT_EQ(to_hex(pcr_read(d.tpm(), alg::kSha256, kPcr).value()), extended_hex(before, client_digest()));
 }
 
 // ---- Refusals ----

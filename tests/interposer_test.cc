@@ -55,16 +55,10 @@ namespace tpmsec::testing {
 namespace {
 
 constexpr uint32_t kPcr = 16;
-constexpr int kExitUsage = 2;
-constexpr int kExitIntegrity = 3;
 // TPM_RC_SESSION_HANDLES (Part 2 §6.6.3: RC_VER1 + 0x005).
 constexpr uint32_t kRcSessionHandles = 0x105;
 
 Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_bytes(text)); }
-// PCR values are compared as hex, so that a failure prints them readably.
-std::string extended(const std::string& value_hex, ByteView digest) {
-  return to_hex(openssl_extend(alg::kSha256, from_hex(value_hex).value(), digest));
-}
 
 // The client's measurement and the one the attacker wants in the PCR instead.
 const Bytes& client_digest() {
@@ -118,18 +112,6 @@ std::string hex_handles(const std::vector<uint32_t>& handles) {
 }
 
 // ---- Frames the rules send or answer with ----
-
-Bytes password_command(uint32_t code, std::vector<uint32_t> handles, Bytes parameters) {
-  CommandFrame f;
-  f.code = code;
-  f.handles = std::move(handles);
-  SessionEntry pw;
-  pw.handle = rh::kPasswordSession;
-  pw.attributes = attr::kContinueSession;
-  f.sessions.push_back(pw);
-  f.parameters = std::move(parameters);
-  return build_command(f);
-}
 
 Bytes extend_command(uint32_t pcr, ByteView digest) {
   DigestValues v;
@@ -252,10 +234,6 @@ Rule forged_identity_rule(const Identity& id) {
 
 // ---- The fixture ----
 
-std::string describe(const CommandResult& r) {
-  return fmt::format("exit {}\nstdout: {}\nstderr: {}", r.exit_code, r.out, r.err);
-}
-
 class InterposerTest : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
@@ -370,7 +348,7 @@ TEST_F(InterposerTest, PassesTrafficUnchanged) {
   std::string before = pcr();
   auto r = through_proxy({"pcr", "extend", "16", to_hex(client_digest()), "--null-name", genuine_name_hex()});
   EXPECT_EQ(r.exit_code, 0) << describe(r);
-  EXPECT_EQ(pcr(), extended(before, client_digest()));
+  EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
   EXPECT_GT(proxy_->commands(), 5u);
   EXPECT_EQ(proxy_->connections(), 1u);
   expect_no_handles("a clean extend");
@@ -392,7 +370,7 @@ TEST_F(InterposerTest, ForgedIdentityNeverLowersProtection) {
     proxy_->set_rule(forged_identity_rule(id));
     auto r = through_proxy({"pcr", "extend", "16", to_hex(client_digest()), "--tofu"});
     std::string after = pcr();
-    EXPECT_NE(after, extended(before, attacker_digest())) << "the attacker's digest is in the PCR; " << describe(r);
+    EXPECT_NE(after, extended_hex(before, attacker_digest())) << "the attacker's digest is in the PCR; " << describe(r);
     EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
     EXPECT_EQ(after, before);
     expect_no_handles("forged identity " + id.manufacturer);
@@ -490,7 +468,7 @@ TEST_F(NullKeySubstitution, TofuFirstUseThroughTheAttackerIsCaughtOnTheNextGenui
   std::string before = pcr();
   auto first = through_proxy(extend_args("", {"--tofu"}));
   EXPECT_EQ(first.exit_code, 0) << describe(first);
-  EXPECT_EQ(pcr(), extended(before, attacker_digest())) << "first use trusts whoever answers: " << describe(first);
+  EXPECT_EQ(pcr(), extended_hex(before, attacker_digest())) << "first use trusts whoever answers: " << describe(first);
   // Pinned, the attacker's key is trusted from then on: parameter
   // encryption and its cipher check included.
   size_t forged = attacker_->counters().responses_forged;
@@ -560,7 +538,7 @@ TEST_F(InterposerTest, ForgedErrorAfterTheExtendNeverExtendsTwice) {
       SCOPED_TRACE(fmt::format("forged {} after execution, {}", describe_rc(code),
                                strategy.empty() ? "default policy" : strategy));
       std::string before = pcr();
-      std::string once = extended(before, client_digest());
+      std::string once = extended_hex(before, client_digest());
       bool forged = false;
       proxy_->set_rule([code, &forged](const ProxiedCommand& c, Upstream& tpm) -> Reply {
         Reply r = pass(c, tpm);
@@ -573,7 +551,7 @@ TEST_F(InterposerTest, ForgedErrorAfterTheExtendNeverExtendsTwice) {
       auto r = through_proxy(extend_args(strategy, {"--null-name", genuine_name_hex()}));
       std::string after = pcr();
       EXPECT_TRUE(forged);
-      EXPECT_NE(after, extended(once, client_digest())) << "extended twice; " << describe(r);
+      EXPECT_NE(after, extended_hex(once, client_digest())) << "extended twice; " << describe(r);
       if (r.exit_code == 0) {
         EXPECT_EQ(after, once) << "exit 0 without the extend exactly once";
       } else {
@@ -811,9 +789,9 @@ class LostResponses : public InterposerTest {
         std::string what = fmt::format("{}: response {} of {} ({}) {}", strategy, i, commands, command_name(lost),
                                        loss_name(how));
         std::string after = pcr();
-        EXPECT_TRUE(after == before || after == extended(before, client_digest())) << what << "; " << describe(r);
+        EXPECT_TRUE(after == before || after == extended_hex(before, client_digest())) << what << "; " << describe(r);
         if (r.exit_code == 0) {
-          EXPECT_EQ(after, extended(before, client_digest())) << what << "; " << describe(r);
+          EXPECT_EQ(after, extended_hex(before, client_digest())) << what << "; " << describe(r);
         }
         expect_no_handles(what + "; " + describe(r));
       }
@@ -924,7 +902,7 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
         << "the foreign handles are " << hex_handles({foreign.object, foreign.session}) << ", left loaded: "
         << hex_handles(left) << "; " << describe(r);
     std::string after = pcr();
-    EXPECT_TRUE(after == before || (r.exit_code == 0 && after == extended(before, client_digest()))) << describe(r);
+    EXPECT_TRUE(after == before || (r.exit_code == 0 && after == extended_hex(before, client_digest()))) << describe(r);
     Direct d(swtpm_->spec());
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }

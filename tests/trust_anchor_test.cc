@@ -18,13 +18,12 @@ namespace tpmsec {
 namespace {
 
 using testing::CommandResult;
+using testing::describe;
+using testing::kExitIntegrity;
+using testing::kExitUsage;
 using testing::run_tpmsec;
 
-constexpr int kExitUsage = 2;
-constexpr int kExitIntegrity = 3;
 const std::string kDigest(64, 'b');
-
-std::string describe(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.err + r.out; }
 
 std::string temp_dir(const char* prefix) {
   std::string tmpl = ::testing::TempDir() + "/" + prefix + "-XXXXXX";

@@ -49,16 +49,8 @@ Status run(const std::vector<std::string>& argv) {
 }
 
 // One command under the password session (empty password), sent as is.
-Status password_command(Transport& transport, uint32_t code, std::vector<uint32_t> handles, Bytes parameters) {
-  CommandFrame f;
-  f.code = code;
-  f.handles = std::move(handles);
-  SessionEntry pw;
-  pw.handle = rh::kPasswordSession;
-  pw.attributes = attr::kContinueSession;
-  f.sessions.push_back(pw);
-  f.parameters = std::move(parameters);
-  TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(build_command(f)));
+Status run_password_command(Transport& transport, uint32_t code, std::vector<uint32_t> handles, Bytes parameters) {
+  TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(testing::password_command(code, std::move(handles), std::move(parameters))));
   uint32_t rc = response_code_of(rsp);
   if (rc != rc::kSuccess) return runtime_error(fmt::format("command 0x{:x} failed: TPM rc 0x{:x}", code, rc));
   return ok_status();
@@ -129,14 +121,14 @@ Status add_ecc_p256_ek_certificate(Tpm& tpm, const ProvisionedTpm& ca, const std
                                         static_cast<uint16_t>(der.size())}});
   TPMSEC_ASSIGN_OR_RETURN(Bytes define_params, define.finish());
   Transport& t = tpm.transport();
-  TPMSEC_RETURN_IF_ERROR(password_command(t, kNvDefineSpace, {rh::kPlatform}, define_params));
+  TPMSEC_RETURN_IF_ERROR(run_password_command(t, kNvDefineSpace, {rh::kPlatform}, define_params));
   for (size_t offset = 0; offset < der.size(); offset += kNvWriteChunk) {
     size_t n = std::min(kNvWriteChunk, der.size() - offset);
     Writer w;
     w.tpm2b(ByteView(der).subspan(offset, n), "data");
     w.u16(static_cast<uint16_t>(offset));
     TPMSEC_ASSIGN_OR_RETURN(Bytes write_params, w.finish());
-    TPMSEC_RETURN_IF_ERROR(password_command(t, kNvWrite, {rh::kPlatform, kEkCertIndexEccP256}, write_params));
+    TPMSEC_RETURN_IF_ERROR(run_password_command(t, kNvWrite, {rh::kPlatform, kEkCertIndexEccP256}, write_params));
   }
   return ok_status();
 }

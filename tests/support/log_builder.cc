@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "tpmsec/constants.h"
+
 namespace tpmsec::testing {
 
 namespace {
@@ -75,6 +77,10 @@ Bytes openssl_extend(uint16_t alg, ByteView old_value, ByteView digest) {
   Bytes both(old_value.begin(), old_value.end());
   put_bytes(both, digest);
   return openssl_digest(alg, both);
+}
+
+std::string extended_hex(const std::string& value_hex, ByteView digest) {
+  return to_hex(openssl_extend(alg::kSha256, from_hex(value_hex).value(), digest));
 }
 
 // ---- IMA ----

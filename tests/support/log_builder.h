@@ -23,6 +23,9 @@ namespace tpmsec::testing {
 Bytes openssl_digest(uint16_t alg, ByteView data);
 // H(old ‖ digest) with OpenSSL.
 Bytes openssl_extend(uint16_t alg, ByteView old_value, ByteView digest);
+// The SHA-256 PCR value after extending `value_hex` with `digest`, as hex
+// (PCR values are compared as hex, so that a failure prints them readably).
+std::string extended_hex(const std::string& value_hex, ByteView digest);
 
 // ---- IMA ----
 

@@ -60,4 +60,8 @@ CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector
   return run_command(argv, env);
 }
 
+std::string describe(const CommandResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
+}
+
 }  // namespace tpmsec::testing

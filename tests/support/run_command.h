@@ -20,6 +20,13 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
 // Runs the tpmsec CLI built with the tests.
 CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 
+// The CLI's exit codes (README): usage, integrity.
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitIntegrity = 3;
+
+// "exit N", then stdout and stderr: what a failed expectation prints.
+std::string describe(const CommandResult& r);
+
 }  // namespace tpmsec::testing
 
 #endif  // TPMSEC_TESTS_SUPPORT_RUN_COMMAND_H_

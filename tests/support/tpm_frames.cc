@@ -75,6 +75,18 @@ Result<CommandFrame> parse_command(ByteView bytes) {
   return f;
 }
 
+Bytes password_command(uint32_t code, std::vector<uint32_t> handles, Bytes parameters) {
+  CommandFrame f;
+  f.code = code;
+  f.handles = std::move(handles);
+  SessionEntry pw;
+  pw.handle = rh::kPasswordSession;
+  pw.attributes = attr::kContinueSession;
+  f.sessions.push_back(pw);
+  f.parameters = std::move(parameters);
+  return build_command(f);
+}
+
 Bytes build_command(const CommandFrame& f) {
   Writer w;
   w.u16(f.sessions.empty() ? st::kNoSessions : st::kSessions);

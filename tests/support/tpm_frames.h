@@ -40,6 +40,9 @@ struct CommandFrame {
 Result<CommandFrame> parse_command(ByteView bytes);
 // The frame marshalled, tag and size computed.
 Bytes build_command(const CommandFrame& frame);
+// A command under the password session (empty password), as a client that
+// needs no session of its own sends it.
+Bytes password_command(uint32_t code, std::vector<uint32_t> handles, Bytes parameters);
 
 struct ResponseFrame {
   uint32_t code = 0;  // response code
