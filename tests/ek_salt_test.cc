@@ -26,6 +26,7 @@
 
 #include "support/attacker.h"
 #include "support/ek_provisioning.h"
+#include "support/direct_tpm.h"
 #include "support/interposer.h"
 #include "support/log_builder.h"
 #include "support/run_command.h"
@@ -46,36 +47,7 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kPcr = 16;
 
-Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_bytes(text)); }
-const Bytes& client_digest() {
-  static const Bytes d = digest_of("tpmsec ek test: the client's measurement");
-  return d;
-}
-const Bytes& attacker_digest() {
-  static const Bytes d = digest_of("tpmsec ek test: the attacker's measurement");
-  return d;
-}
 
-// The test's own connection to swtpm (no interposer); open it only while no client runs.
-class Direct {
- public:
-  explicit Direct(const std::string& spec) {
-    auto t = open_transport(spec);
-    if (!t.ok()) {
-      ADD_FAILURE() << "direct connection to swtpm: " << t.error().message();
-      return;
-    }
-    transport_ = std::move(*t);
-    tpm_ = std::make_unique<Tpm>(*transport_);
-  }
-  bool ok() const { return tpm_ != nullptr; }
-  Tpm& tpm() { return *tpm_; }
-  Transport& transport() { return *transport_; }
-
- private:
-  std::unique_ptr<Transport> transport_;
-  std::unique_ptr<Tpm> tpm_;
-};
 
 class EkSaltTest : public ::testing::Test {
  public:

@@ -39,6 +39,7 @@
 #include <fmt/format.h>
 
 #include "support/attacker.h"
+#include "support/direct_tpm.h"
 #include "support/interposer.h"
 #include "support/log_builder.h"
 #include "support/run_command.h"
@@ -60,36 +61,7 @@ constexpr uint32_t kRcSessionHandles = 0x105;
 
 Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_bytes(text)); }
 
-// The client's measurement and the one the attacker wants in the PCR instead.
-const Bytes& client_digest() {
-  static const Bytes d = digest_of("tpmsec interposer test: the client's measurement");
-  return d;
-}
-const Bytes& attacker_digest() {
-  static const Bytes d = digest_of("tpmsec interposer test: the attacker's measurement");
-  return d;
-}
 
-// A connection of the test's own to swtpm, bypassing the interposer. swtpm
-// serves one connection at a time: open it only while no client runs.
-class Direct {
- public:
-  explicit Direct(const std::string& spec) {
-    auto t = open_transport(spec);
-    if (!t.ok()) {
-      ADD_FAILURE() << "direct connection to swtpm: " << t.error().message();
-      return;
-    }
-    transport_ = std::move(*t);
-    tpm_ = std::make_unique<Tpm>(*transport_);
-  }
-  bool ok() const { return tpm_ != nullptr; }
-  Tpm& tpm() { return *tpm_; }
-
- private:
-  std::unique_ptr<Transport> transport_;
-  std::unique_ptr<Tpm> tpm_;
-};
 
 // Loaded transient objects, loaded sessions and saved (active) sessions.
 std::vector<uint32_t> list_handles(Tpm& tpm) {
