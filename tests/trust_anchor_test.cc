@@ -167,6 +167,20 @@ TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
   EXPECT_FALSE(gone->has_value());
 }
 
+// PCRs 0-15 of a kernel device are what verifiers trust: extending one
+// needs --force-pcr, refused before the device is even opened.
+TEST(ForcePcr, ExtendingPcr0To15OfADeviceNeedsForcePcr) {
+  for (const char* pcr : {"0", "7", "10", "15"}) {
+    auto r = run_tpmsec({"pcr", "extend", pcr, kDigest, "--tpm", "device:/dev/null"});
+    EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
+    EXPECT_NE(r.err.find("--force-pcr"), std::string::npos) << r.err;
+  }
+  // With it, the command goes on to the device (which here is no TPM).
+  auto forced = run_tpmsec({"pcr", "extend", "7", kDigest, "--tpm", "device:/dev/null", "--force-pcr"});
+  EXPECT_EQ(forced.exit_code, 1) << describe(forced);
+  EXPECT_EQ(forced.err.find("--force-pcr"), std::string::npos) << forced.err;
+}
+
 TEST(PinStore, MalformedPinFileIsAnErrorNamingIt) {
   std::string dir = temp_dir("pins");
   PinStore store(dir);

@@ -31,8 +31,8 @@ struct PcrTarget {
 };
 
 // A kernel TPM device: its PCRs 0-15 are what verifiers trust.
-bool is_device(const Transport& transport) {
-  auto spec = parse_transport_spec(transport.describe());
+bool is_device_spec(const std::string& tpm) {
+  auto spec = parse_transport_spec(tpm.empty() ? default_transport_spec() : tpm);
   return spec.ok() && spec->scheme == "device";
 }
 
@@ -114,12 +114,14 @@ void register_pcr(CLI::App& app, Action* action) {
         choice.strategy = extend->protect == "hmac" ? "per-command" : "plain";
       }
       if (!choice.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(choice.strategy)));
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
-      if (!pcr_resettable(t.index) && !extend->force_pcr && is_device(t.open.transport())) {
+      // Refused before the device is opened: nothing of it is touched.
+      TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_pcr_index(extend->index));
+      if (!pcr_resettable(index) && !extend->force_pcr && is_device_spec(extend->tpm.spec)) {
         return usage_error(fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
                                        "changed until reboot. Use 16 or 23, or give --force-pcr",
-                                       t.index));
+                                       index));
       }
+      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
       StreamOptions options;
       options.pcr = t.index;
       options.bank = t.bank;
