@@ -134,7 +134,9 @@ EmbeddedTpm& embedded() {
     x.timing = std::make_unique<TimingTransport>(*x.transport);
     x.gate = std::make_unique<CallgrindGate>(*x.timing);
     x.tpm = std::make_unique<Tpm>(*x.gate);
-    auto f = SessionFactory::create(*x.tpm, ProtectionConfig{});
+    ProtectionConfig measuring;
+    measuring.trust_first_use = true;  // measurement: the embedded TPM behind a timing decorator
+    auto f = SessionFactory::create(*x.tpm, measuring);
     if (!f.ok()) die("SessionFactory::create", f.error());
     x.factory = std::move(*f);
     return x;
