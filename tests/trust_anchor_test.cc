@@ -75,7 +75,7 @@ TEST_F(TrustAnchorTest, ProtectedCommandsWithoutAnAnchorAreRefused) {
                                                                  "per-command"},
                                         std::vector<std::string>{"pcr", "read", "16", "--protect", "audit"},
                                         std::vector<std::string>{"random", "8"}}) {
-    SCOPED_TRACE(args[0] + " " + args[1]);
+    SCOPED_TRACE(args[0] + " " + args.back());
     auto r = tpmsec(args);
     EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
     for (const char* option : {"--ek-ca", "--null-name", "--tofu"}) EXPECT_NE(r.err.find(option), std::string::npos);
@@ -112,7 +112,7 @@ TEST_F(TrustAnchorTest, APinOnACommandWithoutASessionIsChecked) {
                                         std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy", "plain"},
                                         std::vector<std::string>{"random", "8", "--protect", "none"},
                                         std::vector<std::string>{"null-key"}}) {
-    SCOPED_TRACE(args[0] + " " + args[1]);
+    SCOPED_TRACE(args[0] + " " + args.back());
     auto wrong = args;
     wrong.insert(wrong.end(), {"--null-name", wrong_name()});
     auto r = tpmsec(wrong);

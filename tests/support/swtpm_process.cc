@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +87,17 @@ bool SwtpmProcess::start() {
     std::string state = "dir=" + dir;
     pid_ = ::fork();
     if (pid_ == 0) {
+      // swtpm dies with the test: a test that crashes (a sanitizer abort)
+      // must not leave it running, holding the test's output pipe open so
+      // that ctest waits for it until its timeout.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() == 1) ::_exit(127);  // the test already died
+      int devnull = ::open("/dev/null", O_RDWR);
+      if (devnull >= 0) {
+        ::dup2(devnull, 0);
+        ::dup2(devnull, 1);
+        ::dup2(devnull, 2);
+      }
       std::vector<const char*> argv{"swtpm", "socket", "--tpm2", "--server", server.c_str(), "--ctrl", ctrl.c_str(),
                                     "--tpmstate", state.c_str(), "--flags", "not-need-init,startup-clear", nullptr};
       ::execvp("swtpm", const_cast<char* const*>(argv.data()));
