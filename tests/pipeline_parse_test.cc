@@ -11,6 +11,7 @@
 #include "tpmsec/bytes.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/hmac_session.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/session.h"
 #include "tpmsec/structures.h"
@@ -596,6 +597,34 @@ TEST(PipelineParse, MutatedValidResponses) {
     expect_no_garbage_success(o, rsp, base.pw, "mutation");
   }
   EXPECT_GT(rejected, 5000);
+}
+
+// A TPM error blaming a session's authorization, on a session no response has
+// confirmed yet, means its StartAuthSession answer was altered: an integrity
+// failure, and the session is never used again. A code whose bits 8-11 name a
+// parameter (bit 6) blames no session, whatever bit 11 says (found by
+// session_verify_fuzzer: 0x29CE, TPM_RC_AUTH_FAIL on parameter 9).
+TEST(PipelineParse, SessionAuthFailureOnAnUnconfirmedSession) {
+  struct Case {
+    uint32_t code;
+    ErrorKind kind;
+    bool usable_after;
+  };
+  for (Case c : {Case{0x98E, ErrorKind::kIntegrity, false}, Case{0x9A2, ErrorKind::kIntegrity, false},
+                 Case{0x918, ErrorKind::kIntegrity, false}, Case{0x29CE, ErrorKind::kTpm, true},
+                 Case{0x18E, ErrorKind::kTpm, true}}) {
+    SCOPED_TRACE(describe_rc(c.code));
+    HmacSession session(nullptr, 0x02000000, alg::kSha256, SymDef::aes128_cfb(), SecretBytes(Bytes(32, 0xA5)),
+                        Bytes(32, 0x7E), Bytes(), attr::kContinueSession, nullptr);
+    CannedTransport transport(header(st::kNoSessions, 10, c.code));
+    Tpm tpm(transport);
+    cmd::GetRandom command;
+    command.bytes_requested = 8;
+    auto r = tpm.run(command, {Auth{&session, {}}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), c.kind) << r.error().message();
+    EXPECT_EQ(session.usable(), c.usable_after);
+  }
 }
 
 }  // namespace

@@ -100,6 +100,22 @@ TEST(RcIsRetryable, OnlyRetryYieldedTesting) {
   EXPECT_FALSE(rc_is_retryable(0x00010922)) << "not a TPM-layer code";
 }
 
+TEST(RcFailedSession, OnlySessionRelativeAuthFailures) {
+  EXPECT_EQ(rc_failed_session(0x9A2), std::optional<size_t>(0));  // TPM_RC_BAD_AUTH (session 1)
+  EXPECT_EQ(rc_failed_session(0xB8E), std::optional<size_t>(2));  // TPM_RC_AUTH_FAIL (session 3)
+  EXPECT_EQ(rc_failed_session(0x919), std::optional<size_t>(1));  // TPM_RC_REFERENCE_S1
+  EXPECT_EQ(rc_failed_session(0x91E), std::optional<size_t>(6));  // TPM_RC_REFERENCE_S6
+  // Bit 6 makes bits 8-11 a parameter number, even when bit 11 is set:
+  // 0x29CE is TPM_RC_AUTH_FAIL (parameter 9), no session's fault.
+  EXPECT_EQ(describe_rc(0x29CE), "TPM_RC_AUTH_FAIL (parameter 9)");
+  EXPECT_EQ(rc_failed_session(0x29CE), std::nullopt);
+  EXPECT_EQ(rc_failed_session(0x18E), std::nullopt);   // handle 1
+  EXPECT_EQ(rc_failed_session(0x88E), std::nullopt);   // session 0 does not exist
+  EXPECT_EQ(rc_failed_session(0x984), std::nullopt);   // TPM_RC_VALUE (session 1)
+  EXPECT_EQ(rc_failed_session(0x910), std::nullopt);   // TPM_RC_REFERENCE_H0
+  EXPECT_EQ(rc_failed_session(0x000B09A2), std::nullopt);  // not a TPM-layer code
+}
+
 TEST(TpmError, CarriesCodeAndDescription) {
   Error e = tpm_error(0x9A2, "PCR_Extend");
   EXPECT_EQ(e.kind(), ErrorKind::kTpm);

@@ -3,7 +3,9 @@
 #ifndef TPMSEC_RESPONSE_CODE_H_
 #define TPMSEC_RESPONSE_CODE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tpmsec {
@@ -36,6 +38,12 @@ uint32_t rc_base(uint32_t code);
 
 // Warnings after which the same command may simply be sent again.
 bool rc_is_retryable(uint32_t code);
+
+// The session index (0-based) a response code blames for a failed
+// authorization: TPM_RC_AUTH_FAIL or TPM_RC_BAD_AUTH in format 1 with the
+// session bit set and the parameter bit clear (Part 2 §6.6), or
+// TPM_RC_REFERENCE_S0..S6 (the session handle names no session).
+std::optional<size_t> rc_failed_session(uint32_t code);
 
 // "TPM_RC_BAD_AUTH (session 1)", "TPM_RC_RETRY (warning)",
 // "TPM_RC_VALUE (parameter 2)", or "0x00012345 (unknown response code)".

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/response_code.h"
 #include "tpmsec/salt.h"
 
 namespace tpmsec {
@@ -207,9 +208,13 @@ Status HmacSession::crypt_parameter(MutableByteView data, ByteView auth_value, b
   return encrypt ? crypto::aes_cfb_encrypt(k, iv, data) : crypto::aes_cfb_decrypt(k, iv, data);
 }
 
-void HmacSession::command_failed(uint32_t) {
+void HmacSession::command_failed(uint32_t code) {
   // Error responses carry no session area: the nonces stay as they were, and
   // the TPM keeps the session even without continueSession (the owner flushes).
+  // A session whose key no response has confirmed yet, in a command the TPM
+  // rejected for a session's authorization, may hold a key an interposer
+  // chose (its StartAuthSession answer is unauthenticated): never use it again.
+  if (!key_confirmed_ && rc_failed_session(code)) usable_ = false;
 }
 
 Result<Context> HmacSession::save(Tpm& tpm) {

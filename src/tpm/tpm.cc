@@ -30,20 +30,6 @@ Result<MutableByteView> first_parameter_data(MutableByteView params, std::string
   return params.subspan(2, size);
 }
 
-// The session index (0-based) of a session-relative TPM_RC_AUTH_FAIL or
-// TPM_RC_BAD_AUTH (Part 2 §6.6: format 1, bit 11 set, bits 8-10 the session
-// number), or of TPM_RC_REFERENCE_S0..S6 (the session handle names no session).
-std::optional<size_t> session_of_auth_failure(uint32_t code) {
-  constexpr uint32_t kReferenceS0 = 0x918, kReferenceS6 = 0x91E;
-  if (code >= kReferenceS0 && code <= kReferenceS6) return code - kReferenceS0;
-  if (!(code & 0x080) || !(code & 0x800)) return std::nullopt;
-  uint32_t base = rc_base(code);
-  if (base != rc::kAuthFail && base != rc::kBadAuth) return std::nullopt;
-  uint32_t number = (code >> 8) & 0x7;
-  if (number == 0) return std::nullopt;
-  return number - 1;
-}
-
 }  // namespace
 
 Error tpm_error(uint32_t code, std::string_view command) {
@@ -250,7 +236,7 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
     // responses has verified yet: tpmsec took both from the StartAuthSession
     // answer, which nothing authenticates, so that answer (or this command)
     // was altered on the bus. Not a TPM error to retry.
-    if (std::optional<size_t> s = session_of_auth_failure(code); s && *s < auths.size() &&
+    if (std::optional<size_t> s = rc_failed_session(code); s && *s < auths.size() &&
                                                                  !auths[*s].session->key_confirmed()) {
       return integrity_error(fmt::format("the TPM rejected {}'s new session {} ({}): its "
                                          "StartAuthSession or this command was altered on the bus",

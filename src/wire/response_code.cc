@@ -88,6 +88,18 @@ bool rc_is_retryable(uint32_t code) {
   return base == rc::kRetry || base == rc::kYielded || base == rc::kTesting;
 }
 
+std::optional<size_t> rc_failed_session(uint32_t code) {
+  constexpr uint32_t kReferenceS0 = kWarn + 0x018, kReferenceS6 = kWarn + 0x01E;
+  if (code >= kReferenceS0 && code <= kReferenceS6) return code - kReferenceS0;
+  // A parameter-relative code (bit 6) uses bits 8-11 as a parameter number.
+  if (!is_format1(code) || (code & 0x040) || !(code & 0x800)) return std::nullopt;
+  uint32_t base = rc_base(code);
+  if (base != rc::kAuthFail && base != rc::kBadAuth) return std::nullopt;
+  uint32_t number = (code >> 8) & 0x7;
+  if (number == 0) return std::nullopt;
+  return number - 1;
+}
+
 std::string describe_rc(uint32_t code) {
   if (code == 0) return "TPM_RC_SUCCESS";
   uint32_t base = rc_base(code);
