@@ -1,7 +1,14 @@
 // tpmsec pcr read|extend|reset
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <optional>
+
 #include "cli.h"
+#include "progress.h"
 #include "protection_options.h"
 #include "strategy_option.h"
 #include "tpmsec/pcr.h"
@@ -19,6 +26,7 @@ struct PcrOptions {
   bool read_back = false;
   bool force_pcr = false;
   std::string protect;
+  uint32_t checkpoint_every = StreamOptions{}.checkpoint_every;
   ProtectionOptions protection;
   StrategyOption strategy;
 };
@@ -43,6 +51,60 @@ Result<PcrTarget> open_target(const PcrOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm));
   TPMSEC_RETURN_IF_ERROR(check_pcr(t.open.info(), t.bank, t.index));
   return t;
+}
+
+// Digests for a batch extend (`pcr extend INDEX -`): one hex digest per line,
+// surrounding blanks and a CR ignored, blank lines and `#` comments skipped.
+class DigestLines {
+ public:
+  DigestLines(std::FILE* in, uint16_t bank) : in_(in), bank_(bank) {}
+  DigestLines(const DigestLines&) = delete;
+  DigestLines& operator=(const DigestLines&) = delete;
+  ~DigestLines() { std::free(buffer_); }
+
+  // The next digest; std::nullopt at the end of the input; a usage error
+  // naming the line for anything that is not a digest of the bank's size.
+  Result<std::optional<Bytes>> next() {
+    for (;;) {
+      errno = 0;
+      ssize_t n = getline(&buffer_, &capacity_, in_);
+      if (n < 0) {
+        if (std::ferror(in_)) return runtime_error(fmt::format("reading standard input: {}", std::strerror(errno)));
+        return std::optional<Bytes>();
+      }
+      ++line_;
+      std::string_view text(buffer_, static_cast<size_t>(n));
+      if (text.size() > kMaxLine) return bad(fmt::format("longer than {} characters", kMaxLine));
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
+                               text.back() == '\t')) {
+        text.remove_suffix(1);
+      }
+      while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+      if (text.empty() || text.front() == '#') continue;
+      Result<Bytes> digest = from_hex(text);
+      if (!digest.ok()) return bad(digest.error().message());
+      if (Status st = check_digest_length(bank_, *digest); !st.ok()) return bad(st.error().message());
+      return std::optional<Bytes>(std::move(*digest));
+    }
+  }
+  size_t line() const { return line_; }
+
+ private:
+  static constexpr size_t kMaxLine = 1024;
+  Error bad(const std::string& why) const { return usage_error(fmt::format("standard input line {}: {}", line_, why)); }
+
+  std::FILE* in_;
+  uint16_t bank_;
+  char* buffer_ = nullptr;
+  size_t capacity_ = 0;
+  size_t line_ = 0;
+};
+
+// TPM time of every command the open TPM ran, when emulating (virtual clock).
+double emulated_ms(const OpenTpm& open) {
+  int64_t ns = 0;
+  for (const TraceRecord& r : open.measured->log.records()) ns += r.duration_ns;
+  return static_cast<double>(ns) / 1e6;
 }
 
 CLI::App* add_pcr_subcommand(CLI::App* pcr, const char* name, const char* help, const std::shared_ptr<PcrOptions>& o,
@@ -98,16 +160,26 @@ void register_pcr(CLI::App& app, Action* action) {
       ->check(CLI::IsMember({"hmac", "none"}));
   extend->strategy.add_to(ext);
   extend->protection.add_to(ext);
-  ext->add_option("DIGEST", extend->digest, "Digest as hex, the bank's size (64 hex digits for sha256)")->required();
+  ext->add_option("DIGEST", extend->digest,
+                  "Digest as hex, the bank's size (64 hex digits for sha256); - reads one digest per line from "
+                  "standard input (blank lines and # comments skipped) and extends them all through one stream")
+      ->required();
+  ext->add_option("--checkpoint-every", extend->checkpoint_every,
+                  "checkpoint strategy, with DIGEST -: an audited read every N extends (0: only at the end)")
+      ->capture_default_str();
   ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
   ext->add_flag("--force-pcr", extend->force_pcr,
                 "Allow PCRs 0-15 of a device: TPM (they cannot be reset: what a verifier sees stays changed)");
   ext->callback([extend, action] {
     *action = [extend]() -> Status {
       // Check the arguments before touching the TPM.
-      TPMSEC_ASSIGN_OR_RETURN(Bytes digest, from_hex(extend->digest));
+      const bool batch = extend->digest == "-";
       TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(extend->bank));
-      TPMSEC_RETURN_IF_ERROR(check_digest_length(bank, digest));
+      Bytes digest;
+      if (!batch) {
+        TPMSEC_ASSIGN_OR_RETURN(digest, from_hex(extend->digest));
+        TPMSEC_RETURN_IF_ERROR(check_digest_length(bank, digest));
+      }
       StrategyOption choice = extend->strategy;
       if (!extend->protect.empty()) {
         if (!choice.strategy.empty()) return usage_error("give --strategy or --protect, not both");
@@ -125,6 +197,7 @@ void register_pcr(CLI::App& app, Action* action) {
       StreamOptions options;
       options.pcr = t.index;
       options.bank = t.bank;
+      options.checkpoint_every = extend->checkpoint_every;
       TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.transport(), t.open.info(), SymDef::aes128_cfb()));
       TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured, options.protection));
       if (kind == StrategyKind::kPlain) {
@@ -135,8 +208,45 @@ void register_pcr(CLI::App& app, Action* action) {
       // The stream reads the PCR through an audit session first, so a failed
       // extend is never retried blindly and checkpoint can verify the result.
       TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(t.open.tpm(), kind, options, &t.open.info()));
-      TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
-      TPMSEC_RETURN_IF_ERROR(stream->finish());
+      if (!batch) {
+        TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
+        TPMSEC_RETURN_IF_ERROR(stream->finish());
+      } else {
+        // One stream for every line: the session (and the null key) are set
+        // up once, so each digest costs what the strategy's steady state does.
+        // A bad line stops the batch: what came before it stays extended (and
+        // verified, for checkpoint), nothing after it is.
+        DigestLines lines(stdin, bank);
+        StopOnInterrupt stop;
+        size_t done = 0;
+        Status input = ok_status();
+        while (!stop.flag()->load()) {
+          Result<std::optional<Bytes>> next = lines.next();
+          if (!next.ok()) {
+            input = next.error();
+            break;
+          }
+          if (!next->has_value()) break;
+          if (Status st = stream->extend(**next); !st.ok()) {
+            return st.error().with_context(fmt::format("standard input line {}", lines.line()));
+          }
+          ++done;
+        }
+        TPMSEC_RETURN_IF_ERROR(stream->finish());
+        const bool interrupted = stop.flag()->load();
+        std::string cost;
+        if (!t.open.measured->profile.empty() && done > 0) {
+          cost = fmt::format(": {:.2f} ms of TPM time per extend on the emulated {}", emulated_ms(t.open) / done,
+                             t.open.measured->profile);
+        }
+        fmt::print(stderr, "tpmsec: extended {} digest{} into PCR {} ({}){}{}\n", done, done == 1 ? "" : "s",
+                   t.index, strategy_name(kind), cost, interrupted ? "; interrupted" : "");
+        if (!input.ok()) {
+          return Error(input.error().kind(),
+                       fmt::format("{}; nothing after it was extended", input.error().message()));
+        }
+        if (interrupted) return runtime_error("interrupted");
+      }
       if (extend->read_back) {
         TPMSEC_ASSIGN_OR_RETURN(Bytes value, pcr_read(t.open.tpm(), t.bank, t.index));
         fmt::print("{}\n", to_hex(value));

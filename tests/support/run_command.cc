@@ -10,16 +10,32 @@
 
 namespace tpmsec::testing {
 
-CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string* input) {
   CommandResult result;
+  int in = -1;
+  if (input) {
+    char name[] = "/tmp/tpmsec-test-stdin-XXXXXX";
+    in = ::mkostemp(name, O_CLOEXEC);
+    if (in < 0) return result;
+    ::unlink(name);
+    for (size_t off = 0; off < input->size();) {
+      ssize_t n = ::write(in, input->data() + off, input->size() - off);
+      if (n <= 0) {
+        ::close(in);
+        return result;
+      }
+      off += static_cast<size_t>(n);
+    }
+    ::lseek(in, 0, SEEK_SET);
+  }
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return result;
   pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
+    ::dup2(in >= 0 ? in : ::open("/dev/null", O_RDONLY), 0);
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -29,6 +45,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
   }
   ::close(out[1]);
   ::close(err[1]);
+  if (in >= 0) ::close(in);
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open_count = 2;
@@ -54,10 +71,11 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
   return result;
 }
 
-CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                         const std::string* input) {
   std::vector<std::string> argv{TPMSEC_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, env);
+  return run_command(argv, env, input);
 }
 
 std::string describe(const CommandResult& r) {

@@ -14,11 +14,14 @@ struct CommandResult {
 };
 
 // Runs argv[0] with argv (searched on PATH), with `env` entries ("K=V") added
-// to the environment; no shell is involved.
-CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+// to the environment; no shell is involved. Standard input is `input` (from
+// an unlinked temporary file), or /dev/null.
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
+                          const std::string* input = nullptr);
 
 // Runs the tpmsec CLI built with the tests.
-CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                         const std::string* input = nullptr);
 
 // The CLI's exit codes (README): usage, integrity.
 inline constexpr int kExitUsage = 2;
