@@ -116,6 +116,10 @@ std::string TpmTest::spec() const { return g_swtpm ? g_swtpm->spec() : ""; }
   return ::testing::Values(TpmKind::kEmbedded, TpmKind::kSwtpm, TpmKind::kDevice);
 }
 
+::testing::internal::ParamGenerator<TpmKind> platform_tpm_kinds() {
+  return ::testing::Values(TpmKind::kEmbedded, TpmKind::kSwtpm);
+}
+
 std::string tpm_kind_param_name(const ::testing::TestParamInfo<TpmKind>& info) { return kind_name(info.param); }
 
 }  // namespace tpmsec::testing

@@ -64,6 +64,9 @@ class TpmTest : public ::testing::TestWithParam<TpmKind> {
 
 // Every kind, for INSTANTIATE_TEST_SUITE_P.
 ::testing::internal::ParamGenerator<TpmKind> all_tpm_kinds();
+// The TPMs whose platform a test controls (reset, Shutdown/Startup): not a
+// device, where only the kernel does.
+::testing::internal::ParamGenerator<TpmKind> platform_tpm_kinds();
 std::string tpm_kind_param_name(const ::testing::TestParamInfo<TpmKind>& info);
 
 }  // namespace tpmsec::testing
