@@ -48,6 +48,7 @@ void register_bench(CLI::App& app, Action* action) {
   sub->add_option("--svg", o->svg, "Write a chart of cost per extend by strategy, stacked by TPM command");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->csv, o->trace, o->svg}));
       if (o->pcr < 16 && !o->force_pcr) {
         return usage_error(fmt::format(
             "PCR {} holds boot measurements and cannot be reset: use a resettable PCR (16, the default, or 23) or "
@@ -85,7 +86,7 @@ void register_bench(CLI::App& app, Action* action) {
       if (!o->csv.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->csv, bench_csv(*result)));
       if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, bench_svg(*result)));
-      fmt::print("{}", bench_text(*result));
+      fmt::print(report_stream({o->json, o->csv, o->trace, o->svg}), "{}", bench_text(*result));
       // The recommendation falls to checkpoint only when no prevention strategy was measured.
       auto was_measured = [&](auto pred) {
         return std::any_of(result->strategies.begin(), result->strategies.end(),

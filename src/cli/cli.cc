@@ -2,7 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -50,21 +58,107 @@ Result<OpenTpm> open_tpm(const TpmOption& option) {
   return out;
 }
 
-Status write_file(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return runtime_error(fmt::format("cannot write {}", path));
-    out << content;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return runtime_error(fmt::format("cannot write {}", path));
-    }
+namespace {
+
+Error write_error(const std::string& path, int err) {
+  return runtime_error(fmt::format("cannot write {}: {}", path == "-" ? "standard output" : path, std::strerror(err)));
+}
+
+// Writes all of `content` to `fd`; the errno of a failure, else 0.
+int write_all(int fd, const std::string& content) {
+  for (size_t off = 0; off < content.size();) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    off += static_cast<size_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return runtime_error(fmt::format("cannot write {}", path));
+  return 0;
+}
+
+}  // namespace
+
+Status write_file(const std::string& path, const std::string& content) {
+  if (path == "-") {
+    std::fflush(stdout);
+    if (int err = write_all(STDOUT_FILENO, content)) return write_error(path, err);
+    return ok_status();
+  }
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;  // follows a symlink
+  if (!exists && errno != ENOENT) return write_error(path, errno);
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device, FIFO or socket (or /dev/stdout): written through, never replaced.
+    if (S_ISDIR(st.st_mode)) return write_error(path, EISDIR);
+    int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return write_error(path, errno);
+    int err = write_all(fd, content);
+    if (::close(fd) != 0 && err == 0) err = errno;
+    if (err) return write_error(path, err);
+    return ok_status();
+  }
+  // A regular file, or a new one: a temporary file beside the real target
+  // (a symlink's target, so the link itself is never replaced), renamed over
+  // it, so an interrupted run never leaves a half-written file.
+  std::string target = path;
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    if (!exists) return runtime_error(fmt::format("cannot write {}: a symbolic link to a missing file", path));
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) return write_error(path, errno);
+    target = real;
+    std::free(real);
+  }
+  std::string tmp = target + ".XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return write_error(path, errno);
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));
+  int err = write_all(fd, content);
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    return write_error(path, err);
+  }
+  return ok_status();
+}
+
+std::FILE* report_stream(const std::vector<std::string>& outputs) {
+  return std::find(outputs.begin(), outputs.end(), "-") != outputs.end() ? stderr : stdout;
+}
+
+Status check_outputs(const std::vector<std::string>& paths) {
+  std::vector<std::string> seen;
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    std::string key = path;
+    if (path != "-") {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return usage_error(fmt::format("{}: is a directory", path));
+        if (::access(path.c_str(), W_OK) != 0) {
+          return usage_error(fmt::format("{}: not writable: {}", path, std::strerror(errno)));
+        }
+        key = fmt::format("{}:{}", st.st_dev, st.st_ino);
+      } else {
+        std::filesystem::path parent = std::filesystem::path(path).parent_path();
+        if (parent.empty()) parent = ".";
+        std::error_code ec;
+        if (!std::filesystem::is_directory(parent, ec)) {
+          return usage_error(fmt::format("{}: directory {} does not exist", path, parent.string()));
+        }
+        if (::access(parent.c_str(), W_OK) != 0) {
+          return usage_error(fmt::format("{}: directory {} is not writable", path, parent.string()));
+        }
+        key = std::filesystem::weakly_canonical(path, ec).string();
+        if (ec) key = path;
+      }
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return usage_error(fmt::format("{} is given for two outputs", path == "-" ? "standard output (-)" : path));
+    }
+    seen.push_back(key);
   }
   return ok_status();
 }

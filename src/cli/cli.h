@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/result.h"
@@ -72,9 +74,20 @@ Result<OpenTpm> open_tpm(const TpmOption& option);
 // provenance warning when emulating.
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option);
 
-// Writes `content` to `path` through PATH.tmp and a rename, so an interrupted
-// run never leaves a half-written file.
+// Writes `content` to an output path: "-" is standard output; a device, FIFO
+// or socket is written through; a regular file (or a symlink's regular
+// target) is replaced through a temporary file and a rename, so an
+// interrupted run never leaves a half-written file. Every write and close is
+// checked: a failure is one runtime error naming the path.
 Status write_file(const std::string& path, const std::string& content);
+// Checks output paths before any work: each writable (an existing file, or a
+// new one in an existing writable directory), and no two the same file (or
+// both "-"); empty paths are skipped. Usage errors name the path.
+Status check_outputs(const std::vector<std::string>& paths);
+// Where a command's human-readable report goes: standard error when one of
+// its outputs is "-" (standard output then carries only that output), else
+// standard output.
+std::FILE* report_stream(const std::vector<std::string>& outputs);
 // The whole of a regular file of at most `max_bytes`; kUsage errors name it.
 Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // A JSON document (a bench result) of at most 256 MiB; kUsage errors name it.

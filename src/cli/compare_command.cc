@@ -20,6 +20,7 @@ void register_compare(CLI::App& app, Action* action) {
   sub->add_flag("--markdown", o->markdown, "Print a GitHub markdown table instead of plain text");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->svg}));
       // Every input is read and checked before anything is written.
       std::vector<CompareColumn> columns;
       for (const auto& path : o->inputs) {
@@ -29,7 +30,7 @@ void register_compare(CLI::App& app, Action* action) {
       }
       Comparison comparison = compare_columns(std::move(columns));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, compare_svg(comparison)));
-      fmt::print("{}", o->markdown ? compare_markdown(comparison) : compare_text(comparison));
+      fmt::print(report_stream({o->svg}), "{}", o->markdown ? compare_markdown(comparison) : compare_text(comparison));
       return ok_status();
     };
   });

@@ -1,5 +1,9 @@
 // tpmsec: protect TPM 2.0 traffic, and measure what the protection costs.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -58,7 +62,21 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tpmsec: no command given (see tpmsec --help)\n");
     return kExitUsage;
   }
-  tpmsec::Status status = action();
+  // fmt::print on a stdout that cannot be written (a full disk, a closed
+  // descriptor) throws std::system_error: one line and exit 1, never an abort.
+  // Unwinding still runs every destructor, so the TPM's handles are flushed.
+  tpmsec::Status status = tpmsec::ok_status();
+  try {
+    status = action();
+  } catch (const std::system_error& e) {
+    status = tpmsec::runtime_error(fmt::format("cannot write standard output: {}", e.code().message()));
+  } catch (const std::exception& e) {
+    status = tpmsec::runtime_error(e.what());
+  }
+  // Output that never reached its destination is a failure, not exit 0.
+  if (status.ok() && (std::fflush(stdout) != 0 || std::ferror(stdout) || std::fclose(stdout) != 0)) {
+    status = tpmsec::runtime_error(fmt::format("cannot write standard output: {}", std::strerror(errno)));
+  }
   if (!status.ok()) {
     const auto& e = status.error();
     if (e.kind() == tpmsec::ErrorKind::kIntegrity) {

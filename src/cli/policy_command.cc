@@ -277,6 +277,7 @@ void register_derive(CLI::App* policy, Action* action) {
   sub->add_option("-o,--output", o->output, "Write the policy here (default: standard output)");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->output}));
       TPMSEC_ASSIGN_OR_RETURN(std::vector<LatencyProfile> profiles, load_profiles(o->profiles));
       ProtectionFloor floor = o->floor.floor();
       std::string command = fmt::format("tpmsec policy derive --budget-ms {} --profiles {}{}", o->budget_ms,

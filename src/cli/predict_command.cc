@@ -35,6 +35,7 @@ void register_predict(CLI::App& app, Action* action) {
   sub->add_flag("--skip-bad", o->skip_bad, "Leave out malformed log entries instead of stopping at the first");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->svg}));
       PredictOptions options;
       TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
       TPMSEC_ASSIGN_OR_RETURN(options.profiles, load_profiles(o->profiles));
@@ -58,7 +59,7 @@ void register_predict(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(Prediction p, predict(*base, workload->digests, options));
       if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, predict_json(p).dump(2) + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, predict_svg(p)));
-      fmt::print("{}", predict_text(p));
+      fmt::print(report_stream({o->json, o->svg}), "{}", predict_text(p));
       if (p.interrupted) return runtime_error("interrupted: the figures above cover only the extends done");
       if (!p.verified) return integrity_error("a replay left the PCR at a value the log does not give");
       return ok_status();

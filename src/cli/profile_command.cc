@@ -24,6 +24,7 @@ void register_profile(CLI::App& app, Action* action) {
   sub->add_option("--id", o->id, "Profile id (default: the output file name without .json, or 'measured')");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->output}));
       TPMSEC_ASSIGN_OR_RETURN(nlohmann::json bench, read_json_file(o->input));
       std::string id = o->id;
       if (id.empty()) id = o->output.empty() ? "measured" : std::filesystem::path(o->output).stem().string();

@@ -25,12 +25,16 @@ void ProgressBar::update(size_t done, size_t total, const std::string& what) {
   drawn_ = true;
 }
 
+// SIGTERM (systemd stopping a unit, kill) and SIGHUP (a closed terminal) stop
+// a run as Ctrl-C does: sessions flushed, PCR reset, partial results kept.
 StopOnInterrupt::StopOnInterrupt() {
   g_stop = false;
-  previous_ = std::signal(SIGINT, on_sigint);
+  for (size_t i = 0; i < kSignals.size(); ++i) previous_[i] = std::signal(kSignals[i], on_sigint);
 }
 
-StopOnInterrupt::~StopOnInterrupt() { std::signal(SIGINT, previous_); }
+StopOnInterrupt::~StopOnInterrupt() {
+  for (size_t i = 0; i < kSignals.size(); ++i) std::signal(kSignals[i], previous_[i]);
+}
 
 const std::atomic<bool>* StopOnInterrupt::flag() const { return &g_stop; }
 

@@ -3,6 +3,7 @@
 #ifndef TPMSEC_SRC_CLI_PROGRESS_H_
 #define TPMSEC_SRC_CLI_PROGRESS_H_
 
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <string>
@@ -21,7 +22,7 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-// While alive, SIGINT sets flag() instead of killing the process.
+// While alive, SIGINT, SIGTERM and SIGHUP set flag() instead of killing the process.
 class StopOnInterrupt {
  public:
   StopOnInterrupt();
@@ -29,7 +30,8 @@ class StopOnInterrupt {
   const std::atomic<bool>* flag() const;
 
  private:
-  void (*previous_)(int);
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<void (*)(int), 3> previous_{};
 };
 
 }  // namespace tpmsec::cli

@@ -96,19 +96,19 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
 
   std::vector<std::string> templates;
   for (const auto& [name, n] : workload->templates) templates.push_back(fmt::format("{} {}", name, n));
-  fmt::print("{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations{}\n", "log", o.ima,
+  fmt::print(report_stream({o.json}), "{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations{}\n", "log", o.ima,
              workload->format == ima::LogFormat::kAscii ? "ascii" : "binary", workload->entries,
              workload->problems.size(), workload->digests.size(), fmt::join(templates, ", "), workload->violations,
              workload->stopped_at ? ", stopped at the first bad entry" : "");
-  fmt::print("{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
+  fmt::print(report_stream({o.json}), "{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
              tpm->identity.value("vendor", ""), tpm->identity.value("firmware_version", ""),
              tpm->profile.empty() ? "" : fmt::format(" (emulated: profile {})", tpm->profile));
-  fmt::print("{:<13}{} ({}){}\n", "strategy", strategy_name(kind), strategy_protection(kind),
+  fmt::print(report_stream({o.json}), "{:<13}{} ({}){}\n", "strategy", strategy_name(kind), strategy_protection(kind),
              o.strategy.strategy.empty() ? ", chosen by the policy (-v says which rule)" : "");
-  fmt::print("{:<13}{} {}, {}\n", "PCR", o.pcr, hash_name(bank),
+  fmt::print(report_stream({o.json}), "{:<13}{} {}, {}\n", "PCR", o.pcr, hash_name(bank),
              ro.reset_first ? "reset before the replay" : "extended from its current value (--force-pcr)");
-  fmt::print("{}", describe_run(run, *tpm));
-  fmt::print("{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
+  fmt::print(report_stream({o.json}), "{}", describe_run(run, *tpm));
+  fmt::print(report_stream({o.json}), "{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
              run.verified ? "equal to the value computed from the log" : "DIFFERS from the value computed from the log");
   if (!o.json.empty()) {
     nlohmann::json j = {{"schema", "tpmsec-replay/1"},
@@ -149,16 +149,16 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
   TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
   TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection));
-  fmt::print("{:<13}{}: TCG crypto-agile event log, {} events, banks {}\n", "log", o.eventlog, log->events.size(),
+  fmt::print(report_stream({o.json}), "{:<13}{}: TCG crypto-agile event log, {} events, banks {}\n", "log", o.eventlog, log->events.size(),
              fmt::join([&] {
                std::vector<std::string> names;
                for (uint16_t b : log->banks()) names.emplace_back(hash_name(b));
                return names;
              }(),
                        ", "));
-  fmt::print("{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
+  fmt::print(report_stream({o.json}), "{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
              "strategy", strategy_name(kind), strategy_protection(kind));
-  fmt::print("{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
+  fmt::print(report_stream({o.json}), "{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
   std::vector<nlohmann::json> runs;
   bool all_match = true;
   size_t n = 0;
@@ -180,10 +180,10 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     bool locality_start = source == 0 && log->startup_locality && *log->startup_locality != 0;
     bool match = run.verified && (locality_start || run.actual == from_log);
     all_match &= match;
-    fmt::print("{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
+    fmt::print(report_stream({o.json}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
                match ? "match" : "DIFFERS", to_hex(run.actual));
     if (locality_start) {
-      fmt::print("{:<34}(PCR 0 starts from locality {}; the log's value is {})\n", "", *log->startup_locality,
+      fmt::print(report_stream({o.json}), "{:<34}(PCR 0 starts from locality {}; the log's value is {})\n", "", *log->startup_locality,
                  to_hex(from_log));
     }
     nlohmann::json j = run_json(run);
@@ -231,6 +231,7 @@ void register_replay(CLI::App& app, Action* action) {
   sub->add_option("--json", o->json, "Write the result as JSON");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json}));
       if (o->ima.empty() == o->eventlog.empty()) return usage_error("give one log: --ima FILE or --eventlog FILE");
       TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(o->bank));
       if (!o->strategy.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(o->strategy.strategy)));

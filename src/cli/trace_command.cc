@@ -29,6 +29,7 @@ void register_trace(CLI::App& app, Action* action) {
                   "The TPM's manufacturer code as TPM_PT_MANUFACTURER (IFX, STM, NTC, ...): profile from-bench needs it");
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json}));
       std::vector<FtraceCapture> captures;
       for (const auto& path : o->inputs) {
         TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path, kMaxLogBytes));
@@ -42,7 +43,7 @@ void register_trace(CLI::App& app, Action* action) {
       auto result = bench_from_ftrace(captures, options);
       if (!result.ok()) return usage_error(result.error().message());
       if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, bench_json(*result).dump(2) + "\n"));
-      fmt::print("{}", bench_text(*result));
+      fmt::print(report_stream({o->json}), "{}", bench_text(*result));
       return ok_status();
     };
   });

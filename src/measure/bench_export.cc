@@ -62,11 +62,26 @@ nlohmann::json bench_json(const BenchResult& r) {
           {"recommendation", r.recommendation}};
 }
 
+namespace {
+// One CSV field per RFC 4180: quoted (quotes doubled) when it holds a comma,
+// a quote, CR or LF — "CreatePrimary (null key, ECC)" is one field.
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+// RFC 4180: CRLF line ends, a header row, fields quoted where needed.
 std::string bench_csv(const BenchResult& r) {
-  std::string out = "kind,name,iteration,total_ms,tpm_ms,host_ms,tpm_commands\n";
+  std::string out = "kind,name,iteration,total_ms,tpm_ms,host_ms,tpm_commands\r\n";
   auto row = [&out](const char* kind, std::string_view name, size_t i, const Sample& s) {
-    out += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{}\n", kind, name, i, s.total_ms, s.tpm_ms, s.host_ms,
-                       s.commands.size());
+    out += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{}\r\n", kind, csv_field(name), i, s.total_ms, s.tpm_ms,
+                       s.host_ms, s.commands.size());
   };
   for (const auto& p : r.primitives) {
     for (size_t i = 0; i < p.samples.size(); ++i) row("primitive", p.name, i, p.samples[i]);

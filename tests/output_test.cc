@@ -1,0 +1,215 @@
+// Where the CLI's outputs go: regular files replaced atomically; devices,
+// FIFOs and standard output written through; symlinks followed, never
+// replaced; every write checked (exit 1, one line), paths checked up front.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/direct_tpm.h"
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+#include "tpmsec/constants.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::describe;
+using testing::run_command;
+using testing::run_tpmsec;
+namespace fs = std::filesystem;
+
+// A short emulated bench: fast, and it writes every output kind.
+std::vector<std::string> bench_args(std::vector<std::string> outputs) {
+  std::vector<std::string> args{"bench", "--emulate", "slb9670", "--iterations", "2", "--no-primitives",
+                                "--strategies", "resident"};
+  args.insert(args.end(), outputs.begin(), outputs.end());
+  return args;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class OutputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tpmsec-output-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // Everything in the directory: no temporary file may be left behind.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  fs::path dir_;
+};
+
+TEST_F(OutputTest, RegularFileIsReplacedKeepingItsMode) {
+  fs::path json = dir_ / "r.json";
+  { std::ofstream(json) << "old"; }
+  ::chmod(json.c_str(), 0640);
+  auto r = run_tpmsec(bench_args({"--json", json.string()}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(nlohmann::json::parse(slurp(json))["schema"], "tpmsec-bench/1");
+  struct stat st {};
+  ASSERT_EQ(::stat(json.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(entries(), std::vector<std::string>{"r.json"});
+}
+
+TEST_F(OutputTest, SymlinkIsFollowedNotReplaced) {
+  fs::path target = dir_ / "target.json", link = dir_ / "link.json";
+  { std::ofstream(target) << "old"; }
+  fs::create_symlink(target, link);
+  auto r = run_tpmsec(bench_args({"--json", link.string()}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::read_symlink(link), target);
+  EXPECT_EQ(nlohmann::json::parse(slurp(target))["schema"], "tpmsec-bench/1");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"link.json", "target.json"}));
+}
+
+TEST_F(OutputTest, FifoIsWrittenThroughAndStaysAFifo) {
+  fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto reader = std::async(std::launch::async, [&] { return slurp(fifo); });
+  auto r = run_tpmsec(bench_args({"--json", fifo.string()}));
+  if (r.exit_code != 0) ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));  // never leave the reader waiting
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(nlohmann::json::parse(reader.get())["schema"], "tpmsec-bench/1");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(entries(), std::vector<std::string>{"fifo"});
+}
+
+TEST_F(OutputTest, DashIsStandardOutputAndTheReportMovesToStandardError) {
+  auto r = run_tpmsec(bench_args({"--json", "-"}));
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["schema"], "tpmsec-bench/1");
+  EXPECT_NE(r.err.find("recommendation"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists("-"));
+}
+
+// A device is written through, never replaced: /dev/full stays the device
+// and the failed write is one line, exit 1.
+TEST_F(OutputTest, AFullDeviceIsAWriteErrorAndStaysADevice) {
+  if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  auto r = run_tpmsec(bench_args({"--json", "/dev/full"}));
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("tpmsec: cannot write /dev/full: No space left on device"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+}
+
+TEST_F(OutputTest, StandardOutputThatCannotBeWrittenIsExitOne) {
+  for (std::string redirect : {"> /dev/full", ">&-"}) {
+    SCOPED_TRACE(redirect);
+    auto r = run_command({"sh", "-c", std::string("exec \"$0\" info ") + redirect, TPMSEC_CLI_PATH});
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_NE(r.err.find("tpmsec: cannot write standard output"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// Checked before the TPM is opened: the unreachable TPM would otherwise
+// answer with exit 1 (connection refused).
+TEST_F(OutputTest, BadOutputPathsAreUsageErrorsBeforeAnyWork) {
+  const std::string unreachable = "swtpm:host=127.0.0.1,port=1";
+  fs::path json = dir_ / "a.json";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : {Case{{"--json", "/nonexistent/dir/r.json"}, "directory /nonexistent/dir does not exist"},
+                        Case{{"--json", dir_.string()}, "is a directory"},
+                        Case{{"--json", json.string(), "--svg", json.string()}, "is given for two outputs"},
+                        Case{{"--json", "-", "--csv", "-"}, "standard output (-) is given for two outputs"}}) {
+    SCOPED_TRACE(c.message);
+    std::vector<std::string> args{"bench", "--tpm", unreachable};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_tpmsec(args);
+    EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(entries().empty());
+}
+
+// Whether process `pid` catches signal `sig` (SigCgt in /proc/PID/status):
+// the CLI installs its handler just before a run starts.
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+  }
+  return false;
+}
+
+// SIGTERM (systemd stopping a unit) and SIGHUP (a closed terminal) stop a
+// bench as Ctrl-C does: it finishes cleanly and leaves nothing on the TPM.
+TEST(SignalTest, SigtermAndSighupCleanUpAsSigintDoes) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(strsignal(sig));
+    testing::SwtpmProcess swtpm;
+    ASSERT_TRUE(swtpm.start()) << swtpm.error();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(TPMSEC_CLI_PATH, TPMSEC_CLI_PATH, "bench", "--tpm", swtpm.tcti().c_str(), "--iterations", "1000000",
+              "--no-primitives", "--strategies", "resident,saved-context", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    bool exited = false;
+    for (int i = 0; i < 6000 && !catches(pid, sig); ++i) {  // up to 60 s for the CLI to start its run
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      ::usleep(10000);
+    }
+    ASSERT_FALSE(exited) << "bench ended before it was signalled, status " << status;
+    ::usleep(200000);  // into the run (any moment would do: the handler is in place)
+    ::kill(pid, sig);
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_NE(WEXITSTATUS(status), 127);
+    testing::Direct direct(swtpm.spec());
+    ASSERT_TRUE(direct.ok());
+    for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {
+      auto left = direct.tpm().list_handles(first);
+      ASSERT_TRUE(left.ok()) << left.error().message();
+      for (uint32_t h : *left) {
+        if ((h >> 24) == (first >> 24)) ADD_FAILURE() << fmt::format("handle 0x{:08x} left on the TPM", h);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpmsec
