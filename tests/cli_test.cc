@@ -106,7 +106,11 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{{"info", "--tpm", "device:/nonexistent/tpm0"}, 1, "cannot open /nonexistent/tpm0"},
         ErrorCase{{"pcr", "reset", "0"}, 1, "TPM error TPM_RC_LOCALITY"},
         ErrorCase{{"frobnicate"}, 2, "unknown command 'frobnicate'"},
-        ErrorCase{{"info", "--colour"}, 2, "--colour"}));
+        ErrorCase{{"info", "--colour"}, 2, "--colour"},
+        ErrorCase{{"info", "--tpm", "embedded:state=/nonexistent/dir"}, 2,
+                  "embedded TPM state /nonexistent/dir: directory /nonexistent does not exist"},
+        ErrorCase{{"bench", "--pcr", "24", "--force-pcr"}, 2, "tpmsec: PCR 24 does not exist (this TPM has 24 PCRs)"},
+        ErrorCase{{"info", "--tpm", "embedded:state=/dev/null"}, 2, "embedded TPM state /dev/null: not a directory"}));
 
 TEST(Cli, Sha1BankExtend) {
   auto r = run_tpmsec({"pcr", "extend", "16", std::string(40, 'a'), "--bank", "sha1"});

@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "strategy_option.h"
 #include "tpmsec/bench.h"
+#include "tpmsec/pcr.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/tpm_info.h"
 
@@ -69,6 +70,8 @@ void register_bench(CLI::App& app, Action* action) {
       }
       TPMSEC_ASSIGN_OR_RETURN(auto measured, open_measured_tpm(o->tpm));
       MeasuredTpm& tpm = *measured;
+      // Before any command that would answer a raw TPM_RC_VALUE.
+      TPMSEC_RETURN_IF_ERROR(check_pcr(tpm.info, alg::kSha256, o->pcr));
       if (tpm.base->describe().find("tpmrm") != std::string::npos) {
         fmt::print(stderr,
                    "tpmsec: warning: through /dev/tpmrm0 the kernel's resource manager context-swaps sessions after "

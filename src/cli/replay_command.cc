@@ -80,6 +80,7 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
     if (o.skip_bad) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
+  TPMSEC_RETURN_IF_ERROR(check_pcr(tpm->info, bank, o.pcr));
   ReplayOptions ro;
   TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
   TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, ro.protection));

@@ -98,9 +98,24 @@ class EmbeddedTransport final : public Transport {
     g_nv = NvStore{};
     g_nv.dir = state_dir_;
     if (!state_dir_.empty()) {
+      // The directory itself is created on first use; a missing parent is a
+      // mistyped path, not a tree to make up (kUsage).
       std::error_code ec;
-      std::filesystem::create_directories(state_dir_, ec);
-      if (ec) return runtime_error(fmt::format("cannot create state directory {}: {}", state_dir_, ec.message()));
+      std::filesystem::path dir = std::filesystem::path(state_dir_).lexically_normal();
+      if (!dir.has_filename()) dir = dir.parent_path();  // "dir/"
+      std::filesystem::path parent = dir.parent_path();
+      if (parent.empty()) parent = ".";
+      if (!std::filesystem::is_directory(dir, ec)) {
+        if (std::filesystem::exists(dir, ec)) {
+          return usage_error(fmt::format("embedded TPM state {}: not a directory", state_dir_));
+        }
+        if (!std::filesystem::is_directory(parent, ec)) {
+          return usage_error(fmt::format("embedded TPM state {}: directory {} does not exist", state_dir_,
+                                         parent.string()));
+        }
+        std::filesystem::create_directory(dir, ec);
+        if (ec) return runtime_error(fmt::format("cannot create state directory {}: {}", state_dir_, ec.message()));
+      }
       for (const char* name : {"permall", "volatilestate", "savestate"}) {
         std::ifstream in(blob_path(name), std::ios::binary);
         if (in) g_nv.blobs[name] = Bytes(std::istreambuf_iterator<char>(in), {});
