@@ -207,6 +207,49 @@ INSTANTIATE_TEST_SUITE_P(
                   "'trust_timings' must be true or false"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// A fleet's policy of many chips is checked by what can cover what, not every
+// pair: 50,000 rules, then rules that only a glob, a case-insensitive
+// manufacturer or an identity-free rule far above shadow.
+TEST(Policy, ManyRulesAreCheckedAndTheFirstShadowingRuleIsNamed) {
+  std::string text = kHead;
+  size_t line = 2;
+  auto rule = [&](const std::string& name, const std::string& keys) {
+    text += "[[rule]]\nname = \"" + name + "\"\n" + keys + "extend = \"resident\"\nreason = \"r\"\n";
+    size_t at = line;
+    line += 4 + static_cast<size_t>(std::count(keys.begin(), keys.end(), '\n'));
+    return at;
+  };
+  for (int i = 0; i < 25000; ++i) {
+    rule("m" + std::to_string(i), "manufacturer = \"M" + std::to_string(i) + "\"\n");
+    rule("v" + std::to_string(i), "manufacturer = \"IFX\"\nvendor = \"SLB" + std::to_string(i) + "\"\n");
+  }
+  size_t glob = rule("glob", "manufacturer = \"ifx\"\nvendor = \"TPM9*\"\n");
+  std::string good = text + kDefault;
+  auto ok = parse_policy(good, "many.toml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->rules.size(), 50002u);
+  struct Case {
+    std::string keys;
+    std::string shadowed_by;
+  };
+  for (const Case& c : {Case{"manufacturer = \"IFX\"\nvendor = \"TPM9670\"\n", fmt::format("rule 'glob' (line {})", glob)},
+                        Case{"manufacturer = \"m17\"\nfirmware_min = \"1.0\"\n", "rule 'm17' (line "},
+                        Case{"manufacturer = \"IFX\"\nvendor = \"SLB42\"\n", "rule 'v42' (line "}}) {
+    SCOPED_TRACE(c.keys);
+    const std::string base = text;
+    const size_t saved = line;
+    size_t at = rule("late", c.keys);
+    std::string bad = text + kDefault;
+    text = base;  // the next case starts without it
+    line = saved;
+    auto r = parse_policy(bad, "many.toml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find(fmt::format("rule 'late' (line {}) can never match: {}", at, c.shadowed_by)),
+              std::string::npos)
+        << r.error().message();
+  }
+}
+
 TEST(Policy, GlobMatching) {
   EXPECT_TRUE(glob_match("SLB9670*", "SLB9670"));
   EXPECT_TRUE(glob_match("SLB967?", "SLB9672"));
