@@ -933,6 +933,20 @@ std::string decision_line(const std::string& out) {
   return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
 }
 
+// A run cut short never decides: per-command's 10,000 ECC-salted
+// StartAuthSessions cannot be measured in 0.2 s on any machine, so this run is
+// always partial (or empty).
+TEST(PolicyCli, CalibrateNeverDecidesFromAPartialRun) {
+  auto r = run_tpmsec({"policy", "calibrate", "--emulate", "attpm20p", "--iterations", "10000", "--max-seconds",
+                       "0.2", "--allow-plain"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.find("[[rule]]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("decision"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.find("No decision and no rule from a partial run") != std::string::npos ||
+              r.err.find("calibration measured nothing") != std::string::npos)
+      << r.err;
+}
+
 TEST(PolicyCli, CalibrateFollowsTheBudgetAboveTheFloor) {
   struct Case {
     const char* budget;

@@ -230,13 +230,26 @@ void register_calibrate(CLI::App* policy, Action* action) {
                                        result->date);
       StrategyCosts costs = costs_from_bench(*result, source);
       if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
+      // A decision compares every strategy: one from a partial run could pick
+      // a strategy only because a better one was never measured.
+      std::vector<std::string> missing;
+      for (StrategyKind k : options.strategies) {
+        bool measured = std::any_of(result->strategies.begin(), result->strategies.end(), [&](const StrategyResult& s) {
+          return s.kind == k && s.extends.size() >= static_cast<size_t>(o->iterations);
+        });
+        if (!measured) missing.emplace_back(strategy_name(k));
+      }
+      if (result->interrupted || !missing.empty()) {
+        return runtime_error(fmt::format(
+            "calibration stopped early (--max-seconds {} or a signal); not fully measured: {}. No decision and no "
+            "rule from a partial run: raise --max-seconds or lower --iterations",
+            o->max_seconds, missing.empty() ? std::string("the last strategy") : fmt::format("{}", fmt::join(missing, ", "))));
+      }
       Calibration c = choose_strategy(costs, o->budget_ms, o->floor.floor());
       TpmFacts facts = facts_of(*tpm);
       fmt::print("TPM         {}\n", identity_line(facts));
-      fmt::print("measured    {} extends per strategy in {:.2f} s of real time{}{}\n", o->iterations, seconds,
-                 tpm->clock->is_virtual() ? " (virtual clock)" : "",
-                 result->interrupted ? "; stopped early (--max-seconds or Ctrl-C): strategies missing below were not measured"
-                                     : "");
+      fmt::print("measured    {} extends per strategy in {:.2f} s of real time{}\n", o->iterations, seconds,
+                 tpm->clock->is_virtual() ? " (virtual clock)" : "");
       fmt::print("budget      {:.2f} ms per extend\n\n", o->budget_ms);
       print_costs(c);
       fmt::print("\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),

@@ -99,7 +99,10 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   for (const auto& [name, n] : workload->templates) templates.push_back(fmt::format("{} {}", name, n));
   fmt::print(report_stream({o.json}), "{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations{}\n", "log", o.ima,
              workload->format == ima::LogFormat::kAscii ? "ascii" : "binary", workload->entries,
-             workload->problems.size(), workload->digests.size(), fmt::join(templates, ", "), workload->violations,
+             workload->problems.size(),
+             run.interrupted ? fmt::format("{} of {}, INTERRUPTED", run.extends, workload->digests.size())
+                             : fmt::format("{}", run.extends),
+             fmt::join(templates, ", "), workload->violations,
              workload->stopped_at ? ", stopped at the first bad entry" : "");
   fmt::print(report_stream({o.json}), "{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
              tpm->identity.value("vendor", ""), tpm->identity.value("firmware_version", ""),
