@@ -194,6 +194,13 @@ TEST_P(BenchTest, StoppedRunStillCleansUp) {
   auto r = bench("", options);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_TRUE(r->interrupted);
+  // The report says so, and shows no figures for what was not measured.
+  std::string text = bench_text(*r);
+  EXPECT_NE(text.find(", INTERRUPTED"), std::string::npos) << text;
+  EXPECT_NE(text.find("not measured ("), std::string::npos) << text;
+  EXPECT_EQ(text.find("     0          0"), std::string::npos) << "0 cells: " << text;
+  EXPECT_EQ(text.find("0.0x plain"), std::string::npos) << text;
+  EXPECT_TRUE(bench_json(*r)["interrupted"].get<bool>());
   expect_clean();
 }
 

@@ -30,6 +30,7 @@ bool is_object(uint32_t handle) { return (handle >> 24) == 0x80; }
 
 // Host time is "-" when not measured (an imported trace gives TPM time only).
 std::string distribution_row(const std::string& name, const Distribution& d, const Distribution& host_us) {
+  if (d.n == 0) return fmt::format("{:<32}{:>6}  not measured (the run stopped first)\n", name, 0);
   std::string host = host_us.n ? fmt::format("{:.1f}", host_us.median) : "-";
   return fmt::format("{:<32}{:>6}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>11.5g}{:>10}\n", name, d.n, d.min,
                      d.median, d.mean, d.p90, d.p99, d.max, host);
@@ -159,13 +160,22 @@ std::string bench_text(const BenchResult& r) {
   out += fmt::format("{:<15}{:<12}{:>10}{:>10}{:>10}{:>12}{:>16}{:>10}{:>9}\n", "strategy", "protection", "median",
                      "mean", "p99", "cmds/extend", "first ms (cmds)", "host us", "x plain");
   for (const auto& s : r.strategies) {
-    out += fmt::format("{:<15}{:<12}{:>10.5g}{:>10.5g}{:>10.5g}{:>12.2f}{:>11.5g} ({:>2}){:>10.1f}{:>9.2f}\n",
+    if (s.per_extend_ms.n == 0) {
+      // Interrupted before its steady state: no 0.00 cells, no ratio against nothing.
+      out += fmt::format("{:<15}{:<12}not measured ({} extend{} before the run stopped)\n", strategy_name(s.kind),
+                         strategy_protection(s.kind), s.extends.size(), s.extends.size() == 1 ? "" : "s");
+      continue;
+    }
+    // No ratio against a plain run that was not measured.
+    std::string ratio = s.ratio_to_plain > 0 ? fmt::format("{:.2f}", s.ratio_to_plain) : "-";
+    out += fmt::format("{:<15}{:<12}{:>10.5g}{:>10.5g}{:>10.5g}{:>12.2f}{:>11.5g} ({:>2}){:>10.1f}{:>9}\n",
                        strategy_name(s.kind), strategy_protection(s.kind), s.per_extend_ms.median,
                        s.per_extend_ms.mean, s.per_extend_ms.p99, s.tpm_commands_per_extend, s.first_extend_ms,
-                       s.first_extend_commands, s.host_us.median, s.ratio_to_plain);
+                       s.first_extend_commands, s.host_us.median, ratio);
   }
   out += imported ? "(per extend in ms, over every imported extend)\n\n"
                   : "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";
+  if (r.strategies.empty() && r.interrupted) out += "(no strategy was measured before the run stopped)\n\n";
   for (const auto& s : r.strategies) out += function_graph(s) + "\n";
   out += r.recommendation + "\n";
   return out;

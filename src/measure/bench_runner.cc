@@ -255,16 +255,17 @@ std::string recommend(const std::vector<StrategyResult>& strategies) {
   }
   if (!best && !detect) return "recommendation: none (no protected strategy was measured)";
   const StrategyResult* pick = best ? best : detect;
-  std::string line = fmt::format("recommendation: {} — {} per protected extend ({:.1f}x plain)",
-                                 strategy_name(pick->kind), format_ms(pick->per_extend_ms.median), pick->ratio_to_plain);
+  std::string line = fmt::format("recommendation: {} — {} per protected extend{}", strategy_name(pick->kind),
+                                 format_ms(pick->per_extend_ms.median),
+                                 pick->ratio_to_plain > 0 ? fmt::format(" ({:.1f}x plain)", pick->ratio_to_plain) : "");
   if (plain) {
     double saved = pick->per_extend_ms.median - plain->per_extend_ms.median;
     line += fmt::format("; plain would save {} per extend ({:.0f}%) but leaves extends unprotected", format_ms(saved),
                         pick->per_extend_ms.median > 0 ? 100.0 * saved / pick->per_extend_ms.median : 0.0);
   }
   if (detect && pick != detect) {
-    line += fmt::format("; checkpoint detects tampering at {} ({:.2f}x plain)", format_ms(detect->per_extend_ms.mean),
-                        detect->ratio_to_plain);
+    line += fmt::format("; checkpoint detects tampering at {}{}", format_ms(detect->per_extend_ms.mean),
+                        detect->ratio_to_plain > 0 ? fmt::format(" ({:.2f}x plain)", detect->ratio_to_plain) : "");
   }
   return line;
 }
