@@ -155,6 +155,23 @@ TEST_F(OutputTest, BadOutputPathsAreUsageErrorsBeforeAnyWork) {
   EXPECT_TRUE(entries().empty());
 }
 
+// A dangling symlink would fail only after the run (the link is followed,
+// never replaced), and /dev/stdout is the same output as "-": both refused
+// before the TPM is opened.
+TEST_F(OutputTest, DanglingLinkAndStdoutTwiceAreUsageErrorsBeforeAnyWork) {
+  const std::string unreachable = "swtpm:host=127.0.0.1,port=1";
+  fs::path link = dir_ / "link.json";
+  fs::create_symlink(dir_ / "missing" / "r.json", link);
+  auto r = run_tpmsec({"bench", "--tpm", unreachable, "--json", link.string()});
+  EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
+  EXPECT_NE(r.err.find("a symbolic link to a missing file"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+
+  r = run_tpmsec({"bench", "--tpm", unreachable, "--json", "-", "--csv", "/dev/stdout"});
+  EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
+  EXPECT_NE(r.err.find("/dev/stdout is given for two outputs"), std::string::npos) << r.err;
+}
+
 // Whether process `pid` catches signal `sig` (SigCgt in /proc/PID/status):
 // the CLI installs its handler just before a run starts.
 bool catches(pid_t pid, int sig) {

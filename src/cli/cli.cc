@@ -133,8 +133,19 @@ Status check_outputs(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     if (path.empty()) continue;
     std::string key = path;
-    if (path != "-") {
+    if (path == "-") {
+      // "-" and /dev/stdout (or the file standard output is redirected to)
+      // are one output.
       struct stat st {};
+      if (::fstat(STDOUT_FILENO, &st) == 0) key = fmt::format("{}:{}", st.st_dev, st.st_ino);
+    } else {
+      struct stat st {};
+      struct stat lst {};
+      if (::stat(path.c_str(), &st) != 0 && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        // write_file follows a link and never replaces it: a dangling one
+        // would fail only after the whole run.
+        return usage_error(fmt::format("{}: a symbolic link to a missing file", path));
+      }
       if (::stat(path.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) return usage_error(fmt::format("{}: is a directory", path));
         if (::access(path.c_str(), W_OK) != 0) {
