@@ -112,6 +112,58 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{{"bench", "--pcr", "24", "--force-pcr"}, 2, "tpmsec: PCR 24 does not exist (this TPM has 24 PCRs)"},
         ErrorCase{{"info", "--tpm", "embedded:state=/dev/null"}, 2, "embedded TPM state /dev/null: not a directory"}));
 
+// Every command that reads an input file: a missing file and a garbage file
+// are unusable input (exit 2, one line naming the file), never a runtime error.
+std::string garbage_file() {
+  static const std::string path = [] {
+    std::string p = ::testing::TempDir() + "tpmsec-cli-garbage.txt";
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    std::fputs("\x01\x02 this is [[ not { any format \xff\xfe\n", f);
+    std::fclose(f);
+    return p;
+  }();
+  return path;
+}
+
+const std::string kMissing = "/nonexistent/tpmsec-input";
+
+std::vector<std::vector<std::string>> input_file_commands(const std::string& f) {
+  return {{"policy", "check", f},
+          {"policy", "show", "--policy", f},
+          {"profiles", "show", f + ".json"},
+          {"compare", f},
+          {"profile", "from-bench", f},
+          {"replay", "--ima", f},
+          {"replay", "--eventlog", f},
+          {"predict", "--ima", f},
+          {"trace", "import", f}};
+}
+
+TEST(Cli, EveryInputFileCommandRejectsAMissingFileAsUsage) {
+  for (const auto& args : input_file_commands(kMissing)) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    auto r = run_tpmsec(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    expect_one_line_error(r, kMissing);
+  }
+}
+
+TEST(Cli, EveryInputFileCommandRejectsAGarbageFileAsUsage) {
+  std::string g = garbage_file();
+  std::vector<std::vector<std::string>> cmds = input_file_commands(g);
+  cmds.erase(cmds.begin() + 2);  // profiles show takes NAME.json; garbage below
+  std::string gj = g + ".json";
+  std::system(("cp " + g + " " + gj).c_str());
+  cmds.push_back({"profiles", "show", gj});
+  for (const auto& args : cmds) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    auto r = run_tpmsec(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("tpmsec: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 TEST(Cli, Sha1BankExtend) {
   auto r = run_tpmsec({"pcr", "extend", "16", std::string(40, 'a'), "--bank", "sha1"});
   EXPECT_EQ(r.exit_code, 0);

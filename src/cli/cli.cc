@@ -27,6 +27,10 @@ int exit_code_for(const Error& e) {
   }
 }
 
+Error input_file_error(const Error& e) {
+  return e.kind() == ErrorKind::kParse ? usage_error(e.message()) : e;
+}
+
 void TpmOption::add_to(CLI::App* sub) {
   spec = default_transport_spec();
   sub->add_option("--tpm", spec,

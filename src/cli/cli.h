@@ -27,6 +27,15 @@ inline constexpr int kExitIntegrity = 3;
 
 int exit_code_for(const Error& e);
 
+// A malformed file the user gave is unusable input (exit 2), not a runtime
+// failure: library parsers say kParse, which from a TPM response means exit 1.
+Error input_file_error(const Error& e);
+template <typename T>
+Result<T> as_input(Result<T> r) {
+  if (r.ok()) return r;
+  return input_file_error(r.error());
+}
+
 // The action a parsed subcommand runs.
 using Action = std::function<Status()>;
 

@@ -291,7 +291,7 @@ void register_derive(CLI::App* policy, Action* action) {
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_RETURN_IF_ERROR(check_outputs({o->output}));
-      TPMSEC_ASSIGN_OR_RETURN(std::vector<LatencyProfile> profiles, load_profiles(o->profiles));
+      TPMSEC_ASSIGN_OR_RETURN(std::vector<LatencyProfile> profiles, as_input(load_profiles(o->profiles)));
       ProtectionFloor floor = o->floor.floor();
       std::string command = fmt::format("tpmsec policy derive --budget-ms {} --profiles {}{}", o->budget_ms,
                                         o->profiles, floor == ProtectionFloor::kPrevention ? "" : " ");

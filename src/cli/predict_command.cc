@@ -38,7 +38,7 @@ void register_predict(CLI::App& app, Action* action) {
       TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->svg}));
       PredictOptions options;
       TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
-      TPMSEC_ASSIGN_OR_RETURN(options.profiles, load_profiles(o->profiles));
+      TPMSEC_ASSIGN_OR_RETURN(options.profiles, as_input(load_profiles(o->profiles)));
       TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o->ima, kMaxLogBytes));
       auto workload = ima_workload(as_bytes(content), alg::kSha256, o->skip_bad);
       if (!workload.ok()) return usage_error(fmt::format("{}: {}", o->ima, workload.error().message()));

@@ -75,7 +75,7 @@ void print_value(std::string_view label, const LatencyValue& v, std::string_view
 }
 
 Status show_profile(const std::string& name, bool json) {
-  TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, load_profile(name));
+  TPMSEC_ASSIGN_OR_RETURN(LatencyProfile p, as_input(load_profile(name)));
   if (json) {
     fmt::print("{}\n", to_json(p).dump(2));
     return ok_status();

@@ -138,9 +138,11 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
 Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o.eventlog, kMaxLogBytes));
   auto log = event_log::parse_event_log(as_bytes(content));
-  if (!log.ok()) return Error(log.error().kind(), fmt::format("{}: {}", o.eventlog, log.error().message()));
+  if (!log.ok()) return input_file_error(Error(log.error().kind(), fmt::format("{}: {}", o.eventlog, log.error().message())));
   auto computed = event_log::replay_event_log(*log, bank);
-  if (!computed.ok()) return Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message()));
+  if (!computed.ok()) {
+    return input_file_error(Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message())));
+  }
 
   // The events of each PCR, in log order.
   std::map<uint32_t, std::vector<Bytes>> by_pcr;
