@@ -10,8 +10,8 @@
 // (EmbeddedTcti below) whose transmit() runs the command and whose receive()
 // hands back the response.
 //
-// ESAPI side: CreatePrimary of the null-hierarchy ECC P-256 key (the template
-// of protocol.md §2), Esys_StartAuthSession salted with it (HMAC session,
+// ESAPI side: CreatePrimary of the null-hierarchy ECC P-256 key (the template of
+// Linux's drivers/char/tpm/tpm2-sessions.c), Esys_StartAuthSession salted with it (HMAC session,
 // AES-128-CFB, SHA-256), continueSession, then N Esys_PCR_Extend of PCR 16.
 // tpmsec side: SessionFactory::create + start(continueSession), then N
 // pcr_extend of PCR 16. PCR 16 is reset before each side, and each side's
@@ -186,7 +186,7 @@ class EsapiSide {
     init_tcti(tcti_, transport);
     check_rc(Esys_Initialize(&esys_, reinterpret_cast<TSS2_TCTI_CONTEXT*>(&tcti_), nullptr), "Esys_Initialize");
 
-    // The null primary: TCG "SRK ECC template H" (protocol.md §2).
+    // The null primary: the template of Linux's drivers/char/tpm/tpm2-sessions.c.
     TPM2B_PUBLIC in_public{};
     TPMT_PUBLIC& p = in_public.publicArea;
     p.type = TPM2_ALG_ECC;

@@ -4,7 +4,7 @@
 // hour of TPM traffic passes in seconds.
 //
 // A profile holds, per command variant, a latency with its provenance tag
-// (tpm-latency.md: M measured, D derived from a measured loop, P proxy,
+// (docs/latency-profiles.md: M measured, D derived from a measured loop, P proxy,
 // E estimate with the rule stated, B bound) and source (S1..S16, E rule),
 // plus the added cost of an HMAC session and of parameter encryption per
 // byte, optional tail events (Infineon's ~2.25 s context stalls), a seed,
@@ -41,7 +41,7 @@ namespace tpmsec {
 
 // ---------------------------------------------------------------- profiles
 
-// Provenance tags, as tpm-latency.md defines them.
+// Provenance tags, as docs/latency-profiles.md defines them.
 inline constexpr char kTagMeasured = 'M';  // measured for this command on this TPM
 inline constexpr char kTagDerived = 'D';   // derived from a measured loop
 inline constexpr char kTagProxy = 'P';     // a measured command doing the same internal work
@@ -53,7 +53,7 @@ bool is_valid_tag(char tag);
 std::string_view tag_name(char tag);
 
 // One modelled latency and where it comes from. `source` names the sources
-// (S1..S16 of tpm-latency.md) and, for E values, the rule used; `note` says
+// (S1..S16 of docs/latency-profiles.md) and, for E values, the rule used; `note` says
 // how the number was obtained.
 struct LatencyValue {
   double ms = 0;         // mean (for param_encryption_per_byte: per byte)
@@ -170,7 +170,7 @@ struct ProfileSummary {
 };
 ProfileSummary summarize(const LatencyProfile& profile);
 
-// What a profile implies per PCR extend for the lifecycles of protocol.md §5
+// What a profile implies per PCR extend for the lifecycles of docs/strategies.md
 // (means, no jitter or tails):
 //   plain          PCR_Extend
 //   hmac           PCR_Extend + hmac_session (resident steady state)
@@ -187,7 +187,7 @@ struct ExtendFigures {
 ExtendFigures extend_figures(const LatencyProfile& profile);
 
 // The warning to show when an emulation uses `profile`: non-empty when
-// every value is an estimate (tpm-latency.md: such a profile must say so).
+// every value is an estimate (docs/latency-profiles.md: such a profile must say so).
 std::string provenance_warning(const LatencyProfile& profile);
 
 // ---------------------------------------------------------------- variants

@@ -1,6 +1,6 @@
 // The salt key: a primary in the null hierarchy, created with the template
 // Linux uses (ECC P-256, "SRK template H") or its RSA-2048 twin for TPMs
-// without ECC (protocol.md §2).
+// without ECC (Linux drivers/char/tpm/tpm2-sessions.c).
 //
 // Its name is computed here from the public area the TPM returned and must
 // equal the name the TPM reports; it is pinned (the first name seen, or one
