@@ -101,6 +101,7 @@ class FaultInjectingTransport final : public Transport {
   std::string describe() const override { return inner_->describe() + "+faults"; }
   // Not in_process(): it alters traffic. Who shares the TPM is unchanged.
   bool private_handles() const override { return inner_->private_handles(); }
+  bool outlives_process() const override { return inner_->outlives_process(); }
 
   // Replaces the hook (nullptr: pass everything through).
   void set_hook(FaultHook hook) { hook_ = std::move(hook); }

@@ -277,6 +277,7 @@ class LatencyTransport final : public Transport {
   std::string describe() const override;
   bool in_process() const override { return inner_.in_process(); }
   bool private_handles() const override { return inner_.private_handles(); }
+  bool outlives_process() const override { return inner_.outlives_process(); }
 
   LatencyModel& model() { return model_; }
   const LatencyModel& model() const { return model_; }

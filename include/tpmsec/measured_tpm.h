@@ -35,7 +35,10 @@ struct MeasuredTpm {
 };
 
 // Wraps `base` (not owned). `emulate`: a profile name or path, or empty.
-Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate);
+// `known_info`: the TPM's capabilities as an earlier process read them
+// (session_cache.h); without, they are read (four GetCapability).
+Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate,
+                                                 const TpmInfo* known_info = nullptr);
 // Opens the TPM string `spec` and wraps it.
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const std::string& spec, const std::string& emulate);
 

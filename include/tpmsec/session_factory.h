@@ -40,6 +40,10 @@ struct ProtectionConfig {
   // Called once with the name of a null key accepted on first use, before
   // any session is salted to it (--tofu keeps it in the state directory).
   std::function<Status(const Bytes& name)> on_first_use;
+  // A null key kept by an earlier process (session_cache.h): used instead of
+  // a CreatePrimary when its name is the pinned one, or, with no pin, on an
+  // in_process() TPM; ignored otherwise.
+  std::optional<NullKey::Snapshot> kept_null_key;
   SymDef symmetric = SymDef::aes128_cfb();
   uint16_t auth_hash = alg::kSha256;
   crypto::RandomSource* random = nullptr;

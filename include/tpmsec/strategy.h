@@ -66,6 +66,10 @@ class SessionLifecycle {
   virtual Status release() = 0;
   // The session's state is unknown (an error, a reset): the next acquire rebuilds it.
   virtual void invalidate() = 0;
+  // The HMAC session acquire() returned and release() has not let go of,
+  // if any: the stream's opening audited read borrows it, so one salted
+  // session serves the read and the extends.
+  virtual HmacSession* current() { return nullptr; }
 };
 
 // A lifecycle for `kind` (checkpoint uses plain sessions for its extends).
@@ -80,6 +84,14 @@ struct StreamOptions {
   bool allow_reset = false;
   // Bound on rebuild-and-retry rounds for one extend.
   int max_recoveries = 3;
+  // One extend, then finish() (a one-shot `pcr extend`). For the preventing
+  // strategies the session ends with the extend (for one command the three
+  // lifecycles coincide, and per-command's costs least) and the PCR is not
+  // read first, so the stream costs what Linux's per-command extend does. A
+  // failed extend is then not retried, since whether it landed cannot be
+  // learnt without the starting value; its session is still retired, so
+  // nothing sent for it can run later.
+  bool one_shot = false;
   ProtectionConfig protection;
 };
 
@@ -105,7 +117,8 @@ struct CheckpointMismatch {
 class ExtendStream {
  public:
   // Opens a stream: creates the null key (protected strategies) and reads
-  // the PCR through an audit session to learn the value it starts from.
+  // the PCR through an audit session to learn the value it starts from
+  // (not for a one_shot preventing stream).
   static Result<std::unique_ptr<ExtendStream>> open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
                                                     const TpmInfo* info = nullptr);
   ~ExtendStream();
@@ -132,6 +145,8 @@ class ExtendStream {
   Status with_audit(const std::function<Status(const Auth&)>& use);
   // An audit-authenticated read of the stream's PCR.
   Result<Bytes> audited_read();
+  // The same, through the session the first extend will use.
+  Result<Bytes> read_with_first_session();
   // Proves through audited listings that `session` (a failed attempt's) is
   // no longer in the TPM, flushing it again while it is.
   Status retire(uint32_t session);
@@ -154,6 +169,7 @@ class ExtendStream {
   std::unique_ptr<HmacSession> audit_session_;  // checkpoint: kept loaded between checkpoints
   bool hold_audit_ = false;                     // keep it through one failure's checks
   Bytes expected_;
+  bool start_known_ = false;  // expected_ holds an authenticated value
   uint64_t since_good_ = 0;
   std::optional<CheckpointMismatch> mismatch_;
   StreamStats stats_;

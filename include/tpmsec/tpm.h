@@ -88,6 +88,7 @@ class Tpm {
   }
 
   Transport& transport() { return *transport_; }
+  const Transport& transport() const { return *transport_; }
 
   // --- The handle ledger (handle_ledger.h) ---
   const HandleLedger& ledger() const { return ledger_; }

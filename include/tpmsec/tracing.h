@@ -55,6 +55,7 @@ class TracingTransport final : public Transport {
   std::string describe() const override { return inner_.describe(); }
   bool in_process() const override { return inner_.in_process(); }
   bool private_handles() const override { return inner_.private_handles(); }
+  bool outlives_process() const override { return inner_.outlives_process(); }
 
  private:
   Transport& inner_;

@@ -55,6 +55,11 @@ class Transport {
   // takes no baseline and sweeps nothing (see handle_ledger.h). Decorators,
   // interposers included, forward it: they do not change who shares the TPM.
   virtual bool private_handles() const { return false; }
+
+  // False when the TPM ends with this process (the embedded TPM without a
+  // state directory): nothing kept for it (session_cache.h) can serve the
+  // next process. Decorators forward it.
+  virtual bool outlives_process() const { return true; }
 };
 
 // A parsed TPM string: "scheme:key=value,key=value" or "scheme:PATH".

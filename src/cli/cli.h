@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "tpmsec/measured_tpm.h"
+#include "tpmsec/session_cache.h"
+#include "tpmsec/session_factory.h"
 #include "tpmsec/result.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/tpm.h"
@@ -67,6 +69,14 @@ struct TpmOption {
 // on stderr how many TPM commands ran and how long they took on the model.
 struct OpenTpm {
   std::unique_ptr<MeasuredTpm> measured;
+  // When emulating, also list every command with its modelled time (-v).
+  bool list_commands = false;
+  // What one-shot protected commands keep between processes; none unless
+  // opened with `keep` and the TPM outlives the process.
+  std::optional<SessionCache> cache;
+  // Keeps the null key `factory` used, when it changed or was not kept yet
+  // (a failure to keep it is a warning: the command itself succeeded).
+  void keep(const SessionFactory* factory);
 
   Tpm& tpm() const { return *measured->tpm; }
   const TpmInfo& info() const { return measured->info; }
@@ -77,7 +87,9 @@ struct OpenTpm {
   OpenTpm& operator=(OpenTpm&&) = default;
   ~OpenTpm();
 };
-Result<OpenTpm> open_tpm(const TpmOption& option);
+// `keep`: use and update what earlier processes kept for this TPM
+// (session_cache.h): its capabilities now, its null key through keep().
+Result<OpenTpm> open_tpm(const TpmOption& option, bool keep = false);
 
 // A TPM opened for measurement (see measured_tpm.h); prints the profile's
 // provenance warning when emulating.

@@ -44,11 +44,12 @@ bool is_device_spec(const std::string& tpm) {
   return spec.ok() && spec->scheme == "device";
 }
 
-Result<PcrTarget> open_target(const PcrOptions& o) {
+// `keep`: use what earlier runs kept for this TPM (session_cache.h).
+Result<PcrTarget> open_target(const PcrOptions& o, bool keep = false) {
   PcrTarget t;
   TPMSEC_ASSIGN_OR_RETURN(t.index, parse_pcr_index(o.index));
   TPMSEC_ASSIGN_OR_RETURN(t.bank, parse_bank(o.bank));
-  TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm, keep));
   TPMSEC_RETURN_IF_ERROR(check_pcr(t.open.info(), t.bank, t.index));
   return t;
 }
@@ -193,12 +194,18 @@ void register_pcr(CLI::App& app, Action* action) {
                                        "changed until reboot. Use 16 or 23, or give --force-pcr",
                                        index));
       }
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend));
+      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend, /*keep=*/true));
+      t.open.list_commands = extend->strategy.verbose;
       StreamOptions options;
       options.pcr = t.index;
       options.bank = t.bank;
       options.checkpoint_every = extend->checkpoint_every;
+      options.one_shot = !batch;
       TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.transport(), t.open.info(), SymDef::aes128_cfb()));
+      if (t.open.cache) {
+        options.protection.kept_null_key = t.open.cache->null_key(
+            options.protection.salt ? *options.protection.salt : choose_salt(t.open.info()));
+      }
       TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured, options.protection));
       if (kind == StrategyKind::kPlain) {
         // No session: a pin the user gave is checked anyway, never ignored.
@@ -211,6 +218,7 @@ void register_pcr(CLI::App& app, Action* action) {
       if (!batch) {
         TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
         TPMSEC_RETURN_IF_ERROR(stream->finish());
+        t.open.keep(stream->factory());
       } else {
         // One stream for every line: the session (and the null key) are set
         // up once, so each digest costs what the strategy's steady state does.
@@ -233,6 +241,7 @@ void register_pcr(CLI::App& app, Action* action) {
           ++done;
         }
         TPMSEC_RETURN_IF_ERROR(stream->finish());
+        t.open.keep(stream->factory());
         const bool interrupted = stop.flag()->load();
         std::string cost;
         if (!t.open.measured->profile.empty() && done > 0) {

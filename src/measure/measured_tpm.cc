@@ -2,7 +2,8 @@
 
 namespace tpmsec {
 
-Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate) {
+Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate,
+                                                 const TpmInfo* known_info) {
   auto m = std::make_unique<MeasuredTpm>();
   m->base = &base;
   Transport* inner = &base;
@@ -20,7 +21,11 @@ Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::str
   }
   m->tracing = std::make_unique<TracingTransport>(*inner, *m->clock, m->log.sink());
   m->tpm = std::make_unique<Tpm>(*m->tracing);
-  TPMSEC_ASSIGN_OR_RETURN(m->info, read_tpm_info(*m->tpm));
+  if (known_info) {
+    m->info = *known_info;
+  } else {
+    TPMSEC_ASSIGN_OR_RETURN(m->info, read_tpm_info(*m->tpm));
+  }
   if (profile) {
     m->emulated = emulated_info(*profile, m->info);
     m->latency_profile = profile;

@@ -117,18 +117,42 @@ Result<ScopedHandle> NullKey::load(Tpm& tpm) {
   Bytes name;
   Public pub;
   TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_loaded(tpm, &name, &pub));
-  if (name != name_) {
+  if (name != name_ && accept_new_name_) {
+    // A restored snapshot of an in-process TPM that was reset since: no bus,
+    // so the new key is the TPM's own.
+    name_ = name;
+    public_ = pub;
+  } else if (name != name_) {
     return integrity_error(fmt::format("null key name changed: pinned {}, TPM now has {} (TPM reset or substituted "
                                        "TPM; re-pin explicitly if the reset was yours)",
                                        to_hex(name_), to_hex(name)));
   }
   TPMSEC_ASSIGN_OR_RETURN(auto saved, tpm.run(cmd::ContextSave{named(handle.get())}));
   context_ = saved.context;
+  changed_ = true;
   return handle;
+}
+
+Result<NullKey> NullKey::restore(const Snapshot& snapshot, bool pinned) {
+  Public expected = null_key_template(snapshot.kind);
+  expected.unique_x = snapshot.public_area.unique_x;
+  expected.unique_y = snapshot.public_area.unique_y;
+  if (!(snapshot.public_area == expected)) return parse_error("a kept null key does not match the template");
+  TPMSEC_ASSIGN_OR_RETURN(Bytes computed, compute_name(snapshot.public_area));
+  if (computed != snapshot.name) return parse_error("a kept null key's public area does not hash to its name");
+  if (snapshot.context.blob.empty()) return parse_error("a kept null key has no context");
+  NullKey key;
+  key.kind_ = snapshot.kind;
+  key.public_ = snapshot.public_area;
+  key.name_ = snapshot.name;
+  key.context_ = snapshot.context;
+  key.accept_new_name_ = !pinned;
+  return key;
 }
 
 Status NullKey::repin(Tpm& tpm) {
   TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_loaded(tpm, &name_, &public_));
+  changed_ = true;
   return save_and_flush(tpm, std::move(handle));
 }
 

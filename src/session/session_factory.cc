@@ -17,6 +17,23 @@ Error missing_trust_anchor_error() {
       "e.g. /sys/class/tpm/tpm0/null_name) or --tofu (trust the first use of each boot)");
 }
 
+namespace {
+
+// The kept null key, when it may stand in for a CreatePrimary: its name is
+// the pinned one (so a TPM that refuses its context must produce that name
+// again), or the TPM is in-process and needs no anchor.
+std::optional<NullKey> usable_kept_key(const Tpm& tpm, const ProtectionConfig& config, SaltKind kind) {
+  const auto& kept = config.kept_null_key;
+  if (!kept || kept->kind != kind) return std::nullopt;
+  const bool pinned = config.pinned_null_name.has_value();
+  if (pinned ? kept->name != *config.pinned_null_name : !tpm.transport().in_process()) return std::nullopt;
+  auto key = NullKey::restore(*kept, pinned);
+  if (!key.ok()) return std::nullopt;
+  return std::move(*key);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const ProtectionConfig& config,
                                                                const TpmInfo* info) {
   if (!has_trust_anchor(config) && !tpm.transport().in_process()) return missing_trust_anchor_error();
@@ -31,6 +48,10 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
   } else if (!config.unsalted) {
     SaltKind kind = config.salt ? *config.salt : (info ? choose_salt(*info) : SaltKind::kEcc);
     f->config_.salt = kind;
+    if (std::optional<NullKey> kept = usable_kept_key(tpm, config, kind)) {
+      f->null_key_ = std::move(*kept);
+      return f;
+    }
     TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create(tpm, kind, config.pinned_null_name, config.pin_origin));
     if (!config.pinned_null_name && config.on_first_use) TPMSEC_RETURN_IF_ERROR(config.on_first_use(key.name()));
     f->null_key_ = std::move(key);

@@ -24,11 +24,36 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
     // Checkpoints and landed-checks read the PCR through salted audit sessions.
     TPMSEC_ASSIGN_OR_RETURN(s->factory_, SessionFactory::create(tpm, options.protection, info));
   }
-  TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(kind, s->factory_.get()));
-  if (kind != StrategyKind::kPlain) {
-      TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
-    }
+  const bool prevents = kind != StrategyKind::kPlain && kind != StrategyKind::kCheckpoint;
+  TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(options.one_shot && prevents ? StrategyKind::kPerCommand : kind,
+                                                        s->factory_.get()));
+  if (options.one_shot && prevents) return s;
+  if (prevents) {
+    TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->read_with_first_session());
+  } else if (kind != StrategyKind::kPlain) {
+    TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
+  }
+  s->start_known_ = kind != StrategyKind::kPlain;
   return s;
+}
+
+Result<Bytes> ExtendStream::read_with_first_session() {
+  // The first extend's session, set to audit for this one read: one salted
+  // session (one ContextLoad, StartAuthSession, FlushContext of the salt
+  // key) instead of two.
+  TPMSEC_RETURN_IF_ERROR(status_of(lifecycle_->acquire()));
+  HmacSession* session = lifecycle_->current();
+  if (!session) return audited_read();
+  const uint8_t attributes = session->attributes();
+  session->set_attributes(attr::kAudit | attr::kContinueSession);
+  Auth audit{session, {}};
+  auto value = pcr_read(*tpm_, options_.bank, options_.pcr, std::span<const Auth>(&audit, 1));
+  session->set_attributes(attributes);
+  if (!value.ok()) {
+    lifecycle_->invalidate();
+    return value.error().with_context("audited PCR read");
+  }
+  return value;
 }
 
 ExtendStream::~ExtendStream() = default;
@@ -170,6 +195,18 @@ Status ExtendStream::extend(ByteView digest) {
     if (kind_ == StrategyKind::kPlain || e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kUnsupported) {
       return st;
     }
+    if (!start_known_) {
+      // one_shot: whether it landed cannot be learnt; make sure it cannot
+      // land later, and report the failure.
+      hold_audit_ = true;
+      Status retired = retire(session);
+      hold_audit_ = false;
+      release_audit();
+      if (!retired.ok() && retired.error().kind() == ErrorKind::kIntegrity) return retired;
+      return st.error().with_context(fmt::format("PCR {} extend (not retried: whether it landed is unknown; "
+                                                 "'tpmsec pcr read --protect audit' shows the PCR)",
+                                                 options_.pcr));
+    }
     // One audit session serves all of this failure's checks.
     hold_audit_ = true;
     auto recovery = recover(e, session, digest);
@@ -184,7 +221,9 @@ Status ExtendStream::extend(ByteView digest) {
     if (round >= options_.max_recoveries) return st;
     ++stats_.rebuilds;
   }
-  TPMSEC_ASSIGN_OR_RETURN(expected_, pcr_extended_value(options_.bank, expected_, digest));
+  if (start_known_) {
+    TPMSEC_ASSIGN_OR_RETURN(expected_, pcr_extended_value(options_.bank, expected_, digest));
+  }
   ++stats_.extends;
   ++since_good_;
   if (kind_ == StrategyKind::kCheckpoint && options_.checkpoint_every > 0 &&

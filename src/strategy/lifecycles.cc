@@ -10,10 +10,14 @@ namespace {
 class PerCommandLifecycle final : public SessionLifecycle {
  public:
   explicit PerCommandLifecycle(SessionFactory& factory) : factory_(factory) {}
+  // A new session unless the last one acquired was not released yet.
   Result<Session*> acquire() override {
-    TPMSEC_ASSIGN_OR_RETURN(session_, factory_.start(0));
+    if (!session_) {
+      TPMSEC_ASSIGN_OR_RETURN(session_, factory_.start(0));
+    }
     return static_cast<Session*>(session_.get());
   }
+  HmacSession* current() override { return session_.get(); }
   // A successful command ended the session in the TPM; a failed one did not,
   // and the destructor flushes it.
   Status release() override {
@@ -69,6 +73,7 @@ class SavedContextLifecycle final : public SessionLifecycle {
     session_.reset();
     saved_ = false;
   }
+  HmacSession* current() override { return saved_ ? nullptr : session_.get(); }
 
  private:
   SessionFactory& factory_;
@@ -90,6 +95,7 @@ class ResidentLifecycle final : public SessionLifecycle {
   }
   Status release() override { return ok_status(); }
   void invalidate() override { session_.reset(); }
+  HmacSession* current() override { return session_.get(); }
 
  private:
   SessionFactory& factory_;

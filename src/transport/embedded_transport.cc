@@ -177,6 +177,7 @@ class EmbeddedTransport final : public Transport {
     return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_;
   }
   bool in_process() const override { return true; }
+  bool outlives_process() const override { return !state_dir_.empty(); }
 
  private:
   Status power_on(bool allow_resume = true) {

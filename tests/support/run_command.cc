@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
 
 namespace tpmsec::testing {
 
@@ -75,7 +78,15 @@ CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector
                          const std::string* input) {
   std::vector<std::string> argv{TPMSEC_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, env, input);
+  // Never the machine's own state directory (/var/lib/tpmsec as root): each
+  // test program keeps pins and kept null keys in a directory of its own.
+  std::vector<std::string> full_env = env;
+  bool has_state = false;
+  for (const auto& e : env) has_state = has_state || e.rfind("TPMSEC_STATE_DIR=", 0) == 0;
+  if (!has_state) {
+    full_env.push_back("TPMSEC_STATE_DIR=" + ::testing::TempDir() + "tpmsec-state-" + std::to_string(::getpid()));
+  }
+  return run_command(argv, full_env, input);
 }
 
 std::string describe(const CommandResult& r) {

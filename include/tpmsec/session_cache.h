@@ -1,0 +1,56 @@
+// What a one-shot protected command keeps between processes, so that each
+// run costs what Linux's per-command session costs (ContextLoad of the null
+// key, salted StartAuthSession, FlushContext, the command) and not a
+// CreatePrimary and four GetCapability calls more.
+//
+// Kept per TPM string and per host boot, like a TOFU pin (pin_store.h), in
+// STATE_DIR/session-cache/, readable only by the owner:
+//   - the TPM's plain capabilities (tpm_info.h): they are unauthenticated
+//     wherever they come from, and decide only what an unauthenticated read
+//     may decide (the salt kind, PCR checks, a policy choice among
+//     preventing strategies: docs/threat-model.md);
+//   - the null key's public area, name and saved context. It is not a trust
+//     anchor: it is used only when its name equals the pin of the anchor in
+//     force (the kernel's, --null-name, this boot's --tofu pin), or on an
+//     in-process TPM that needs none. The salt is encrypted to the kept
+//     public key, so a TPM without its private key cannot read it; a context
+//     the TPM refuses makes tpmsec recreate the key and hold it to the pin.
+#ifndef TPMSEC_SESSION_CACHE_H_
+#define TPMSEC_SESSION_CACHE_H_
+
+#include <optional>
+#include <string>
+
+#include "tpmsec/null_key.h"
+#include "tpmsec/tpm_info.h"
+
+namespace tpmsec {
+
+class SessionCache {
+ public:
+  // The cache of `tpm` (a TPM string, as Transport::describe() gives it) for
+  // `boot_id`, in `state_dir`/session-cache.
+  SessionCache(const std::string& state_dir, std::string tpm, std::string boot_id);
+
+  // What is kept for this TPM and boot; none when nothing is, or it is of
+  // another boot. A file that does not parse is ignored (and replaced by
+  // the next put): a cache is never a reason to fail.
+  std::optional<TpmInfo> info() const;
+  std::optional<NullKey::Snapshot> null_key(SaltKind kind) const;
+
+  Status put_info(const TpmInfo& info);
+  Status put_null_key(const NullKey::Snapshot& key);
+  // Removes everything kept for this TPM; true when something was.
+  Result<bool> forget();
+
+  std::string path(const std::string& what) const;
+
+ private:
+  std::string dir_;
+  std::string tpm_;
+  std::string boot_;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_SESSION_CACHE_H_

@@ -1,0 +1,31 @@
+// Small files tpmsec keeps in its state directory (pins, caches, secrets):
+// read with a size bound, written whole or not at all, readable only by
+// their owner.
+#ifndef TPMSEC_SRC_SESSION_STATE_FILE_H_
+#define TPMSEC_SRC_SESSION_STATE_FILE_H_
+
+#include <map>
+#include <string>
+
+#include "tpmsec/result.h"
+
+namespace tpmsec::state_file {
+
+inline constexpr size_t kMaxBytes = 16384;
+
+// The file's text; empty with *missing set when it does not exist. Larger
+// than kMaxBytes is kParse naming the file.
+Result<std::string> read(const std::string& path, bool* missing);
+// "key=value" lines; lines without '=' are ignored, a later key wins.
+std::map<std::string, std::string> parse_lines(const std::string& text);
+// Creates `dir` (and parents) and restricts it to its owner (0700).
+Status make_private_dir(const std::string& dir);
+// Writes `text` to `path` (mode 0600) through a synced temporary file and a
+// rename, after making its directory private.
+Status write_private(const std::string& dir, const std::string& path, const std::string& text);
+// Removes `path`; true when it existed.
+Result<bool> remove(const std::string& path);
+
+}  // namespace tpmsec::state_file
+
+#endif  // TPMSEC_SRC_SESSION_STATE_FILE_H_
