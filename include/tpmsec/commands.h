@@ -205,6 +205,34 @@ struct NvReadPublic {
   };
 };
 
+// Part 3 §31.3. `auth` is the first parameter: parameter encryption hides
+// it from the bus (tpmsec provision sends its bind secret this way).
+struct NvDefineSpace {
+  static constexpr CommandInfo kInfo{0x12A, "NV_DefineSpace", 1, 1, 0, true, false};
+  NamedHandle auth_handle;
+  Tpm2bDigest auth;
+  NvPublicArea public_info;
+  auto handles() const { return std::tie(auth_handle); }
+  auto params() const { return std::tie(auth, public_info); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
+// Part 3 §31.4.
+struct NvUndefineSpace {
+  static constexpr CommandInfo kInfo{0x122, "NV_UndefineSpace", 2, 1, 0, false, false};
+  NamedHandle auth_handle;
+  NamedHandle nv_index;
+  auto handles() const { return std::tie(auth_handle, nv_index); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
 // Part 3 §31.13. auth_handle is the index itself or the hierarchy its
 // attributes allow (TPMA_NV_AUTHREAD, TPMA_NV_OWNERREAD).
 struct NvRead {
@@ -302,6 +330,32 @@ struct Hash {
     auto handles() { return std::tie(); }
     auto params() { return std::tie(out_hash, validation); }
   };
+};
+
+// Every command above: the one table tracing, emulation and reports name
+// commands by.
+inline constexpr CommandInfo kAllCommands[] = {
+    Startup::kInfo,
+    Shutdown::kInfo,
+    GetCapability::kInfo,
+    GetRandom::kInfo,
+    PcrRead::kInfo,
+    PcrExtend::kInfo,
+    PcrReset::kInfo,
+    CreatePrimary::kInfo,
+    Create::kInfo,
+    Load::kInfo,
+    Unseal::kInfo,
+    ReadPublic::kInfo,
+    NvReadPublic::kInfo,
+    NvDefineSpace::kInfo,
+    NvUndefineSpace::kInfo,
+    NvRead::kInfo,
+    ContextSave::kInfo,
+    ContextLoad::kInfo,
+    FlushContext::kInfo,
+    StartAuthSession::kInfo,
+    Hash::kInfo,
 };
 
 }  // namespace tpmsec::cmd

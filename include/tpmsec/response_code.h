@@ -30,6 +30,7 @@ inline constexpr uint32_t kRetry = 0x922;
 inline constexpr uint32_t kNvUnavailable = 0x923;
 inline constexpr uint32_t kCommandCode = 0x143;
 inline constexpr uint32_t kBadContext = 0x150;
+inline constexpr uint32_t kNvDefined = 0x14C;
 }  // namespace rc
 
 // The code with its position (handle/session/parameter number) removed, so it

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "tpmsec/bind_secret.h"
 #include "tpmsec/ek_key.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
@@ -44,6 +45,10 @@ struct ProtectionConfig {
   // a CreatePrimary when its name is the pinned one, or, with no pin, on an
   // in_process() TPM; ignored otherwise.
   std::optional<NullKey::Snapshot> kept_null_key;
+  // A provisioned bind secret (bind_secret.h): sessions are then unsalted
+  // and bound to its NV index; the secret is their anchor, so no salt key is
+  // created or trusted. Takes the place of the salt-key anchors above.
+  std::shared_ptr<const BindSecret> bind;
   SymDef symmetric = SymDef::aes128_cfb();
   uint16_t auth_hash = alg::kSha256;
   crypto::RandomSource* random = nullptr;
@@ -81,6 +86,10 @@ class SessionFactory {
   const EkKey* ek_key() const { return ek_key_ ? &*ek_key_ : nullptr; }
   // Sessions are salted (to the null key or the EK).
   bool salted() const { return null_key_ || ek_key_; }
+  // Sessions are bound to a provisioned bind secret.
+  bool bound() const { return config_.bind != nullptr; }
+  // Session keys an interposer cannot compute: salted or bound.
+  bool keyed() const { return salted() || bound(); }
   Tpm& tpm() { return *tpm_; }
   const ProtectionConfig& config() const { return config_; }
 

@@ -148,10 +148,12 @@ struct NvPublic {
 // NV index attributes (TPMA_NV, §13.4).
 namespace nv_attr {
 inline constexpr uint32_t kTypeMask = 0x000000F0;  // TPM_NT: 0 is an ordinary index
+inline constexpr uint32_t kAuthWrite = 0x00000004;
 inline constexpr uint32_t kPpRead = 0x00010000;
 inline constexpr uint32_t kOwnerRead = 0x00020000;
 inline constexpr uint32_t kAuthRead = 0x00040000;
 inline constexpr uint32_t kPolicyRead = 0x00080000;
+inline constexpr uint32_t kNoDa = 0x02000000;
 inline constexpr uint32_t kReadLocked = 0x10000000;
 inline constexpr uint32_t kWritten = 0x20000000;
 }  // namespace nv_attr

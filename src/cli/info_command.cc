@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "tpmsec/bind_secret.h"
+#include "tpmsec/pin_store.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {
@@ -27,6 +29,16 @@ void register_info(CLI::App& app, Action* action) {
       } else {
         std::string text = m.emulated ? to_text(*m.emulated) : to_text(m.info);
         fmt::print("{:<24}{}\n{}", "transport", open.transport().describe(), text);
+        // Whether protected commands use a provisioned bind secret here.
+        if (open.transport().outlives_process()) {
+          BindStore store(default_state_dir());
+          auto bind = store.get(open.transport().describe());
+          fmt::print("{:<24}{}\n", "bind secret",
+                     !bind.ok()  ? bind.error().message()
+                     : *bind     ? fmt::format("provisioned: NV index 0x{:08x} ({})", (*bind)->nv_index,
+                                               store.path(open.transport().describe()))
+                                 : std::string("not provisioned (tpmsec provision)"));
+        }
       }
       return ok_status();
     };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/bind_secret.h"
 #include "tpmsec/kernel_pin.h"
 #include "tpmsec/pin_store.h"
 
@@ -73,6 +74,14 @@ Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, c
     return usage_error("give one trust anchor: --ek-ca, --null-name or --tofu");
   }
 
+  if (use_bind && !unsalted && !anchor_given() && transport.outlives_process()) {
+    BindStore store(default_state_dir());
+    TPMSEC_ASSIGN_OR_RETURN(std::optional<BindSecret> bind, store.get(transport.describe()));
+    if (bind) {
+      config.bind = std::make_shared<const BindSecret>(std::move(*bind));
+      return config;
+    }
+  }
   if (named) {
     TPMSEC_ASSIGN_OR_RETURN(Bytes pinned, parse_null_name(null_name));
     config.pinned_null_name = std::move(pinned);

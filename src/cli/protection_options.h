@@ -21,6 +21,10 @@ struct ProtectionOptions {
   std::string ek_ca;
   bool unsalted = false;
   CLI::Option* null_name_option = nullptr;
+  // Use a provisioned bind secret (tpmsec provision) when one is kept for
+  // the TPM and no anchor option was given. Off for commands that are about
+  // the salt key itself (null-key, provision).
+  bool use_bind = true;
 
   void add_to(CLI::App* sub);
   // Only --null-name (commands that open no session of their own but can
@@ -31,7 +35,9 @@ struct ProtectionOptions {
   // (the real one, not a decorator: its describe() keys the TOFU pin).
   // The salt key's anchor, strongest first: --ek-ca, --null-name, the
   // kernel's pin (device: transports, automatic), --tofu; none is needed
-  // in_process(). Without one, SessionFactory::create refuses.
+  // in_process(). Without one, SessionFactory::create refuses. A
+  // provisioned bind secret, when kept for this TPM and no anchor option
+  // is given, takes their place (sessions bound, not salted).
   Result<ProtectionConfig> config(const Transport& transport, const TpmInfo& info, SymDef symmetric) const;
   // A session factory for `tpm`, with the null key created and pinned.
   Result<std::unique_ptr<SessionFactory>> factory(Tpm& tpm, const Transport& transport, const TpmInfo& info,

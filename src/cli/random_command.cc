@@ -63,6 +63,7 @@ void register_null_key(CLI::App& app, Action* action) {
     bool forget = false;
   };
   auto o = std::make_shared<Options>();
+  o->protection.use_bind = false;
   CLI::App* sub = app.add_subcommand(
       "null-key", "Print the null key's name as /sys/class/tpm/tpm0/null_name shows it (68 lowercase hex digits)");
   o->tpm.add_to(sub);
@@ -71,8 +72,8 @@ void register_null_key(CLI::App& app, Action* action) {
       ->capture_default_str();
   o->protection.add_null_name_to(sub, "Check against this pinned name (hex or file); exit 3 if it differs");
   sub->add_flag("--forget", o->forget,
-                "Forget the --tofu pins kept for this TPM string (after a TPM reset you caused); prints nothing "
-                "else and talks to no TPM");
+                "Forget the --tofu pins (and the null key kept for one-shot commands) for this TPM string, after "
+                "a TPM reset you caused; prints nothing else and talks to no TPM");
   sub->callback([o, action] {
     *action = [o]() -> Status {
       if (o->forget) {
@@ -81,6 +82,8 @@ void register_null_key(CLI::App& app, Action* action) {
         TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
         PinStore store(default_state_dir());
         TPMSEC_ASSIGN_OR_RETURN(bool forgot, store.forget(t->describe()));
+        // What one-shot commands kept of this TPM goes with the pin.
+        TPMSEC_RETURN_IF_ERROR(status_of(SessionCache(default_state_dir(), t->describe(), "").forget()));
         fmt::print(stderr, "tpmsec: {} for {}\n", forgot ? "forgot the --tofu pin" : "no --tofu pin kept",
                    t->describe());
         return ok_status();

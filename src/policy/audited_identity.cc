@@ -29,8 +29,8 @@ std::string identity_text(const TpmFacts& f) {
 }  // namespace
 
 Result<TpmInfo> read_audited_identity(SessionFactory& factory) {
-  if (!factory.salted()) {
-    return usage_error("an audited identity read needs a salted session: an unsalted audit session is forgeable by "
+  if (!factory.keyed()) {
+    return usage_error("an audited identity read needs a salted or bound session: an unsalted audit session is forgeable by "
                        "an interposer who saw it start");
   }
   // No continueSession: the TPM ends the session with the command.

@@ -7,7 +7,8 @@ namespace tpmsec {
 SaltKind choose_salt(const TpmInfo& info) { return info.ecc_p256 ? SaltKind::kEcc : SaltKind::kRsa; }
 
 bool has_trust_anchor(const ProtectionConfig& config) {
-  return config.unsalted || config.pinned_null_name || !config.ek_ca.empty() || config.trust_first_use;
+  return config.unsalted || config.bind || config.pinned_null_name || !config.ek_ca.empty() ||
+         config.trust_first_use;
 }
 
 Error missing_trust_anchor_error() {
@@ -38,6 +39,13 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
                                                                const TpmInfo* info) {
   if (!has_trust_anchor(config) && !tpm.transport().in_process()) return missing_trust_anchor_error();
   std::unique_ptr<SessionFactory> f(new SessionFactory(tpm, config));
+  if (config.bind) {
+    // Bound to the provisioned secret: the key needs no salt.
+    if (config.unsalted || !config.ek_ca.empty()) {
+      return usage_error("a bind secret takes the place of a salt: not with --unsalted or --ek-ca");
+    }
+    return f;
+  }
   if (!config.unsalted && !config.ek_ca.empty()) {
     // Salted to the EK its certificate proves: ECC or RSA as asked, else
     // whichever certificate the TPM has (ECC first).
@@ -121,6 +129,12 @@ Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t att
   options.symmetric = config_.symmetric;
   options.attributes = attributes;
   options.random = config_.random;
+  if (config_.bind) {
+    NamedHandle bind{config_.bind->nv_index, config_.bind->name};
+    options.bind = &bind;
+    options.bind_auth = config_.bind->secret.view();
+    return HmacSession::start(*tpm_, options);
+  }
   if (ek_key_) return start_salted(*tpm_, *ek_key_, options);
   if (null_key_) return start_salted(*tpm_, *null_key_, options);
   return HmacSession::start(*tpm_, options);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/wire.h"
 
@@ -10,31 +13,27 @@ namespace {
 
 struct Known {
   uint32_t code;
-  const char* name;
+  std::string_view name;
   uint8_t handles;
 };
-// Command codes tpmsec sends or emulates (Part 2 §6.5.2), with their handle counts.
-constexpr Known kCommands[] = {
-    {0x131, "CreatePrimary", 1}, {0x13D, "PCR_Reset", 1},       {0x144, "Startup", 0},
-    {0x145, "Shutdown", 0},      {0x153, "Create", 1},          {0x157, "Load", 1},
-    {0x15E, "Unseal", 1},        {0x161, "ContextLoad", 0},     {0x162, "ContextSave", 1},
-    {0x165, "FlushContext", 0},  {0x173, "ReadPublic", 1},      {0x176, "StartAuthSession", 2},
-    {0x17A, "GetCapability", 0}, {0x17B, "GetRandom", 0},       {0x17D, "Hash", 0},
-    {0x17E, "PCR_Read", 0},      {0x182, "PCR_Extend", 1},      {0x177, "PolicyRestart", 1},
-};
+// Commands tpmsec does not send but sees from other clients (emulation).
+constexpr Known kOthers[] = {{0x177, "PolicyRestart", 1}};
 
-const Known* find(uint32_t code) {
-  for (const auto& k : kCommands) {
-    if (k.code == code) return &k;
+std::optional<Known> find(uint32_t code) {
+  for (const CommandInfo& c : cmd::kAllCommands) {
+    if (c.code == code) return Known{c.code, c.name, c.handle_count};
   }
-  return nullptr;
+  for (const Known& k : kOthers) {
+    if (k.code == code) return k;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::string command_name(uint32_t command_code) {
-  const Known* k = find(command_code);
-  return k ? k->name : fmt::format("0x{:03x}", command_code);
+  auto k = find(command_code);
+  return k ? std::string(k->name) : fmt::format("0x{:03x}", command_code);
 }
 
 CommandShape shape_of(ByteView command, ByteView response) {
@@ -47,7 +46,7 @@ CommandShape shape_of(ByteView command, ByteView response) {
   r.u32("size");
   s.command_code = r.u32("code");
   if (!r.ok()) return s;
-  const Known* k = find(s.command_code);
+  auto k = find(s.command_code);
   uint8_t handles = k ? k->handles : 0;
   for (uint8_t i = 0; i < handles; ++i) {
     uint32_t h = r.u32("handle");

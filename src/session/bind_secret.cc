@@ -1,0 +1,141 @@
+#include "tpmsec/bind_secret.h"
+
+#include <fmt/format.h>
+
+#include "state_file.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/hmac_session.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/session_factory.h"
+#include "tpmsec/text.h"
+
+namespace tpmsec {
+
+NvPublic bind_index_public(uint32_t nv_index) {
+  NvPublic p;
+  p.nv_index = nv_index;
+  p.name_alg = alg::kSha256;
+  p.attributes = nv_attr::kAuthRead | nv_attr::kAuthWrite | nv_attr::kNoDa;
+  p.data_size = 1;
+  return p;
+}
+
+Result<Bytes> nv_index_name(const NvPublic& nv_public) {
+  TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(nv_public));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(nv_public.name_alg, {marshalled}));
+  Bytes name{static_cast<uint8_t>(nv_public.name_alg >> 8), static_cast<uint8_t>(nv_public.name_alg)};
+  name.insert(name.end(), digest.begin(), digest.end());
+  return name;
+}
+
+BindStore::BindStore(const std::string& state_dir) : dir_(state_dir + "/bind") {}
+
+std::string BindStore::path(const std::string& tpm) const {
+  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
+  std::string id = digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+  return fmt::format("{}/{}", dir_, id);
+}
+
+Result<std::optional<BindSecret>> BindStore::get(const std::string& tpm) const {
+  const std::string file = path(tpm);
+  bool missing = false;
+  TPMSEC_ASSIGN_OR_RETURN(std::string text, state_file::read(file, &missing));
+  if (missing) return std::optional<BindSecret>();
+  auto f = state_file::parse_lines(text);
+  auto bad = [&] {
+    return parse_error(fmt::format("{}: not a tpmsec bind secret for {}; 'tpmsec provision --remove --tpm {}' "
+                                   "removes it",
+                                   file, tpm, tpm));
+  };
+  if (f["tpm"] != tpm) return bad();
+  std::optional<uint32_t> index;
+  if (const std::string& h = f["index"]; h.size() == 10 && h.rfind("0x", 0) == 0) {
+    if (auto v = from_hex(h.substr(2)); v.ok() && v->size() == 4) index = load_be32(v->data());
+  }
+  auto secret = from_hex(f["secret"]);
+  if (!index || !secret.ok() || secret->size() != kBindSecretBytes) return bad();
+  BindSecret b;
+  b.nv_index = *index;
+  TPMSEC_ASSIGN_OR_RETURN(b.name, nv_index_name(bind_index_public(b.nv_index)));
+  b.secret = SecretBytes(*secret);
+  secure_wipe(secret->data(), secret->size());
+  secure_wipe(text.data(), text.size());
+  return std::optional<BindSecret>(std::move(b));
+}
+
+Status BindStore::put(const std::string& tpm, const BindSecret& b) {
+  if (tpm.find('\n') != std::string::npos) return usage_error("a TPM string with a newline cannot be provisioned");
+  std::string text =
+      fmt::format("tpm={}\nindex=0x{:08x}\nsecret={}\n", tpm, b.nv_index, to_hex(b.secret.view()));
+  Status st = state_file::write_private(dir_, path(tpm), text);
+  secure_wipe(text.data(), text.size());
+  return st;
+}
+
+Result<bool> BindStore::remove(const std::string& tpm) { return state_file::remove(path(tpm)); }
+
+Status undefine_bind_index(Tpm& tpm, uint32_t nv_index) {
+  auto r = tpm.run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), NamedHandle::of(nv_index)},
+                   {Auth::password()});
+  if (!r.ok()) return r.error().with_context(fmt::format("NV_UndefineSpace(0x{:08x})", nv_index));
+  return ok_status();
+}
+
+Result<BindSecret> provision_bind_secret(SessionFactory& factory, uint32_t nv_index) {
+  if (!factory.salted()) {
+    return usage_error("provisioning sends the bind secret to the TPM: it needs a session salted to a trusted key");
+  }
+  if ((nv_index >> 24) != ht::kNvIndex) {
+    return usage_error(fmt::format("0x{:08x} is not an NV index handle (0x01xxxxxx)", nv_index));
+  }
+  Tpm& tpm = factory.tpm();
+  BindSecret b;
+  b.nv_index = nv_index;
+  b.secret = SecretBytes(kBindSecretBytes);
+  TPMSEC_RETURN_IF_ERROR(crypto::system_random().fill(b.secret.mutable_view()));
+  const NvPublic pub = bind_index_public(nv_index);
+  TPMSEC_ASSIGN_OR_RETURN(b.name, nv_index_name(pub));
+
+  {
+    // The secret is the first parameter: encrypted to the session's key.
+    TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kDecrypt));
+    cmd::NvDefineSpace define;
+    define.auth_handle = NamedHandle::of(rh::kOwner);
+    define.auth.bytes.assign(b.secret.view().begin(), b.secret.view().end());
+    define.public_info.nv_public = pub;
+    auto defined = tpm.run(define, {Auth{session.get(), {}}});
+    secure_wipe(define.auth.bytes.data(), define.auth.bytes.size());
+    if (!defined.ok()) {
+      if (rc_base(defined.error().tpm_rc()) == rc::kNvDefined) {
+        return usage_error(fmt::format("NV index 0x{:08x} is already defined: choose another with --nv-index, or "
+                                       "remove an earlier provisioning with 'tpmsec provision --remove'",
+                                       nv_index));
+      }
+      return defined.error().with_context(fmt::format("NV_DefineSpace(0x{:08x})", nv_index));
+    }
+  }
+
+  // Proof that the TPM holds the secret: a session bound to the index, one
+  // audited command whose response must verify under the bound key.
+  SessionOptions options;
+  NamedHandle bind{nv_index, b.name};
+  options.bind = &bind;
+  options.bind_auth = b.secret.view();
+  options.attributes = attr::kAudit;
+  options.symmetric = factory.config().symmetric;
+  Status proven = [&]() -> Status {
+    TPMSEC_ASSIGN_OR_RETURN(auto bound, HmacSession::start(tpm, options));
+    auto r = tpm.run(cmd::GetRandom{8}, {Auth{bound.get(), {}}});
+    if (!r.ok()) return r.error().with_context("the first command in a session bound to the new index");
+    return ok_status();
+  }();
+  if (!proven.ok()) {
+    (void)undefine_bind_index(tpm, nv_index);
+    return proven.error();
+  }
+  return b;
+}
+
+}  // namespace tpmsec
