@@ -45,6 +45,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "support/tpm_frames.h"
+#include "tpmsec/bind_secret.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/response_code.h"
@@ -883,6 +884,72 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
     Direct d(swtpm_->spec());
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }
+}
+
+// A provisioned bind secret (tpmsec provision) in place of a salt key: the
+// session key depends on an authValue the bus never carried in the clear.
+class BindSecretTest : public InterposerTest {
+ protected:
+  void SetUp() override {
+    InterposerTest::SetUp();
+    if (HasFatalFailure()) return;
+    proxy_->set_rule(nullptr);
+    auto provisioned = through_proxy({"provision", "--null-name", genuine_name_hex()});
+    ASSERT_EQ(provisioned.exit_code, 0) << describe(provisioned);
+    auto genuine = through_proxy(extend_args("per-command", {}));
+    ASSERT_EQ(genuine.exit_code, 0) << describe(genuine);
+    expect_no_handles("provisioning");
+  }
+  void TearDown() override {
+    if (proxy_) {
+      proxy_->set_rule(nullptr);
+      (void)through_proxy({"provision", "--remove"});
+    }
+    InterposerTest::TearDown();
+  }
+};
+
+// The interposer keeps the extend from the TPM and answers it "success" with
+// a response HMAC it had to guess: exit 3, the PCR unchanged.
+TEST_F(BindSecretTest, AForgedAnswerIsAnIntegrityFailure) {
+  std::string before = pcr();
+  proxy_->set_rule([](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    if (c.code != cmd::PcrExtend::kInfo.code) return pass(c, tpm);
+    auto frame = parse_command(c.bytes);
+    if (!frame.ok() || frame->sessions.empty()) return pass(c, tpm);
+    ResponseFrame forged;
+    forged.sessions.push_back(SessionEntry{0, Bytes(32, 0x5A), 0, Bytes(32, 0xA5)});
+    return Reply::answer(build_response(forged));
+  });
+  auto r = through_proxy(extend_args("per-command", {}));
+  EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+  EXPECT_EQ(pcr(), before);
+  expect_no_handles("forged answer to a bound extend");
+}
+
+// Someone with the owner hierarchy replaces the index with one of the same
+// handle and a secret of their own (a substituted entity; a swapped TPM is
+// the same to the client). The TPM then derives another session key: it
+// refuses the client's command, and any answer made with the substitute's
+// key fails the client's check. The PCR is never extended.
+TEST_F(BindSecretTest, ASubstitutedIndexCannotAnswer) {
+  {
+    Direct d(swtpm_->spec());
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(undefine_bind_index(d.tpm(), kDefaultBindIndex).ok());
+    cmd::NvDefineSpace define;
+    define.auth_handle = NamedHandle::of(rh::kOwner);
+    define.auth.bytes = Bytes(32, 0x33);
+    define.public_info.nv_public = bind_index_public(kDefaultBindIndex);
+    auto defined = d.tpm().run(define, {Auth::password()});
+    ASSERT_TRUE(defined.ok()) << defined.error().message();
+  }
+  std::string before = pcr();
+  proxy_->set_rule(nullptr);
+  auto r = through_proxy(extend_args("per-command", {}));
+  EXPECT_NE(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(pcr(), before);
+  expect_no_handles("extend bound to a substituted index");
 }
 
 }  // namespace

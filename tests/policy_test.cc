@@ -2,6 +2,7 @@
 // shipped profiles, the floor (no fact an interposer chose lowers
 // protection), the audited identity read against an interposer that rewrites
 // GetCapability, calibration under different budgets, and the CLI.
+#include <filesystem>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -878,10 +879,14 @@ TEST_P(ForgedIdentity, CliRefusesAForgedIdentityAndNamesWhatItUses) {
       "policy-ibm.toml",
       "schema = \"tpmsec-policy/1\"\n[[rule]]\nname = \"rig\"\nmanufacturer = \"IBM\"\nextend = \"plain\"\n"
       "reason = \"test rig\"\n[[rule]]\nname = \"default\"\nextend = \"resident\"\nreason = \"protect\"\n");
+  // What one run keeps for the next (session_cache.h) is this test's own.
+  const std::string state = ::testing::TempDir() + "forged-identity-" + std::to_string(static_cast<int>(GetParam()));
+  std::filesystem::remove_all(state);
+  const std::vector<std::string> env{"TPMSEC_STATE_DIR=" + state};
   auto extend = [&](std::vector<std::string> more) {
     std::vector<std::string> args = {"pcr", "extend", "16", digest, "--tpm", socket_bus.spec(), "--null-name", pin};
     args.insert(args.end(), more.begin(), more.end());
-    return run_tpmsec(args);
+    return run_tpmsec(args, env);
   };
 
   interposer_->forged = {{pt::kManufacturer, kMchp}};
@@ -913,8 +918,13 @@ TEST_P(ForgedIdentity, CliRefusesAForgedIdentityAndNamesWhatItUses) {
   EXPECT_EQ(pcr16(), extended(before));
   EXPECT_EQ(interposer_->audited_reads, audited) << "no audited identity read: nothing lowers protection";
 
-  // No forgery: the genuine IBM identity is confirmed, and plain is named on stderr.
+  // No forgery: the genuine IBM identity is confirmed, and plain is named on
+  // stderr. The plain read is kept for the boot (session_cache.h), so the
+  // forged one is forgotten first, as an operator would after removing an
+  // interposer.
   interposer_->forged.clear();
+  auto forget = run_tpmsec({"null-key", "--forget", "--tpm", socket_bus.spec()}, env);
+  ASSERT_EQ(forget.exit_code, 0) << forget.err;
   before = pcr16();
   r = extend({"--policy", ibm});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -40,6 +40,8 @@ class SessionCache {
 
   Status put_info(const TpmInfo& info);
   Status put_null_key(const NullKey::Snapshot& key);
+  // Removes the kept capabilities (the TPM changed: they are read afresh).
+  Status drop_info();
   // Removes everything kept for this TPM; true when something was.
   Result<bool> forget();
 

@@ -103,6 +103,9 @@ Result<OpenTpm> open_tpm(const TpmOption& option, bool keep) {
 void OpenTpm::keep(const SessionFactory* factory) {
   if (!cache || !factory || !factory->null_key()) return;
   const NullKey& key = *factory->null_key();
+  // A kept key the TPM refused: it was reset or is another TPM, so what was
+  // kept of its capabilities is read afresh next time too.
+  if (key.changed()) (void)cache->drop_info();
   auto kept = cache->null_key(key.kind());
   if (kept && kept->name == key.name() && kept->context == key.snapshot().context) return;
   if (Status st = cache->put_null_key(key.snapshot()); !st.ok()) warn_not_kept(st.error());

@@ -206,7 +206,14 @@ void register_pcr(CLI::App& app, Action* action) {
         options.protection.kept_null_key = t.open.cache->null_key(
             options.protection.salt ? *options.protection.salt : choose_salt(t.open.info()));
       }
-      TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, choice.resolve(*t.open.measured, options.protection));
+      Result<StrategyKind> resolved = choice.resolve(*t.open.measured, options.protection);
+      if (!resolved.ok()) {
+        // An audited identity read that contradicts the kept plain one: keep
+        // nothing of this boot's reads, so the next run reads afresh.
+        if (resolved.error().kind() == ErrorKind::kIntegrity && t.open.cache) (void)t.open.cache->forget();
+        return resolved.error();
+      }
+      const StrategyKind kind = *resolved;
       if (kind == StrategyKind::kPlain) {
         // No session: a pin the user gave is checked anyway, never ignored.
         TPMSEC_RETURN_IF_ERROR(

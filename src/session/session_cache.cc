@@ -183,6 +183,8 @@ Status SessionCache::put_null_key(const NullKey::Snapshot& key) {
                                                to_hex(pub), to_hex(key.name), to_hex(context)));
 }
 
+Status SessionCache::drop_info() { return status_of(state_file::remove(path("info"))); }
+
 Result<bool> SessionCache::forget() {
   bool any = false;
   for (const char* what : {"info", "ecc", "rsa"}) {
