@@ -99,6 +99,10 @@ TEST_F(OneShot, ALostTpmStateMakesTheKeyAgain) {
   std::filesystem::create_directories(dir_ + "/tpm");
   Sequence after = extend("");
   EXPECT_EQ(std::count(after.commands.begin(), after.commands.end(), "CreatePrimary.ecc"), 1);
+  // What was kept of the old TPM's capabilities went with its key: read once more.
+  std::vector<std::string> reread(4, "GetCapability");
+  reread.insert(reread.end(), kLinuxSequence.begin(), kLinuxSequence.end());
+  EXPECT_EQ(extend("").commands, reread);
   EXPECT_EQ(extend("").commands, kLinuxSequence);
 }
 

@@ -22,25 +22,40 @@ enum class ErrorKind {
   kUnsupported,  // the TPM or build lacks what was asked for
 };
 
+// Why, where a caller decides on it rather than on the message text.
+enum class ErrorReason {
+  kNone,
+  // The TPM's null key is not the pinned one: a TPM Reset since the pin (the
+  // null seed changed) or another TPM. Stream rigs may accept a reset.
+  kNullKeyChanged,
+  // The TPM's identity read through an audited session differs from the
+  // plain read: an interposer rewrote the plain one.
+  kIdentityForged,
+};
+
 class Error {
  public:
-  Error(ErrorKind kind, std::string message, uint32_t tpm_rc = 0)
-      : kind_(kind), message_(std::move(message)), tpm_rc_(tpm_rc) {}
+  Error(ErrorKind kind, std::string message, uint32_t tpm_rc = 0, ErrorReason reason = ErrorReason::kNone)
+      : kind_(kind), message_(std::move(message)), tpm_rc_(tpm_rc), reason_(reason) {}
 
   ErrorKind kind() const { return kind_; }
+  ErrorReason reason() const { return reason_; }
+  // Returns a copy carrying `reason`.
+  Error with_reason(ErrorReason reason) const { return Error(kind_, message_, tpm_rc_, reason); }
   const std::string& message() const { return message_; }
   // The TPM response code when kind() == kTpm, else 0.
   uint32_t tpm_rc() const { return tpm_rc_; }
 
   // Returns a copy whose message is "context: message".
   Error with_context(const std::string& context) const {
-    return Error(kind_, context + ": " + message_, tpm_rc_);
+    return Error(kind_, context + ": " + message_, tpm_rc_, reason_);
   }
 
  private:
   ErrorKind kind_;
   std::string message_;
   uint32_t tpm_rc_;
+  ErrorReason reason_;
 };
 
 template <class T>

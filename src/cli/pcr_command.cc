@@ -210,7 +210,9 @@ void register_pcr(CLI::App& app, Action* action) {
       if (!resolved.ok()) {
         // An audited identity read that contradicts the kept plain one: keep
         // nothing of this boot's reads, so the next run reads afresh.
-        if (resolved.error().kind() == ErrorKind::kIntegrity && t.open.cache) (void)t.open.cache->forget();
+        if (resolved.error().reason() == ErrorReason::kIdentityForged && t.open.cache) {
+          (void)t.open.cache->forget();
+        }
         return resolved.error();
       }
       const StrategyKind kind = *resolved;

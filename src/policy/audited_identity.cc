@@ -85,7 +85,7 @@ Result<PolicyDecision> decide_on_tpm(const Policy& policy, TpmFacts& facts, Tpm&
     return integrity_error(fmt::format(
         "the TPM's identity read through an audited session ({}) differs from the plain read ({}): an interposer "
         "rewrote the TPM's answer",
-        identity_text(confirmed), identity_text(facts)));
+        identity_text(confirmed), identity_text(facts))).with_reason(ErrorReason::kIdentityForged);
   }
   facts.identity_origin = FactOrigin::kAudited;
   return decide(policy, facts);

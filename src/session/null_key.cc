@@ -102,7 +102,7 @@ Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pi
   if (pinned_name && *pinned_name != key.name_) {
     return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM){}",
                                        to_hex(key.name_), to_hex(*pinned_name),
-                                       pin_origin.empty() ? "" : "; pinned by " + pin_origin));
+                                       pin_origin.empty() ? "" : "; pinned by " + pin_origin)).with_reason(ErrorReason::kNullKeyChanged);
   }
   TPMSEC_RETURN_IF_ERROR(key.save_and_flush(tpm, std::move(handle)));
   return key;
@@ -125,7 +125,7 @@ Result<ScopedHandle> NullKey::load(Tpm& tpm) {
   } else if (name != name_) {
     return integrity_error(fmt::format("null key name changed: pinned {}, TPM now has {} (TPM reset or substituted "
                                        "TPM; re-pin explicitly if the reset was yours)",
-                                       to_hex(name_), to_hex(name)));
+                                       to_hex(name_), to_hex(name))).with_reason(ErrorReason::kNullKeyChanged);
   }
   TPMSEC_ASSIGN_OR_RETURN(auto saved, tpm.run(cmd::ContextSave{named(handle.get())}));
   context_ = saved.context;

@@ -170,7 +170,7 @@ Result<ExtendStream::Recovery> ExtendStream::recover(const Error& e, uint32_t se
   if (e.kind() == ErrorKind::kIntegrity) {
     // A changed null key (TPM Reset) is accepted only with allow_reset;
     // a response that failed authentication never is.
-    if (!options_.allow_reset || e.message().find("null key name changed") == std::string::npos) return e;
+    if (!options_.allow_reset || e.reason() != ErrorReason::kNullKeyChanged) return e;
     TPMSEC_RETURN_IF_ERROR(handle_reset(e));
     return Recovery::kReset;
   }
