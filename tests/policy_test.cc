@@ -1181,12 +1181,22 @@ TEST(PolicyCli, AnOperatorsFileLowersProtectionOnAGenuineIdentityAndSaysSo) {
 }
 
 TEST(PolicyCli, BenchNamesWhatACheckpointRecommendationGivesUp) {
+  // Under the prevention floor, checkpoint is never the recommendation: with
+  // no prevention strategy measured, bench says what to measure.
   auto r = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies",
                        "plain,checkpoint"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("recommendation: checkpoint"), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find("tpmsec: strategy checkpoint (bench's recommendation: no prevention strategy was measured): "
-                       "detects, does not prevent"),
+  EXPECT_NE(r.out.find("recommendation: none of the measured strategies is allowed by the prevention floor"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err.find("tpmsec: strategy "), std::string::npos) << r.err;
+  // Allowed by the operator: recommended, and named with what it gives up.
+  r = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies",
+                  "plain,checkpoint", "--allow-detection"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("recommendation: checkpoint (detection)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("tpmsec: strategy checkpoint (bench's recommendation --allow-detection): detects, does not "
+                       "prevent"),
             std::string::npos)
       << r.err;
   r = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies",

@@ -17,6 +17,7 @@
 
 #include "tpmsec/statistics.h"
 #include "tpmsec/strategy.h"
+#include "tpmsec/strategy_choice.h"
 #include "tpmsec/tracing.h"
 
 namespace tpmsec {
@@ -77,6 +78,9 @@ struct BenchOptions {
   uint32_t checkpoint_every = 100;
   bool primitives = true;
   ProtectionConfig protection;
+  // What the recommendation is decided under (strategy_choice.h).
+  double budget_ms = kDefaultBudgetMs;
+  ProtectionFloor floor = ProtectionFloor::kPrevention;
   // Called as work completes: (done, total, what).
   std::function<void(size_t, size_t, const std::string&)> progress;
   // Set (e.g. from a SIGINT handler) to stop early; the run still cleans up.
@@ -104,6 +108,10 @@ struct BenchResult {
 // created is flushed, also when stopped early.
 Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const TpmInfo& info,
                               const BenchOptions& options);
+
+// Each measured strategy's steady-state cost per extend (the median;
+// checkpoint's mean, its audited reads amortized) and the run's noise.
+StrategyCosts strategy_costs(const BenchResult& r);
 
 // Sets every strategy's ratio_to_plain (median, mean for checkpoint, over
 // plain's median; 0 without plain) and the result's recommendation.

@@ -15,15 +15,9 @@
 #include "tpmsec/latency_model.h"
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/policy.h"
+#include "tpmsec/strategy_choice.h"
 
 namespace tpmsec {
-
-// Steady-state cost of one protected PCR extend per strategy, in ms.
-struct StrategyCosts {
-  std::map<StrategyKind, double> per_extend_ms;
-  double start_session_ms = 0;  // a salted StartAuthSession (0: not measured)
-  std::string source;           // where the figures come from, for citations
-};
 
 // From a profile's model means (extend_figures); checkpoint amortizes an
 // audited PCR_Read over `checkpoint_every` extends.
@@ -42,47 +36,6 @@ std::map<std::string, double> measured_properties(const StrategyCosts& costs);
 // kNoBus on an in_process() transport and kUnauthenticated on any other (a
 // plain GetCapability; decide_on_tpm authenticates it when a decision needs it).
 TpmFacts facts_of(const MeasuredTpm& tpm);
-
-// The least protection calibrate and derive may choose. Prevention unless
-// the operator asks (--allow-detection, --allow-plain) for a policy of their own.
-enum class ProtectionFloor { kPrevention, kDetection, kNone };
-// "" for kPrevention, "--allow-detection", "--allow-plain".
-std::string_view floor_flag(ProtectionFloor floor);
-
-struct Calibration {
-  double budget_ms = 0;
-  ProtectionFloor floor = ProtectionFloor::kPrevention;
-  StrategyKind extend = StrategyKind::kResident;  // the most protective allowed strategy that fits
-  StrategyKind other = StrategyKind::kPerCommand;
-  bool fits = false;  // false: nothing allowed fits, `extend` is the cheapest allowed
-  // Every measured strategy in order of preference, whether it fit, and
-  // whether the floor allowed it.
-  struct Candidate {
-    StrategyKind kind;
-    double ms;
-    bool fits;
-    bool allowed;
-  };
-  std::vector<Candidate> candidates;
-  std::string reason;  // one sentence with the figures
-  // When the floor kept prevention over budget and a lower strategy fits:
-  // "checkpoint would fit at 6.57 ms but only detects (--allow-detection)".
-  std::string floor_note;
-};
-
-// Prevention (the cheapest of resident, saved-context, per-command) over
-// detection (checkpoint) over none (plain), never below `floor`: the first
-// whose cost per extend is within `budget_ms`; when none fits, the cheapest
-// allowed. Under the prevention floor that is always the cheapest prevention
-// strategy measured (resident when none was). Other protected commands are
-// rare and always get the cheapest prevention strategy measured.
-Calibration choose_strategy(const StrategyCosts& costs, double budget_ms,
-                            ProtectionFloor floor = ProtectionFloor::kPrevention);
-
-// The budget `policy calibrate` and `policy derive` use unless told: the
-// shipped policy's. 20 ms per extend keeps a 12,313-entry IMA boot (the
-// seed thread's) under 4.1 minutes of TPM time.
-inline constexpr double kDefaultBudgetMs = 20.0;
 
 // A rule for the TPM `facts` identifies (manufacturer, vendor glob, the
 // firmware's major version when known), with the decision, reason and source.

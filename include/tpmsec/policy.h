@@ -76,10 +76,6 @@ struct Condition {
   bool operator==(const Condition&) const = default;
 };
 
-// Whether a strategy prevents bus tampering (per-command, saved-context,
-// resident: every extend carries a response HMAC keyed by a salted session).
-// plain prevents nothing; checkpoint only detects.
-bool prevents(StrategyKind kind);
 // What a strategy below prevention gives up, one clause (empty for prevention):
 //   plain       "extends are not protected against a bus interposer"
 //   checkpoint  "detects, does not prevent, a dropped or substituted extend; ..."

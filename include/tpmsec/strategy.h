@@ -53,6 +53,8 @@ Result<StrategyKind> parse_strategy(std::string_view name);
 const std::vector<StrategyKind>& all_strategies();
 // Whether the strategy prevents (hmac), detects (checkpoint) or neither (plain).
 std::string_view strategy_protection(StrategyKind kind);
+// per-command, saved-context and resident: the strategies that prevent tampering.
+bool prevents(StrategyKind kind);
 
 // Where the sessions of a strategy come from, and where they go after a
 // command. Works for any command: acquire() a session, run the command with

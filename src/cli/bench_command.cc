@@ -6,9 +6,11 @@
 #include <csignal>
 
 #include "cli.h"
+#include "floor_flags.h"
 #include "progress.h"
 #include "strategy_option.h"
 #include "tpmsec/bench.h"
+#include "tpmsec/calibration.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/tpm_info.h"
@@ -23,6 +25,9 @@ void register_bench(CLI::App& app, Action* action) {
     uint32_t checkpoint_every = 100;
     bool force_pcr = false;
     bool no_primitives = false;
+    double budget_ms = kDefaultBudgetMs;
+    FloorFlags floor;
+    std::string policy;
     std::string json, csv, trace, svg;
   };
   auto o = std::make_shared<Options>();
@@ -43,6 +48,14 @@ void register_bench(CLI::App& app, Action* action) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   sub->add_flag("--no-primitives", o->no_primitives, "Skip the per-command measurements");
+  sub->add_option("--budget-ms", o->budget_ms,
+                  "Budget per protected PCR extend for the recommendation (as policy calibrate)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  o->floor.add_to(sub);
+  sub->add_option("--policy", o->policy,
+                  "Policy file whose decision for this TPM is printed beside the recommendation (default: "
+                  "$TPMSEC_POLICY or data/policy/default.toml)");
   sub->add_option("--json", o->json, "Write the result as JSON (docs/bench-json.md)");
   sub->add_option("--csv", o->csv, "Write one CSV row per sample");
   sub->add_option("--trace", o->trace, "Write a Chrome trace-event JSON (opens in Perfetto)");
@@ -65,6 +78,9 @@ void register_bench(CLI::App& app, Action* action) {
       // TPM first answers (docs/threat-model.md, "Measurement commands").
       options.protection.trust_first_use = true;
       options.primitives = !o->no_primitives;
+      options.budget_ms = o->budget_ms;
+      options.floor = o->floor.floor();
+      TPMSEC_ASSIGN_OR_RETURN(Policy policy, load_command_policy(o->policy));
       if (!o->strategies.empty()) {
         TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
       }
@@ -90,16 +106,21 @@ void register_bench(CLI::App& app, Action* action) {
       if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, bench_svg(*result)));
       fmt::print(report_stream({o->json, o->csv, o->trace, o->svg}), "{}", bench_text(*result));
-      // The recommendation falls to checkpoint only when no prevention strategy was measured.
-      auto was_measured = [&](auto pred) {
-        return std::any_of(result->strategies.begin(), result->strategies.end(),
-                           [&](const StrategyResult& s) { return s.per_extend_ms.n > 0 && pred(s.kind); });
-      };
-      if (!was_measured([](StrategyKind k) { return prevents(k); }) &&
-          was_measured([](StrategyKind k) { return k == StrategyKind::kCheckpoint; })) {
-        fmt::print(stderr, "{}",
-                   weak_strategy_notice(StrategyKind::kCheckpoint, "bench's recommendation: no prevention strategy "
-                                                                   "was measured"));
+      // What `pcr extend` and `replay` would use here: the policy's decision
+      // for this TPM (its identity as read, unauthenticated: bench vouches
+      // for nothing). With the shipped policy it is the recommendation above
+      // for an emulated profile, decided by the same function from the
+      // profile's means.
+      TpmFacts facts = facts_of(tpm);
+      PolicyDecision d = decide(policy, facts);
+      if (d.rule) {
+        fmt::print(report_stream({o->json, o->csv, o->trace, o->svg}), "policy: {} ({}) — rule '{}' of {}\n",
+                   strategy_name(d.extend), strategy_protection(d.extend), d.rule->name, policy.origin);
+      }
+      Calibration c = choose_strategy(strategy_costs(*result), o->budget_ms, o->floor.floor());
+      if (strategy_costs(*result).per_extend_ms.count(c.extend) && !prevents(c.extend)) {
+        fmt::print(stderr, "{}", weak_strategy_notice(c.extend, fmt::format("bench's recommendation {}",
+                                                                             floor_flag(o->floor.floor()))));
       }
       if (result->interrupted) return runtime_error("interrupted: partial results above; PCR reset, handles flushed");
       return ok_status();

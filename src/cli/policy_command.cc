@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "floor_flags.h"
 #include "progress.h"
 #include "protection_options.h"
 #include "tpmsec/calibration.h"
@@ -31,22 +32,6 @@ std::string measured_line(const TpmFacts& f) {
 }
 
 // The operator's --allow-detection / --allow-plain for calibrate and derive.
-struct FloorFlags {
-  bool allow_detection = false;
-  bool allow_plain = false;
-  void add_to(CLI::App* sub) {
-    sub->add_flag("--allow-detection", allow_detection,
-                  "Allow checkpoint (detects, does not prevent) when prevention is over budget: for a policy file of "
-                  "your own, not the shipped one");
-    sub->add_flag("--allow-plain", allow_plain,
-                  "Allow plain and checkpoint when prevention is over budget (plain protects nothing): for a policy "
-                  "file of your own");
-  }
-  ProtectionFloor floor() const {
-    if (allow_plain) return ProtectionFloor::kNone;
-    return allow_detection ? ProtectionFloor::kDetection : ProtectionFloor::kPrevention;
-  }
-};
 
 void print_costs(const Calibration& c) {
   fmt::print("{:<16}{:<12}{:>12}  {}\n", "strategy", "protection", "ms/extend", "fits");

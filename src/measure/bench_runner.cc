@@ -2,6 +2,8 @@
 // over a stream of extends.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <ctime>
 
 #include "tpmsec/bench.h"
@@ -241,35 +243,6 @@ std::string format_ms(double ms) {
   return ms >= 1.0 ? fmt::format("{:.2f} ms", ms) : fmt::format("{:.3g} us", ms * 1000.0);
 }
 
-std::string recommend(const std::vector<StrategyResult>& strategies) {
-  const StrategyResult* plain = nullptr;
-  const StrategyResult* best = nullptr;
-  const StrategyResult* detect = nullptr;
-  for (const auto& s : strategies) {
-    if (s.per_extend_ms.n == 0) continue;
-    if (s.kind == StrategyKind::kPlain) plain = &s;
-    if (s.kind == StrategyKind::kCheckpoint) detect = &s;
-    if (strategy_protection(s.kind) == "prevention" && (!best || s.per_extend_ms.median < best->per_extend_ms.median)) {
-      best = &s;
-    }
-  }
-  if (!best && !detect) return "recommendation: none (no protected strategy was measured)";
-  const StrategyResult* pick = best ? best : detect;
-  std::string line = fmt::format("recommendation: {} — {} per protected extend{}", strategy_name(pick->kind),
-                                 format_ms(pick->per_extend_ms.median),
-                                 pick->ratio_to_plain > 0 ? fmt::format(" ({:.1f}x plain)", pick->ratio_to_plain) : "");
-  if (plain) {
-    double saved = pick->per_extend_ms.median - plain->per_extend_ms.median;
-    line += fmt::format("; plain would save {} per extend ({:.0f}%) but leaves extends unprotected", format_ms(saved),
-                        pick->per_extend_ms.median > 0 ? 100.0 * saved / pick->per_extend_ms.median : 0.0);
-  }
-  if (detect && pick != detect) {
-    line += fmt::format("; checkpoint detects tampering at {}{}", format_ms(detect->per_extend_ms.mean),
-                        detect->ratio_to_plain > 0 ? fmt::format(" ({:.2f}x plain)", detect->ratio_to_plain) : "");
-  }
-  return line;
-}
-
 }  // namespace
 
 Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const TpmInfo& info,
@@ -313,6 +286,21 @@ Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const
   return result;
 }
 
+StrategyCosts strategy_costs(const BenchResult& r) {
+  StrategyCosts costs;
+  for (const auto& s : r.strategies) {
+    if (s.per_extend_ms.n == 0) continue;
+    // Checkpoint's cost is amortized over its period: the mean.
+    costs.per_extend_ms[s.kind] = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
+    // The standard error of the median, roughly: the spread to p90 over sqrt(n).
+    if (s.per_extend_ms.n > 1) {
+      costs.noise_ms = std::max(costs.noise_ms, (s.per_extend_ms.p90 - s.per_extend_ms.median) /
+                                                    std::sqrt(static_cast<double>(s.per_extend_ms.n)));
+    }
+  }
+  return costs;
+}
+
 void rate_strategies(BenchResult& r) {
   double plain_median = 0;
   for (const auto& s : r.strategies) {
@@ -322,7 +310,9 @@ void rate_strategies(BenchResult& r) {
     double cost = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
     s.ratio_to_plain = plain_median > 0 ? cost / plain_median : 0;
   }
-  r.recommendation = recommend(r.strategies);
+  // The one decision function (strategy_choice.h), as policy calibrate uses it.
+  StrategyCosts costs = strategy_costs(r);
+  r.recommendation = recommendation_line(choose_strategy(costs, r.options.budget_ms, r.options.floor), costs);
 }
 
 std::string utc_timestamp() {

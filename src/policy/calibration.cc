@@ -3,23 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace tpmsec {
 namespace {
-
-// Prevention strategies, then detection, then none.
-int protection_rank(StrategyKind k) {
-  if (prevents(k)) return 0;
-  return k == StrategyKind::kCheckpoint ? 1 : 2;
-}
-int floor_rank(ProtectionFloor f) {
-  switch (f) {
-    case ProtectionFloor::kPrevention: return 0;
-    case ProtectionFloor::kDetection: return 1;
-    case ProtectionFloor::kNone: return 2;
-  }
-  return 0;
-}
 
 // A strategy's steady-state cost per extend: the median, except checkpoint,
 // whose cost is amortized over its period, so the mean.
@@ -44,10 +31,7 @@ StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpo
 }
 
 StrategyCosts costs_from_bench(const BenchResult& result, const std::string& source) {
-  StrategyCosts c;
-  for (const StrategyResult& s : result.strategies) {
-    if (s.per_extend_ms.n > 0) c.per_extend_ms[s.kind] = steady_cost(s.kind, s.per_extend_ms);
-  }
+  StrategyCosts c = strategy_costs(result);
   for (const PrimitiveResult& p : result.primitives) {
     if (p.name == kSaltedStart && p.tpm_ms.n > 0) c.start_session_ms = p.tpm_ms.median;
   }
@@ -126,92 +110,6 @@ TpmFacts facts_of(const MeasuredTpm& tpm) {
     f.measured_origin = FactOrigin::kProfile;
   }
   return f;
-}
-
-std::string_view floor_flag(ProtectionFloor floor) {
-  switch (floor) {
-    case ProtectionFloor::kPrevention: return "";
-    case ProtectionFloor::kDetection: return "--allow-detection";
-    case ProtectionFloor::kNone: return "--allow-plain";
-  }
-  return "";
-}
-
-Calibration choose_strategy(const StrategyCosts& costs, double budget_ms, ProtectionFloor floor) {
-  Calibration c;
-  c.budget_ms = budget_ms;
-  c.floor = floor;
-  for (const auto& [kind, ms] : costs.per_extend_ms) {
-    c.candidates.push_back({kind, ms, ms <= budget_ms, protection_rank(kind) <= floor_rank(floor)});
-  }
-  std::stable_sort(c.candidates.begin(), c.candidates.end(), [](const auto& a, const auto& b) {
-    if (protection_rank(a.kind) != protection_rank(b.kind)) return protection_rank(a.kind) < protection_rank(b.kind);
-    return a.ms < b.ms;
-  });
-  const Calibration::Candidate* pick = nullptr;
-  const Calibration::Candidate* cheapest = nullptr;  // allowed
-  const Calibration::Candidate* below = nullptr;     // the most protective one the floor refused that fits
-  for (const auto& cand : c.candidates) {
-    if (!cand.allowed) {
-      if (cand.fits && !below) below = &cand;
-      continue;
-    }
-    if (cand.fits && !pick) pick = &cand;
-    if (!cheapest || cand.ms < cheapest->ms) cheapest = &cand;
-  }
-  c.fits = pick != nullptr;
-  if (!pick) pick = cheapest;
-  if (pick) c.extend = pick->kind;
-  // Other protected commands: the cheapest prevention strategy.
-  for (const auto& cand : c.candidates) {
-    if (prevents(cand.kind)) {
-      c.other = cand.kind;
-      break;
-    }
-  }
-  auto ms_of = [&](StrategyKind k) {
-    auto it = costs.per_extend_ms.find(k);
-    return it == costs.per_extend_ms.end() ? -1.0 : it->second;
-  };
-  const Calibration::Candidate* best_prevention = nullptr;
-  for (const auto& cand : c.candidates) {
-    if (prevents(cand.kind)) {
-      best_prevention = &cand;
-      break;
-    }
-  }
-  if (!c.fits && below) {
-    bool detects = below->kind == StrategyKind::kCheckpoint;
-    c.floor_note = fmt::format("{} would fit at {:.2f} ms but {} ({})", strategy_name(below->kind), below->ms,
-                               detects ? "only detects" : "protects nothing",
-                               floor_flag(detects ? ProtectionFloor::kDetection : ProtectionFloor::kNone));
-  }
-  double chosen = pick ? pick->ms : 0;
-  if (!pick) {
-    c.reason = floor == ProtectionFloor::kPrevention
-                   ? "no prevention strategy was measured: resident, the default"
-                   : "nothing was measured";
-  } else if (!c.fits && floor == ProtectionFloor::kPrevention) {
-    c.reason = fmt::format("prevention costs {:.2f} ms per extend at best ({}), over the {:.1f} ms budget; the "
-                           "prevention floor keeps it",
-                           chosen, strategy_name(c.extend), budget_ms);
-  } else if (!c.fits) {
-    c.reason = fmt::format("no strategy fits {:.1f} ms per extend: even {} costs {:.2f} ms; {} is the cheapest{}",
-                           budget_ms, strategy_name(c.extend), chosen, strategy_name(c.extend),
-                           floor == ProtectionFloor::kDetection ? " at or above detection" : "");
-  } else if (prevents(c.extend)) {
-    c.reason = fmt::format("{} prevents bus tampering at {:.2f} ms per extend (budget {:.1f} ms; plain {:.2f} ms)",
-                           strategy_name(c.extend), chosen, budget_ms, ms_of(StrategyKind::kPlain));
-  } else {
-    c.reason = best_prevention
-                   ? fmt::format("prevention costs {:.2f} ms per extend at best, over the {:.1f} ms budget; {} "
-                                 "costs {:.2f} ms",
-                                 best_prevention->ms, budget_ms, strategy_name(c.extend), chosen)
-                   : fmt::format("{} costs {:.2f} ms per extend (budget {:.1f} ms)", strategy_name(c.extend), chosen,
-                                 budget_ms);
-  }
-  if (!c.floor_note.empty()) c.reason += "; " + c.floor_note;
-  return c;
 }
 
 PolicyRule rule_for(const std::string& name, const TpmFacts& facts, const Calibration& c, const std::string& source) {

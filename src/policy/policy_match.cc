@@ -91,8 +91,6 @@ StrategyKind fallback_for(const PolicyRule& rule, const TpmFacts& facts, std::st
 
 }  // namespace
 
-bool prevents(StrategyKind kind) { return strategy_protection(kind) == "prevention"; }
-
 std::string_view strategy_gives_up(StrategyKind kind) {
   switch (kind) {
     case StrategyKind::kPlain: return "extends are not protected against a bus interposer";

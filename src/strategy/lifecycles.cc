@@ -150,6 +150,8 @@ std::string_view strategy_protection(StrategyKind kind) {
   }
 }
 
+bool prevents(StrategyKind kind) { return strategy_protection(kind) == "prevention"; }
+
 Result<std::unique_ptr<SessionLifecycle>> make_lifecycle(StrategyKind kind, SessionFactory* factory) {
   if (kind == StrategyKind::kPlain || kind == StrategyKind::kCheckpoint) {
     return std::unique_ptr<SessionLifecycle>(std::make_unique<PlainLifecycle>());
