@@ -3,8 +3,12 @@
 // Reads the kernel's two renderings of the same list,
 //   /sys/kernel/security/ima/ascii_runtime_measurements   (parse_ascii_log)
 //   /sys/kernel/security/ima/binary_runtime_measurements  (parse_binary_log)
-// for the templates "ima" (d|n), "ima-ng" (d-ng|n-ng), "ima-sig" (d-ng|n-ng|sig)
-// and "ima-buf" (d-ng|n-ng|buf). No TPM is involved.
+// for the kernel's built-in templates: "ima" (d|n), "ima-ng" (d-ng|n-ng),
+// "ima-ngv2" (d-ngv2|n-ng), "ima-sig" (d-ng|n-ng|sig), "ima-sigv2"
+// (d-ngv2|n-ng|sig), "ima-buf" (d-ng|n-ng|buf), "ima-modsig"
+// (d-ng|n-ng|sig|d-modsig|modsig) and "evm-sig" (d-ng|n-ng|evmsig|xattrnames|
+// xattrlengths|xattrvalues|iuid|igid|imode). Ascii lines may end in CRLF.
+// No TPM is involved.
 //
 // Contract:
 // - Input is hostile. Every length is bounded (template names <= 255 bytes,
@@ -52,16 +56,20 @@ enum class LogFormat { kAscii, kBinary };
 // One measurement, decoded. Fields a template lacks stay empty.
 struct Entry {
   uint32_t pcr = 0;
-  std::string template_name;  // "ima", "ima-ng", "ima-sig" or "ima-buf"
+  std::string template_name;  // "ima", "ima-ng", "ima-ngv2", "ima-sig", "ima-sigv2", "ima-buf", "ima-modsig", "evm-sig"
   Bytes template_hash;        // as logged: SHA-1 of template_data, all zero for a violation
   bool violation = false;     // template_hash is all zero: 0xFF…FF is extended instead
 
   // The template's fields.
   std::string file_digest_algorithm;  // d-ng's algorithm name ("sha256"); empty for the "ima" template's d
-  Bytes file_digest;                  // d (20 bytes) or d-ng
+  std::string file_digest_type;       // d-ngv2's digest type ("ima", "verity"); empty otherwise
+  Bytes file_digest;                  // d (20 bytes), d-ng or d-ngv2
   std::string event_name;             // n / n-ng, without the NUL
   Bytes signature;                    // sig (ima-sig); may be empty
   Bytes buffer;                       // buf (ima-buf); may be empty
+  // Fields tpmsec does not interpret (d-modsig, modsig, evmsig, xattr*, iuid,
+  // igid, imode), by field id, as the kernel keeps them in the template data.
+  std::vector<std::pair<std::string, Bytes>> other_fields;
 
   // The bytes the kernel hashes into the template hash and the bank digests.
   // For every template but "ima" this is exactly the binary log's template data.

@@ -218,7 +218,7 @@ void register_replay(CLI::App& app, Action* action) {
                 "the PCR against the log");
   auto ima = sub->add_option("--ima", o->ima,
                              "IMA log: ascii_runtime_measurements or binary_runtime_measurements (templates ima, "
-                             "ima-ng, ima-sig, ima-buf)");
+                             "ima-ng, ima-ngv2, ima-sig, ima-sigv2, ima-buf, ima-modsig, evm-sig)");
   auto ev = sub->add_option("--eventlog", o->eventlog,
                             "TCG crypto-agile firmware event log (/sys/kernel/security/tpm0/binary_bios_measurements)");
   ima->excludes(ev);

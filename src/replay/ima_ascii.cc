@@ -95,6 +95,8 @@ ParsedLog parse_ascii_log(std::string_view text) {
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(start, end - start);
+    // A log copied through another system may end its lines with CRLF.
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     ++line_number;
     if (!line.empty()) {
       Result<Entry> entry = parse_line(line);

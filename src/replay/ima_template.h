@@ -13,7 +13,24 @@
 namespace tpmsec::ima::internal {
 
 // Template fields (the kernel's ima_template_lib.c field ids).
-enum class Field { kDigest, kEventName, kDigestNg, kEventNameNg, kSignature, kBuffer };
+enum class Field {
+  kDigest,         // d
+  kEventName,      // n
+  kDigestNg,       // d-ng
+  kDigestNgV2,     // d-ngv2: digest type ("ima", "verity") and algorithm
+  kEventNameNg,    // n-ng
+  kSignature,      // sig
+  kBuffer,         // buf
+  kDigestModsig,   // d-modsig: the digest an appended signature covers (may be empty)
+  kModsig,         // modsig: the appended signature (may be empty)
+  kEvmSignature,   // evmsig: an EVM portable signature (may be empty)
+  kXattrNames,     // xattrnames: '|'-separated names (may be empty)
+  kXattrLengths,   // xattrlengths (may be empty)
+  kXattrValues,    // xattrvalues (may be empty)
+  kInodeUid,       // iuid: u32 (may be empty)
+  kInodeGid,       // igid: u32 (may be empty)
+  kInodeMode,      // imode: u16 (may be empty)
+};
 
 struct TemplateLayout {
   std::string_view name;
@@ -22,7 +39,7 @@ struct TemplateLayout {
 
 // The layout of a supported template, or nullptr.
 const TemplateLayout* find_template(std::string_view name);
-// "ima, ima-ng, ima-sig, ima-buf", for error messages.
+// The supported templates' names, for error messages.
 std::string_view supported_templates();
 // "d-ng" etc.
 std::string_view field_id(Field field);
