@@ -168,19 +168,14 @@ std::vector<Malformed> malformed_logs() {
 
   cases.push_back({"Empty", {}, "event 0 at offset 0: truncated pcrIndex"});
   {
-    Bytes sha1_log = header;
-    sha1_log[32 + 14] = '2';  // "Spec ID Event02"
-    cases.push_back({"Sha1OnlyLog", sha1_log, "SHA-1-only log", ErrorKind::kUnsupported});
-  }
-  {
     Bytes bad = header;
     bad[32] = 'X';
     cases.push_back({"BadSignature", bad, "event 0 at offset 0: the first event is not a Spec ID event"});
   }
   {
     Bytes bad = header;
-    bad[4] = 8;  // eventType
-    cases.push_back({"FirstEventNotNoAction", bad, "not the Spec ID event (PCR 0, EV_NO_ACTION)"});
+    bad[0] = 1;  // pcrIndex of an EV_NO_ACTION Spec ID event
+    cases.push_back({"SpecIdNotPcr0", bad, "not the Spec ID event (PCR 0, EV_NO_ACTION)"});
   }
   cases.push_back({"NoAlgorithms", EventLogBuilder::spec_id_event({}), "numberOfAlgorithms 0 at offset 56 is not 1 to 16"});
   {
@@ -197,7 +192,9 @@ std::vector<Malformed> malformed_logs() {
     Bytes bad = header;
     bad[28] += 1;  // eventSize one more than the Spec ID event: a trailing byte
     bad.push_back(0);
-    cases.push_back({"SpecIdTrailingByte", bad, "Spec ID event has 1 unexpected trailing byte"});
+    // Read as tpm2_eventlog reads it: the next event starts after vendorInfo,
+    // at the stray byte, which is no event.
+    cases.push_back({"SpecIdTrailingByte", bad, "event 1 at offset " + std::to_string(event1) + ": truncated"});
   }
   {
     Bytes bad = header;
@@ -366,6 +363,140 @@ TEST(EventLog, AgreesWithTpm2EventlogWithStartupLocality) {
     EXPECT_TRUE(their_pcr0 == ours->at(0) || their_pcr0 == old_tools.expected_pcrs(bank).at(0));
     EXPECT_EQ(ours->at(0), b.expected_pcrs(bank).at(0));
   }
+}
+
+// ---------------------------------------------------------------- SHA-1 logs
+
+// TCG_PCR_EVENT: u32 PCR, u32 type, SHA-1 digest, u32 size, data.
+void sha1_event(Bytes& log, uint32_t pcr, uint32_t type, ByteView data, std::optional<Bytes> digest = std::nullopt) {
+  put_le32(log, pcr);
+  put_le32(log, type);
+  Bytes d = digest ? *digest : openssl_digest(alg::kSha1, data);
+  log.insert(log.end(), d.begin(), d.end());
+  put_le32(log, static_cast<uint32_t>(data.size()));
+  log.insert(log.end(), data.begin(), data.end());
+}
+
+// A SHA-1 firmware log as older firmware writes it, optionally opened by a
+// TPM 1.2-style "Spec ID Event00" (EV_NO_ACTION, never extended).
+Bytes sha1_firmware_log(bool spec_id) {
+  Bytes log;
+  if (spec_id) {
+    Bytes spec;
+    const char signature[16] = "Spec ID Event00";
+    spec.insert(spec.end(), signature, signature + 16);
+    put_le32(spec, 0);  // platformClass
+    spec.insert(spec.end(), {2, 1, 0, 2});  // version 1.2, errata, uintnSize
+    spec.push_back(0);  // vendorInfoSize
+    sha1_event(log, 0, 3, spec, Bytes(20, 0));
+  }
+  sha1_event(log, 0, kEvSCrtmVersion, text("1.0"));
+  sha1_event(log, 0, kEvPostCode, text("POST CODE"));
+  for (uint32_t pcr = 0; pcr < 8; ++pcr) sha1_event(log, pcr, kEvSeparator, Bytes(4, 0));
+  sha1_event(log, 4, kEvEfiAction, text("Calling EFI Application from Boot Option"));
+  return log;
+}
+
+// The values OpenSSL computes for sha1_firmware_log, by hand.
+std::map<uint32_t, Bytes> sha1_firmware_pcrs() {
+  auto extend = [](const Bytes& pcr, ByteView data) {
+    return openssl_digest(alg::kSha1, concat({pcr, openssl_digest(alg::kSha1, data)}));
+  };
+  std::map<uint32_t, Bytes> pcrs;
+  for (uint32_t pcr = 0; pcr < 8; ++pcr) pcrs[pcr] = Bytes(20, 0);
+  pcrs[0] = extend(extend(pcrs[0], text("1.0")), text("POST CODE"));
+  for (uint32_t pcr = 0; pcr < 8; ++pcr) pcrs[pcr] = extend(pcrs[pcr], Bytes(4, 0));
+  pcrs[4] = extend(pcrs[4], text("Calling EFI Application from Boot Option"));
+  return pcrs;
+}
+
+TEST(Sha1EventLog, ReadsAsOneSha1BankWithOrWithoutASpecIdEvent) {
+  for (bool spec_id : {false, true}) {
+    SCOPED_TRACE(spec_id ? "Spec ID Event00" : "no Spec ID event");
+    Result<EventLog> log = parse_event_log(sha1_firmware_log(spec_id));
+    ASSERT_TRUE(log.ok()) << log.error().message();
+    EXPECT_EQ(log->format, LogFormat::kSha1);
+    EXPECT_EQ(log->banks(), std::vector<uint16_t>{alg::kSha1});
+    EXPECT_EQ(log->events.size(), spec_id ? 12u : 11u);
+    EXPECT_EQ(log->events[0].index, 0u);
+    auto ours = replay_event_log(*log, alg::kSha1);
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    EXPECT_EQ(*ours, sha1_firmware_pcrs());
+    EXPECT_EQ(replay_event_log(*log, alg::kSha256).error().kind(), ErrorKind::kUnsupported);
+  }
+}
+
+TEST(Sha1EventLog, TruncationAndHugeSizesAreRefusedWithTheEvent) {
+  Bytes log = sha1_firmware_log(false);
+  for (size_t cut : {size_t{1}, size_t{20}, log.size() - 1}) {
+    Result<EventLog> parsed = parse_event_log(ByteView(log).first(cut));
+    ASSERT_FALSE(parsed.ok()) << cut;
+    EXPECT_NE(parsed.error().message().find("truncated"), std::string::npos) << parsed.error().message();
+  }
+  Bytes huge;
+  sha1_event(huge, 0, kEvSeparator, Bytes(4, 0));
+  huge[28] = 0xff;
+  huge[31] = 0x7f;
+  Result<EventLog> parsed = parse_event_log(huge);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message().find("event 0 at offset 0: eventSize"), std::string::npos)
+      << parsed.error().message();
+  Bytes high_pcr;
+  sha1_event(high_pcr, 40, kEvSeparator, Bytes(4, 0));
+  EXPECT_NE(parse_event_log(high_pcr).error().message().find("PCR 40 is above 31"), std::string::npos);
+}
+
+TEST(Sha1EventLog, AgreesWithTpm2Eventlog) {
+  Bytes log = sha1_firmware_log(false);
+  auto theirs = run_tpm2_eventlog(log);
+  if (!theirs) GTEST_SKIP() << "tpm2_eventlog (tpm2-tools) is not installed";
+  EXPECT_EQ((*theirs)["sha1"], sha1_firmware_pcrs());
+}
+
+// The CLI replays a SHA-1 log into the TPM's sha1 bank and checks each PCR.
+TEST(Sha1EventLog, ReplaysIntoTheSha1Bank) {
+  const std::string path = ::testing::TempDir() + "sha1-event-log.bin";
+  {
+    Bytes log = sha1_firmware_log(true);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(log.data(), 1, log.size(), f), log.size());
+    std::fclose(f);
+  }
+  auto r = testing::run_tpmsec({"replay", "--eventlog", path, "--bank", "sha1", "--strategy", "plain"});
+  ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.out.find("TCG SHA-1 event log (TCG_PCR_EVENT), 12 events, banks sha1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(to_hex(sha1_firmware_pcrs()[4])), std::string::npos) << r.out;
+  auto sha256 = testing::run_tpmsec({"replay", "--eventlog", path, "--strategy", "plain"});
+  EXPECT_EQ(sha256.exit_code, 2) << testing::describe(sha256);
+  EXPECT_NE(sha256.err.find("has no sha256 bank"), std::string::npos) << sha256.err;
+  std::remove(path.c_str());
+}
+
+// A Spec ID event whose eventSize disagrees with its vendorInfoSize: the
+// next event is read after vendorInfo, as tpm2_eventlog reads it, and the
+// disagreement is noted.
+TEST(EventLog, VendorInfoOverrunningEventSizeIsReadAsTpm2EventlogDoes) {
+  EventLogBuilder b = firmware_log({alg::kSha1, alg::kSha256}, false);
+  Bytes log = b.bytes();
+  // Spec ID event: header 32 bytes, then the structure; vendorInfoSize is its
+  // last byte (0). Make it 4 and insert 4 vendor bytes, leaving eventSize as is.
+  const uint32_t event_size = log[28] | log[29] << 8;
+  const size_t vendor_size_at = 32 + event_size - 1;
+  ASSERT_EQ(log[vendor_size_at], 0);
+  log[vendor_size_at] = 4;
+  log.insert(log.begin() + static_cast<std::ptrdiff_t>(vendor_size_at + 1), {'t', 'p', 'm', 's'});
+  Result<EventLog> parsed = parse_event_log(log);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message();
+  EXPECT_EQ(parsed->spec_id.vendor_info, (Bytes{'t', 'p', 'm', 's'}));
+  EXPECT_NE(parsed->spec_id_note.find("as tpm2_eventlog does"), std::string::npos) << parsed->spec_id_note;
+  auto ours = replay_event_log(*parsed, alg::kSha256);
+  ASSERT_TRUE(ours.ok());
+  EXPECT_EQ(*ours, *replay_event_log(*parse_event_log(b.bytes()), alg::kSha256));
+  auto theirs = run_tpm2_eventlog(log);
+  if (!theirs) GTEST_SKIP() << "tpm2_eventlog (tpm2-tools) is not installed";
+  EXPECT_EQ((*theirs)["sha256"], *ours);
 }
 
 }  // namespace

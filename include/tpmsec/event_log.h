@@ -21,7 +21,12 @@
 //   the bounds-checked Reader; the first malformed byte fails the whole parse
 //   with kParse, naming the event ("event 5 at offset 1234: …"). Events are
 //   numbered from 0, the Spec ID event being event 0, as tpm2_eventlog does.
-// - A log in the older SHA-1-only format ("Spec ID Event00"/"02") is kUnsupported.
+// - A log in the older SHA-1 format (TCG_PCR_EVENT throughout: no Spec ID
+//   event, or a "Spec ID Event00"/"02" one) is read as one sha1 bank; its
+//   events are numbered from 0.
+// - The event after the Spec ID event starts where vendorInfo ends, as
+//   tpm2-tools' tpm2_eventlog reads it, even when eventSize says otherwise
+//   (EventLog::spec_id_note says so).
 // - EV_NO_ACTION events are never extended. A "StartupLocality" EV_NO_ACTION
 //   event sets PCR 0's initial value to zeros with the locality in the last
 //   byte. Every other PCR starts at zero (the DRTM PCRs 17-22 included: a
@@ -35,6 +40,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tpmsec/bytes.h"
@@ -71,7 +77,7 @@ struct TaggedDigest {
 
 // One TCG_PCR_EVENT2.
 struct Event {
-  size_t index = 0;   // from 1 (event 0 is the Spec ID event)
+  size_t index = 0;   // from 1 (event 0 is the Spec ID event); from 0 in a SHA-1 log
   size_t offset = 0;  // byte offset of the event in the log
   uint32_t pcr = 0;
   uint32_t event_type = 0;
@@ -82,8 +88,18 @@ struct Event {
   const Bytes* digest_for(uint16_t algorithm) const;
 };
 
+enum class LogFormat {
+  kCryptoAgile,  // TCG_PCR_EVENT2 after a "Spec ID Event03" event
+  kSha1,         // TCG_PCR_EVENT throughout (TPM 1.2 style, SHA-1 only)
+};
+
 struct EventLog {
+  LogFormat format = LogFormat::kCryptoAgile;
+  // The Spec ID event; for a SHA-1 log, just the sha1 bank.
   SpecIdEvent spec_id;
+  // Set when the Spec ID event's eventSize disagreed with where its
+  // vendorInfo ends (the log is read as tpm2_eventlog reads it).
+  std::string spec_id_note;
   std::vector<Event> events;              // every TCG_PCR_EVENT2, EV_NO_ACTION ones included
   std::optional<uint8_t> startup_locality;  // from the StartupLocality event, when present
 

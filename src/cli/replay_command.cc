@@ -140,6 +140,12 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   auto log = event_log::parse_event_log(as_bytes(content));
   if (!log.ok()) return input_file_error(Error(log.error().kind(), fmt::format("{}: {}", o.eventlog, log.error().message())));
   auto computed = event_log::replay_event_log(*log, bank);
+  if (!computed.ok() && computed.error().kind() == ErrorKind::kUnsupported) {
+    std::vector<std::string> banks;
+    for (uint16_t b : log->banks()) banks.emplace_back(hash_name(b));
+    return usage_error(fmt::format("{}: {} (give --bank {})", o.eventlog, computed.error().message(),
+                                   fmt::join(banks, " or --bank ")));
+  }
   if (!computed.ok()) {
     return input_file_error(Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message())));
   }
@@ -155,7 +161,11 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
   TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
   TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection));
-  fmt::print(report_stream({o.json}), "{:<13}{}: TCG crypto-agile event log, {} events, banks {}\n", "log", o.eventlog, log->events.size(),
+  if (!log->spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log->spec_id_note);
+  fmt::print(report_stream({o.json}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
+             log->format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"
+                                                        : "TCG crypto-agile event log",
+             log->events.size(),
              fmt::join([&] {
                std::vector<std::string> names;
                for (uint16_t b : log->banks()) names.emplace_back(hash_name(b));

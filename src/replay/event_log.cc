@@ -72,12 +72,14 @@ SpecIdEvent read_spec_id(Reader& r) {
   uint8_t vendor_size = r.u8("vendorInfoSize");
   ByteView vendor = r.bytes(vendor_size, "vendorInfo");
   spec.vendor_info.assign(vendor.begin(), vendor.end());
-  r.expect_end("Spec ID event");
   return spec;
 }
 
-// The first event, TCG_PCR_EVENT.
-SpecIdEvent read_header(Reader& r) {
+// The first event, TCG_PCR_EVENT. The next event starts where the Spec ID
+// structure ends, after vendorInfo, as tpm2-tools' tpm2_eventlog reads it
+// (lib/tpm2_eventlog.c, specid_event()): firmware has been seen to log an
+// eventSize that disagrees with vendorInfoSize. A disagreement is noted.
+SpecIdEvent read_header(Reader& r, std::string* size_note) {
   uint32_t pcr = read_le32(r, "pcrIndex");
   uint32_t type = read_le32(r, "eventType");
   r.bytes(kSha1DigestSize, "digest");
@@ -94,9 +96,20 @@ SpecIdEvent read_header(Reader& r) {
                        kMaxSpecIdEventSize));
     return {};
   }
-  Reader body = r.sub(size, "Spec ID event");
+  const size_t start = r.offset();
+  Reader body(r.rest().first(std::min<size_t>(r.remaining(), kMaxSpecIdEventSize + 255)), start);
   SpecIdEvent spec = read_spec_id(body);
-  r.absorb(body);
+  if (!body.ok()) {
+    r.absorb(body);
+    return spec;
+  }
+  const size_t used = body.offset() - start;
+  if (used != size) {
+    *size_note = fmt::format("the Spec ID event's eventSize is {} but its vendorInfo ends after {} bytes; the next "
+                             "event is read after vendorInfo, as tpm2_eventlog does",
+                             size, used);
+  }
+  r.bytes(used, "Spec ID event");
   return spec;
 }
 
@@ -143,12 +156,37 @@ bool is_startup_locality(const Event& e) {
          std::memcmp(e.data.data(), kStartupLocalitySignature.data(), kSignatureSize) == 0;
 }
 
-// The SHA-1 log format (TPM 1.2, or TPM 2.0 firmware logging SHA-1 only).
-bool is_sha1_only_log(ByteView data) {
+// The SHA-1 log format (TCG_PCR_EVENT throughout: TPM 1.2, or TPM 2.0
+// firmware logging SHA-1 only): a first event that is not EV_NO_ACTION (no
+// Spec ID event at all), or a Spec ID event of the 1.2 kind ("Spec ID
+// Event00" or "02"). A crypto-agile log starts with "Spec ID Event03".
+bool is_sha1_log(ByteView data) {
   constexpr size_t kSignatureOffset = 4 + 4 + kSha1DigestSize + 4;
+  if (data.size() < kSignatureOffset) return false;
+  if ((uint32_t{data[4]} | uint32_t{data[5]} << 8 | uint32_t{data[6]} << 16 | uint32_t{data[7]} << 24) != kEvNoAction) return true;
   if (data.size() < kSignatureOffset + kSignatureSize) return false;
   std::string_view signature = as_text(data.subspan(kSignatureOffset, kSignatureSize));
   return signature.substr(0, kSpecIdSha1Prefix.size()) == kSpecIdSha1Prefix && signature != kSpecIdSignature;
+}
+
+// One TCG_PCR_EVENT of a SHA-1 log.
+Event read_sha1_event(Reader& r) {
+  Event e;
+  e.pcr = read_le32(r, "pcrIndex");
+  e.event_type = read_le32(r, "eventType");
+  if (r.ok() && e.event_type != kEvNoAction && e.pcr >= kPcrCount) {
+    r.fail(fmt::format("PCR {} is above {}", e.pcr, kPcrCount - 1));
+  }
+  ByteView digest = r.bytes(kSha1DigestSize, "digest");
+  e.digests.push_back(TaggedDigest{alg::kSha1, Bytes(digest.begin(), digest.end())});
+  size_t at = r.offset();
+  uint32_t size = read_le32(r, "eventSize");
+  if (r.ok() && size > kMaxEventSize) {
+    r.fail(fmt::format("eventSize {} at offset {} is above {}", size, at, kMaxEventSize));
+  }
+  ByteView data = r.bytes(size, "event data");
+  e.data.assign(data.begin(), data.end());
+  return e;
 }
 
 }  // namespace
@@ -166,15 +204,51 @@ std::vector<uint16_t> EventLog::banks() const {
   return out;
 }
 
-Result<EventLog> parse_event_log(ByteView data) {
-  if (is_sha1_only_log(data)) {
-    return unsupported_error(
-        "event 0 at offset 0: a SHA-1-only log (Spec ID Event00/02); only the crypto-agile format "
-        "(Spec ID Event03) is read");
+namespace {
+
+// StartupLocality bookkeeping shared by both formats.
+Status note_event(EventLog& log, const Event& e, bool* pcr0_extended) {
+  if (is_startup_locality(e)) {
+    std::string where = fmt::format("event {} at offset {}", e.index, e.offset);
+    if (e.data.size() != kSignatureSize + 1) {
+      return parse_error(fmt::format("{}: StartupLocality event is {} bytes, expected {}", where, e.data.size(),
+                                     kSignatureSize + 1));
+    }
+    if (e.pcr != 0) return parse_error(fmt::format("{}: StartupLocality event names PCR {}, not 0", where, e.pcr));
+    if (log.startup_locality) return parse_error(where + ": a second StartupLocality event");
+    if (*pcr0_extended) return parse_error(where + ": StartupLocality event after PCR 0 was extended");
+    log.startup_locality = e.data.back();
   }
+  if (e.event_type != kEvNoAction && e.pcr == 0) *pcr0_extended = true;
+  return ok_status();
+}
+
+Result<EventLog> parse_sha1_log(ByteView data) {
+  EventLog log;
+  log.format = LogFormat::kSha1;
+  log.spec_id.algorithms.push_back(AlgorithmSize{alg::kSha1, kSha1DigestSize});
+  Reader r(data);
+  bool pcr0_extended = false;
+  for (size_t index = 0; r.remaining() > 0; ++index) {
+    size_t offset = r.offset();
+    Event e = read_sha1_event(r);
+    if (!r.ok()) return fail_at(r, index, offset).error();
+    e.index = index;
+    e.offset = offset;
+    TPMSEC_RETURN_IF_ERROR(note_event(log, e, &pcr0_extended));
+    log.events.push_back(std::move(e));
+  }
+  if (log.events.empty()) return parse_error("event 0 at offset 0: truncated pcrIndex");
+  return log;
+}
+
+}  // namespace
+
+Result<EventLog> parse_event_log(ByteView data) {
+  if (is_sha1_log(data)) return parse_sha1_log(data);
   EventLog log;
   Reader r(data);
-  log.spec_id = read_header(r);
+  log.spec_id = read_header(r, &log.spec_id_note);
   if (!r.ok()) return fail_at(r, 0, 0).error();
   bool pcr0_extended = false;
   for (size_t index = 1; r.remaining() > 0; ++index) {
@@ -183,18 +257,7 @@ Result<EventLog> parse_event_log(ByteView data) {
     if (!r.ok()) return fail_at(r, index, offset).error();
     e.index = index;
     e.offset = offset;
-    if (is_startup_locality(e)) {
-      std::string where = fmt::format("event {} at offset {}", index, offset);
-      if (e.data.size() != kSignatureSize + 1) {
-        return parse_error(fmt::format("{}: StartupLocality event is {} bytes, expected {}", where, e.data.size(),
-                                       kSignatureSize + 1));
-      }
-      if (e.pcr != 0) return parse_error(fmt::format("{}: StartupLocality event names PCR {}, not 0", where, e.pcr));
-      if (log.startup_locality) return parse_error(where + ": a second StartupLocality event");
-      if (pcr0_extended) return parse_error(where + ": StartupLocality event after PCR 0 was extended");
-      log.startup_locality = e.data.back();
-    }
-    if (e.event_type != kEvNoAction && e.pcr == 0) pcr0_extended = true;
+    TPMSEC_RETURN_IF_ERROR(note_event(log, e, &pcr0_extended));
     log.events.push_back(std::move(e));
   }
   return log;
