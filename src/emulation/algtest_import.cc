@@ -453,13 +453,28 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
   p.id = options.id;
   std::string vendor;
   for (const std::string& v : ref->vendor_strings) vendor += v;
+  std::set<std::string> vendors;
+  for (const AlgtestRun* r : kept) {
+    std::string v;
+    for (const std::string& part : r->vendor_strings) v += part;
+    vendors.insert(v);
+  }
   p.name = options.name.empty() ? fmt::format("{} {}", trim(ref->manufacturer), vendor) : options.name;
   p.identity.manufacturer = ref->manufacturer;
-  p.identity.vendor_strings = ref->vendor_strings;
+  // Vendor strings the kept runs agree on, up to the first that differs
+  // (policy rules match them as a prefix; NPCT75x parts vary in the third).
+  for (size_t i = 0; i < 4; ++i) {
+    bool agree = std::all_of(kept.begin(), kept.end(),
+                             [&](const AlgtestRun* r) { return r->vendor_strings[i] == ref->vendor_strings[i]; });
+    if (!agree) break;
+    p.identity.vendor_strings[i] = ref->vendor_strings[i];
+  }
   p.identity.firmware = firmware;
-  p.identity.bus = "unknown (tpm2-algtest through the Linux driver)";
+  p.identity.bus = "unknown (kernel driver)";  // algtest does not record the bus
   p.identity.source = fmt::format("{} {} (detail/Capability_properties-fixed.txt)", source, ref->label);
-  p.identity.note = fmt::format("firmware versions of the merged runs: {}; machines: {}", fmt::join(fulls, ", "),
+  p.identity.note = fmt::format("vendor strings of the merged runs: {} (the profile keeps those they share); firmware "
+                                "versions: {}; machines: {}",
+                                fmt::join(vendors, ", "), fmt::join(fulls, ", "),
                                 devices.empty() ? "not recorded" : fmt::format("{}", fmt::join(devices, ", ")));
   p.seed = 0;
   for (char c : options.id) p.seed = p.seed * 131 + static_cast<unsigned char>(c);
@@ -704,6 +719,28 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
     }
     for (const TailEvent& t : p.tail_events) tails.push_back(t);
     p.tail_events = tails;
+    // The E rules T1 and 5 scale FlushContext and ContextLoad of a key: when
+    // those were kept as measured, the estimates follow them, as in the earlier profile.
+    const LatencyValue& flush = p.commands["FlushContext"];
+    if (flush.tag == kTagMeasured) {
+      for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
+        LatencyValue& save = p.commands[v];
+        if (save.tag != kTagEstimate) continue;
+        save = b.derived(4 * flush.ms, kTagEstimate, "tpmsec rule T1",
+                         fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {:.2f} ms (M, {})",
+                                     flush.ms, flush.source),
+                         0);
+      }
+    }
+    const LatencyValue& load_object = p.commands["ContextLoad.object"];
+    if (load_object.tag == kTagMeasured && p.commands["ContextLoad.session"].tag == kTagEstimate) {
+      p.commands["ContextLoad.session"] = b.derived(
+          load_object.ms, kTagEstimate, "E rule 5",
+          fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
+                      "(M, {}), the seed thread's guess and an upper bound",
+                      load_object.ms, load_object.source),
+          0);
+    }
     p.identity.bus = k.identity.bus;
     p.seed = k.seed;
     if (!kept_names.empty()) {
