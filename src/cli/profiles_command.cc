@@ -54,12 +54,12 @@ Status list_profiles(bool json) {
     fmt::print("{}\n", out.dump(2));
     return ok_status();
   }
-  fmt::print("{:<12} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8} {:>8} {:>8} {:>9}\n", "PROFILE", "NAME", "BUS", "VALUES",
+  fmt::print("{:<14} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8} {:>8} {:>8} {:>9}\n", "PROFILE", "NAME", "BUS", "VALUES",
              "M/D", "P/E/B", "PLAIN", "HMAC'D", "PER-CMD", "SAVED-CTX");
   for (const LatencyProfile& p : all) {
     ProfileSummary s = summarize(p);
     ExtendFigures f = extend_figures(p);
-    fmt::print("{:<12} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f}{}\n", p.id, p.name,
+    fmt::print("{:<14} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f}{}\n", p.id, p.name,
                p.identity.bus, s.values, percent(s.measured_or_derived(), s.values),
                percent(s.values - s.measured_or_derived(), s.values), f.plain_ms, f.hmac_ms, f.per_command_ms,
                f.saved_context_ms, s.estimates_only() ? "  (estimates only)" : "");
