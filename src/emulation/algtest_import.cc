@@ -337,9 +337,21 @@ Merged merge(const std::vector<const AlgtestRun*>& runs, const std::string& key)
   return m;
 }
 
+// Every run, grouped by VENDOR/FIRMWARE: "IFX/7.85.17.51968/{08836af27dda9f32,57dac75a27d6f427}".
 std::string runs_text(const std::vector<std::string>& labels) {
-  if (labels.size() <= 3) return fmt::format("{}", fmt::join(labels, ", "));
-  return fmt::format("{}, {} (+{} more)", labels[0], labels[1], labels.size() - 2);
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const std::string& label : labels) {
+    size_t slash = label.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : label.substr(0, slash + 1);
+    std::string run = slash == std::string::npos ? label : label.substr(slash + 1);
+    if (groups.empty() || groups.back().first != dir) groups.push_back({dir, {}});
+    groups.back().second.push_back(run);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [dir, runs] : groups) {
+    parts.push_back(runs.size() == 1 ? dir + runs[0] : fmt::format("{}{{{}}}", dir, fmt::join(runs, ",")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 struct Builder {
@@ -745,6 +757,7 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
     p.seed = k.seed;
     if (!kept_names.empty()) {
       p.note += fmt::format(" Kept from the earlier profile (measured beats derived): {}.", fmt::join(kept_names, ", "));
+      if (!k.note.empty()) p.note += " Its note: " + k.note;
     }
   }
   return out;
