@@ -212,6 +212,61 @@ TEST(AlgtestImport, CliWritesAProfileThatEmulates) {
   fs::remove(out);
 }
 
+TEST(AlgtestImport, KeepPrefersMeasuredValuesOfTheEarlierProfile) {
+  auto seed = load_profile("slb9670");
+  ASSERT_TRUE(seed.ok()) << seed.error().message();
+  AlgtestImport imp = import(runs_in(kSlbDir), *seed);
+  const LatencyProfile& p = imp.profile;
+  // The seed thread's M values (S1) beat the rules.
+  for (const char* v : {"PCR_Extend", "FlushContext", "ContextLoad.object", "StartAuthSession.ecc"}) {
+    EXPECT_EQ(p.commands.at(v), seed->commands.at(v)) << v;
+    EXPECT_EQ(p.commands.at(v).tag, kTagMeasured) << v;
+  }
+  EXPECT_DOUBLE_EQ(p.hmac_session.ms, 18.0);  // D from two S1 M values, over rule A6
+  // Rule-derived values are imported again, not kept; E rules follow the kept FlushContext.
+  EXPECT_NE(p.commands.at("PCR_Read").note.find("rule A3"), std::string::npos);
+  EXPECT_DOUBLE_EQ(p.commands.at("ContextSave.session").ms, 4 * 3.20);
+  EXPECT_DOUBLE_EQ(p.commands.at("ContextLoad.session").ms, 36.98);
+  EXPECT_EQ(p.identity.bus, seed->identity.bus);
+  EXPECT_EQ(p.seed, seed->seed);
+  // The ContextLoad/ContextSave stall events stay; the RSA tail is the measured one.
+  size_t stalls = 0, rsa = 0;
+  for (const TailEvent& t : p.tail_events) {
+    stalls += t.variant.rfind("Context", 0) == 0;
+    rsa += t.variant == "CreatePrimary.rsa";
+  }
+  EXPECT_EQ(stalls, 2u);
+  EXPECT_EQ(rsa, 1u);  // from the 1000 key generations of the run that kept its CSV, not the seed's guess
+  for (const TailEvent& t : p.tail_events) {
+    if (t.variant == "CreatePrimary.rsa") EXPECT_EQ(t.tag, kTagDerived);
+  }
+}
+
+TEST(AlgtestImport, ExtendedFieldsAreValidated) {
+  auto base = to_json(import({kSlbRun}).profile);
+  auto bad = base;
+  bad["commands"]["FlushContext"].erase("high_ms");
+  auto r = profile_from_json(bad, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("low_ms and high_ms go together"), std::string::npos) << r.error().message();
+  bad = base;
+  bad["commands"]["FlushContext"]["low_ms"] = 100.0;
+  r = profile_from_json(bad, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("does not contain"), std::string::npos) << r.error().message();
+  bad = base;
+  bad["commands"]["GetRandom"]["distribution"]["p5_ms"] = 1000.0;
+  r = profile_from_json(bad, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("p5_ms <= median_ms"), std::string::npos) << r.error().message();
+  bad = base;
+  bad["slots"]["context_gap_max"] = -1;
+  EXPECT_FALSE(profile_from_json(bad, "x").ok());
+  bad = base;
+  bad["commands"]["GetRandom"]["distribution"]["typo"] = 1;
+  EXPECT_FALSE(profile_from_json(bad, "x").ok());
+}
+
 // The rules A1-A6, applied to the SLB9670's TPMScan operations alone, against
 // what the seed thread measured on that chip (the M values of the shipped
 // profile): each derived value is within the rule's stated error, and the

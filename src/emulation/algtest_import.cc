@@ -356,7 +356,6 @@ std::string runs_text(const std::vector<std::string>& labels) {
 
 struct Builder {
   std::string source;
-  LatencyProfile* p;
 
   // A measured value: the median of the runs' averages, its range, and the
   // pooled distribution when per-iteration data exists.
@@ -385,8 +384,8 @@ struct Builder {
       jitter = (m.high - m.low) / 4;
     }
     v.jitter_ms = r3(std::clamp(jitter, 0.02 * v.ms, 0.3 * v.ms));
-    v.note = fmt::format("{}: median of {} run average{} ({} iterations){}", what, m.runs, m.runs == 1 ? "" : "s",
-                         m.iterations, tag == kTagProxy ? "" : "");
+    v.note = fmt::format("{}: median of {} run average{} ({} iterations)", what, m.runs, m.runs == 1 ? "" : "s",
+                         m.iterations);
     return v;
   }
 
@@ -519,7 +518,7 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
                                                          ", "));
   }
 
-  Builder b{source, &p};
+  Builder b{source};
   Merged get_random = merge(kept, "GetRandom");
   Merged hash = merge(kept, "Hash");
   Merged hmac = merge(kept, "HMAC");
