@@ -240,6 +240,9 @@ TEST(AlgtestImport, KeepPrefersMeasuredValuesOfTheEarlierProfile) {
   for (const TailEvent& t : p.tail_events) {
     if (t.variant == "CreatePrimary.rsa") EXPECT_EQ(t.tag, kTagDerived);
   }
+  // Importing the same runs again over the result changes nothing (regeneration is stable).
+  AlgtestImport again = import(runs_in(kSlbDir), p);
+  EXPECT_EQ(again.profile, p);
 }
 
 TEST(AlgtestImport, ExtendedFieldsAreValidated) {

@@ -703,7 +703,10 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
     const LatencyProfile& k = *options.keep;
     // A D value an earlier import made by a rule A* is not kept: re-importing
     // must apply today's rules.
+    // Neither is an M value an earlier import made (it has runs): re-importing
+    // the same runs must give the same profile.
     auto better = [](const LatencyValue& kept_value, const LatencyValue& imported) {
+      if (kept_value.runs > 0) return false;
       if (kept_value.tag == kTagMeasured) return true;
       return kept_value.tag == kTagDerived && imported.tag != kTagMeasured &&
              kept_value.note.rfind("rule A", 0) != 0;
@@ -756,7 +759,13 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
     p.seed = k.seed;
     if (!kept_names.empty()) {
       p.note += fmt::format(" Kept from the earlier profile (measured beats derived): {}.", fmt::join(kept_names, ", "));
-      if (!k.note.empty()) p.note += " Its note: " + k.note;
+      // The earlier profile's own note, not one an earlier import wrote.
+      std::string earlier = k.note;
+      if (earlier.find("tpm2-algtest run") != std::string::npos) {
+        size_t at = earlier.find(" Its note: ");
+        earlier = at == std::string::npos ? std::string() : earlier.substr(at + 11);
+      }
+      if (!earlier.empty()) p.note += " Its note: " + earlier;
     }
   }
   return out;
