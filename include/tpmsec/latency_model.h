@@ -55,12 +55,29 @@ std::string_view tag_name(char tag);
 // One modelled latency and where it comes from. `source` names the sources
 // (S1..S16 of docs/latency-profiles.md) and, for E values, the rule used; `note` says
 // how the number was obtained.
+// A measured per-iteration distribution (optional in a profile; for
+// information and for checking a profile, the model draws from ms/jitter_ms).
+struct ValueDistribution {
+  uint64_t n = 0;  // iterations
+  double median_ms = 0;
+  double p5_ms = 0;
+  double p95_ms = 0;
+  double max_ms = 0;
+  bool operator==(const ValueDistribution&) const = default;
+};
+
 struct LatencyValue {
   double ms = 0;         // mean (for param_encryption_per_byte: per byte)
   double jitter_ms = 0;  // standard deviation of the normal jitter
   char tag = kTagEstimate;
   std::string source;
   std::string note;
+  // Optional (profiles may omit them; 0 / empty = not given):
+  std::optional<double> low_ms;   // uncertainty of `ms`: the spread of run
+  std::optional<double> high_ms;  // averages (M) or the rule's stated error (D/E)
+  uint32_t runs = 0;              // M: measurement runs merged
+  uint64_t iterations = 0;        // M: iterations over those runs
+  std::optional<ValueDistribution> distribution;
   bool operator==(const LatencyValue&) const = default;
 };
 
@@ -94,9 +111,13 @@ struct ProfileIdentity {
 };
 
 // Session and object slots of the real part, for information (0: unknown).
+// The last two are optional in a profile: TPM_PT_ACTIVE_SESSIONS_MAX and
+// TPM_PT_CONTEXT_GAP_MAX as the TPM reports them.
 struct SlotLimits {
   uint32_t max_loaded_sessions = 0;
   uint32_t max_transient_objects = 0;
+  uint32_t active_sessions_max = 0;
+  uint32_t context_gap_max = 0;
   std::string source;
   std::string note;
   bool operator==(const SlotLimits&) const = default;

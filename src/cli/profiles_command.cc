@@ -54,12 +54,12 @@ Status list_profiles(bool json) {
     fmt::print("{}\n", out.dump(2));
     return ok_status();
   }
-  fmt::print("{:<12} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8} {:>8} {:>8} {:>9}\n", "PROFILE", "NAME", "BUS", "VALUES",
+  fmt::print("{:<14} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8} {:>8} {:>8} {:>9}\n", "PROFILE", "NAME", "BUS", "VALUES",
              "M/D", "P/E/B", "PLAIN", "HMAC'D", "PER-CMD", "SAVED-CTX");
   for (const LatencyProfile& p : all) {
     ProfileSummary s = summarize(p);
     ExtendFigures f = extend_figures(p);
-    fmt::print("{:<12} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f}{}\n", p.id, p.name,
+    fmt::print("{:<14} {:<32} {:<24} {:>6} {:>5} {:>6} {:>8.2f} {:>8.2f} {:>8.2f} {:>9.2f}{}\n", p.id, p.name,
                p.identity.bus, s.values, percent(s.measured_or_derived(), s.values),
                percent(s.values - s.measured_or_derived(), s.values), f.plain_ms, f.hmac_ms, f.per_command_ms,
                f.saved_context_ms, s.estimates_only() ? "  (estimates only)" : "");
@@ -71,6 +71,17 @@ Status list_profiles(bool json) {
 void print_value(std::string_view label, const LatencyValue& v, std::string_view unit = "", int decimals = 3) {
   fmt::print("{:<27} {:>9.{}f}{:<5} {:>8.{}f}  {}  {:<9} {}\n", label, v.ms, decimals, unit, v.jitter_ms, decimals,
              v.tag, tag_name(v.tag), v.source);
+  if (v.low_ms && v.high_ms) {
+    fmt::print("{:<6}range {:.{}f}-{:.{}f}{}\n", "", *v.low_ms, decimals, *v.high_ms, decimals,
+               v.runs ? fmt::format(" over {} runs, {} iterations", v.runs, v.iterations) : std::string());
+  } else if (v.runs) {
+    fmt::print("{:<6}{} run(s), {} iterations\n", "", v.runs, v.iterations);
+  }
+  if (v.distribution) {
+    fmt::print("{:<6}per iteration (n={}): p5 {:.3f}, median {:.3f}, p95 {:.3f}, max {:.3f} ms\n", "",
+               v.distribution->n, v.distribution->p5_ms, v.distribution->median_ms, v.distribution->p95_ms,
+               v.distribution->max_ms);
+  }
   if (!v.note.empty()) fmt::print("{:<6}{}\n", "", v.note);
 }
 
@@ -102,6 +113,10 @@ Status show_profile(const std::string& name, bool json) {
   if (p.slots.max_loaded_sessions || p.slots.max_transient_objects) {
     line("slots", fmt::format("{} loaded sessions, {} transient objects ({})", p.slots.max_loaded_sessions,
                               p.slots.max_transient_objects, p.slots.source));
+    if (p.slots.active_sessions_max || p.slots.context_gap_max) {
+      line("", fmt::format("{} active sessions, context gap {} (0x{:X})", p.slots.active_sessions_max,
+                           p.slots.context_gap_max, p.slots.context_gap_max));
+    }
   } else {
     line("slots", "unknown");
   }

@@ -149,12 +149,35 @@ class Checker {
 LatencyValue read_value(Checker& c, const json& j, const std::string& path) {
   LatencyValue v;
   if (!c.object(j, path)) return v;
-  c.only_keys(j, path, {"ms", "jitter_ms", "tag", "source", "note"});
+  c.only_keys(j, path, {"ms", "jitter_ms", "tag", "source", "note", "low_ms", "high_ms", "runs", "iterations",
+                        "distribution"});
   v.ms = c.non_negative(j, path, "ms", true, "latency");
   v.jitter_ms = c.non_negative(j, path, "jitter_ms", false, "jitter");
   v.tag = c.tag(j, path);
   v.source = c.source(j, path);
   v.note = c.string(j, path, "note", false);
+  if (c.member(j, path, "low_ms", false)) v.low_ms = c.non_negative(j, path, "low_ms", true, "latency");
+  if (c.member(j, path, "high_ms", false)) v.high_ms = c.non_negative(j, path, "high_ms", true, "latency");
+  if (c.ok() && v.low_ms.has_value() != v.high_ms.has_value()) c.fail(path, "low_ms and high_ms go together");
+  if (c.ok() && v.low_ms && (*v.low_ms > v.ms || *v.high_ms < v.ms)) {
+    c.fail(path, fmt::format("range {}-{} does not contain ms {}", *v.low_ms, *v.high_ms, v.ms));
+  }
+  v.runs = static_cast<uint32_t>(c.member(j, path, "runs", false) ? c.unsigned_integer(j, path, "runs", true) : 0);
+  v.iterations = c.member(j, path, "iterations", false) ? c.unsigned_integer(j, path, "iterations", true) : 0;
+  if (const json* d = c.member(j, path, "distribution", false); d && c.object(*d, path + ".distribution")) {
+    std::string dpath = path + ".distribution";
+    c.only_keys(*d, dpath, {"n", "median_ms", "p5_ms", "p95_ms", "max_ms"});
+    ValueDistribution dist;
+    dist.n = c.unsigned_integer(*d, dpath, "n", true);
+    dist.median_ms = c.non_negative(*d, dpath, "median_ms", true, "latency");
+    dist.p5_ms = c.non_negative(*d, dpath, "p5_ms", true, "latency");
+    dist.p95_ms = c.non_negative(*d, dpath, "p95_ms", true, "latency");
+    dist.max_ms = c.non_negative(*d, dpath, "max_ms", true, "latency");
+    if (c.ok() && !(dist.p5_ms <= dist.median_ms && dist.median_ms <= dist.p95_ms && dist.p95_ms <= dist.max_ms)) {
+      c.fail(dpath, "expected p5_ms <= median_ms <= p95_ms <= max_ms");
+    }
+    v.distribution = dist;
+  }
   return v;
 }
 
@@ -208,9 +231,16 @@ ProfileIdentity read_identity(Checker& c, const json& j, const std::string& path
 SlotLimits read_slots(Checker& c, const json& j, const std::string& path) {
   SlotLimits s;
   if (!c.object(j, path)) return s;
-  c.only_keys(j, path, {"max_loaded_sessions", "max_transient_objects", "source", "note"});
+  c.only_keys(j, path, {"max_loaded_sessions", "max_transient_objects", "active_sessions_max", "context_gap_max",
+                        "source", "note"});
   s.max_loaded_sessions = static_cast<uint32_t>(c.unsigned_integer(j, path, "max_loaded_sessions", true));
   s.max_transient_objects = static_cast<uint32_t>(c.unsigned_integer(j, path, "max_transient_objects", true));
+  if (c.member(j, path, "active_sessions_max", false)) {
+    s.active_sessions_max = static_cast<uint32_t>(c.unsigned_integer(j, path, "active_sessions_max", true));
+  }
+  if (c.member(j, path, "context_gap_max", false)) {
+    s.context_gap_max = static_cast<uint32_t>(c.unsigned_integer(j, path, "context_gap_max", true));
+  }
   s.source = c.string(j, path, "source", false);
   s.note = c.string(j, path, "note", false);
   return s;
@@ -237,6 +267,17 @@ std::vector<std::string> known_profile_names(const std::string& dir) {
 json value_json(const LatencyValue& v) {
   json j{{"ms", v.ms}, {"jitter_ms", v.jitter_ms}, {"tag", std::string(1, v.tag)}, {"source", v.source}};
   if (!v.note.empty()) j["note"] = v.note;
+  if (v.low_ms) j["low_ms"] = *v.low_ms;
+  if (v.high_ms) j["high_ms"] = *v.high_ms;
+  if (v.runs) j["runs"] = v.runs;
+  if (v.iterations) j["iterations"] = v.iterations;
+  if (v.distribution) {
+    j["distribution"] = {{"n", v.distribution->n},
+                         {"median_ms", v.distribution->median_ms},
+                         {"p5_ms", v.distribution->p5_ms},
+                         {"p95_ms", v.distribution->p95_ms},
+                         {"max_ms", v.distribution->max_ms}};
+  }
   return j;
 }
 
@@ -409,6 +450,8 @@ json to_json(const LatencyProfile& p) {
            {"max_transient_objects", p.slots.max_transient_objects},
            {"source", p.slots.source},
            {"note", p.slots.note}}}};
+  if (p.slots.active_sessions_max) j["slots"]["active_sessions_max"] = p.slots.active_sessions_max;
+  if (p.slots.context_gap_max) j["slots"]["context_gap_max"] = p.slots.context_gap_max;
   if (!p.note.empty()) j["note"] = p.note;
   return j;
 }

@@ -1,0 +1,774 @@
+// Latency profiles from tpm2-algtest result directories (TPMScan).
+#include "tpmsec/algtest_import.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace tpmsec {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r-");
+  size_t e = s.find_last_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  return s.substr(b, e - b + 1);
+}
+
+std::string unquote(std::string s) {
+  s = trim(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+bool read_text(const fs::path& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream b;
+  b << in.rdbuf();
+  *out = b.str();
+  return !in.bad();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// One "- ..." entry of a performance.yaml section: its "key: value" pairs.
+struct YamlEntry {
+  std::string section;  // "TPM2_Sign"
+  std::map<std::string, std::string> fields;
+};
+
+std::vector<YamlEntry> yaml_entries(const std::string& text, std::map<std::string, std::string>* header) {
+  std::vector<YamlEntry> out;
+  std::string section;
+  for (const std::string& raw : lines_of(text)) {
+    if (raw.empty() || trim(raw).empty()) continue;
+    bool top = raw[0] != ' ' && raw[0] != '-';
+    size_t colon = raw.find(':');
+    if (top) {
+      if (raw.rfind("TPM2_", 0) == 0 && colon != std::string::npos && trim(raw.substr(colon + 1)).empty()) {
+        section = raw.substr(0, colon);
+      } else if (colon != std::string::npos && section.empty()) {
+        (*header)[raw.substr(0, colon)] = unquote(raw.substr(colon + 1));
+      }
+      continue;
+    }
+    if (section.empty()) continue;
+    if (raw[raw.find_first_not_of(' ')] == '-') {
+      out.push_back(YamlEntry{section, {}});
+    }
+    if (out.empty() || colon == std::string::npos) continue;
+    out.back().fields[trim(raw.substr(0, colon))] = trim(raw.substr(colon + 1));
+  }
+  return out;
+}
+
+bool number(const std::string& s, double* v) {
+  try {
+    size_t used = 0;
+    *v = std::stod(s, &used);
+    return used > 0 && std::isfinite(*v);
+  } catch (...) {
+    return false;
+  }
+}
+
+// The tpmsec key of an entry, or "".
+std::string op_key(const YamlEntry& e) {
+  auto f = [&](const char* k) {
+    auto it = e.fields.find(k);
+    return it == e.fields.end() ? std::string() : it->second;
+  };
+  const std::string& s = e.section;
+  if (s == "TPM2_GetRandom" && f("data length (bytes)") == "32") return "GetRandom";
+  if (s == "TPM2_Hash" && f("hash algorithm") == "0x000b" && f("data length (bytes)") == "256") return "Hash";
+  if (s == "TPM2_HMAC" && (f("hash algorithm") == "SHA-256" || f("hash algorithm") == "0x000b") &&
+      f("data length (bytes)") == "256") {
+    return "HMAC";
+  }
+  if (s == "TPM2_Sign" && f("key parameters") == "ECC 0x0003" && f("scheme") == "0x0018") return "Sign.ecdsa_p256";
+  if (s == "TPM2_RSA_Decrypt" && f("key parameters") == "RSA 2048" && f("scheme") == "0x0017") {
+    return "RSA_Decrypt.oaep_2048";
+  }
+  if (s == "TPM2_Create" && f("key parameters") == "ECC 0x0003") return "Create.ecc_p256";
+  if (s == "TPM2_Create" && f("key parameters") == "RSA 2048") return "Create.rsa_2048";
+  if (s == "TPM2_ZGen" && f("key parameters") == "0x0003" && f("scheme") == "0x0019") return "ZGen_2Phase.p256";
+  if (s == "TPM2_ECDH_ZGen" && f("key parameters") == "0x0003") return "ECDH_ZGen.p256";
+  if (s == "TPM2_ECDH" && f("key parameters") == "ZGen 0x0003") return "ECDH_ZGen.p256";
+  if (s == "TPM2_EncryptDecrypt" && f("algorithm") == "0x0006" && f("key length") == "128" && f("mode") == "0x0043" &&
+      f("encrypt/decrypt?") == "decrypt" && f("data length (bytes)") == "256") {
+    return "EncryptDecrypt.aes128_cfb";
+  }
+  return {};
+}
+
+// detail/Perf_*.csv per op key.
+const std::map<std::string, std::vector<std::string>>& csv_files() {
+  static const std::map<std::string, std::vector<std::string>> files = {
+      {"GetRandom", {"Perf_GetRandom.csv"}},
+      {"Hash", {"Perf_Hash:0x000b.csv"}},
+      {"HMAC", {"Perf_HMAC.csv"}},
+      {"Sign.ecdsa_p256", {"Perf_Sign:ECC_0x0003_0x0018.csv"}},
+      {"RSA_Decrypt.oaep_2048", {"Perf_RSA_Decrypt:RSA_2048_0x0017.csv"}},
+      {"Create.ecc_p256", {"Perf_Create:ECC_0x0003.csv"}},
+      {"Create.rsa_2048", {"Perf_Create:RSA_2048.csv"}},
+      {"ZGen_2Phase.p256", {"Perf_ZGen:0x0003_0x0019.csv"}},
+      {"ECDH_ZGen.p256", {"Perf_ECDH_ZGen:0x0003.csv", "Perf_ECDH:ZGen_0x0003.csv"}},
+  };
+  return files;
+}
+
+// Successful iterations of a CSV (duration,duration_extra,return_code), in ms.
+Result<std::vector<double>> read_csv(const fs::path& path) {
+  std::string text;
+  if (!read_text(path, &text)) return usage_error(fmt::format("{}: cannot read", path.string()));
+  std::vector<double> out;
+  size_t n = 0;
+  for (const std::string& line : lines_of(text)) {
+    ++n;
+    if (n == 1 || trim(line).empty()) continue;
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cols.push_back(trim(c));
+    double seconds = 0;
+    if (cols.size() < 3 || !number(cols[0], &seconds) || seconds < 0) {
+      return usage_error(fmt::format("{}: line {} is not 'duration,duration_extra,return_code'", path.string(), n));
+    }
+    if (cols[2] != "0000" && cols[2] != "0") continue;
+    out.push_back(seconds * 1000.0);
+  }
+  return out;
+}
+
+// "TPM2_PT_X:\n  raw: 0x..\n  value: ..." -> name -> (raw, value).
+std::map<std::string, std::pair<std::string, std::string>> fixed_properties(const std::string& text) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  std::string current;
+  for (const std::string& raw : lines_of(text)) {
+    if (raw.empty()) continue;
+    size_t colon = raw.find(':');
+    if (colon == std::string::npos) continue;
+    if (raw[0] != ' ') {
+      current = raw.substr(0, colon);
+      out[current];
+    } else if (!current.empty()) {
+      std::string key = trim(raw.substr(0, colon));
+      if (key == "raw") out[current].first = trim(raw.substr(colon + 1));
+      if (key == "value") out[current].second = unquote(raw.substr(colon + 1));
+    }
+  }
+  return out;
+}
+
+uint32_t raw_value(const std::map<std::string, std::pair<std::string, std::string>>& props, const char* name) {
+  auto it = props.find(name);
+  if (it == props.end() || it->second.first.empty()) return 0;
+  try {
+    return static_cast<uint32_t>(std::stoul(it->second.first, nullptr, 0));
+  } catch (...) {
+    return 0;
+  }
+}
+
+// A property's 4 characters, from its raw value (big-endian; NULs and non-printable bytes dropped).
+std::string chars_of(uint32_t raw) {
+  std::string s;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    char c = static_cast<char>((raw >> shift) & 0xff);
+    if (c >= 0x20 && c <= 0x7e) s.push_back(c);  // printable ASCII only (profiles are JSON text)
+  }
+  return s;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Linear-interpolated quantile of sorted data.
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double pos = q * double(sorted.size() - 1);
+  size_t i = static_cast<size_t>(pos);
+  if (i + 1 >= sorted.size()) return sorted.back();
+  return sorted[i] + (pos - double(i)) * (sorted[i + 1] - sorted[i]);
+}
+
+double round_to(double v, double unit) { return std::round(v / unit) * unit; }
+double r3(double v) { return round_to(v, 0.001); }
+
+}  // namespace
+
+Result<AlgtestRun> read_algtest_run(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return usage_error(fmt::format("{}: not a directory", dir));
+  fs::path root(dir);
+  fs::path yaml = root / "performance.yaml";
+  fs::path props_path = root / "detail" / "Capability_properties-fixed.txt";
+  std::string yaml_text, props_text;
+  if (!fs::is_regular_file(yaml, ec) || !read_text(yaml, &yaml_text)) {
+    return usage_error(fmt::format("{}: no readable performance.yaml (not a tpm2-algtest result directory)", dir));
+  }
+  if (!fs::is_regular_file(props_path, ec) || !read_text(props_path, &props_text)) {
+    return usage_error(fmt::format("{}: no readable detail/Capability_properties-fixed.txt", dir));
+  }
+  AlgtestRun run;
+  run.dir = dir;
+  std::vector<std::string> parts;
+  for (const auto& part : fs::path(dir).lexically_normal()) {
+    if (!part.empty() && part != ".") parts.push_back(part.string());
+  }
+  while (!parts.empty() && parts.back().empty()) parts.pop_back();
+  size_t from = parts.size() > 3 ? parts.size() - 3 : 0;
+  for (size_t i = from; i < parts.size(); ++i) run.label += (run.label.empty() ? "" : "/") + parts[i];
+
+  auto props = fixed_properties(props_text);
+  uint32_t manufacturer = raw_value(props, "TPM2_PT_MANUFACTURER");
+  run.manufacturer = chars_of(manufacturer);
+  if (run.manufacturer.empty()) {
+    return usage_error(fmt::format("{}: no TPM2_PT_MANUFACTURER in detail/Capability_properties-fixed.txt", dir));
+  }
+  for (int i = 0; i < 4; ++i) {
+    run.vendor_strings[i] = chars_of(raw_value(props, fmt::format("TPM2_PT_VENDOR_STRING_{}", i + 1).c_str()));
+  }
+  uint32_t fw1 = raw_value(props, "TPM2_PT_FIRMWARE_VERSION_1");
+  if (fw1) run.firmware = fmt::format("{}.{}", fw1 >> 16, fw1 & 0xffff);
+  run.loaded_sessions = raw_value(props, "TPM2_PT_HR_LOADED_MIN");
+  run.transient_objects = raw_value(props, "TPM2_PT_HR_TRANSIENT_MIN");
+  run.active_sessions_max = raw_value(props, "TPM2_PT_ACTIVE_SESSIONS_MAX");
+  run.context_gap_max = raw_value(props, "TPM2_PT_CONTEXT_GAP_MAX");
+
+  std::map<std::string, std::string> header;
+  for (const YamlEntry& e : yaml_entries(yaml_text, &header)) {
+    std::string key = op_key(e);
+    if (key.empty() || run.ops.count(key)) continue;
+    auto get = [&](const char* k, double* v) {
+      auto it = e.fields.find(k);
+      return it != e.fields.end() && number(it->second, v);
+    };
+    AlgtestOp op;
+    double successful = 0;
+    if (!get("avg op", &op.avg_ms) || !get("min op", &op.min_ms) || !get("max op", &op.max_ms) ||
+        !get("successful", &successful)) {
+      return usage_error(fmt::format("{}: performance.yaml: {} entry without avg/min/max op or successful", dir,
+                                     e.section));
+    }
+    if (successful < 1 || op.avg_ms <= 0) continue;  // failed on this TPM
+    op.iterations = static_cast<uint64_t>(successful);
+    run.ops[key] = op;
+  }
+  run.firmware_full = header.count("Firmware version") ? header["Firmware version"] : "";
+  run.device = header.count("Device name") ? header["Device name"] : "";
+  if (!run.ops.count("GetRandom")) {
+    return usage_error(fmt::format("{}: performance.yaml has no successful TPM2_GetRandom of 32 bytes", dir));
+  }
+  for (const auto& [key, files] : csv_files()) {
+    auto it = run.ops.find(key);
+    if (it == run.ops.end()) continue;
+    for (const std::string& file : files) {
+      fs::path csv = root / "detail" / file;
+      if (!fs::is_regular_file(csv, ec)) continue;
+      TPMSEC_ASSIGN_OR_RETURN(it->second.samples_ms, read_csv(csv));
+      break;
+    }
+  }
+  return run;
+}
+
+std::vector<bool> outlier_runs(const std::vector<double>& levels) {
+  std::vector<bool> out(levels.size(), false);
+  if (levels.size() < 3) return out;
+  double med = median_of(levels);
+  std::vector<double> dev;
+  for (double v : levels) dev.push_back(std::fabs(v - med));
+  double mad = 1.4826 * median_of(dev);
+  for (size_t i = 0; i < levels.size(); ++i) {
+    double d = std::fabs(levels[i] - med);
+    out[i] = d > 3 * mad && d > 0.25 * med;
+  }
+  return out;
+}
+
+namespace {
+
+// What the kept runs say about one operation.
+struct Merged {
+  bool present = false;
+  double ms = 0;  // median of the runs' averages
+  double low = 0, high = 0;
+  uint32_t runs = 0;
+  uint64_t iterations = 0;
+  std::vector<double> samples;  // pooled per-iteration
+  std::vector<std::string> labels;
+};
+
+Merged merge(const std::vector<const AlgtestRun*>& runs, const std::string& key) {
+  Merged m;
+  std::vector<double> avgs;
+  for (const AlgtestRun* r : runs) {
+    auto it = r->ops.find(key);
+    if (it == r->ops.end()) continue;
+    avgs.push_back(it->second.avg_ms);
+    m.iterations += it->second.iterations;
+    m.samples.insert(m.samples.end(), it->second.samples_ms.begin(), it->second.samples_ms.end());
+    m.labels.push_back(r->label);
+  }
+  if (avgs.empty()) return m;
+  m.present = true;
+  m.runs = static_cast<uint32_t>(avgs.size());
+  m.ms = median_of(avgs);
+  m.low = *std::min_element(avgs.begin(), avgs.end());
+  m.high = *std::max_element(avgs.begin(), avgs.end());
+  std::sort(m.samples.begin(), m.samples.end());
+  return m;
+}
+
+// Every run, grouped by VENDOR/FIRMWARE: "IFX/7.85.17.51968/{08836af27dda9f32,57dac75a27d6f427}".
+std::string runs_text(const std::vector<std::string>& labels) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const std::string& label : labels) {
+    size_t slash = label.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : label.substr(0, slash + 1);
+    std::string run = slash == std::string::npos ? label : label.substr(slash + 1);
+    if (groups.empty() || groups.back().first != dir) groups.push_back({dir, {}});
+    groups.back().second.push_back(run);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [dir, runs] : groups) {
+    parts.push_back(runs.size() == 1 ? dir + runs[0] : fmt::format("{}{{{}}}", dir, fmt::join(runs, ",")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+struct Builder {
+  std::string source;
+
+  // A measured value: the median of the runs' averages, its range, and the
+  // pooled distribution when per-iteration data exists.
+  LatencyValue measured(const Merged& m, char tag, const std::string& what) const {
+    LatencyValue v;
+    v.ms = r3(m.ms);
+    v.tag = tag;
+    v.source = fmt::format("{} {}", source, runs_text(m.labels));
+    v.runs = m.runs;
+    v.iterations = m.iterations;
+    if (m.runs > 1) {
+      v.low_ms = r3(m.low);
+      v.high_ms = r3(m.high);
+    }
+    double jitter = 0;
+    if (m.samples.size() >= 20) {
+      ValueDistribution d;
+      d.n = m.samples.size();
+      d.median_ms = r3(quantile(m.samples, 0.5));
+      d.p5_ms = r3(quantile(m.samples, 0.05));
+      d.p95_ms = r3(quantile(m.samples, 0.95));
+      d.max_ms = r3(m.samples.back());
+      v.distribution = d;
+      jitter = (d.p95_ms - d.p5_ms) / 3.29;  // the stddev of a normal with that 90% range
+    } else {
+      jitter = (m.high - m.low) / 4;
+    }
+    v.jitter_ms = r3(std::clamp(jitter, 0.02 * v.ms, 0.3 * v.ms));
+    v.note = fmt::format("{}: median of {} run average{} ({} iterations)", what, m.runs, m.runs == 1 ? "" : "s",
+                         m.iterations);
+    return v;
+  }
+
+  // A value derived by a rule; `error` (fraction) becomes its low/high.
+  LatencyValue derived(double ms, char tag, const std::string& rule_source, const std::string& note,
+                       double error) const {
+    LatencyValue v;
+    v.ms = r3(ms);
+    v.jitter_ms = r3(0.02 * ms);
+    v.tag = tag;
+    v.source = rule_source;
+    v.note = note;
+    if (error > 0) {
+      v.low_ms = r3(ms / (1 + error));
+      v.high_ms = r3(ms * (1 + error));
+      if (*v.low_ms > v.ms) v.low_ms = v.ms;
+      if (*v.high_ms < v.ms) v.high_ms = v.ms;
+    }
+    return v;
+  }
+};
+
+double stated_error(const char* variant) {
+  for (const RuleError& e : kRuleErrors) {
+    if (std::string_view(e.variant) == variant) return e.error;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, const AlgtestImportOptions& options) {
+  if (runs.empty()) return usage_error("no tpm2-algtest result directory given");
+  for (const AlgtestRun& r : runs) {
+    if (r.manufacturer != runs[0].manufacturer) {
+      return usage_error(fmt::format("{} is manufacturer '{}' but {} is '{}': give runs of one chip", r.dir,
+                                     r.manufacturer, runs[0].dir, runs[0].manufacturer));
+    }
+  }
+  AlgtestImport out;
+  std::vector<double> levels;
+  for (const AlgtestRun& r : runs) levels.push_back(r.ops.at("GetRandom").avg_ms);
+  std::vector<bool> outlier = outlier_runs(levels);
+  double level_median = median_of(levels);
+  std::vector<const AlgtestRun*> kept;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (outlier[i]) {
+      out.excluded.push_back(fmt::format("{}: GetRandom {:.2f} ms against the runs' median {:.2f} ms (outlier rule)",
+                                         runs[i].label, levels[i], level_median));
+    } else {
+      kept.push_back(&runs[i]);
+      out.used.push_back(runs[i].label);
+    }
+  }
+
+  // Identity: the most common firmware and vendor strings of the kept runs.
+  std::map<std::string, size_t> fw_count;
+  for (const AlgtestRun* r : kept) ++fw_count[r->firmware];
+  std::string firmware =
+      std::max_element(fw_count.begin(), fw_count.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  const AlgtestRun* ref = kept[0];
+  for (const AlgtestRun* r : kept) {
+    if (r->firmware == firmware) {
+      ref = r;
+      break;
+    }
+  }
+  std::set<std::string> fulls, devices;
+  for (const AlgtestRun* r : kept) {
+    fulls.insert(r->firmware_full);
+    if (!r->device.empty()) devices.insert(r->device);
+  }
+  std::string source = options.source.empty() ? "tpm2-algtest" : options.source;
+
+  LatencyProfile& p = out.profile;
+  p.id = options.id;
+  std::string vendor;
+  for (const std::string& v : ref->vendor_strings) vendor += v;
+  std::set<std::string> vendors;
+  for (const AlgtestRun* r : kept) {
+    std::string v;
+    for (const std::string& part : r->vendor_strings) v += part;
+    vendors.insert(v);
+  }
+  p.name = options.name.empty() ? fmt::format("{} {}", trim(ref->manufacturer), vendor) : options.name;
+  p.identity.manufacturer = ref->manufacturer;
+  // Vendor strings the kept runs agree on, up to the first that differs
+  // (policy rules match them as a prefix; NPCT75x parts vary in the third).
+  for (size_t i = 0; i < 4; ++i) {
+    bool agree = std::all_of(kept.begin(), kept.end(),
+                             [&](const AlgtestRun* r) { return r->vendor_strings[i] == ref->vendor_strings[i]; });
+    if (!agree) break;
+    p.identity.vendor_strings[i] = ref->vendor_strings[i];
+  }
+  p.identity.firmware = firmware;
+  p.identity.bus = "unknown (kernel driver)";  // algtest does not record the bus
+  p.identity.source = fmt::format("{} {} (detail/Capability_properties-fixed.txt)", source, ref->label);
+  p.identity.note = fmt::format("vendor strings of the merged runs: {} (the profile keeps those they share); firmware "
+                                "versions: {}; machines: {}",
+                                fmt::join(vendors, ", "), fmt::join(fulls, ", "),
+                                devices.empty() ? "not recorded" : fmt::format("{}", fmt::join(devices, ", ")));
+  p.seed = 0;
+  for (char c : options.id) p.seed = p.seed * 131 + static_cast<unsigned char>(c);
+  p.seed %= 1000000;
+
+  std::map<std::string, size_t> slot_count;
+  for (const AlgtestRun* r : kept) {
+    ++slot_count[fmt::format("{}/{}/{}/{}", r->loaded_sessions, r->transient_objects, r->active_sessions_max,
+                             r->context_gap_max)];
+  }
+  if (ref->loaded_sessions || ref->transient_objects) {
+    p.slots.max_loaded_sessions = ref->loaded_sessions;
+    p.slots.max_transient_objects = ref->transient_objects;
+    p.slots.active_sessions_max = ref->active_sessions_max;
+    p.slots.context_gap_max = ref->context_gap_max;
+    p.slots.source = fmt::format("{} {} (M: TPM2_PT_HR_LOADED_MIN, TPM2_PT_HR_TRANSIENT_MIN, "
+                                 "TPM2_PT_ACTIVE_SESSIONS_MAX, TPM2_PT_CONTEXT_GAP_MAX)",
+                                 source, ref->label);
+    p.slots.note = slot_count.size() == 1
+                       ? "the TPM's own fixed properties; every merged run reports the same"
+                       : fmt::format("the TPM's own fixed properties of firmware {}; the merged runs report "
+                                     "(sessions/objects/active/gap): {}",
+                                     firmware, fmt::join(std::vector<std::string>([&] {
+                                                           std::vector<std::string> v;
+                                                           for (auto& [k, n] : slot_count) {
+                                                             v.push_back(fmt::format("{} x{}", k, n));
+                                                           }
+                                                           return v;
+                                                         }()),
+                                                         ", "));
+  }
+
+  Builder b{source};
+  Merged get_random = merge(kept, "GetRandom");
+  Merged hash = merge(kept, "Hash");
+  Merged hmac = merge(kept, "HMAC");
+  Merged ecdsa = merge(kept, "Sign.ecdsa_p256");
+  Merged oaep = merge(kept, "RSA_Decrypt.oaep_2048");
+  Merged create_ecc = merge(kept, "Create.ecc_p256");
+  Merged create_rsa = merge(kept, "Create.rsa_2048");
+  Merged zgen2 = merge(kept, "ZGen_2Phase.p256");
+  Merged ecdh = merge(kept, "ECDH_ZGen.p256");
+  Merged aes = merge(kept, "EncryptDecrypt.aes128_cfb");
+  std::string rules = "docs/latency-profiles.md";
+  double s = get_random.ms;  // a short command on this chip, driver path included
+  std::string short_text = fmt::format("GetRandom(32) {:.2f} ms (M)", s);
+
+  p.commands["GetRandom"] = b.measured(get_random, kTagMeasured, "TPM2_GetRandom of 32 bytes");
+  // A3: every short command costs what GetRandom(32) does on the same path.
+  auto short_value = [&](const char* what) {
+    return b.derived(s, kTagDerived, fmt::format("{} {}, rule A3", source, runs_text(get_random.labels)),
+                     fmt::format("rule A3 ({}): {} ~ a short command = {}", rules, what, short_text),
+                     stated_error("FlushContext"));
+  };
+  p.commands["FlushContext"] = short_value("FlushContext");
+  p.commands["PCR_Read"] = short_value("PCR_Read");
+  p.commands["StartAuthSession.unsalted"] = short_value("unsalted StartAuthSession (nonce generation only)");
+  p.commands["default"] = short_value("any other command");
+  if (hash.present) {
+    p.commands["Hash"] = b.measured(hash, kTagMeasured, "TPM2_Hash SHA-256 of 256 bytes");
+    // A4: PCR_Extend (one SHA-256 bank) ~ Hash of 256 bytes.
+    p.commands["PCR_Extend"] = b.derived(
+        hash.ms, kTagDerived, fmt::format("{} {}, rule A4", source, runs_text(hash.labels)),
+        fmt::format("rule A4 ({}): PCR_Extend ~ TPM2_Hash SHA-256 of 256 bytes {:.2f} ms (M): a digest and a PCR "
+                    "update are hash work plus the command overhead",
+                    rules, hash.ms),
+        stated_error("PCR_Extend"));
+  } else {
+    p.commands["Hash"] = short_value("Hash (no successful TPM2_Hash in the runs)");
+    p.commands["PCR_Extend"] = short_value("PCR_Extend (no TPM2_Hash in the runs)");
+  }
+  // A1: ECC-salted StartAuthSession: one P-256 ECDH (the salt's KDFe point
+  // multiplication) plus a short command. ECDH_ZGen is that operation;
+  // ZGen_2Phase does two multiplications; ECDSA sign one, as a last resort.
+  {
+    double ms = 0;
+    std::string how;
+    const Merged* basis = nullptr;
+    if (ecdh.present) {
+      ms = ecdh.ms + s;
+      how = fmt::format("ECDH_ZGen P-256 {:.2f} ms (M) + {}", ecdh.ms, short_text);
+      basis = &ecdh;
+    } else if (zgen2.present) {
+      ms = (zgen2.ms + s) / 2 + s;
+      how = fmt::format("half of ZGen_2Phase P-256 {:.2f} ms (M; two multiplications, one command overhead) + {}",
+                        zgen2.ms, short_text);
+      basis = &zgen2;
+    } else if (ecdsa.present) {
+      ms = ecdsa.ms + s;
+      how = fmt::format("ECDSA P-256 sign {:.2f} ms (M; one multiplication, no ECDH measured) + {}", ecdsa.ms,
+                        short_text);
+      basis = &ecdsa;
+    }
+    if (basis) {
+      p.commands["StartAuthSession.ecc"] =
+          b.derived(ms, kTagDerived, fmt::format("{} {}, rule A1", source, runs_text(basis->labels)),
+                    fmt::format("rule A1 ({}): ECC-salted StartAuthSession ~ {}", rules, how),
+                    stated_error("StartAuthSession.ecc"));
+    } else {
+      p.commands["StartAuthSession.ecc"] = b.derived(
+          4 * s, kTagEstimate, "rule A1 fallback", "rule A1: no ECC operation succeeded; 4 x a short command", 0);
+    }
+  }
+  // A2: RSA-salted StartAuthSession: the OAEP decrypt of the salt plus a short command.
+  if (oaep.present) {
+    p.commands["StartAuthSession.rsa"] = b.derived(
+        oaep.ms + s, kTagDerived, fmt::format("{} {}, rule A2", source, runs_text(oaep.labels)),
+        fmt::format("rule A2 ({}): RSA-salted StartAuthSession ~ RSA-2048 OAEP decrypt {:.2f} ms (M) + {}; not "
+                    "validated (no chip has a measured RSA-salted StartAuthSession)",
+                    rules, oaep.ms, short_text),
+        0);
+  } else {
+    p.commands["StartAuthSession.rsa"] = b.derived(
+        100 * s, kTagEstimate, "rule A2 fallback", "rule A2: no RSA-2048 OAEP decrypt succeeded; 100 x a short command",
+        0);
+  }
+  // A5: ContextLoad of a key ~ 12 short commands (E rule 5 with the short command for FlushContext).
+  double load = 12 * s;
+  p.commands["ContextLoad.object"] =
+      b.derived(load, kTagDerived, fmt::format("{} {}, rule A5", source, runs_text(get_random.labels)),
+                fmt::format("rule A5 ({}): ContextLoad of a key ~ 12 x FlushContext (E rule 5) = 12 x {}", rules,
+                            short_text),
+                stated_error("ContextLoad.object"));
+  p.commands["ContextLoad.session"] = b.derived(
+      load, kTagEstimate, "E rule 5",
+      fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
+                  "(the seed thread's guess, an upper bound)",
+                  load),
+      0);
+  for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
+    p.commands[v] = b.derived(4 * s, kTagEstimate, "tpmsec rule T1",
+                              fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {}", short_text), 0);
+  }
+  if (create_ecc.present) {
+    p.commands["CreatePrimary.ecc"] = b.measured(create_ecc, kTagProxy, "Proxy: TPM2_Create of an ECC P-256 key");
+  } else {
+    p.commands["CreatePrimary.ecc"] =
+        b.derived(50 * s, kTagEstimate, "rule A7 fallback", "rule A7: no ECC Create succeeded; 50 x a short command", 0);
+  }
+  if (create_rsa.present) {
+    LatencyValue v = b.measured(create_rsa, kTagProxy, "Proxy: TPM2_Create of an RSA-2048 key");
+    // Key generation is heavy-tailed: the mean of the top 5% of draws as a tail event.
+    if (create_rsa.samples.size() >= 20) {
+      const std::vector<double>& x = create_rsa.samples;
+      double med = quantile(x, 0.5);
+      size_t top_from = static_cast<size_t>(std::floor(0.95 * double(x.size())));
+      double top_sum = 0;
+      for (size_t i = top_from; i < x.size(); ++i) top_sum += x[i];
+      double top_mean = top_sum / double(x.size() - top_from);
+      v.ms = r3(med);
+      v.jitter_ms = r3(0.3 * med);
+      v.low_ms.reset();  // the run averages' range is of means, not of this median
+      v.high_ms.reset();
+      v.note += fmt::format("; ms is the pooled median of {} key generations (their p95 and the tail event carry "
+                            "the rest)",
+                            x.size());
+      TailEvent t;
+      t.variant = "CreatePrimary.rsa";
+      t.probability = 0.05;
+      t.extra_ms = r3(top_mean - med);
+      t.tag = kTagDerived;
+      t.source = v.source;
+      t.note = fmt::format("the slowest 5% of {} measured RSA-2048 key generations average {:.0f} ms against a "
+                           "median of {:.0f} ms",
+                           x.size(), top_mean, med);
+      t.enabled = true;
+      p.tail_events.push_back(t);
+    }
+    p.commands["CreatePrimary.rsa"] = v;
+  } else {
+    p.commands["CreatePrimary.rsa"] = b.derived(1000 * s, kTagEstimate, "rule A7 fallback",
+                                                "rule A7: no RSA Create succeeded; 1000 x a short command", 0);
+  }
+  // A6: the HMAC session's added cost ~ one TPM2_HMAC of 256 bytes.
+  if (hmac.present) {
+    p.hmac_session = b.derived(
+        hmac.ms, kTagDerived, fmt::format("{} {}, rule A6", source, runs_text(hmac.labels)),
+        fmt::format("rule A6 ({}): HMAC session overhead ~ TPM2_HMAC SHA-256 of 256 bytes {:.2f} ms (M): the "
+                    "command and response HMACs and the nonce",
+                    rules, hmac.ms),
+        stated_error("hmac_session"));
+  } else {
+    p.hmac_session = b.derived(4 * s, kTagEstimate, "rule A6 fallback",
+                               "rule A6: no successful TPM2_HMAC; 4 x a short command", 0);
+  }
+  // T2': parameter encryption per byte from AES-128-CFB EncryptDecrypt of 256 bytes, less a short command.
+  if (aes.present && aes.ms > s) {
+    p.param_encryption_per_byte = b.derived(
+        (aes.ms - s) / 256.0, kTagDerived, fmt::format("{} {}, rule A8", source, runs_text(aes.labels)),
+        fmt::format("rule A8 ({}): (EncryptDecrypt AES-128-CFB of 256 bytes {:.2f} ms (M) - {}) / 256; not validated",
+                    rules, aes.ms, short_text),
+        0);
+    p.param_encryption_per_byte.ms = round_to((aes.ms - s) / 256.0, 1e-6);
+    p.param_encryption_per_byte.jitter_ms = round_to(p.param_encryption_per_byte.ms * 0.02, 1e-7);
+  } else {
+    double ratio = hmac.present ? hmac.ms / 14.61 : 1.0;
+    p.param_encryption_per_byte = b.derived(
+        0.005 * ratio, kTagEstimate, "tpmsec rule T2",
+        fmt::format("tpmsec rule T2 (pure estimate): 0.005 ms per byte on the SLB9670, scaled by the HMAC ratio "
+                    "{:.2f} / 14.61 ms; no AES-128-CFB EncryptDecrypt succeeded in the runs",
+                    hmac.present ? hmac.ms : 14.61),
+        0);
+    p.param_encryption_per_byte.ms = round_to(0.005 * ratio, 1e-6);
+    p.param_encryption_per_byte.jitter_ms = round_to(0.0001 * ratio, 1e-7);
+  }
+
+  p.note = fmt::format(
+      "From {} tpm2-algtest run{} ({}) through the Linux driver, password sessions{}. M: measured operations; P: key "
+      "creation for CreatePrimary; D: the rules A1-A6 of docs/latency-profiles.md (their error on the SLB9670 is the "
+      "low/high); E: rules with no validation.",
+      kept.size(), kept.size() == 1 ? "" : "s", source,
+      out.excluded.empty() ? "" : fmt::format("; excluded by the outlier rule: {}", out.excluded.size()));
+
+  if (options.keep) {
+    const LatencyProfile& k = *options.keep;
+    // A D value an earlier import made by a rule A* is not kept: re-importing
+    // must apply today's rules.
+    // Neither is an M value an earlier import made (it has runs): re-importing
+    // the same runs must give the same profile.
+    auto better = [](const LatencyValue& kept_value, const LatencyValue& imported) {
+      if (kept_value.runs > 0) return false;
+      if (kept_value.tag == kTagMeasured) return true;
+      return kept_value.tag == kTagDerived && imported.tag != kTagMeasured &&
+             kept_value.note.rfind("rule A", 0) != 0;
+    };
+    std::vector<std::string> kept_names;
+    for (auto& [variant, value] : p.commands) {
+      auto it = k.commands.find(variant);
+      if (it != k.commands.end() && better(it->second, value)) {
+        value = it->second;
+        kept_names.push_back(variant);
+      }
+    }
+    if (better(k.hmac_session, p.hmac_session)) {
+      p.hmac_session = k.hmac_session;
+      kept_names.push_back("hmac_session");
+    }
+    if (better(k.param_encryption_per_byte, p.param_encryption_per_byte)) {
+      p.param_encryption_per_byte = k.param_encryption_per_byte;
+      kept_names.push_back("param_encryption_per_byte");
+    }
+    std::vector<TailEvent> tails;
+    for (const TailEvent& t : k.tail_events) {
+      if (t.variant != "CreatePrimary.rsa") tails.push_back(t);
+    }
+    for (const TailEvent& t : p.tail_events) tails.push_back(t);
+    p.tail_events = tails;
+    // The E rules T1 and 5 scale FlushContext and ContextLoad of a key: when
+    // those were kept as measured, the estimates follow them, as in the earlier profile.
+    const LatencyValue& flush = p.commands["FlushContext"];
+    if (flush.tag == kTagMeasured) {
+      for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
+        LatencyValue& save = p.commands[v];
+        if (save.tag != kTagEstimate) continue;
+        save = b.derived(4 * flush.ms, kTagEstimate, "tpmsec rule T1",
+                         fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {:.2f} ms (M, {})",
+                                     flush.ms, flush.source),
+                         0);
+      }
+    }
+    const LatencyValue& load_object = p.commands["ContextLoad.object"];
+    if (load_object.tag == kTagMeasured && p.commands["ContextLoad.session"].tag == kTagEstimate) {
+      p.commands["ContextLoad.session"] = b.derived(
+          load_object.ms, kTagEstimate, "E rule 5",
+          fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
+                      "(M, {}), the seed thread's guess and an upper bound",
+                      load_object.ms, load_object.source),
+          0);
+    }
+    p.identity.bus = k.identity.bus;
+    p.seed = k.seed;
+    if (!kept_names.empty()) {
+      p.note += fmt::format(" Kept from the earlier profile (measured beats derived): {}.", fmt::join(kept_names, ", "));
+      // The earlier profile's own note, not one an earlier import wrote.
+      std::string earlier = k.note;
+      if (earlier.find("tpm2-algtest run") != std::string::npos) {
+        size_t at = earlier.find(" Its note: ");
+        earlier = at == std::string::npos ? std::string() : earlier.substr(at + 11);
+      }
+      if (!earlier.empty()) p.note += " Its note: " + earlier;
+    }
+  }
+  return out;
+}
+
+}  // namespace tpmsec
