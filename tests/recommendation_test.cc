@@ -69,7 +69,7 @@ TEST(OneRecommendation, ATieWithinTheNoiseGoesToTheMoreProtective) {
   costs.per_extend_ms[StrategyKind::kCheckpoint] = 34.0;
   EXPECT_EQ(choose_strategy(costs, 20.0, ProtectionFloor::kNone).extend, StrategyKind::kPlain);
   // A noisy measurement widens what counts as a tie.
-  costs.noise_ms = 2.5;
+  costs.noise_ms = {{StrategyKind::kPlain, 1.0}, {StrategyKind::kCheckpoint, 1.5}};
   EXPECT_EQ(choose_strategy(costs, 20.0, ProtectionFloor::kNone).extend, StrategyKind::kCheckpoint);
 }
 

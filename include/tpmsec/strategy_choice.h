@@ -17,9 +17,10 @@ namespace tpmsec {
 struct StrategyCosts {
   std::map<StrategyKind, double> per_extend_ms;
   double start_session_ms = 0;  // a salted StartAuthSession (0: not measured)
-  // How far apart two costs must be to differ: the measurement's noise (a
-  // bench run's standard error of the median); 0 for a model's means.
-  double noise_ms = 0;
+  // Each cost's noise (a bench run's standard error of the median); none
+  // for a model's means. Two costs closer than their noises added differ by
+  // nothing the measurement can tell.
+  std::map<StrategyKind, double> noise_ms;
   std::string source;           // where the figures come from, for citations
 };
 
@@ -54,7 +55,7 @@ struct Calibration {
 // detection (checkpoint) over none (plain), never below `floor`: the first
 // whose cost per extend is within `budget_ms`; when none fits, the cheapest
 // allowed, except that a more protective strategy within the noise of it
-// (costs.noise_ms, at least 1 %) is a tie and wins. Under the prevention
+// (both costs' noise_ms added, at least 1 %) is a tie and wins. Under the prevention
 // floor that is always the cheapest prevention strategy measured (resident
 // when none was). Other protected commands are rare and always get the
 // cheapest prevention strategy measured.

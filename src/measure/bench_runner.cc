@@ -294,8 +294,8 @@ StrategyCosts strategy_costs(const BenchResult& r) {
     costs.per_extend_ms[s.kind] = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
     // The standard error of the median, roughly: the spread to p90 over sqrt(n).
     if (s.per_extend_ms.n > 1) {
-      costs.noise_ms = std::max(costs.noise_ms, (s.per_extend_ms.p90 - s.per_extend_ms.median) /
-                                                    std::sqrt(static_cast<double>(s.per_extend_ms.n)));
+      costs.noise_ms[s.kind] =
+          (s.per_extend_ms.p90 - s.per_extend_ms.median) / std::sqrt(static_cast<double>(s.per_extend_ms.n));
     }
   }
   return costs;

@@ -59,8 +59,12 @@ Calibration choose_strategy(const StrategyCosts& costs, double budget_ms, Protec
   if (!pick && cheapest) {
     // Ties within the measured noise go to the more protective strategy
     // (candidates are in order of protection, then cost).
-    const double tie = std::max(costs.noise_ms, 0.01 * cheapest->ms);
+    auto noise = [&](StrategyKind k) {
+      auto it = costs.noise_ms.find(k);
+      return it == costs.noise_ms.end() ? 0.0 : it->second;
+    };
     for (const auto& cand : c.candidates) {
+      const double tie = std::max(noise(cand.kind) + noise(cheapest->kind), 0.01 * cheapest->ms);
       if (cand.allowed && cand.ms <= cheapest->ms + tie) {
         pick = &cand;
         break;
