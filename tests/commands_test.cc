@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/handle_listing.h"
+#include "support/test_data.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
@@ -26,11 +27,7 @@
 namespace tpmsec {
 namespace {
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
+using testing::H;
 Bytes str(std::string_view s) { return Bytes(s.begin(), s.end()); }
 
 template <class C>

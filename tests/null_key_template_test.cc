@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tpmsec/bytes.h"
+#include "support/test_data.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/null_key.h"
@@ -29,11 +30,7 @@ constexpr std::string_view kEccTemplate = "0023000b00030472000000060080004300100
 // Its RSA-2048 twin: NULL scheme, 2048 bits, exponent 0 (65537), empty modulus.
 constexpr std::string_view kRsaTemplate = "0001000b00030472000000060080004300100800000000000000";
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
+using testing::H;
 
 // Step 0 of the recorded transcript: CreatePrimary of the null key.
 json create_primary_step() {

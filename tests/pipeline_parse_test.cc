@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tpmsec/bytes.h"
+#include "support/test_data.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/hmac_session.h"
@@ -22,11 +23,7 @@
 namespace tpmsec {
 namespace {
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
+using testing::H;
 
 // Returns the queued responses in order, then a transport error (so a retried
 // command never loops on the same bytes).

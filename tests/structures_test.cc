@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tpmsec/bytes.h"
+#include "support/test_data.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/wire.h"
@@ -15,11 +16,7 @@
 namespace tpmsec {
 namespace {
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
+using testing::H;
 
 Bytes filled(size_t n, uint8_t start = 1) {
   Bytes b(n);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "support/handle_listing.h"
+#include "support/test_data.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
@@ -61,11 +62,7 @@ constexpr size_t kTranscriptSteps = 19;
 // ---------------------------------------------------------------------------
 // Transcript access
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << "bad hex in the transcript: " << hex;
-  return b.ok() ? *b : Bytes{};
-}
+using testing::H;
 Bytes copy(ByteView v) { return Bytes(v.begin(), v.end()); }
 
 json load_transcript() {

@@ -6,17 +6,14 @@
 #include <string>
 
 #include "tpmsec/bytes.h"
+#include "support/test_data.h"
 #include "tpmsec/result.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
 namespace {
 
-Bytes H(std::string_view hex) {
-  auto b = from_hex(hex);
-  EXPECT_TRUE(b.ok()) << hex;
-  return b.ok() ? *b : Bytes{};
-}
+using testing::H;
 
 std::string error_of(const Reader& r) {
   Status s = r.status();
