@@ -157,11 +157,20 @@ Bytes expected_plaintext(ByteView ciphertext, ByteView nonce_tpm_new) {
   return out;
 }
 
+// Every nonceCaller the session draws is the fixed one the oracle uses.
+class FixedNonce final : public crypto::RandomSource {
+ public:
+  Status fill(MutableByteView out) override {
+    if (out.size() != nonce_caller().size()) return runtime_error("unexpected nonce size");
+    std::copy(nonce_caller().begin(), nonce_caller().end(), out.begin());
+    return ok_status();
+  }
+};
+
 std::unique_ptr<HmacSession> make_session(uint8_t attributes) {
-  auto s = std::make_unique<HmacSession>(nullptr, kSessionHandle, alg::kSha256, SymDef::aes128_cfb(),
-                                         SecretBytes(session_key()), nonce_tpm(), Bytes(), attributes, nullptr);
-  s->set_next_nonce_caller(nonce_caller());
-  return s;
+  static FixedNonce fixed;
+  return std::make_unique<HmacSession>(nullptr, kSessionHandle, alg::kSha256, SymDef::aes128_cfb(),
+                                       SecretBytes(session_key()), nonce_tpm(), Bytes(), attributes, &fixed);
 }
 
 // Runs `command` with one session over a transport answering `rsp`, and checks

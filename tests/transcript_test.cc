@@ -384,11 +384,19 @@ class ReplayTransport final : public Transport {
 };
 
 // Sessions in the replay draw no randomness: every nonce comes from the transcript.
-class NoRandomness final : public crypto::RandomSource {
+// The nonceCallers of the transcript, one per command, in place of a random
+// source: anything drawn beyond them is a failure.
+class ScriptedNonces final : public crypto::RandomSource {
  public:
-  Status fill(MutableByteView) override {
-    ADD_FAILURE() << "the replay drew randomness; every nonceCaller must come from the transcript";
-    return runtime_error("replay: no randomness");
+  std::optional<Bytes> next;
+  Status fill(MutableByteView out) override {
+    if (!next || next->size() != out.size()) {
+      ADD_FAILURE() << "the replay drew randomness the transcript does not give";
+      return runtime_error("replay: no randomness");
+    }
+    std::copy(next->begin(), next->end(), out.begin());
+    next.reset();
+    return ok_status();
   }
 };
 
@@ -920,7 +928,7 @@ class Replayer {
     bool tampered = tamper_ && tamper_->step == s.index();
     Bytes nonce_tpm_before = copy(session.nonce_tpm());
     session.set_attributes(attrs);
-    session.set_next_nonce_caller(nonce_caller);
+    no_randomness_.next = nonce_caller;
     transport_.expect(s.name(), command_bytes, tampered ? tamper_->response : response);
     auto result = tpm_.run(command, {Auth{&session, auth_value}});
     if (tampered) {
@@ -939,7 +947,7 @@ class Replayer {
     done(*result);
   }
 
-  NoRandomness no_randomness_;
+  ScriptedNonces no_randomness_;
   ReplayTransport transport_;
   Tpm tpm_;
   NullKeyState null_key_;

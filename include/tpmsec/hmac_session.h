@@ -80,7 +80,6 @@ class HmacSession final : public Session {
   bool usable() const { return usable_; }
   // The nonceCaller of the last command (tests, transcripts).
   ByteView nonce_caller() const { return nonce_caller_; }
-  ByteView session_key() const { return session_key_.view(); }
 
   // ContextSave the session. The session stays owned: destroying it flushes
   // the saved context too (FlushContext works on saved sessions), so an
@@ -96,10 +95,12 @@ class HmacSession final : public Session {
   // have it any more (after a reset), or the caller flushes it itself.
   void abandon();
 
-  // Sets the nonceCaller to use for the next command instead of a random one (transcripts).
-  void set_next_nonce_caller(Bytes nonce) { forced_nonce_ = std::move(nonce); }
-
  private:
+  // The benchmark that times host work rebuilds a live session from its key
+  // (bench/session_bench.cc); nothing else reads a session key.
+  friend struct SessionKeyForBenchmark;
+
+  ByteView session_key() const { return session_key_.view(); }
   // sessionKey || authValue (trimmed), optionally without the authValue.
   SecretBytes key_with(ByteView auth_value) const;
   Status crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction, bool encrypt);
@@ -114,7 +115,6 @@ class HmacSession final : public Session {
   Bytes bind_name_;  // empty when unbound
   uint8_t attributes_;
   crypto::RandomSource* random_;
-  std::optional<Bytes> forced_nonce_;
   SecretBytes last_hmac_key_;  // the key the last command was HMAC'd with; the response uses it too
   uint8_t sent_attributes_ = 0;
   bool usable_ = true;

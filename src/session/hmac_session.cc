@@ -123,11 +123,6 @@ SecretBytes HmacSession::key_with(ByteView auth_value) const {
 
 Status HmacSession::begin_command() {
   if (!usable_) return integrity_error(fmt::format("session 0x{:08x} is no longer usable", handle()));
-  if (forced_nonce_) {
-    nonce_caller_ = std::move(*forced_nonce_);
-    forced_nonce_.reset();
-    return ok_status();
-  }
   nonce_caller_.resize(nonce_tpm_.size());
   return random_->fill(nonce_caller_);
 }
