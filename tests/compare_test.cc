@@ -205,6 +205,31 @@ TEST_F(CompareTest, TraceImportRefusesMalformedCaptures) {
   EXPECT_NE(missing.err.find("nothing.txt: no such file"), std::string::npos) << missing.err;
 }
 
+// A result saved from an interrupted bench is partial: compare and
+// profile from-bench say so on stderr (and still work with what it holds).
+TEST_F(CompareTest, InterruptedInputIsNamed) {
+  auto interrupted_copy = [](const std::string& from, const std::string& to) {
+    std::string text = slurp(from);
+    const std::string flag = "\"interrupted\": false";
+    size_t at = text.find(flag);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, flag.size(), "\"interrupted\": true");
+    std::ofstream(to) << text;
+  };
+  const std::string partial = path("partial.json"), partial_import = path("partial-import.json");
+  interrupted_copy(path("slb9670.json"), partial);
+  interrupted_copy(path("import.json"), partial_import);
+  auto compared = run_tpmsec({"compare", partial, path("st33ktpm2x.json")});
+  EXPECT_EQ(compared.exit_code, 0) << compared.err;
+  EXPECT_NE(compared.err.find("warning: " + partial + " is an interrupted run"), std::string::npos) << compared.err;
+  // (A profile comes from a real TPM's result: the imported kernel capture.)
+  auto profile = run_tpmsec({"profile", "from-bench", partial_import, "-o", path("partial-profile.json")});
+  EXPECT_EQ(profile.exit_code, 0) << profile.err;
+  EXPECT_NE(profile.err.find("is an interrupted run"), std::string::npos) << profile.err;
+  auto whole = run_tpmsec({"compare", path("slb9670.json"), path("st33ktpm2x.json")});
+  EXPECT_EQ(whole.err.find("interrupted"), std::string::npos) << whole.err;
+}
+
 TEST_F(CompareTest, ImportBecomesAProfileThatEmulates) {
   auto made = run_tpmsec({"profile", "from-bench", path("import.json"), "-o", path("seed.json")});
   ASSERT_EQ(made.exit_code, 0) << made.err;

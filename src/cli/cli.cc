@@ -249,6 +249,16 @@ Result<nlohmann::json> read_json_file(const std::string& path) {
   return j;
 }
 
+void warn_if_interrupted(const nlohmann::json& bench, const std::string& path) {
+  auto it = bench.find("interrupted");
+  if (it != bench.end() && it->is_boolean() && it->get<bool>()) {
+    fmt::print(stderr,
+               "tpmsec: warning: {} is an interrupted run: strategies it did not reach are missing and the others "
+               "rest on fewer samples\n",
+               path);
+  }
+}
+
 Result<uint32_t> parse_pcr_index(const std::string& text) {
   if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos) {
     return usage_error(fmt::format("PCR index must be a decimal number, got '{}'", text));

@@ -114,6 +114,9 @@ std::FILE* report_stream(const std::vector<std::string>& outputs);
 Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // A JSON document (a bench result) of at most 256 MiB; kUsage errors name it.
 Result<nlohmann::json> read_json_file(const std::string& path);
+// Warns on stderr when a bench result read from `path` says it was
+// interrupted: what it holds is partial.
+void warn_if_interrupted(const nlohmann::json& bench, const std::string& path);
 // Measurement logs and captures can be large, not unbounded.
 inline constexpr size_t kMaxLogBytes = size_t{1} << 30;
 

@@ -25,6 +25,7 @@ void register_compare(CLI::App& app, Action* action) {
       std::vector<CompareColumn> columns;
       for (const auto& path : o->inputs) {
         TPMSEC_ASSIGN_OR_RETURN(nlohmann::json bench, read_json_file(path));
+        warn_if_interrupted(bench, path);
         TPMSEC_ASSIGN_OR_RETURN(CompareColumn column, compare_column(bench, path));
         columns.push_back(std::move(column));
       }

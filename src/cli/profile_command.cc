@@ -28,6 +28,7 @@ void register_profile(CLI::App& app, Action* action) {
     *action = [o]() -> Status {
       TPMSEC_RETURN_IF_ERROR(check_outputs({o->output}));
       TPMSEC_ASSIGN_OR_RETURN(nlohmann::json bench, read_json_file(o->input));
+      warn_if_interrupted(bench, o->input);
       std::string id = o->id;
       if (id.empty()) id = o->output.empty() ? "measured" : std::filesystem::path(o->output).stem().string();
       TPMSEC_ASSIGN_OR_RETURN(LatencyProfile profile, profile_from_bench(bench, id, o->input));
