@@ -107,7 +107,7 @@ TEST_F(OneShot, ALostTpmStateMakesTheKeyAgain) {
 }
 
 // With a provisioned bind secret: an unsalted StartAuthSession bound to it
-// and the extend, 27.7 ms at the profile's means (Linux 6.10: 151 ms). The
+// and the extend, 28.6 ms at the profile's means (Linux 6.10: 151 ms). The
 // provisioning is undone by --remove, and the null key path comes back.
 TEST_F(OneShot, AProvisionedBindSecretMakesItTwoCommands) {
   const std::vector<std::string> tpm{"--tpm", "embedded:state=" + dir_ + "/tpm"};
