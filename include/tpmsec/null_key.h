@@ -25,8 +25,10 @@ enum class SaltKind { kEcc, kRsa };
 // The TPMT_PUBLIC template of the null primary.
 Public null_key_template(SaltKind kind);
 
-// Name = nameAlg || H(TPMT_PUBLIC) (Part 1 §16). The one name calculation.
+// Name = nameAlg || H(TPMT_PUBLIC) (Part 1 §16), and of an NV index
+// nameAlg || H(TPMS_NV_PUBLIC). The one name calculation.
 Result<Bytes> compute_name(const Public& public_area);
+Result<Bytes> compute_name(const NvPublic& nv_public);
 
 // Parses a null-key name given as hex (68 digits for SHA-256) or as the path
 // of a file holding it in the kernel's sysfs format.

@@ -113,6 +113,17 @@ SpecIdEvent read_header(Reader& r, std::string* size_note) {
   return spec;
 }
 
+// The end of an event in either format: u32 eventSize (bounded), the data.
+void read_event_data(Reader& r, Event& e) {
+  size_t at = r.offset();
+  uint32_t size = read_le32(r, "eventSize");
+  if (r.ok() && size > kMaxEventSize) {
+    r.fail(fmt::format("eventSize {} at offset {} is above {}", size, at, kMaxEventSize));
+  }
+  ByteView data = r.bytes(size, "event data");
+  e.data.assign(data.begin(), data.end());
+}
+
 // One TCG_PCR_EVENT2.
 Event read_event(Reader& r, const SpecIdEvent& spec) {
   Event e;
@@ -141,13 +152,7 @@ Event read_event(Reader& r, const SpecIdEvent& spec) {
     ByteView digest = r.bytes(listed->digest_size, "digest");
     e.digests.push_back(TaggedDigest{algorithm, Bytes(digest.begin(), digest.end())});
   }
-  size_t at = r.offset();
-  uint32_t size = read_le32(r, "eventSize");
-  if (r.ok() && size > kMaxEventSize) {
-    r.fail(fmt::format("eventSize {} at offset {} is above {}", size, at, kMaxEventSize));
-  }
-  ByteView data = r.bytes(size, "event data");
-  e.data.assign(data.begin(), data.end());
+  read_event_data(r, e);
   return e;
 }
 
@@ -179,13 +184,7 @@ Event read_sha1_event(Reader& r) {
   }
   ByteView digest = r.bytes(kSha1DigestSize, "digest");
   e.digests.push_back(TaggedDigest{alg::kSha1, Bytes(digest.begin(), digest.end())});
-  size_t at = r.offset();
-  uint32_t size = read_le32(r, "eventSize");
-  if (r.ok() && size > kMaxEventSize) {
-    r.fail(fmt::format("eventSize {} at offset {} is above {}", size, at, kMaxEventSize));
-  }
-  ByteView data = r.bytes(size, "event data");
-  e.data.assign(data.begin(), data.end());
+  read_event_data(r, e);
   return e;
 }
 

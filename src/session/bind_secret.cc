@@ -7,6 +7,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/hmac_session.h"
+#include "tpmsec/null_key.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/text.h"
@@ -22,13 +23,7 @@ NvPublic bind_index_public(uint32_t nv_index) {
   return p;
 }
 
-Result<Bytes> nv_index_name(const NvPublic& nv_public) {
-  TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(nv_public));
-  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(nv_public.name_alg, {marshalled}));
-  Bytes name{static_cast<uint8_t>(nv_public.name_alg >> 8), static_cast<uint8_t>(nv_public.name_alg)};
-  name.insert(name.end(), digest.begin(), digest.end());
-  return name;
-}
+Result<Bytes> nv_index_name(const NvPublic& nv_public) { return compute_name(nv_public); }
 
 BindStore::BindStore(const std::string& state_dir) : dir_(state_dir + "/bind") {}
 

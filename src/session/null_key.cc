@@ -32,13 +32,22 @@ Public null_key_template(SaltKind kind) {
   return p;
 }
 
-Result<Bytes> compute_name(const Public& public_area) {
-  TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(public_area));
-  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(public_area.name_alg, {marshalled}));
-  Bytes name{static_cast<uint8_t>(public_area.name_alg >> 8), static_cast<uint8_t>(public_area.name_alg)};
+namespace {
+
+// nameAlg || H_nameAlg(the marshalled public area).
+template <class PublicArea>
+Result<Bytes> name_of(const PublicArea& area) {
+  TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(area));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(area.name_alg, {marshalled}));
+  Bytes name{static_cast<uint8_t>(area.name_alg >> 8), static_cast<uint8_t>(area.name_alg)};
   name.insert(name.end(), digest.begin(), digest.end());
   return name;
 }
+
+}  // namespace
+
+Result<Bytes> compute_name(const Public& public_area) { return name_of(public_area); }
+Result<Bytes> compute_name(const NvPublic& nv_public) { return name_of(nv_public); }
 
 Result<Bytes> parse_null_name(const std::string& hex_or_path) {
   std::string text(trim(hex_or_path));
