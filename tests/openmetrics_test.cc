@@ -2,6 +2,7 @@
 // textfile collector reads, checked by a strict parser of the format's rules
 // (https://prometheus.io/docs/instrumenting/exposition_formats/) and, where
 // promtool is installed, by `promtool check metrics` too.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -219,6 +220,20 @@ class OpenMetricsTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
+
+// The parser itself can fail: each rule it checks, broken once.
+TEST(OpenMetricsFormat, TheParserRejectsWhatTheFormatForbids) {
+  EXPECT_FATAL_FAILURE(parse_strict("tpmsec_x 1\n"), "sample before its TYPE");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"\\t\"} 1\n"),
+                       "bad escape");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"1\"} 1\ntpmsec_x{a=\"1\"} 2\n"),
+                       "duplicate series");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{1a=\"1\"} 1\n"),
+                       "label_name");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"1} 1\n"),
+                       "unterminated label value");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x one\n"), "not a number");
+}
 
 TEST(OpenMetricsFormat, LabelValuesAreEscapedAndReadBack) {
   nlohmann::json tpm = {{"manufacturer", "IFX"},
