@@ -11,6 +11,7 @@
 #include "strategy_option.h"
 #include "tpmsec/bench.h"
 #include "tpmsec/calibration.h"
+#include "tpmsec/openmetrics.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/tpm_info.h"
@@ -28,7 +29,8 @@ void register_bench(CLI::App& app, Action* action) {
     double budget_ms = kDefaultBudgetMs;
     FloorFlags floor;
     std::string policy;
-    std::string json, csv, trace, svg;
+    std::string json, csv, trace, svg, openmetrics;
+    ProgressFlags progress;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -60,9 +62,12 @@ void register_bench(CLI::App& app, Action* action) {
   sub->add_option("--csv", o->csv, "Write one CSV row per sample");
   sub->add_option("--trace", o->trace, "Write a Chrome trace-event JSON (opens in Perfetto)");
   sub->add_option("--svg", o->svg, "Write a chart of cost per extend by strategy, stacked by TPM command");
+  sub->add_option("--openmetrics", o->openmetrics,
+                  "Write per-strategy cost in the Prometheus text format (node_exporter textfile collector)");
+  o->progress.add_to(sub);
   sub->callback([o, action] {
     *action = [o]() -> Status {
-      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->csv, o->trace, o->svg}));
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->csv, o->trace, o->svg, o->openmetrics}));
       if (o->pcr < 16 && !o->force_pcr) {
         return usage_error(fmt::format(
             "PCR {} holds boot measurements and cannot be reset: use a resettable PCR (16, the default, or 23) or "
@@ -94,18 +99,24 @@ void register_bench(CLI::App& app, Action* action) {
                    "every command, so 'resident' costs like 'saved-context'; using the TPM also makes the kernel "
                    "rebuild its own HMAC session at its next extend\n");
       }
-      ProgressBar bar;
+      ProgressBar bar(o->progress.enabled(), tpm.clock);
       options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
       StopOnInterrupt interrupt;
       options.stop = interrupt.flag();
       auto result = run_bench(*tpm.tpm, tpm.log, *tpm.clock, tpm.info, options);
+      bar.finish();
       if (!result.ok()) return result.error();
       result->tpm = tpm.identity;
       if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, bench_json(*result).dump(2) + "\n"));
       if (!o->csv.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->csv, bench_csv(*result)));
       if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, bench_svg(*result)));
-      fmt::print(report_stream({o->json, o->csv, o->trace, o->svg}), "{}", bench_text(*result));
+      if (!o->openmetrics.empty()) {
+        TPMSEC_RETURN_IF_ERROR(write_file(o->openmetrics, openmetrics_text(result->tpm, result->transport, "bench",
+                                                                           strategy_metrics(*result),
+                                                                           !result->interrupted)));
+      }
+      fmt::print(report_stream({o->json, o->csv, o->trace, o->svg, o->openmetrics}), "{}", bench_text(*result));
       // What `pcr extend` and `replay` would use here: the policy's decision
       // for this TPM (its identity as read, unauthenticated: bench vouches
       // for nothing). With the shipped policy it is the recommendation above
@@ -114,7 +125,7 @@ void register_bench(CLI::App& app, Action* action) {
       TpmFacts facts = facts_of(tpm);
       PolicyDecision d = decide(policy, facts);
       if (d.rule) {
-        fmt::print(report_stream({o->json, o->csv, o->trace, o->svg}), "policy: {} ({}) — rule '{}' of {}\n",
+        fmt::print(report_stream({o->json, o->csv, o->trace, o->svg, o->openmetrics}), "policy: {} ({}) — rule '{}' of {}\n",
                    strategy_name(d.extend), strategy_protection(d.extend), d.rule->name, policy.origin);
       }
       Calibration c = choose_strategy(strategy_costs(*result), o->budget_ms, o->floor.floor());

@@ -29,6 +29,7 @@ struct PcrOptions {
   uint32_t checkpoint_every = StreamOptions{}.checkpoint_every;
   ProtectionOptions protection;
   StrategyOption strategy;
+  ProgressFlags progress;  // extend -
 };
 
 // Parses the shared arguments and checks them against the TPM.
@@ -168,6 +169,7 @@ void register_pcr(CLI::App& app, Action* action) {
   ext->add_option("--checkpoint-every", extend->checkpoint_every,
                   "checkpoint strategy, with DIGEST -: an audited read every N extends (0: only at the end)")
       ->capture_default_str();
+  extend->progress.add_to(ext);
   ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
   ext->add_flag("--force-pcr", extend->force_pcr,
                 "Allow PCRs 0-15 of a device: TPM (they cannot be reset: what a verifier sees stays changed)");
@@ -235,6 +237,7 @@ void register_pcr(CLI::App& app, Action* action) {
         // verified, for checkpoint), nothing after it is.
         DigestLines lines(stdin, bank);
         StopOnInterrupt stop;
+        ProgressBar bar(extend->progress.enabled(), t.open.measured->clock);
         size_t done = 0;
         Status input = ok_status();
         while (!stop.flag()->load()) {
@@ -247,8 +250,9 @@ void register_pcr(CLI::App& app, Action* action) {
           if (Status st = stream->extend(**next); !st.ok()) {
             return st.error().with_context(fmt::format("standard input line {}", lines.line()));
           }
-          ++done;
+          bar.update(++done, 0, "extended");
         }
+        bar.finish();
         TPMSEC_RETURN_IF_ERROR(stream->finish());
         t.open.keep(stream->factory());
         const bool interrupted = stop.flag()->load();

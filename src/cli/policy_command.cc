@@ -11,6 +11,7 @@
 #include "progress.h"
 #include "protection_options.h"
 #include "tpmsec/calibration.h"
+#include "tpmsec/openmetrics.h"
 #include "tpmsec/policy.h"
 
 namespace tpmsec::cli {
@@ -33,10 +34,10 @@ std::string measured_line(const TpmFacts& f) {
 
 // The operator's --allow-detection / --allow-plain for calibrate and derive.
 
-void print_costs(const Calibration& c) {
-  fmt::print("{:<16}{:<12}{:>12}  {}\n", "strategy", "protection", "ms/extend", "fits");
+void print_costs(const Calibration& c, std::FILE* out = stdout) {
+  fmt::print(out, "{:<16}{:<12}{:>12}  {}\n", "strategy", "protection", "ms/extend", "fits");
   for (const auto& cand : c.candidates) {
-    fmt::print("{:<16}{:<12}{:>12.3f}  {}{}\n", strategy_name(cand.kind), strategy_protection(cand.kind), cand.ms,
+    fmt::print(out, "{:<16}{:<12}{:>12.3f}  {}{}\n", strategy_name(cand.kind), strategy_protection(cand.kind), cand.ms,
                cand.fits ? "yes" : "no", cand.allowed ? "" : " (below the floor)");
   }
 }
@@ -166,6 +167,8 @@ void register_calibrate(CLI::App* policy, Action* action) {
     double max_seconds = 30;
     int iterations = 12;
     uint32_t pcr = 16;
+    std::string openmetrics;
+    ProgressFlags progress;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = policy->add_subcommand(
@@ -186,8 +189,14 @@ void register_calibrate(CLI::App* policy, Action* action) {
   sub->add_option("--pcr", o->pcr, "Resettable PCR to extend (reset at the end)")
       ->check(CLI::IsMember({16, 23}))
       ->capture_default_str();
+  sub->add_option("--openmetrics", o->openmetrics,
+                  "Write each strategy's measured cost in the Prometheus text format (node_exporter textfile "
+                  "collector), also when the run stops early");
+  o->progress.add_to(sub);
   sub->callback([o, action] {
     *action = [o]() -> Status {
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->openmetrics}));
+      std::FILE* out = report_stream({o->openmetrics});
       TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o->tpm));
       BenchOptions options;
       options.iterations = o->iterations;
@@ -200,21 +209,20 @@ void register_calibrate(CLI::App* policy, Action* action) {
       // Cheapest first: a run cut short by --max-seconds still has the cheap ones.
       options.strategies = {StrategyKind::kPlain, StrategyKind::kCheckpoint, StrategyKind::kResident,
                             StrategyKind::kSavedContext, StrategyKind::kPerCommand};
-      ProgressBar bar;
+      ProgressBar bar(o->progress.enabled(), tpm->clock);
       options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
       StopOnInterrupt interrupt;
       Deadline deadline(o->max_seconds, interrupt.flag());
       options.stop = deadline.flag();
       auto started = std::chrono::steady_clock::now();
       auto result = run_bench(*tpm->tpm, tpm->log, *tpm->clock, tpm->info, options);
+      bar.finish();
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (!result.ok()) return result.error();
       result->tpm = tpm->identity;
       std::string source = fmt::format("tpmsec policy calibrate --budget-ms {} on {}, {}", o->budget_ms,
                                        tpm->profile.empty() ? tpm->base->describe() : "--emulate " + tpm->profile,
                                        result->date);
-      StrategyCosts costs = costs_from_bench(*result, source);
-      if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
       // A decision compares every strategy: one from a partial run could pick
       // a strategy only because a better one was never measured.
       std::vector<std::string> missing;
@@ -224,6 +232,14 @@ void register_calibrate(CLI::App* policy, Action* action) {
         });
         if (!measured) missing.emplace_back(strategy_name(k));
       }
+      if (!o->openmetrics.empty()) {
+        TPMSEC_RETURN_IF_ERROR(write_file(o->openmetrics,
+                                          openmetrics_text(result->tpm, result->transport, "policy calibrate",
+                                                           strategy_metrics(*result),
+                                                           !result->interrupted && missing.empty())));
+      }
+      StrategyCosts costs = costs_from_bench(*result, source);
+      if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
       if (result->interrupted || !missing.empty()) {
         return runtime_error(fmt::format(
             "calibration stopped early (--max-seconds {} or a signal); not fully measured: {}. No decision and no "
@@ -232,25 +248,25 @@ void register_calibrate(CLI::App* policy, Action* action) {
       }
       Calibration c = choose_strategy(costs, o->budget_ms, o->floor.floor());
       TpmFacts facts = facts_of(*tpm);
-      fmt::print("TPM         {}\n", identity_line(facts));
-      fmt::print("measured    {} extends per strategy in {:.2f} s of real time{}\n", o->iterations, seconds,
+      fmt::print(out, "TPM         {}\n", identity_line(facts));
+      fmt::print(out, "measured    {} extends per strategy in {:.2f} s of real time{}\n", o->iterations, seconds,
                  tpm->clock->is_virtual() ? " (virtual clock)" : "");
-      fmt::print("budget      {:.2f} ms per extend\n\n", o->budget_ms);
-      print_costs(c);
-      fmt::print("\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
+      fmt::print(out, "budget      {:.2f} ms per extend\n\n", o->budget_ms);
+      print_costs(c, out);
+      fmt::print(out, "\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
                  strategy_protection(c.extend), strategy_name(c.other));
-      fmt::print("why         {}\n", c.reason);
-      if (!prevents(c.extend)) fmt::print("gives up    {}\n", strategy_gives_up(c.extend));
-      fmt::print("linux       {}\n\n", linux_equivalent(c.extend));
+      fmt::print(out, "why         {}\n", c.reason);
+      if (!prevents(c.extend)) fmt::print(out, "gives up    {}\n", strategy_gives_up(c.extend));
+      fmt::print(out, "linux       {}\n\n", linux_equivalent(c.extend));
       std::string name = facts.vendor.empty() ? facts.manufacturer : facts.manufacturer + "-" + facts.vendor;
-      fmt::print("# Policy rule (paste above the default rule of your policy file):\n");
+      fmt::print(out, "# Policy rule (paste above the default rule of your policy file):\n");
       if (!prevents(c.extend)) {
-        fmt::print("# BELOW PREVENTION: {}: {}.\n# It {}.\n", strategy_name(c.extend), strategy_gives_up(c.extend),
+        fmt::print(out, "# BELOW PREVENTION: {}: {}.\n# It {}.\n", strategy_name(c.extend), strategy_gives_up(c.extend),
                    kWhenLowering);
         fmt::print(stderr, "{}",
                    weak_strategy_notice(c.extend, fmt::format("calibrate {}", floor_flag(o->floor.floor()))));
       }
-      fmt::print("{}", to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
+      fmt::print(out, "{}", to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
       return ok_status();
     };
   });

@@ -19,6 +19,7 @@ void register_predict(CLI::App& app, Action* action) {
     std::string tpm = "embedded";
     uint32_t pcr = 16;
     bool skip_bad = false;
+    ProgressFlags progress;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -33,6 +34,7 @@ void register_predict(CLI::App& app, Action* action) {
       ->capture_default_str();
   sub->add_option("--pcr", o->pcr, "Resettable PCR to replay into")->check(CLI::IsMember({16, 23}))->capture_default_str();
   sub->add_flag("--skip-bad", o->skip_bad, "Leave out malformed log entries instead of stopping at the first");
+  o->progress.add_to(sub);
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->svg}));
@@ -51,12 +53,13 @@ void register_predict(CLI::App& app, Action* action) {
       }
       options.workload = fmt::format("IMA log {}, {} entries", o->ima, workload->digests.size());
       options.replay.pcr = o->pcr;
-      ProgressBar bar;
+      ProgressBar bar(o->progress.enabled());
       options.replay.progress = [&bar](size_t done, size_t total) { bar.update(done, total, "replaying"); };
       StopOnInterrupt interrupt;
       options.replay.stop = interrupt.flag();
       TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> base, open_transport(o->tpm));
       TPMSEC_ASSIGN_OR_RETURN(Prediction p, predict(*base, workload->digests, options));
+      bar.finish();
       if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, predict_json(p).dump(2) + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, predict_svg(p)));
       fmt::print(report_stream({o->json, o->svg}), "{}", predict_text(p));

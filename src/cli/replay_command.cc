@@ -9,6 +9,7 @@
 #include "strategy_option.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/event_log.h"
+#include "tpmsec/openmetrics.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/replay.h"
 
@@ -27,7 +28,26 @@ struct ReplayCliOptions {
   bool skip_bad = false;
   uint32_t checkpoint_every = 100;
   std::string json;
+  std::string openmetrics;
+  ProgressFlags progress;
 };
+
+// The runs' extends as one strategy's metrics (an event log's PCRs are
+// replayed one after the other, all through the same strategy).
+Status write_openmetrics(const ReplayCliOptions& o, const MeasuredTpm& tpm, StrategyKind kind,
+                         const std::vector<ReplayRun>& runs, bool complete) {
+  if (o.openmetrics.empty()) return ok_status();
+  std::vector<double> per_extend;
+  size_t commands = 0;
+  for (const ReplayRun& r : runs) {
+    per_extend.insert(per_extend.end(), r.per_extend_ms.begin(), r.per_extend_ms.end());
+    commands += r.tpm_commands;
+  }
+  StrategyMetrics m{std::string(strategy_name(kind)), summarize(per_extend),
+                    per_extend.empty() ? 0.0 : double(commands) / double(per_extend.size())};
+  return write_file(o.openmetrics,
+                    openmetrics_text(tpm.identity, tpm.base->describe(), "replay", {m}, complete));
+}
 
 std::string describe_run(const ReplayRun& run, const MeasuredTpm& tpm) {
   std::string out;
@@ -89,30 +109,31 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   ro.bank = bank;
   ro.checkpoint_every = o.checkpoint_every;
   ro.reset_first = pcr_resettable(o.pcr);
-  ProgressBar bar;
+  ProgressBar bar(o.progress.enabled(), tpm->clock);
   ro.progress = [&bar](size_t done, size_t total) { bar.update(done, total, "extending"); };
   StopOnInterrupt interrupt;
   ro.stop = interrupt.flag();
   TPMSEC_ASSIGN_OR_RETURN(ReplayRun run, replay_digests(*tpm, workload->digests, ro));
+  bar.finish();
 
   std::vector<std::string> templates;
   for (const auto& [name, n] : workload->templates) templates.push_back(fmt::format("{} {}", name, n));
-  fmt::print(report_stream({o.json}), "{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations{}\n", "log", o.ima,
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations{}\n", "log", o.ima,
              workload->format == ima::LogFormat::kAscii ? "ascii" : "binary", workload->entries,
              workload->problems.size(),
              run.interrupted ? fmt::format("{} of {}, INTERRUPTED", run.extends, workload->digests.size())
                              : fmt::format("{}", run.extends),
              fmt::join(templates, ", "), workload->violations,
              workload->stopped_at ? ", stopped at the first bad entry" : "");
-  fmt::print(report_stream({o.json}), "{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
              tpm->identity.value("vendor", ""), tpm->identity.value("firmware_version", ""),
              tpm->profile.empty() ? "" : fmt::format(" (emulated: profile {})", tpm->profile));
-  fmt::print(report_stream({o.json}), "{:<13}{} ({}){}\n", "strategy", strategy_name(kind), strategy_protection(kind),
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} ({}){}\n", "strategy", strategy_name(kind), strategy_protection(kind),
              o.strategy.strategy.empty() ? ", chosen by the policy (-v says which rule)" : "");
-  fmt::print(report_stream({o.json}), "{:<13}{} {}, {}\n", "PCR", o.pcr, hash_name(bank),
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} {}, {}\n", "PCR", o.pcr, hash_name(bank),
              ro.reset_first ? "reset before the replay" : "extended from its current value (--force-pcr)");
-  fmt::print(report_stream({o.json}), "{}", describe_run(run, *tpm));
-  fmt::print(report_stream({o.json}), "{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
+  fmt::print(report_stream({o.json, o.openmetrics}), "{}", describe_run(run, *tpm));
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
              run.verified ? "equal to the value computed from the log" : "DIFFERS from the value computed from the log");
   if (!o.json.empty()) {
     nlohmann::json j = {{"schema", "tpmsec-replay/1"},
@@ -122,6 +143,7 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
                         {"runs", nlohmann::json::array({run_json(run)})}};
     TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
   }
+  TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, {run}, !run.interrupted));
   if (run.interrupted) return runtime_error(fmt::format("interrupted after {} extends", run.extends));
   if (!run.verified) {
     return integrity_error(fmt::format("PCR {} is {} but the log gives {}", o.pcr, to_hex(run.actual),
@@ -162,7 +184,7 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
   TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection));
   if (!log->spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log->spec_id_note);
-  fmt::print(report_stream({o.json}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
              log->format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"
                                                         : "TCG crypto-agile event log",
              log->events.size(),
@@ -172,10 +194,11 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
                return names;
              }(),
                        ", "));
-  fmt::print(report_stream({o.json}), "{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
              "strategy", strategy_name(kind), strategy_protection(kind));
-  fmt::print(report_stream({o.json}), "{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
   std::vector<nlohmann::json> runs;
+  std::vector<ReplayRun> done;
   bool all_match = true;
   size_t n = 0;
   StopOnInterrupt interrupt;
@@ -188,7 +211,11 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     ro.stop = interrupt.flag();
     ro.protection = protection;
     TPMSEC_ASSIGN_OR_RETURN(ReplayRun run, replay_digests(*tpm, digests, ro));
-    if (run.interrupted) return runtime_error("interrupted");
+    done.push_back(run);
+    if (run.interrupted) {
+      TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, done, false));
+      return runtime_error("interrupted");
+    }
     // The log's value; PCR 0 after a StartupLocality event starts from the
     // locality, which a reset PCR 16/23 cannot: there the TPM is checked
     // against the chain from zeros and the log's own value is shown apart.
@@ -196,10 +223,10 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     bool locality_start = source == 0 && log->startup_locality && *log->startup_locality != 0;
     bool match = run.verified && (locality_start || run.actual == from_log);
     all_match &= match;
-    fmt::print(report_stream({o.json}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
+    fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
                match ? "match" : "DIFFERS", to_hex(run.actual));
     if (locality_start) {
-      fmt::print(report_stream({o.json}), "{:<34}(PCR 0 starts from locality {}; the log's value is {})\n", "", *log->startup_locality,
+      fmt::print(report_stream({o.json, o.openmetrics}), "{:<34}(PCR 0 starts from locality {}; the log's value is {})\n", "", *log->startup_locality,
                  to_hex(from_log));
     }
     nlohmann::json j = run_json(run);
@@ -215,6 +242,7 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
                         {"runs", runs}};
     TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
   }
+  TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, done, true));
   if (!all_match) return integrity_error("a replayed PCR differs from the value the event log gives");
   return ok_status();
 }
@@ -244,10 +272,13 @@ void register_replay(CLI::App& app, Action* action) {
   sub->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint strategy: audited read every N extends")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  o->progress.add_to(sub);
   sub->add_option("--json", o->json, "Write the result as JSON");
+  sub->add_option("--openmetrics", o->openmetrics,
+                  "Write cost per extend in the Prometheus text format (node_exporter textfile collector)");
   sub->callback([o, action] {
     *action = [o]() -> Status {
-      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json}));
+      TPMSEC_RETURN_IF_ERROR(check_outputs({o->json, o->openmetrics}));
       if (o->ima.empty() == o->eventlog.empty()) return usage_error("give one log: --ima FILE or --eventlog FILE");
       TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(o->bank));
       if (!o->strategy.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(o->strategy.strategy)));

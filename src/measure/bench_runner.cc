@@ -263,7 +263,9 @@ Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const
   result.version = TPMSEC_VERSION;
 
   Runner run(tpm, log, clock, result.options);
-  run.set_total((result.options.primitives ? 14 : 0) + result.options.strategies.size() * 10);
+  // Each strategy reports every max(1, iterations / 10) extends.
+  const size_t per_strategy = static_cast<size_t>(result.options.iterations / std::max(1, result.options.iterations / 10));
+  run.set_total((result.options.primitives ? 14 : 0) + result.options.strategies.size() * per_strategy);
 
   Status status;
   if (result.options.primitives) {
