@@ -146,7 +146,7 @@ struct LatencyProfile {
   bool operator==(const LatencyProfile&) const = default;
 };
 
-// The directory shipped profiles live in: TPMSEC_DATA_DIR/profiles.
+// The directory shipped profiles live in: data_dir()/profiles.
 std::string profiles_dir();
 
 // The file a profile argument names: a bare name (letters, digits, '.', '_',

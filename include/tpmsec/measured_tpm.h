@@ -13,7 +13,7 @@
 #include "tpmsec/bench.h"
 #include "tpmsec/clock.h"
 #include "tpmsec/latency_model.h"
-#include "tpmsec/tpm_info.h"
+#include "tpmsec/tpm_info_json.h"
 
 namespace tpmsec {
 

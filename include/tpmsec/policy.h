@@ -130,9 +130,9 @@ struct Policy {
 Result<Policy> parse_policy(std::string_view text, const std::string& origin);
 Result<Policy> load_policy(const std::string& path);
 
-// $TPMSEC_POLICY if set, else TPMSEC_DATA_DIR/policy/default.toml.
+// $TPMSEC_POLICY if set, else data_dir()/policy/default.toml.
 std::string default_policy_path();
-// The shipped policy, TPMSEC_DATA_DIR/policy/default.toml.
+// The shipped policy, data_dir()/policy/default.toml.
 std::string shipped_policy_path();
 
 // The policy a command follows: `path` (--policy) when given, else

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "tpmsec/tpm.h"
 
 namespace tpmsec {
@@ -59,8 +57,7 @@ Result<TpmInfo> read_tpm_info(Tpm& tpm);
 // non-printable bytes as '.').
 std::string property_text(uint32_t raw);
 
-// The JSON object documented in docs/info-json.md.
-nlohmann::json to_json(const TpmInfo& info);
+// The JSON form (docs/info-json.md) is in tpmsec/tpm_info_json.h.
 // The text `tpmsec info` prints.
 std::string to_text(const TpmInfo& info);
 

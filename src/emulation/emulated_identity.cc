@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "tpmsec/tpm_info_json.h"
 #include "tpmsec/latency_model.h"
 
 namespace tpmsec {

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "tpmsec/data_dir.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/text.h"
 
@@ -298,7 +299,7 @@ std::string_view tag_name(char tag) {
   return "?";
 }
 
-std::string profiles_dir() { return std::string(TPMSEC_DATA_DIR) + "/profiles"; }
+std::string profiles_dir() { return data_dir() + "/profiles"; }
 
 std::string profile_path(const std::string& name_or_path) {
   if (is_bare_name(name_or_path)) return profiles_dir() + "/" + name_or_path + ".json";

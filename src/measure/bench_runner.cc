@@ -6,6 +6,7 @@
 
 #include <ctime>
 
+#include "tpmsec/tpm_info_json.h"
 #include "tpmsec/bench.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/pcr.h"

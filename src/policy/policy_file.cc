@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "policy_checks.h"
+#include "tpmsec/data_dir.h"
 #include "tpmsec/policy.h"
 
 namespace tpmsec {
@@ -226,7 +227,7 @@ std::string to_toml(const PolicyRule& r) {
   return out;
 }
 
-std::string shipped_policy_path() { return std::string(TPMSEC_DATA_DIR) + "/policy/default.toml"; }
+std::string shipped_policy_path() { return data_dir() + "/policy/default.toml"; }
 
 std::string default_policy_path() {
   const char* env = std::getenv("TPMSEC_POLICY");

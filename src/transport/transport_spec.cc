@@ -104,10 +104,4 @@ std::string default_transport_spec() {
   return env && *env ? env : "embedded";
 }
 
-Status Transport::reset_tpm() { return unsupported_error(describe() + " has no platform control to reset the TPM"); }
-
-Status Transport::suspend_resume() {
-  return unsupported_error(describe() + " has no platform control to suspend and resume the TPM");
-}
-
 }  // namespace tpmsec
