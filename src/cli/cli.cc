@@ -49,17 +49,15 @@ OpenTpm::~OpenTpm() {
   // the figure to compare with a published mean such as Linux's 151 ms.
   std::optional<LatencyModel> calm;
   if (measured->latency_profile) calm.emplace(*measured->latency_profile, ModelOptions{std::nullopt, false, 0.0});
-  int64_t ns = 0;
   double mean_ms = 0;
   for (const TraceRecord& r : measured->log.records()) {
-    ns += r.duration_ns;
     if (calm) mean_ms += calm->latency_ms(r.shape);
     if (list_commands) {
       fmt::print(stderr, "tpmsec:   {:<34} {:8.2f} ms\n", variant_of(r.shape), static_cast<double>(r.duration_ns) / 1e6);
     }
   }
   fmt::print(stderr, "tpmsec: emulated {}: {} TPM commands took {:.2f} ms on the virtual clock{}\n", measured->profile,
-             measured->log.size(), static_cast<double>(ns) / 1e6,
+             measured->log.size(), emulated_ms(),
              calm ? fmt::format(" ({:.2f} ms at the profile's means, without jitter)", mean_ms) : "");
 }
 
@@ -98,6 +96,14 @@ Result<OpenTpm> open_tpm(const TpmOption& option, bool keep) {
     if (Status st = out.cache->put_info(out.measured->info); !st.ok()) warn_not_kept(st.error());
   }
   return out;
+}
+
+double OpenTpm::emulated_ms() const {
+  int64_t ns = 0;
+  if (measured) {
+    for (const TraceRecord& r : measured->log.records()) ns += r.duration_ns;
+  }
+  return static_cast<double>(ns) / 1e6;
 }
 
 void OpenTpm::keep(const SessionFactory* factory) {

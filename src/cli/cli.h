@@ -78,6 +78,8 @@ struct OpenTpm {
   // Keeps the null key `factory` used, when it changed or was not kept yet
   // (a failure to keep it is a warning: the command itself succeeded).
   void keep(const SessionFactory* factory);
+  // TPM time of every command run so far, on the virtual clock when emulating.
+  double emulated_ms() const;
 
   Tpm& tpm() const { return *measured->tpm; }
   const TpmInfo& info() const { return measured->info; }

@@ -102,13 +102,6 @@ class DigestLines {
   size_t line_ = 0;
 };
 
-// TPM time of every command the open TPM ran, when emulating (virtual clock).
-double emulated_ms(const OpenTpm& open) {
-  int64_t ns = 0;
-  for (const TraceRecord& r : open.measured->log.records()) ns += r.duration_ns;
-  return static_cast<double>(ns) / 1e6;
-}
-
 CLI::App* add_pcr_subcommand(CLI::App* pcr, const char* name, const char* help, const std::shared_ptr<PcrOptions>& o,
                              bool with_bank) {
   CLI::App* sub = pcr->add_subcommand(name, help);
@@ -258,7 +251,7 @@ void register_pcr(CLI::App& app, Action* action) {
         const bool interrupted = stop.flag()->load();
         std::string cost;
         if (!t.open.measured->profile.empty() && done > 0) {
-          cost = fmt::format(": {:.2f} ms of TPM time per extend on the emulated {}", emulated_ms(t.open) / done,
+          cost = fmt::format(": {:.2f} ms of TPM time per extend on the emulated {}", t.open.emulated_ms() / done,
                              t.open.measured->profile);
         }
         fmt::print(stderr, "tpmsec: extended {} digest{} into PCR {} ({}){}{}\n", done, done == 1 ? "" : "s",
