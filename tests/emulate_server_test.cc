@@ -295,6 +295,25 @@ TEST(EmulateServer, ControlChannelResetIsATpmReset) {
   EXPECT_TRUE(server.running());
 }
 
+// CMD_SET_LOCALITY reaches libtpms: PCR 20 (PC Client DRTM) resets only
+// from locality 2 (libtpms), not 0.
+TEST(EmulateServer, ControlChannelLocality) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet"}));
+  auto transport = open_swtpm({.host = "127.0.0.1", .port = server.port()});
+  ASSERT_TRUE(transport.ok()) << transport.error().message();
+  Tpm tpm(**transport);
+  EXPECT_FALSE(pcr_reset(tpm, 20).ok());
+  Bytes set = be32(5);  // CMD_SET_LOCALITY
+  set.push_back(2);
+  EXPECT_EQ(to_hex(exchange_and_close(server.port() + 1, set)), "00000000");
+  Status at2 = pcr_reset(tpm, 20);
+  EXPECT_TRUE(at2.ok()) << at2.error().message();
+  set.back() = 0;
+  EXPECT_EQ(to_hex(exchange_and_close(server.port() + 1, set)), "00000000");
+  EXPECT_FALSE(pcr_reset(tpm, 20).ok());
+}
+
 TEST(EmulateServer, BadInputGetsAnErrorNotACrash) {
   EmulateServer server;
   ASSERT_TRUE(server.start({"--clock", "virtual"}));

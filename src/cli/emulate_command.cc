@@ -347,9 +347,8 @@ class Server {
   Bytes execute(const Bytes& command, uint8_t locality) {
     int64_t start = clock_.now_ns();
     int64_t real_start = real_.now_ns();
-    if (locality != locality_) (void)embedded_set_locality(*tpm_, locality);
+    (void)embedded_set_locality(*tpm_, locality);  // swtpm: CMD_SET_LOCALITY's; mssim: the frame's
     auto result = powered_ ? tpm_->transmit(command) : Result<Bytes>(runtime_error("the TPM is powered off"));
-    if (locality != locality_) (void)embedded_set_locality(*tpm_, locality_);
     Bytes response;
     if (result.ok()) {
       response = std::move(*result);
