@@ -18,6 +18,16 @@ namespace tpmsec {
 // (Startup(STATE)) when the previous process shut it down orderly.
 Result<std::unique_ptr<Transport>> open_embedded(const std::string& state_dir = "");
 
+// Platform signals of the embedded TPM, for a server that plays a chip's
+// platform (`tpmsec emulate`); kUnsupported for any other transport.
+// _TPM_Init alone (power-on or reset; the client then sends Startup), with
+// the volatile state dropped when `delete_volatile`:
+Status embedded_tpm_init(Transport& embedded, bool delete_volatile);
+// Power off: commands fail until the next embedded_tpm_init.
+Status embedded_power_off(Transport& embedded);
+// The locality (0..4) libtpms runs the following commands at.
+Status embedded_set_locality(Transport& embedded, uint8_t locality);
+
 struct SwtpmAddress {
   std::string host = "localhost";
   uint16_t port = 2321;

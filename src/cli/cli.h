@@ -56,6 +56,7 @@ void register_predict(CLI::App& app, Action* action);
 void register_trace(CLI::App& app, Action* action);
 void register_compare(CLI::App& app, Action* action);
 void register_provision(CLI::App& app, Action* action);
+void register_emulate(CLI::App& app, Action* action);
 
 // --tpm and --emulate on a subcommand: the TPM string, defaulting to
 // $TPMSEC_TPM or embedded, and an optional latency profile to emulate.

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   register_trace(app, &action);
   register_compare(app, &action);
   register_provision(app, &action);
+  register_emulate(app, &action);
 
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {

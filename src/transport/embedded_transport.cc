@@ -75,6 +75,15 @@ TPM_RESULT nv_delete(uint32_t, const char* name, TPM_BOOL must_exist) {
   return (must_exist && !existed) ? TPM_FAIL : TPM_SUCCESS;
 }
 
+// The locality libtpms runs commands at (TPM_MODIFIER_INDICATOR), set by
+// embedded_set_locality.
+std::atomic<uint32_t> g_locality{0};
+TPM_RESULT io_init() { return TPM_SUCCESS; }
+TPM_RESULT io_get_locality(TPM_MODIFIER_INDICATOR* locality, uint32_t) {
+  *locality = g_locality;
+  return TPM_SUCCESS;
+}
+
 std::atomic<bool> g_in_use{false};
 
 class EmbeddedTransport final : public Transport {
@@ -91,6 +100,7 @@ class EmbeddedTransport final : public Transport {
     }
     std::free(buffer_);
     g_nv = NvStore{};
+    g_locality = 0;
     g_in_use = false;
   }
 
@@ -130,6 +140,8 @@ class EmbeddedTransport final : public Transport {
     callbacks.tpm_nvram_loaddata = nv_load;
     callbacks.tpm_nvram_storedata = nv_store;
     callbacks.tpm_nvram_deletename = nv_delete;
+    callbacks.tpm_io_init = io_init;
+    callbacks.tpm_io_getlocality = io_get_locality;
     if (TPMLIB_RegisterCallbacks(&callbacks) != TPM_SUCCESS) return runtime_error("libtpms refused its NV callbacks");
     return power_on();
   }
@@ -173,6 +185,25 @@ class EmbeddedTransport final : public Transport {
     return ok_status();
   }
 
+  // _TPM_Init alone (the platform's power-on or reset signal): the TPM then
+  // waits for the client's Startup, as a chip does.
+  Status tpm_init(bool delete_volatile) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (initialized_) TPMLIB_Terminate();
+    initialized_ = false;
+    if (delete_volatile) g_nv.blobs.erase("volatilestate");
+    if (TPMLIB_MainInit() != TPM_SUCCESS) return runtime_error("libtpms failed to initialise (corrupt state?)");
+    initialized_ = true;
+    return ok_status();
+  }
+
+  // Power off: the TPM answers nothing until the next tpm_init.
+  void power_off() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (initialized_) TPMLIB_Terminate();
+    initialized_ = false;
+  }
+
   std::string describe() const override {
     return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_;
   }
@@ -207,6 +238,28 @@ class EmbeddedTransport final : public Transport {
 };
 
 }  // namespace
+
+Status embedded_tpm_init(Transport& embedded, bool delete_volatile) {
+  auto* e = dynamic_cast<EmbeddedTransport*>(&embedded);
+  if (!e) return unsupported_error(embedded.describe() + " is not the embedded TPM");
+  return e->tpm_init(delete_volatile);
+}
+
+Status embedded_power_off(Transport& embedded) {
+  auto* e = dynamic_cast<EmbeddedTransport*>(&embedded);
+  if (!e) return unsupported_error(embedded.describe() + " is not the embedded TPM");
+  e->power_off();
+  return ok_status();
+}
+
+Status embedded_set_locality(Transport& embedded, uint8_t locality) {
+  if (!dynamic_cast<EmbeddedTransport*>(&embedded)) {
+    return unsupported_error(embedded.describe() + " is not the embedded TPM");
+  }
+  if (locality > 4) return usage_error(fmt::format("locality {} is not 0..4", locality));
+  g_locality = locality;
+  return ok_status();
+}
 
 Result<std::unique_ptr<Transport>> open_embedded(const std::string& state_dir) {
   if (g_in_use.exchange(true)) {

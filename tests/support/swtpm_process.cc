@@ -30,6 +30,8 @@ bool port_free(uint16_t port) {
   return ok;
 }
 
+}  // namespace
+
 // A port P such that P and P+1 are both free now.
 uint16_t pick_port_pair() {
   for (int attempt = 0; attempt < 200; ++attempt) {
@@ -57,8 +59,6 @@ bool can_connect(uint16_t port) {
   ::close(fd);
   return ok;
 }
-
-}  // namespace
 
 bool have_program(const std::string& program) {
   std::string cmd = "command -v " + program + " >/dev/null 2>&1";

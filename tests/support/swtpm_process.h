@@ -48,6 +48,12 @@ class SwtpmProcess {
   std::string error_;
 };
 
+// A loopback port P such that P and P+1 are both free now (0 if none found),
+// for servers with a data and a control port.
+uint16_t pick_port_pair();
+// True when something accepts TCP connections on 127.0.0.1:port.
+bool can_connect(uint16_t port);
+
 // True when `program` is on PATH.
 bool have_program(const std::string& program);
 

@@ -1,0 +1,434 @@
+// `tpmsec emulate` as a process on free loopback ports, driven by tpmsec
+// itself (CLI and library transport), by tpm2-tools over the swtpm and mssim
+// TCTIs, and by hand-made bad input on both ports.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/strategy.h"
+#include "tpmsec/text.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/transports.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::describe;
+using testing::run_command;
+using testing::run_tpmsec;
+
+std::string temp_dir() {
+  std::string tmpl = ::testing::TempDir() + "tpmsec-emulate-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) return {};
+  return tmpl;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `tpmsec emulate PROFILE --port P ...` in a child process; stderr to a file.
+class EmulateServer {
+ public:
+  ~EmulateServer() { stop(); }
+
+  bool start(const std::vector<std::string>& extra, std::string profile = "slb9670") {
+    dir_ = temp_dir();
+    if (dir_.empty()) return false;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      port_ = testing::pick_port_pair();
+      std::vector<std::string> args{TPMSEC_CLI_PATH, "emulate", profile, "--port", std::to_string(port_)};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::string err = dir_ + "/stderr";
+      pid_ = ::fork();
+      if (pid_ == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() == 1) ::_exit(127);
+        int devnull = ::open("/dev/null", O_RDWR);
+        int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ::dup2(devnull, 0);
+        ::dup2(devnull, 1);
+        ::dup2(errfd, 2);
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+      }
+      // Up to 30 s: a sanitizer build manufactures the TPM slowly.
+      for (int i = 0; i < 3000; ++i) {
+        if (testing::can_connect(port_)) return true;
+        int status;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      stop();
+    }
+    return false;
+  }
+
+  // SIGTERM and wait; the exit status (-1 when it had to be killed).
+  int stop() {
+    if (pid_ <= 0) return exit_code_;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 1000; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        return exit_code_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return exit_code_ = -1;
+  }
+
+  bool running() {
+    int status;
+    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
+  }
+  uint16_t port() const { return port_; }
+  std::string dir() const { return dir_; }
+  std::string log() const { return slurp(dir_ + "/stderr"); }
+  // tpmsec's TPM string, with the control channel.
+  std::string spec() const {
+    return fmt::format("swtpm:host=127.0.0.1,port={},ctrl={}", port_, port_ + 1);
+  }
+  std::string tcti(const std::string& scheme = "swtpm") const {
+    return fmt::format("{}:host=127.0.0.1,port={}", scheme, port_);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+  uint16_t port_ = 0;
+  std::string dir_;
+};
+
+int connect_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Everything the server sends until it closes the connection (at most 5 s).
+Bytes read_until_closed(int fd) {
+  Bytes out;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    uint8_t buf[256];
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  return out;
+}
+
+// Sends `bytes` on a new connection to `port`; what came back before the close.
+Bytes exchange_and_close(uint16_t port, const Bytes& bytes) {
+  int fd = connect_to(port);
+  if (fd < 0) return {};
+  (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  Bytes out = read_until_closed(fd);
+  ::close(fd);
+  return out;
+}
+
+std::vector<std::string> state_env(const std::string& dir) { return {"TPMSEC_STATE_DIR=" + dir + "/client-state"}; }
+
+TEST(EmulateServer, HelpAndUsageErrors) {
+  auto help = run_tpmsec({"emulate", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << describe(help);
+  for (const char* word : {"--port", "--clock", "--state", "--json", "--trace", "--protocol", "control port"}) {
+    EXPECT_NE(help.out.find(word), std::string::npos) << word;
+  }
+  EXPECT_EQ(run_tpmsec({"emulate", "slb9670", "--port", "1", "--clock", "fast"}).exit_code, testing::kExitUsage);
+  EXPECT_EQ(run_tpmsec({"emulate", "slb9670", "--port", "1", "--protocol", "tcp"}).exit_code, testing::kExitUsage);
+  EXPECT_EQ(run_tpmsec({"emulate", "no-such-chip", "--port", "1"}).exit_code, testing::kExitUsage);
+  EXPECT_EQ(run_tpmsec({"emulate", "slb9670"}).exit_code, testing::kExitUsage);
+}
+
+TEST(EmulateServer, TpmsecReadsTheProfilesIdentityAndExtendsProtected) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual"}));
+  auto info = run_tpmsec({"info", "--tpm", server.tcti()});
+  ASSERT_EQ(info.exit_code, 0) << describe(info);
+  EXPECT_NE(info.out.find("\"IFX\""), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\"SLB9\""), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("7.85"), std::string::npos) << info.out;
+
+  // A bus lies between: the protected extend needs a salt-key anchor.
+  std::string digest(64, 'a');
+  auto bare = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", server.spec()}, state_env(server.dir()));
+  EXPECT_EQ(bare.exit_code, testing::kExitUsage) << describe(bare);
+  auto extend =
+      run_tpmsec({"pcr", "extend", "16", digest, "--tpm", server.spec(), "--tofu"}, state_env(server.dir()));
+  ASSERT_EQ(extend.exit_code, 0) << describe(extend);
+  auto read = run_tpmsec({"pcr", "read", "16", "--tpm", server.spec()});
+  ASSERT_EQ(read.exit_code, 0) << describe(read);
+  Bytes zero(32, 0);
+  Bytes expected = *crypto::hash(alg::kSha256, {zero, *from_hex(digest)});
+  std::string out = read.out;
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  EXPECT_NE(out.find(to_hex(expected)), std::string::npos) << read.out;
+
+  EXPECT_EQ(server.stop(), 0);
+  std::string log = server.log();
+  for (const char* variant : {"CreatePrimary.ecc", "StartAuthSession.ecc", "PCR_Extend", "GetCapability"}) {
+    EXPECT_NE(log.find(variant), std::string::npos) << variant << "\n" << log;
+  }
+}
+
+TEST(EmulateServer, Tpm2ToolsOverSwtpmAndMssimTctis) {
+  ASSERT_TRUE(testing::have_program("tpm2_getcap")) << "tpm2-tools is not installed (scripts/quickstart installs it)";
+  for (std::string protocol : {"swtpm", "mssim"}) {
+    SCOPED_TRACE(protocol);
+    EmulateServer server;
+    ASSERT_TRUE(server.start({"--clock", "virtual", "--protocol", protocol}));
+    auto cap = run_command({"tpm2_getcap", "properties-fixed"}, {"TPM2TOOLS_TCTI=" + server.tcti(protocol)});
+    ASSERT_EQ(cap.exit_code, 0) << describe(cap);
+    EXPECT_NE(cap.out.find("value: \"IFX\""), std::string::npos) << cap.out;
+    auto extend = run_command({"tpm2_pcrextend", "16:sha256=" + std::string(64, 'b')},
+                              {"TPM2TOOLS_TCTI=" + server.tcti(protocol)});
+    EXPECT_EQ(extend.exit_code, 0) << describe(extend);
+    EXPECT_EQ(server.stop(), 0);
+    EXPECT_NE(server.log().find("PCR_Extend"), std::string::npos) << server.log();
+  }
+}
+
+// A lower bound on wall time: holds on any machine, however fast.
+TEST(EmulateServer, RealClockTakesTheModelledTime) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--means"}));  // --clock real is the default
+  auto transport = open_swtpm({.host = "127.0.0.1", .port = server.port()});
+  ASSERT_TRUE(transport.ok()) << transport.error().message();
+  Tpm tpm(**transport);
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  Public& p = c.in_public.public_area;
+  p.type = alg::kEcc;
+  p.name_alg = alg::kSha256;
+  p.attributes = 0x00030472;
+  p.symmetric = SymDef::aes128_cfb();
+  p.curve = curve::kNistP256;
+  auto start = std::chrono::steady_clock::now();
+  auto created = tpm.run(c, {Auth::password()});
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  EXPECT_GE(took, std::chrono::milliseconds(200));  // slb9670: CreatePrimary.ecc 231.4 ms
+  ASSERT_TRUE(tpm.run(cmd::FlushContext{created->object_handle}).ok());
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_NE(server.log().find("CreatePrimary.ecc            rc 0x000    231.40 ms"), std::string::npos)
+      << server.log();
+}
+
+TEST(EmulateServer, ControlChannelResetIsATpmReset) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet"}));
+  auto transport = open_swtpm({.host = "127.0.0.1", .port = server.port(), .ctrl_port = uint16_t(server.port() + 1)});
+  ASSERT_TRUE(transport.ok()) << transport.error().message();
+  Tpm tpm(**transport);
+  StreamOptions options;
+  options.protection.trust_first_use = true;  // the test's own server, nothing between
+  auto stream = ExtendStream::open(tpm, StrategyKind::kResident, options);
+  ASSERT_TRUE(stream.ok()) << stream.error().message();
+  ASSERT_TRUE((*stream)->extend(Bytes(32, 1)).ok());
+  // CMD_INIT on the control channel, then Startup(CLEAR): a TPM Reset.
+  ASSERT_TRUE((*transport)->reset_tpm().ok());
+  auto pcr = pcr_read(tpm, alg::kSha256, 16);
+  ASSERT_TRUE(pcr.ok()) << pcr.error().message();
+  EXPECT_EQ(*pcr, Bytes(32, 0));  // PCRs are reset
+  // The null seed changed with the reset: the stream fails closed.
+  Status st = (*stream)->extend(Bytes(32, 2));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity);
+  EXPECT_NE(st.error().message().find("null key name changed"), std::string::npos) << st.error().message();
+  stream->reset();
+  // Suspend/resume keeps the TPM (Shutdown(STATE), CMD_INIT, Startup(STATE)).
+  ASSERT_TRUE(pcr_extend(tpm, alg::kSha256, 23, Bytes(32, 3)).ok());
+  Status resumed = (*transport)->suspend_resume();
+  ASSERT_TRUE(resumed.ok()) << resumed.error().message();
+  EXPECT_TRUE(server.running());
+}
+
+// CMD_SET_LOCALITY reaches libtpms: PCR 20 (PC Client DRTM) resets only
+// from locality 2 (libtpms), not 0.
+TEST(EmulateServer, ControlChannelLocality) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet"}));
+  auto transport = open_swtpm({.host = "127.0.0.1", .port = server.port()});
+  ASSERT_TRUE(transport.ok()) << transport.error().message();
+  Tpm tpm(**transport);
+  EXPECT_FALSE(pcr_reset(tpm, 20).ok());
+  Bytes set = be32(5);  // CMD_SET_LOCALITY
+  set.push_back(2);
+  EXPECT_EQ(to_hex(exchange_and_close(server.port() + 1, set)), "00000000");
+  Status at2 = pcr_reset(tpm, 20);
+  EXPECT_TRUE(at2.ok()) << at2.error().message();
+  set.back() = 0;
+  EXPECT_EQ(to_hex(exchange_and_close(server.port() + 1, set)), "00000000");
+  EXPECT_FALSE(pcr_reset(tpm, 20).ok());
+}
+
+TEST(EmulateServer, BadInputGetsAnErrorNotACrash) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual"}));
+  const uint16_t data = server.port();
+  const uint16_t ctrl = data + 1;
+  // Control channel.
+  EXPECT_EQ(to_hex(exchange_and_close(ctrl, be32(0xdeadbeef))), "0000000a");  // TPM_BAD_ORDINAL, closed
+  EXPECT_EQ(to_hex(exchange_and_close(ctrl, be32(2))), "00000003");           // CMD_INIT without its flags
+  Bytes huge_hash = be32(7);                                                   // CMD_HASH_DATA of 4 GiB
+  Bytes len = be32(0xffffffff);
+  huge_hash.insert(huge_hash.end(), len.begin(), len.end());
+  EXPECT_EQ(to_hex(exchange_and_close(ctrl, huge_hash)), "00000003");
+  Bytes bad_locality = be32(5);
+  bad_locality.push_back(9);
+  EXPECT_EQ(to_hex(exchange_and_close(ctrl, bad_locality)), "00000003");
+  EXPECT_EQ(to_hex(exchange_and_close(ctrl, be32(1))).substr(0, 8), "00000000");  // CMD_GET_CAPABILITY
+  // Data channel: a bad tag, an oversized frame, a truncated one, garbage.
+  EXPECT_EQ(to_hex(exchange_and_close(data, *from_hex("12340000000a00000000"))), "80010000000a0000001e");
+  EXPECT_EQ(to_hex(exchange_and_close(data, *from_hex("80017fffffff0000017a"))), "80010000000a00000142");
+  EXPECT_EQ(to_hex(exchange_and_close(data, *from_hex("800100000016000000"))), "");
+  EXPECT_EQ(to_hex(exchange_and_close(data, Bytes(3, 0xff))), "");
+  ASSERT_TRUE(server.running());
+  // And it still serves.
+  auto info = run_tpmsec({"info", "--tpm", server.tcti()});
+  EXPECT_EQ(info.exit_code, 0) << describe(info);
+  EXPECT_EQ(server.stop(), 0);
+  EXPECT_NE(server.log().find("malformed command frame"), std::string::npos) << server.log();
+}
+
+TEST(EmulateServer, SecondClientWaitsForTheFirst) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet"}));
+  int first = connect_to(server.port());
+  ASSERT_GE(first, 0);
+  // The server takes the first connection before the second comes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto second = std::async(std::launch::async, [&] { return run_tpmsec({"info", "--tpm", server.tcti()}); });
+  EXPECT_EQ(second.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout);
+  ::close(first);
+  auto r = second.get();
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+}
+
+TEST(EmulateServer, SigtermPrintsTotalsAndWritesBenchResults) {
+  EmulateServer server;
+  std::string dir = temp_dir();
+  std::string json = dir + "/served.json";
+  std::string trace = dir + "/served.trace.json";
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--json", json, "--trace", trace}));
+  auto info = run_tpmsec({"info", "--tpm", server.tcti()});
+  ASSERT_EQ(info.exit_code, 0) << describe(info);
+  auto random = run_tpmsec({"random", "8", "--protect", "none", "--tpm", server.tcti()});
+  ASSERT_EQ(random.exit_code, 0) << describe(random);
+  EXPECT_EQ(server.stop(), 0);
+  std::string log = server.log();
+  EXPECT_NE(log.find("ms modelled TPM time"), std::string::npos) << log;
+  EXPECT_NE(log.find("GetRandom"), std::string::npos) << log;
+
+  auto result = nlohmann::json::parse(slurp(json), nullptr, false);
+  ASSERT_FALSE(result.is_discarded()) << slurp(json);
+  EXPECT_EQ(result["schema"], "tpmsec-bench/1");
+  EXPECT_EQ(result["tpm"]["manufacturer"], "IFX");
+  EXPECT_EQ(result["tpm"]["profile"], "slb9670");
+  bool random_seen = false;
+  for (const auto& p : result["primitives"]) {
+    if (p["name"] == "GetRandom") {
+      random_seen = true;
+      EXPECT_EQ(p["tpm_ms"]["n"], 1);
+      EXPECT_GT(p["tpm_ms"]["median"].get<double>(), 2.0);  // slb9670: 2.23 ms, jitter 0.04
+    }
+  }
+  EXPECT_TRUE(random_seen) << result.dump(2);
+  auto events = nlohmann::json::parse(slurp(trace), nullptr, false);
+  ASSERT_FALSE(events.is_discarded());
+  EXPECT_FALSE(events["traceEvents"].empty());
+  auto compare = run_tpmsec({"compare", json, json});
+  EXPECT_EQ(compare.exit_code, 0) << describe(compare);
+  EXPECT_NE(compare.out.find("GetRandom"), std::string::npos) << compare.out;
+}
+
+// The owner hierarchy's primary key is a function of the persistent seed.
+std::string owner_primary_name(uint16_t port) {
+  auto transport = open_swtpm({.host = "127.0.0.1", .port = port});
+  if (!transport.ok()) return "open: " + transport.error().message();
+  Tpm tpm(**transport);
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  Public& p = c.in_public.public_area;
+  p.type = alg::kEcc;
+  p.name_alg = alg::kSha256;
+  p.attributes = 0x00030472;
+  p.symmetric = SymDef::aes128_cfb();
+  p.curve = curve::kNistP256;
+  auto created = tpm.run(c, {Auth::password()});
+  if (!created.ok()) return "create: " + created.error().message();
+  (void)tpm.run(cmd::FlushContext{created->object_handle});
+  return to_hex(created->name.bytes);
+}
+
+TEST(EmulateServer, StateDirectoryKeepsTheTpm) {
+  std::string state = temp_dir() + "/tpm";
+  std::vector<std::string> names;
+  for (bool keep : {true, true, false}) {
+    EmulateServer server;
+    std::vector<std::string> args{"--clock", "virtual", "--quiet"};
+    if (keep) args.insert(args.end(), {"--state", state});
+    ASSERT_TRUE(server.start(args));
+    names.push_back(owner_primary_name(server.port()));
+    EXPECT_EQ(server.stop(), 0);
+  }
+  EXPECT_EQ(names[0].size(), 68u) << names[0];
+  EXPECT_EQ(names[0], names[1]);  // the same TPM, resumed from DIR
+  EXPECT_NE(names[0], names[2]);  // in memory: a fresh TPM
+  EXPECT_TRUE(std::filesystem::exists(state + "/tpmsec-permall.blob"));
+}
+
+}  // namespace
+}  // namespace tpmsec
