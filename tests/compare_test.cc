@@ -12,20 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/test_data.h"
 #include "tpmsec/compare.h"
 
 namespace tpmsec {
 namespace {
 
+using testing::slurp;
+
 using testing::run_tpmsec;
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string seed(const std::string& name) { return std::string(TPMSEC_TEST_DATA) + "/ftrace/" + name; }
 

@@ -25,11 +25,13 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/test_data.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/latency_model.h"
+#include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/text.h"
@@ -39,6 +41,8 @@
 
 namespace tpmsec {
 namespace {
+
+using testing::slurp;
 
 using testing::describe;
 using testing::run_command;
@@ -50,12 +54,6 @@ std::string temp_dir() {
   return tmpl;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // `tpmsec emulate PROFILE --port P ...` in a child process; stderr to a file.
 class EmulateServer {
@@ -250,12 +248,7 @@ TEST(EmulateServer, RealClockTakesTheModelledTime) {
   Tpm tpm(**transport);
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kNull);
-  Public& p = c.in_public.public_area;
-  p.type = alg::kEcc;
-  p.name_alg = alg::kSha256;
-  p.attributes = 0x00030472;
-  p.symmetric = SymDef::aes128_cfb();
-  p.curve = curve::kNistP256;
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
   // The profile's mean for the command, whatever the shipped data says.
   auto profile = load_profile("slb9670");
   ASSERT_TRUE(profile.ok()) << profile.error().message();
@@ -408,12 +401,7 @@ std::string owner_primary_name(uint16_t port) {
   Tpm tpm(**transport);
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kOwner);
-  Public& p = c.in_public.public_area;
-  p.type = alg::kEcc;
-  p.name_alg = alg::kSha256;
-  p.attributes = 0x00030472;
-  p.symmetric = SymDef::aes128_cfb();
-  p.curve = curve::kNistP256;
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
   auto created = tpm.run(c, {Auth::password()});
   if (!created.ok()) return "create: " + created.error().message();
   (void)tpm.run(cmd::FlushContext{created->object_handle});

@@ -22,11 +22,14 @@
 #include <nlohmann/json.hpp>
 
 #include "support/log_builder.h"
+#include "support/test_data.h"
 #include "support/run_command.h"
 #include "tpmsec/openmetrics.h"
 
 namespace tpmsec {
 namespace {
+
+using testing::slurp;
 
 using testing::describe;
 using testing::run_command;
@@ -203,12 +206,6 @@ void promtool_agrees(const std::string& text) {
   }
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class OpenMetricsTest : public ::testing::Test {
  protected:

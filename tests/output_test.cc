@@ -22,12 +22,15 @@
 #include <nlohmann/json.hpp>
 
 #include "support/direct_tpm.h"
+#include "support/test_data.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/constants.h"
 
 namespace tpmsec {
 namespace {
+
+using testing::slurp;
 
 using testing::describe;
 using testing::run_command;
@@ -42,12 +45,6 @@ std::vector<std::string> bench_args(std::vector<std::string> outputs) {
   return args;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class OutputTest : public ::testing::Test {
  protected:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 namespace tpmsec::testing {
 
@@ -10,6 +11,11 @@ Bytes H(std::string_view hex) {
   auto b = from_hex(hex);
   EXPECT_TRUE(b.ok()) << hex;
   return b.ok() ? *b : Bytes{};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 Bytes J(const nlohmann::json& j) { return H(j.get<std::string>()); }

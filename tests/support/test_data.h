@@ -16,6 +16,8 @@ namespace tpmsec::testing {
 
 // Bytes of a hex string; a test failure (and empty bytes) when it is not hex.
 Bytes H(std::string_view hex);
+// The whole of a file as bytes in a string (empty when it cannot be read).
+std::string slurp(const std::string& path);
 // Bytes of a JSON string holding hex.
 Bytes J(const nlohmann::json& j);
 
