@@ -206,6 +206,8 @@ Status run_strategy(Runner& run, StrategyKind kind, const TpmInfo& info, Strateg
   so.bank = o.bank;
   so.checkpoint_every = o.checkpoint_every;
   so.protection = o.protection;
+  // The first extend's session set-up is reported with it, not in the opening.
+  so.read_with_first_session = false;
   std::unique_ptr<ExtendStream> stream;
   TPMSEC_ASSIGN_OR_RETURN(out.open, run.timed([&]() -> Status {
     auto s = ExtendStream::open(run.tpm_, kind, so, &info);

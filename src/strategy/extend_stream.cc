@@ -28,7 +28,7 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
   TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(options.one_shot && prevents ? StrategyKind::kPerCommand : kind,
                                                         s->factory_.get()));
   if (options.one_shot && prevents) return s;
-  if (prevents) {
+  if (prevents && options.read_with_first_session) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->read_with_first_session());
   } else if (kind != StrategyKind::kPlain) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
