@@ -365,14 +365,6 @@ TEST_F(OpenMetricsTest, ReplayWritesItsStrategy) {
 
 // Whether `pid` has a handler installed for `sig` (/proc/PID/status SigCgt):
 // the CLI is inside its run.
-bool catches(pid_t pid, int sig) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
-  }
-  return false;
-}
-
 // An interrupted bench: no series for the strategy it never reached, and
 // tpmsec_run_complete 0.
 TEST_F(OpenMetricsTest, AnInterruptedBenchHasNoSeriesForWhatItDidNotMeasure) {
@@ -390,14 +382,7 @@ TEST_F(OpenMetricsTest, AnInterruptedBenchHasNoSeriesForWhatItDidNotMeasure) {
   }
   ASSERT_GT(pid, 0);
   int status = 0;
-  bool exited = false;
-  for (int i = 0; i < 6000 && !catches(pid, SIGTERM); ++i) {  // up to 60 s for the CLI to start its run
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-      break;
-    }
-    ::usleep(10000);
-  }
+  const bool exited = !testing::wait_until_it_catches(pid, SIGTERM, &status);
   ASSERT_FALSE(exited) << "bench ended before it was signalled, status " << status;
   ::kill(pid, SIGTERM);
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);

@@ -171,15 +171,6 @@ TEST_F(OutputTest, DanglingLinkAndStdoutTwiceAreUsageErrorsBeforeAnyWork) {
 
 // Whether process `pid` catches signal `sig` (SigCgt in /proc/PID/status):
 // the CLI installs its handler just before a run starts.
-bool catches(pid_t pid, int sig) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
-  }
-  return false;
-}
-
 // SIGTERM (systemd stopping a unit) and SIGHUP (a closed terminal) stop a
 // bench as Ctrl-C does: it finishes cleanly and leaves nothing on the TPM.
 TEST(SignalTest, SigtermAndSighupCleanUpAsSigintDoes) {
@@ -199,14 +190,7 @@ TEST(SignalTest, SigtermAndSighupCleanUpAsSigintDoes) {
     }
     ASSERT_GT(pid, 0);
     int status = 0;
-    bool exited = false;
-    for (int i = 0; i < 6000 && !catches(pid, sig); ++i) {  // up to 60 s for the CLI to start its run
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        exited = true;
-        break;
-      }
-      ::usleep(10000);
-    }
+    const bool exited = !testing::wait_until_it_catches(pid, sig, &status);
     ASSERT_FALSE(exited) << "bench ended before it was signalled, status " << status;
     ::usleep(200000);  // into the run (any moment would do: the handler is in place)
     ::kill(pid, sig);

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -87,6 +88,21 @@ CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector
     full_env.push_back("TPMSEC_STATE_DIR=" + ::testing::TempDir() + "tpmsec-state-" + std::to_string(::getpid()));
   }
   return run_command(argv, full_env, input);
+}
+
+bool wait_until_it_catches(pid_t pid, int sig, int* status) {
+  auto catches = [&] {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("SigCgt:", 0) == 0) return ((std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1) != 0;
+    }
+    return false;
+  };
+  for (int i = 0; i < 6000 && !catches(); ++i) {
+    if (::waitpid(pid, status, WNOHANG) == pid) return false;
+    ::usleep(10000);
+  }
+  return true;
 }
 
 std::string describe(const CommandResult& r) {

@@ -2,6 +2,8 @@
 #ifndef TPMSEC_TESTS_SUPPORT_RUN_COMMAND_H_
 #define TPMSEC_TESTS_SUPPORT_RUN_COMMAND_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -29,6 +31,11 @@ inline constexpr int kExitIntegrity = 3;
 
 // "exit N", then stdout and stderr: what a failed expectation prints.
 std::string describe(const CommandResult& r);
+
+// Waits (up to 60 s) until process `pid` has a handler for `sig` installed
+// (its SigCgt in /proc), so a signal sent then reaches the handler. False
+// when the process exited first; its wait status is then in *status.
+bool wait_until_it_catches(pid_t pid, int sig, int* status);
 
 }  // namespace tpmsec::testing
 
