@@ -46,6 +46,7 @@
 #include "support/swtpm_process.h"
 #include "support/tpm_frames.h"
 #include "tpmsec/bind_secret.h"
+#include "tpmsec/salt_key.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/response_code.h"
@@ -950,6 +951,148 @@ TEST_F(BindSecretTest, ASubstitutedIndexCannotAnswer) {
   EXPECT_NE(r.exit_code, 0) << describe(r);
   EXPECT_EQ(pcr(), before);
   expect_no_handles("extend bound to a substituted index");
+}
+
+// A persistent salt key pinned by `tpmsec provision --salt-key`: sessions are
+// salted to the kept public area, so only the TPM that holds its private part
+// can read the salt.
+class SaltKeyTest : public InterposerTest {
+ protected:
+  void SetUp() override {
+    InterposerTest::SetUp();
+    if (HasFatalFailure()) return;
+    proxy_->set_rule(nullptr);
+    auto pinned = through_proxy({"provision", "--salt-key", "--create", "--null-name", genuine_name_hex()});
+    ASSERT_EQ(pinned.exit_code, 0) << describe(pinned);
+    auto genuine = through_proxy(extend_args("per-command", {}));
+    ASSERT_EQ(genuine.exit_code, 0) << describe(genuine);
+    expect_no_handles("pinning the salt key");
+  }
+  void TearDown() override {
+    if (proxy_) {
+      proxy_->set_rule(nullptr);
+      (void)through_proxy({"provision", "--remove", "--salt-key"});
+      Direct d(swtpm_->spec());  // a substitute left by a test goes too
+      if (d.ok()) {
+        (void)d.tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kDefaultSaltKeyHandle),
+                                            kDefaultSaltKeyHandle},
+                          {Auth::password()});
+      }
+    }
+    InterposerTest::TearDown();
+  }
+
+  // A key of the attacker's in the TPM: the SRK template with other unique
+  // bytes, so another key pair; persisted at `handle` when non-zero.
+  static Result<cmd::CreatePrimary::Response> other_key(Tpm& tpm, uint32_t handle) {
+    cmd::CreatePrimary c;
+    c.primary_handle = NamedHandle::of(rh::kOwner);
+    c.in_public.public_area = null_key_template(SaltKind::kEcc);
+    c.in_public.public_area.unique_x = Bytes(32, 0x42);
+    TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c, {Auth::password()}));
+    if (handle) {
+      auto persisted = tpm.run(
+          cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{rsp.object_handle, rsp.name.bytes}, handle},
+          {Auth::password()});
+      (void)tpm.run(cmd::FlushContext{rsp.object_handle});
+      TPMSEC_RETURN_IF_ERROR(status_of(persisted));
+    } else {
+      (void)tpm.run(cmd::FlushContext{rsp.object_handle});
+    }
+    return rsp;
+  }
+};
+
+TEST_F(SaltKeyTest, AForgedAnswerIsAnIntegrityFailure) {
+  std::string before = pcr();
+  proxy_->set_rule([](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    if (c.code != cmd::PcrExtend::kInfo.code) return pass(c, tpm);
+    auto frame = parse_command(c.bytes);
+    if (!frame.ok() || frame->sessions.empty()) return pass(c, tpm);
+    return Reply::answer(forged_success(*frame));
+  });
+  for (const std::string& strategy : salted_strategies()) {
+    SCOPED_TRACE(strategy);
+    auto r = through_proxy(extend_args(strategy, {}));
+    EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+    EXPECT_EQ(pcr(), before);
+  }
+  expect_no_handles("forged answer to an extend salted to the pinned key");
+}
+
+// The key at the pinned handle is evicted and replaced by another (someone
+// with the owner hierarchy; a swapped TPM is the same to the client). The
+// salt was encrypted to the pinned key: the TPM derives another session key,
+// refuses the command, and nothing is extended.
+TEST_F(SaltKeyTest, ASubstitutedKeyCannotAnswer) {
+  {
+    Direct d(swtpm_->spec());
+    ASSERT_TRUE(d.ok());
+    auto evicted = d.tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kDefaultSaltKeyHandle),
+                                                 kDefaultSaltKeyHandle},
+                               {Auth::password()});
+    ASSERT_TRUE(evicted.ok()) << evicted.error().message();
+    auto other = other_key(d.tpm(), kDefaultSaltKeyHandle);
+    ASSERT_TRUE(other.ok()) << other.error().message();
+  }
+  std::string before = pcr();
+  proxy_->set_rule(nullptr);
+  for (const std::string& strategy : salted_strategies()) {
+    SCOPED_TRACE(strategy);
+    auto r = through_proxy(extend_args(strategy, {}));
+    EXPECT_NE(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(pcr(), before);
+  }
+  expect_no_handles("extend salted to a substituted key");
+}
+
+// While a key is pinned, the interposer answers every ReadPublic with a key
+// of its own (name and all): the unauthenticated read it may fool, the
+// audited one it cannot. Exit 3 and nothing pinned.
+TEST_F(SaltKeyTest, AForgedPublicAreaIsNeverPinned) {
+  auto removed = through_proxy({"provision", "--remove", "--salt-key"});
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed);
+  cmd::ReadPublic::Response forged;
+  {
+    // swtpm serves one client at a time: this one goes before the CLI's.
+    Direct d(swtpm_->spec());
+    ASSERT_TRUE(d.ok());
+    auto mine = other_key(d.tpm(), 0);
+    ASSERT_TRUE(mine.ok()) << mine.error().message();
+    forged = {mine->out_public, mine->name, mine->name};
+    // A genuine key at the handle, made by the TPM: only the answers lie.
+    cmd::CreatePrimary c;
+    c.primary_handle = NamedHandle::of(rh::kOwner);
+    c.in_public.public_area = null_key_template(SaltKind::kEcc);
+    auto made = d.tpm().run(c, {Auth::password()});
+    ASSERT_TRUE(made.ok()) << made.error().message();
+    auto persisted = d.tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner),
+                                                   NamedHandle{made->object_handle, made->name.bytes},
+                                                   kDefaultSaltKeyHandle},
+                                 {Auth::password()});
+    (void)d.tpm().run(cmd::FlushContext{made->object_handle});
+    ASSERT_TRUE(persisted.ok()) << persisted.error().message();
+  }
+
+  proxy_->set_rule([forged](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    if (c.code != cmd::ReadPublic::kInfo.code) return pass(c, tpm);
+    Reply r = pass(c, tpm);
+    if (!r.response) return r;
+    auto f = parse_response(*r.response, c.code);
+    if (!f.ok() || f->code != rc::kSuccess) return r;
+    cmd::ReadPublic::Response copy = forged;
+    Writer w;
+    marshal_all(w, copy.params());
+    f->parameters = *w.finish();
+    r.response = build_response(*f);
+    return r;
+  });
+  auto r = through_proxy({"provision", "--salt-key", "--null-name", genuine_name_hex()});
+  EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+  proxy_->set_rule(nullptr);
+  auto info = through_proxy({"info"});
+  EXPECT_NE(info.out.find("none pinned"), std::string::npos) << info.out;
+  expect_no_handles("a forged ReadPublic");
 }
 
 }  // namespace

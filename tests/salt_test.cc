@@ -9,6 +9,7 @@
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
 
+#include <filesystem>
 #include <fstream>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/salt.h"
+#include "tpmsec/salt_key.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/wire.h"
 
@@ -314,6 +316,66 @@ TEST(MakeSalt, RsaRandomSaltDecryptsWithOpenSslOaep) {
             1);
   plain.resize(plain_size);
   EXPECT_EQ(to_hex(plain), to_hex(salted->salt.view()));
+}
+
+// What may be pinned as a persistent salt key (salt_key.h): the null key of
+// the libtpms transcript is such a key; each property it needs, taken away,
+// makes it one the salt could leak to.
+TEST(SaltKeyPublic, OnlyAKeyMadeInsideTheTpmMayTakeTheSalt) {
+  json create = transcript_step("CreatePrimary(RH_NULL, ECC P-256)");
+  auto key = unmarshal_exact<Public>(J(create["outPublic"]), "outPublic");
+  ASSERT_TRUE(key.ok());
+  EXPECT_TRUE(check_salt_key_public(*key).ok());
+  for (uint32_t needed : {object_attr::kFixedTpm, object_attr::kFixedParent, object_attr::kSensitiveDataOrigin,
+                          object_attr::kDecrypt}) {
+    SCOPED_TRACE(needed);
+    Public p = *key;
+    p.attributes &= ~needed;
+    Status st = check_salt_key_public(p);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity);
+  }
+  Public off_curve = *key;
+  off_curve.unique_y.back() ^= 1;
+  EXPECT_FALSE(check_salt_key_public(off_curve).ok());
+  Public sha1 = *key;
+  sha1.name_alg = alg::kSha1;
+  EXPECT_FALSE(check_salt_key_public(sha1).ok());
+}
+
+// A kept salt key whose file was edited to a key that can leave the TPM is
+// not used: the file is refused (kParse), never read as a weaker anchor.
+TEST(SaltKeyStore, KeepsWhatItPinnedAndRefusesAnEditedFile) {
+  json create = transcript_step("CreatePrimary(RH_NULL, ECC P-256)");
+  auto pub = unmarshal_exact<Public>(J(create["outPublic"]), "outPublic");
+  ASSERT_TRUE(pub.ok());
+  const std::string dir = ::testing::TempDir() + "salt-key-store";
+  std::filesystem::remove_all(dir);
+  SaltKeyStore store(dir);
+  PersistentSaltKey k;
+  k.handle = kDefaultSaltKeyHandle;
+  k.public_area = *pub;
+  k.name = compute_name(*pub).value();
+  ASSERT_TRUE(store.put("swtpm:port=1", k).ok());
+  auto back = store.get("swtpm:port=1");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->name, k.name);
+  EXPECT_EQ((*back)->handle, kDefaultSaltKeyHandle);
+  EXPECT_FALSE((*back)->created);
+  auto other = store.get("swtpm:port=2");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->has_value());
+
+  Public weak = *pub;
+  weak.attributes &= ~object_attr::kFixedTpm;
+  std::string text = testing::slurp(store.path("swtpm:port=1"));
+  std::string old_hex = to_hex(marshal_to_bytes(*pub).value());
+  text.replace(text.find(old_hex), old_hex.size(), to_hex(marshal_to_bytes(weak).value()));
+  std::ofstream(store.path("swtpm:port=1"), std::ios::trunc) << text;
+  auto edited = store.get("swtpm:port=1");
+  ASSERT_FALSE(edited.ok());
+  EXPECT_EQ(edited.error().kind(), ErrorKind::kParse);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

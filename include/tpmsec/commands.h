@@ -175,6 +175,21 @@ struct Unseal {
   };
 };
 
+// Part 3 §28.5. Makes the transient object_handle persistent at
+// persistent_handle, or, with object_handle = a persistent handle, evicts it.
+struct EvictControl {
+  static constexpr CommandInfo kInfo{0x120, "EvictControl", 2, 1, 0, false, false};
+  NamedHandle auth;
+  NamedHandle object_handle;
+  uint32_t persistent_handle = 0;
+  auto handles() const { return std::tie(auth, object_handle); }
+  auto params() const { return std::tie(persistent_handle); }
+  struct Response {
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(); }
+  };
+};
+
 // Part 3 §12.4
 struct ReadPublic {
   static constexpr CommandInfo kInfo{0x173, "ReadPublic", 1, 0, 0, false, true, true};
@@ -347,6 +362,7 @@ inline constexpr CommandInfo kAllCommands[] = {
     Load::kInfo,
     Unseal::kInfo,
     ReadPublic::kInfo,
+    EvictControl::kInfo,
     NvReadPublic::kInfo,
     NvDefineSpace::kInfo,
     NvUndefineSpace::kInfo,

@@ -13,6 +13,7 @@
 #include "tpmsec/ek_key.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
+#include "tpmsec/salt_key.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec {
@@ -49,6 +50,11 @@ struct ProtectionConfig {
   // and bound to its NV index; the secret is their anchor, so no salt key is
   // created or trusted. Takes the place of the salt-key anchors above.
   std::shared_ptr<const BindSecret> bind;
+  // A persistent key pinned by `tpmsec provision --salt-key` (salt_key.h):
+  // sessions are salted to it as it stands, with no null key to create,
+  // load or flush. It is an anchor of its own: its public area was read in
+  // an audited session salted to an anchor when it was pinned.
+  std::optional<PersistentSaltKey> salt_key;
   SymDef symmetric = SymDef::aes128_cfb();
   uint16_t auth_hash = alg::kSha256;
   crypto::RandomSource* random = nullptr;
@@ -84,8 +90,10 @@ class SessionFactory {
   const NullKey* null_key() const { return null_key_ ? &*null_key_ : nullptr; }
   // The endorsement key sessions are salted to when config().ek_ca is set.
   const EkKey* ek_key() const { return ek_key_ ? &*ek_key_ : nullptr; }
-  // Sessions are salted (to the null key or the EK).
-  bool salted() const { return null_key_ || ek_key_; }
+  // The pinned persistent key sessions are salted to, when config().salt_key is set.
+  const PersistentSaltKey* salt_key() const { return config_.salt_key && !config_.unsalted ? &*config_.salt_key : nullptr; }
+  // Sessions are salted (to the null key, the EK or a pinned persistent key).
+  bool salted() const { return null_key_ || ek_key_ || salt_key(); }
   // Sessions are bound to a provisioned bind secret.
   bool bound() const { return config_.bind != nullptr; }
   // Session keys an interposer cannot compute: salted or bound.

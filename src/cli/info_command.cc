@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "tpmsec/bind_secret.h"
+#include "tpmsec/salt_key.h"
 #include "tpmsec/pin_store.h"
 #include "tpmsec/tpm_info.h"
 
@@ -29,7 +30,7 @@ void register_info(CLI::App& app, Action* action) {
       } else {
         std::string text = m.emulated ? to_text(*m.emulated) : to_text(m.info);
         fmt::print("{:<24}{}\n{}", "transport", open.transport().describe(), text);
-        // Whether protected commands use a provisioned bind secret here.
+        // What `tpmsec provision` kept for protected commands here.
         if (open.transport().outlives_process()) {
           BindStore store(default_state_dir());
           auto bind = store.get(open.transport().describe());
@@ -38,6 +39,15 @@ void register_info(CLI::App& app, Action* action) {
                      : *bind     ? fmt::format("provisioned: NV index 0x{:08x} ({})", (*bind)->nv_index,
                                                store.path(open.transport().describe()))
                                  : std::string("not provisioned (tpmsec provision)"));
+          SaltKeyStore keys(default_state_dir());
+          auto key = keys.get(open.transport().describe());
+          fmt::print("{:<24}{}\n", "salt key",
+                     !key.ok()  ? key.error().message()
+                     : *key     ? fmt::format("pinned: 0x{:08x}, {}{} ({})", (*key)->handle,
+                                              (*key)->kind() == SaltKind::kRsa ? "RSA" : "ECC",
+                                              (*key)->created ? ", made by tpmsec" : "",
+                                              keys.path(open.transport().describe()))
+                                : std::string("none pinned (tpmsec provision --salt-key)"));
         }
       }
       return ok_status();

@@ -5,6 +5,7 @@
 #include "tpmsec/bind_secret.h"
 #include "tpmsec/kernel_pin.h"
 #include "tpmsec/pin_store.h"
+#include "tpmsec/salt_key.h"
 
 namespace tpmsec::cli {
 namespace {
@@ -74,11 +75,18 @@ Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, c
     return usage_error("give one trust anchor: --ek-ca, --null-name or --tofu");
   }
 
-  if (use_bind && !unsalted && !anchor_given() && transport.outlives_process()) {
+  if (use_provisioned && !unsalted && !anchor_given() && transport.outlives_process()) {
     BindStore store(default_state_dir());
     TPMSEC_ASSIGN_OR_RETURN(std::optional<BindSecret> bind, store.get(transport.describe()));
     if (bind) {
       config.bind = std::make_shared<const BindSecret>(std::move(*bind));
+      return config;
+    }
+    TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> key,
+                            SaltKeyStore(default_state_dir()).get(transport.describe()));
+    if (key && (!config.salt || *config.salt == key->kind())) {
+      config.salt = key->kind();
+      config.salt_key = std::move(*key);
       return config;
     }
   }

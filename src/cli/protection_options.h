@@ -21,10 +21,10 @@ struct ProtectionOptions {
   std::string ek_ca;
   bool unsalted = false;
   CLI::Option* null_name_option = nullptr;
-  // Use a provisioned bind secret (tpmsec provision) when one is kept for
-  // the TPM and no anchor option was given. Off for commands that are about
-  // the salt key itself (null-key, provision).
-  bool use_bind = true;
+  // Use what `tpmsec provision` kept for the TPM (a bind secret, else a
+  // pinned persistent salt key) when no anchor option was given. Off for
+  // commands that are about the salt key itself (null-key, provision).
+  bool use_provisioned = true;
 
   void add_to(CLI::App* sub);
   // Only --null-name (commands that open no session of their own but can
@@ -35,9 +35,10 @@ struct ProtectionOptions {
   // (the real one, not a decorator: its describe() keys the TOFU pin).
   // The salt key's anchor, strongest first: --ek-ca, --null-name, the
   // kernel's pin (device: transports, automatic), --tofu; none is needed
-  // in_process(). Without one, SessionFactory::create refuses. A
-  // provisioned bind secret, when kept for this TPM and no anchor option
-  // is given, takes their place (sessions bound, not salted).
+  // in_process(). Without one, SessionFactory::create refuses. What
+  // `tpmsec provision` kept for this TPM takes their place when no anchor
+  // option is given: a bind secret (sessions bound, not salted), else a
+  // pinned persistent salt key (of the kind --salt asks for, if it asks).
   Result<ProtectionConfig> config(const Transport& transport, const TpmInfo& info, SymDef symmetric) const;
   // A session factory for `tpm`, with the null key created and pinned.
   Result<std::unique_ptr<SessionFactory>> factory(Tpm& tpm, const Transport& transport, const TpmInfo& info,

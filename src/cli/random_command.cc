@@ -63,7 +63,7 @@ void register_null_key(CLI::App& app, Action* action) {
     bool forget = false;
   };
   auto o = std::make_shared<Options>();
-  o->protection.use_bind = false;
+  o->protection.use_provisioned = false;
   CLI::App* sub = app.add_subcommand(
       "null-key", "Print the null key's name as /sys/class/tpm/tpm0/null_name shows it (68 lowercase hex digits)");
   o->tpm.add_to(sub);

@@ -1,5 +1,7 @@
 #include "tpmsec/session_factory.h"
 
+#include <fmt/format.h>
+
 #include "tpmsec/crypto.h"
 
 namespace tpmsec {
@@ -7,7 +9,7 @@ namespace tpmsec {
 SaltKind choose_salt(const TpmInfo& info) { return info.ecc_p256 ? SaltKind::kEcc : SaltKind::kRsa; }
 
 bool has_trust_anchor(const ProtectionConfig& config) {
-  return config.unsalted || config.bind || config.pinned_null_name || !config.ek_ca.empty() ||
+  return config.unsalted || config.bind || config.salt_key || config.pinned_null_name || !config.ek_ca.empty() ||
          config.trust_first_use;
 }
 
@@ -44,6 +46,17 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
     if (config.unsalted || !config.ek_ca.empty()) {
       return usage_error("a bind secret takes the place of a salt: not with --unsalted or --ek-ca");
     }
+    return f;
+  }
+  if (config.salt_key && !config.unsalted) {
+    // A pinned persistent key: nothing to create or load.
+    if (!config.ek_ca.empty()) return usage_error("a pinned salt key takes the place of --ek-ca: not both");
+    if (config.salt && *config.salt != config.salt_key->kind()) {
+      return usage_error(fmt::format("the pinned salt key at 0x{:08x} is {}: --salt {} cannot be used with it",
+                                     config.salt_key->handle, config.salt_key->kind() == SaltKind::kRsa ? "RSA" : "ECC",
+                                     *config.salt == SaltKind::kRsa ? "rsa" : "ecc"));
+    }
+    f->config_.salt = config.salt_key->kind();
     return f;
   }
   if (!config.unsalted && !config.ek_ca.empty()) {
@@ -133,6 +146,12 @@ Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t att
     NamedHandle bind{config_.bind->nv_index, config_.bind->name};
     options.bind = &bind;
     options.bind_auth = config_.bind->secret.view();
+    return HmacSession::start(*tpm_, options);
+  }
+  if (const PersistentSaltKey* key = salt_key()) {
+    NamedHandle key_handle = key->named();
+    options.tpm_key = &key_handle;
+    options.tpm_key_public = &key->public_area;
     return HmacSession::start(*tpm_, options);
   }
   if (ek_key_) return start_salted(*tpm_, *ek_key_, options);

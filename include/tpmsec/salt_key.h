@@ -1,0 +1,84 @@
+// A persistent salt key: a key that already lives in the TPM (systemd's SRK at
+// 0x81000001, or one `tpmsec provision --salt-key --create` made), pinned once
+// by its public area. Sessions are then salted to it as it stands: no
+// CreatePrimary, no ContextLoad, no FlushContext of a null key. A one-shot
+// protected extend is a salted StartAuthSession and the extend.
+//
+// Why a pinned persistent key is as good an anchor as the pinned null key:
+// the salt is encrypted to the public area kept here, so only a TPM holding
+// its private part can read it. A TPM without it (a swapped chip, a key
+// evicted and replaced at the same handle) cannot compute the session key,
+// and the first response HMAC fails (kIntegrity).
+//
+// What it rests on (docs/threat-model.md): the public area pinned at
+// provisioning, which came from an audited ReadPublic in a session salted to
+// an anchor the user trusted then; and the key's attributes, which say the
+// TPM made it and it cannot leave (fixedTPM, fixedParent,
+// sensitiveDataOrigin): a key whose private part someone imported could be
+// read by that someone, so such a key is refused.
+#ifndef TPMSEC_SALT_KEY_H_
+#define TPMSEC_SALT_KEY_H_
+
+#include <optional>
+#include <string>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/result.h"
+#include "tpmsec/structures.h"
+
+namespace tpmsec {
+
+class SessionFactory;
+class Tpm;
+
+// The handle systemd (and the TCG provisioning guidance) gives the SRK.
+inline constexpr uint32_t kDefaultSaltKeyHandle = 0x81000001;
+
+struct PersistentSaltKey {
+  uint32_t handle = 0;
+  Public public_area;
+  Bytes name;            // computed from public_area
+  bool created = false;  // tpmsec made it: --remove evicts it
+  SaltKind kind() const;
+  NamedHandle named() const { return {handle, name}; }
+};
+
+// Whether `p` may serve as a salt key: a decrypt key made inside the TPM and
+// bound to it (fixedTPM, fixedParent, sensitiveDataOrigin), ECC P-256 or
+// RSA-2048, SHA-256 names. kIntegrity naming what is wrong otherwise.
+Status check_salt_key_public(const Public& p);
+
+// Where pinned salt keys live: STATE_DIR/salt-key/, one file per TPM string.
+class SaltKeyStore {
+ public:
+  explicit SaltKeyStore(const std::string& state_dir);
+  // The key pinned for `tpm`; none when there is none. A file that does not
+  // parse is kParse naming it.
+  Result<std::optional<PersistentSaltKey>> get(const std::string& tpm) const;
+  Status put(const std::string& tpm, const PersistentSaltKey& key);
+  Result<bool> remove(const std::string& tpm);
+  std::string path(const std::string& tpm) const;
+
+ private:
+  std::string dir_;
+};
+
+// Pins the key at `handle`: its public area read by ReadPublic in an audit
+// session of `factory` (which must be keyed: salted to, or bound by, an
+// anchor), so the TPM itself vouches for what is pinned. Refuses a key that
+// check_salt_key_public refuses, and a handle outside the persistent range.
+Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle);
+
+// Makes a salt key at `handle` (free): CreatePrimary in the owner hierarchy
+// with the null key's template (the TCG SRK template that systemd also
+// uses), EvictControl to `handle`, then pin_salt_key. Owner authorization
+// is the empty password, as on a Linux machine that never took ownership.
+Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t handle, SaltKind kind);
+
+// EvictControl of the persistent key at `handle` (owner authorization).
+Status evict_salt_key(Tpm& tpm, const PersistentSaltKey& key);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_SALT_KEY_H_

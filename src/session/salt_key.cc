@@ -1,0 +1,172 @@
+#include "tpmsec/salt_key.h"
+
+#include <fmt/format.h>
+
+#include "state_file.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/salt.h"
+#include "tpmsec/scoped_handle.h"
+#include "tpmsec/session_factory.h"
+#include "tpmsec/text.h"
+
+namespace tpmsec {
+namespace {
+
+// A TPM-made key that cannot leave it: nobody outside knows its private part.
+constexpr uint32_t kMadeInside = object_attr::kFixedTpm | object_attr::kFixedParent |
+                                 object_attr::kSensitiveDataOrigin;
+
+bool persistent(uint32_t handle) { return (handle >> 24) == ht::kPersistent; }
+
+Status check_persistent(uint32_t handle) {
+  if (persistent(handle)) return ok_status();
+  return usage_error(fmt::format("0x{:08x} is not a persistent handle (0x81xxxxxx)", handle));
+}
+
+}  // namespace
+
+SaltKind PersistentSaltKey::kind() const {
+  return public_area.type == alg::kRsa ? SaltKind::kRsa : SaltKind::kEcc;
+}
+
+Status check_salt_key_public(const Public& p) {
+  if (p.name_alg != alg::kSha256) return integrity_error("the salt key's name algorithm is not SHA-256");
+  if ((p.attributes & kMadeInside) != kMadeInside) {
+    return integrity_error(
+        "the key was not made inside the TPM or can leave it (fixedTPM, fixedParent and sensitiveDataOrigin must be "
+        "set): someone else may know its private part, so a salt encrypted to it is not secret");
+  }
+  if (!(p.attributes & object_attr::kDecrypt)) return integrity_error("the key is not a decryption key");
+  if (p.type == alg::kEcc) {
+    if (p.curve != curve::kNistP256) return integrity_error("the ECC key is not on NIST P-256");
+    return crypto::check_point_on_curve(p.curve, crypto::EccPoint{p.unique_x, p.unique_y});
+  }
+  if (p.type == alg::kRsa) {
+    if (p.key_bits != 2048 || p.unique_x.size() != 256) return integrity_error("the RSA key is not 2048 bits");
+    return status_of(rsa_secret_hash(p));
+  }
+  return integrity_error(fmt::format("the key's type 0x{:04x} cannot take a salt (ECC or RSA)", p.type));
+}
+
+SaltKeyStore::SaltKeyStore(const std::string& state_dir) : dir_(state_dir + "/salt-key") {}
+
+std::string SaltKeyStore::path(const std::string& tpm) const {
+  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
+  std::string id = digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+  return fmt::format("{}/{}", dir_, id);
+}
+
+Result<std::optional<PersistentSaltKey>> SaltKeyStore::get(const std::string& tpm) const {
+  const std::string file = path(tpm);
+  bool missing = false;
+  TPMSEC_ASSIGN_OR_RETURN(std::string text, state_file::read(file, &missing));
+  if (missing) return std::optional<PersistentSaltKey>();
+  auto f = state_file::parse_lines(text);
+  auto bad = [&] {
+    return parse_error(fmt::format("{}: not a tpmsec salt key for {}; 'tpmsec provision --remove --salt-key --tpm {}' "
+                                   "removes it",
+                                   file, tpm, tpm));
+  };
+  if (f["tpm"] != tpm || (f["created"] != "0" && f["created"] != "1")) return bad();
+  PersistentSaltKey k;
+  if (const std::string& h = f["handle"]; h.size() == 10 && h.rfind("0x", 0) == 0) {
+    if (auto v = from_hex(h.substr(2)); v.ok() && v->size() == 4) k.handle = load_be32(v->data());
+  }
+  auto pub_bytes = from_hex(f["public"]);
+  if (!persistent(k.handle) || !pub_bytes.ok()) return bad();
+  auto pub = unmarshal_exact<Public>(*pub_bytes, "kept salt key");
+  if (!pub.ok() || !check_salt_key_public(*pub).ok()) return bad();
+  k.public_area = std::move(*pub);
+  TPMSEC_ASSIGN_OR_RETURN(k.name, compute_name(k.public_area));
+  k.created = f["created"] == "1";
+  return std::optional<PersistentSaltKey>(std::move(k));
+}
+
+Status SaltKeyStore::put(const std::string& tpm, const PersistentSaltKey& k) {
+  if (tpm.find('\n') != std::string::npos) return usage_error("a TPM string with a newline cannot be provisioned");
+  TPMSEC_ASSIGN_OR_RETURN(Bytes pub, marshal_to_bytes(k.public_area));
+  return state_file::write_private(dir_, path(tpm),
+                                   fmt::format("tpm={}\nhandle=0x{:08x}\nname={}\npublic={}\ncreated={}\n", tpm,
+                                               k.handle, to_hex(k.name), to_hex(pub), k.created ? 1 : 0));
+}
+
+Result<bool> SaltKeyStore::remove(const std::string& tpm) { return state_file::remove(path(tpm)); }
+
+Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle) {
+  TPMSEC_RETURN_IF_ERROR(check_persistent(handle));
+  if (!factory.keyed()) {
+    return usage_error("pinning a salt key needs a salted or bound session: an unsalted audit session is forgeable "
+                       "by an interposer who saw it start");
+  }
+  Tpm& tpm = factory.tpm();
+  // The name goes into the audited command's cpHash, so it is read first,
+  // as anyone would, unauthenticated. The audited read then returns what the
+  // TPM holds under its HMAC: that, not the first answer, is what is pinned.
+  auto first = tpm.run(cmd::ReadPublic{NamedHandle::of(handle)});
+  if (!first.ok()) {
+    if (rc_base(first.error().tpm_rc()) == rc::kHandle) {
+      return usage_error(fmt::format("no key at 0x{:08x}: give the handle of an existing persistent key, or "
+                                     "--create to make one",
+                                     handle));
+    }
+    return first.error().with_context(fmt::format("ReadPublic(0x{:08x})", handle));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kAudit));
+  Auth audit{session.get(), {}};
+  auto rsp = tpm.run(cmd::ReadPublic{NamedHandle{handle, first->name.bytes}}, std::span<const Auth>(&audit, 1));
+  if (!rsp.ok()) return rsp.error().with_context(fmt::format("audited ReadPublic(0x{:08x})", handle));
+  PersistentSaltKey k;
+  k.handle = handle;
+  k.public_area = rsp->out_public.public_area;
+  TPMSEC_ASSIGN_OR_RETURN(k.name, compute_name(k.public_area));
+  if (k.name != rsp->name.bytes) {
+    return integrity_error(fmt::format("the TPM reports the name {} for 0x{:08x}, but its public area hashes to {}",
+                                       to_hex(rsp->name.bytes), handle, to_hex(k.name)));
+  }
+  if (Status st = check_salt_key_public(k.public_area); !st.ok()) {
+    return Error(st.error().kind(), fmt::format("0x{:08x} cannot be the salt key: {}", handle, st.error().message()));
+  }
+  return k;
+}
+
+Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t handle, SaltKind kind) {
+  TPMSEC_RETURN_IF_ERROR(check_persistent(handle));
+  Tpm& tpm = factory.tpm();
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  c.in_public.public_area = null_key_template(kind);
+  auto created = tpm.run(c, {Auth::password()});
+  if (!created.ok()) return created.error().with_context("CreatePrimary of the salt key (owner hierarchy)");
+  ScopedHandle transient(tpm, created->object_handle);
+  auto evicted = tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{transient.get(), created->name.bytes},
+                                           handle},
+                         {Auth::password()});
+  TPMSEC_RETURN_IF_ERROR(transient.flush());
+  if (!evicted.ok()) {
+    if (rc_base(evicted.error().tpm_rc()) == rc::kNvDefined) {
+      return usage_error(fmt::format("0x{:08x} already holds a key: pin it without --create, or choose another "
+                                     "handle",
+                                     handle));
+    }
+    return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
+  }
+  auto pinned = pin_salt_key(factory, handle);
+  if (!pinned.ok()) {
+    // Nothing half-made stays behind: the key is ours, so it goes again.
+    (void)tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle}, {Auth::password()});
+    return pinned.error();
+  }
+  pinned->created = true;
+  return pinned;
+}
+
+Status evict_salt_key(Tpm& tpm, const PersistentSaltKey& key) {
+  auto r = tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), key.named(), key.handle}, {Auth::password()});
+  if (!r.ok()) return r.error().with_context(fmt::format("EvictControl(0x{:08x})", key.handle));
+  return ok_status();
+}
+
+}  // namespace tpmsec
