@@ -241,11 +241,6 @@ Status run_strategy(Runner& run, StrategyKind kind, const TpmInfo& info, Strateg
   return ok_status();
 }
 
-// "24.27 ms", or "5.37 us" below a millisecond.
-std::string format_ms(double ms) {
-  return ms >= 1.0 ? fmt::format("{:.2f} ms", ms) : fmt::format("{:.3g} us", ms * 1000.0);
-}
-
 }  // namespace
 
 Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const TpmInfo& info,
