@@ -15,7 +15,7 @@
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/structures.h"

@@ -1,5 +1,5 @@
 // The fault-injecting transport decorator on a scripted inner transport.
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "support/test_tpm.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 #include "tpmsec/handle_ledger.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"

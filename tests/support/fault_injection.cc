@@ -1,4 +1,4 @@
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 
 #include <fmt/format.h>
 

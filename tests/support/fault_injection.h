@@ -8,8 +8,11 @@
 // programs; with no hook the decorator is transparent. The decorator does
 // not own the transport it wraps, and is not thread-safe (nor are the
 // transports it wraps).
-#ifndef TPMSEC_FAULT_INJECTION_H_
-#define TPMSEC_FAULT_INJECTION_H_
+//
+// A test hook, not part of the library: it lives in the test support
+// (tpmsec_test_support) and is not installed.
+#ifndef TPMSEC_TESTS_SUPPORT_FAULT_INJECTION_H_
+#define TPMSEC_TESTS_SUPPORT_FAULT_INJECTION_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -127,4 +130,4 @@ class FaultInjectingTransport final : public Transport {
 
 }  // namespace tpmsec
 
-#endif  // TPMSEC_FAULT_INJECTION_H_
+#endif  // TPMSEC_TESTS_SUPPORT_FAULT_INJECTION_H_
