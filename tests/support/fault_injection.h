@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/transport_doubles.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
@@ -71,9 +72,6 @@ struct Fault {
 // A response as a TPM sends it for an error: tag TPM_ST_NO_SESSIONS, size 10,
 // then `response_code`.
 Bytes error_response(uint32_t response_code);
-
-// The command code of a marshalled command (bytes 6-9), or 0 when it is too short.
-uint32_t command_code_of(ByteView command);
 
 // Decides the Fault for each command. `command_index` counts every command
 // transmitted through the decorator, from 0.
