@@ -58,6 +58,7 @@
 #include <string_view>
 #include <vector>
 
+#include "testing/transport_doubles.h"
 #include "timing_transport.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/hmac_session.h"
@@ -106,29 +107,21 @@ constexpr uint32_t kPcrExtendCode = cmd::PcrExtend::kInfo.code;
 // embedded libtpms, or ScriptedTpm's response): set only by --callgrind.
 bool g_exclude_tpm_from_callgrind = false;
 
-// Switches callgrind collection off around the inner transport while
+// The callback of an InterposingTransport (testing/transport_doubles.h):
+// switches callgrind collection off around the inner transport while
 // g_exclude_tpm_from_callgrind is set; otherwise a plain pass-through.
-class CallgrindGate final : public Transport {
- public:
-  explicit CallgrindGate(Transport& inner) : inner_(&inner) {}
-  Result<Bytes> transmit(ByteView command) override {
-    const bool gate = g_exclude_tpm_from_callgrind;
-    if (gate) CALLGRIND_TOGGLE_COLLECT;
-    Result<Bytes> response = inner_->transmit(command);
-    if (gate) CALLGRIND_TOGGLE_COLLECT;
-    return response;
-  }
-  Status reset_tpm() override { return inner_->reset_tpm(); }
-  std::string describe() const override { return inner_->describe(); }
-
- private:
-  Transport* inner_;
-};
+Result<Bytes> callgrind_gate(ByteView command, Transport& inner) {
+  const bool gate = g_exclude_tpm_from_callgrind;
+  if (gate) CALLGRIND_TOGGLE_COLLECT;
+  Result<Bytes> response = inner.transmit(command);
+  if (gate) CALLGRIND_TOGGLE_COLLECT;
+  return response;
+}
 
 struct EmbeddedTpm {
   std::unique_ptr<Transport> transport;
   std::unique_ptr<TimingTransport> timing;
-  std::unique_ptr<CallgrindGate> gate;
+  std::unique_ptr<testing::InterposingTransport> gate;
   std::unique_ptr<Tpm> tpm;
   std::unique_ptr<SessionFactory> factory;  // pinned ECC null key
 };
@@ -140,7 +133,7 @@ EmbeddedTpm& embedded() {
     if (!t.ok()) die("open_embedded", t.error());
     x.transport = std::move(*t);
     x.timing = std::make_unique<TimingTransport>(*x.transport);
-    x.gate = std::make_unique<CallgrindGate>(*x.timing);
+    x.gate = std::make_unique<testing::InterposingTransport>(*x.timing, callgrind_gate);
     x.tpm = std::make_unique<Tpm>(*x.gate);
     ProtectionConfig measuring;
     measuring.trust_first_use = true;  // measurement: the embedded TPM behind a timing decorator
@@ -198,7 +191,9 @@ constexpr size_t kRspAttributes = kRspNonce + kNonceSize;  // 48
 constexpr size_t kRspHmac = kRspAttributes + 1 + 2;         // 51
 constexpr size_t kProtectedResponseSize = kRspHmac + kNonceSize;  // 83
 
-class ScriptedTpm final : public Transport {
+// The responder of a ScriptedTransport (testing/transport_doubles.h), behind
+// the callgrind gate (HostHarness).
+class ScriptedTpm {
  public:
   enum class Mode { kHmacSession, kPassword };
 
@@ -210,15 +205,6 @@ class ScriptedTpm final : public Transport {
     rp_hash_ = std::move(*rp);
     if (nonce_tpm_.size() != kNonceSize) die("recorded nonceTPM is not 32 bytes");
   }
-
-  Result<Bytes> transmit(ByteView command) override {
-    const bool gate = g_exclude_tpm_from_callgrind;
-    if (gate) CALLGRIND_TOGGLE_COLLECT;
-    Result<Bytes> response = respond(command);
-    if (gate) CALLGRIND_TOGGLE_COLLECT;
-    return response;
-  }
-  std::string describe() const override { return "scripted"; }
 
   // Checks every command as the TPM would (layout, cpHash, command HMAC).
   void set_check_commands(bool on) { check_ = on; }
@@ -328,7 +314,9 @@ class BufferedRandom final : public crypto::RandomSource {
 // The pipeline and a session over a ScriptedTpm, validated before use.
 struct HostHarness {
   explicit HostHarness(ScriptedTpm::Mode mode, crypto::RandomSource* random = nullptr)
-      : scripted(mode, recorded_session()), tpm(scripted), random(random) {
+      : scripted(mode, recorded_session()), gate(transport, callgrind_gate), tpm(gate), random(random) {
+    transport.set_recording(false);
+    transport.respond_with([this](ByteView command) { return scripted.respond(command); });
     const RecordedSession& rec = recorded_session();
     if (mode == ScriptedTpm::Mode::kPassword) {
       if (!extend().ok()) die("plain extend through the scripted TPM");
@@ -383,7 +371,12 @@ struct HostHarness {
     return ns;
   }
 
+  HostHarness(const HostHarness&) = delete;
+  HostHarness& operator=(const HostHarness&) = delete;
+
   ScriptedTpm scripted;
+  testing::ScriptedTransport transport{"scripted"};
+  testing::InterposingTransport gate;  // callgrind_gate around the scripted TPM's work
   Tpm tpm;
   crypto::RandomSource* random;  // nullptr: the system RNG, as in production
   std::unique_ptr<HmacSession> session;

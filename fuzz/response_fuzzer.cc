@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "testing/transport_doubles.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
@@ -22,21 +23,6 @@
 namespace {
 
 using namespace tpmsec;
-
-// Returns the fuzz input once; a retried command gets a transport error.
-class FuzzTransport : public Transport {
- public:
-  explicit FuzzTransport(ByteView data) : data_(data) {}
-  Result<Bytes> transmit(ByteView) override {
-    if (calls_++ > 0) return runtime_error("fuzz transport: one response only");
-    return Bytes(data_.begin(), data_.end());
-  }
-  std::string describe() const override { return "fuzz"; }
-
- private:
-  ByteView data_;
-  int calls_ = 0;
-};
 
 [[noreturn]] void die(const char* what, ByteView data) {
   std::fprintf(stderr, "response_fuzzer: %s\ninput: %s\n", what, to_hex(data).c_str());
@@ -61,7 +47,10 @@ bool framed_params(ByteView rsp, int handle_count, bool sessions, ByteView* para
 
 template <class C>
 void run_one(const C& command, ByteView data, bool password) {
-  FuzzTransport transport(data);
+  // Answers with the input once; a retried command gets a transport error.
+  testing::ScriptedTransport transport("fuzz");
+  transport.set_recording(false);
+  transport.push(Bytes(data.begin(), data.end()));
   Tpm tpm(transport);
   std::vector<Auth> auths;
   if (password) auths.push_back(Auth::password());

@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 
+#include "testing/transport_doubles.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
@@ -66,21 +67,6 @@ const Bytes& nonce_caller() {
   static const Bytes n(32, 0x3C);
   return n;
 }
-
-// Returns the (possibly re-MACed) input once; a retried command gets a transport error.
-class FuzzTransport : public Transport {
- public:
-  explicit FuzzTransport(ByteView data) : data_(data) {}
-  Result<Bytes> transmit(ByteView) override {
-    if (calls_++ > 0) return runtime_error("fuzz transport: one response only");
-    return Bytes(data_.begin(), data_.end());
-  }
-  std::string describe() const override { return "fuzz"; }
-
- private:
-  ByteView data_;
-  int calls_ = 0;
-};
 
 [[noreturn]] void die(const char* what, ByteView data) {
   std::fprintf(stderr, "session_verify_fuzzer: %s\nresponse: %s\n", what, to_hex(data).c_str());
@@ -179,7 +165,10 @@ template <class C, class F>
 void run(const C& command, uint8_t attributes, ByteView rsp, F&& check_success) {
   std::unique_ptr<HmacSession> owned = make_session(attributes);
   HmacSession& session = *owned;
-  FuzzTransport transport(rsp);
+  // Answers with the input once; a retried command gets a transport error.
+  testing::ScriptedTransport transport("fuzz");
+  transport.set_recording(false);
+  transport.push(Bytes(rsp.begin(), rsp.end()));
   Tpm tpm(transport);
   auto result = tpm.run(command, {Auth{&session, {}}});
   if (!result.ok()) {

@@ -15,7 +15,8 @@
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/structures.h"
@@ -597,32 +598,32 @@ TEST(ResponseParams, EmptyParameterAreas) {
 // End to end through Tpm::run with a transport that replays recorded bytes:
 // the whole command must match what libtpms accepted.
 
-// The handle ledger's listings (its baseline before the first creating
-// command) are answered as a TPM holding no handles would, and not recorded.
-class ReplayTransport : public Transport {
- public:
-  explicit ReplayTransport(Bytes response) : response_(std::move(response)) {}
-  Result<Bytes> transmit(ByteView command) override {
-    if (testing::is_handle_listing(command)) {
-      ++listings_;
-      return testing::empty_handle_listing();
-    }
-    sent_.assign(command.begin(), command.end());
-    return response_;
+// A scripted transport (testing/transport_doubles.h) answering with the
+// recorded response. The handle ledger's listings (its baseline before the
+// first creating command) are answered as a TPM holding no handles would,
+// and not recorded.
+struct Replay {
+  explicit Replay(Bytes response) {
+    transport.respond_with([this, response = std::move(response)](ByteView command) -> Result<Bytes> {
+      if (testing::is_handle_listing(command)) {
+        ++listings;
+        return testing::empty_handle_listing();
+      }
+      sent.assign(command.begin(), command.end());
+      return response;
+    });
   }
-  size_t listings() const { return listings_; }
-  std::string describe() const override { return "replay"; }
-  const Bytes& sent() const { return sent_; }
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
 
- private:
-  Bytes response_;
-  Bytes sent_;
-  size_t listings_ = 0;
+  testing::ScriptedTransport transport{"replay"};
+  Bytes sent;  // the last command that was not a listing
+  size_t listings = 0;
 };
 
 TEST(Replay, StartAuthSession) {
-  ReplayTransport t(H(kStartAuthSessionResponse));
-  Tpm tpm(t);
+  Replay t(H(kStartAuthSessionResponse));
+  Tpm tpm(t.transport);
   cmd::StartAuthSession c;
   c.tpm_key = {0x80000000, H(kNullKeyName)};
   c.nonce_caller.bytes = Bytes(32, 0x11);
@@ -630,37 +631,37 @@ TEST(Replay, StartAuthSession) {
   c.symmetric = SymDef::aes128_cfb();
   auto r = tpm.run(c);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(to_hex(t.sent()), kStartAuthSessionCommand);
+  EXPECT_EQ(to_hex(t.sent), kStartAuthSessionCommand);
   EXPECT_EQ(r->session_handle, 0x02000000u);
   EXPECT_EQ(r->nonce_tpm.bytes.size(), 32u);
   // The first creating command took the baseline (transient, loaded and
   // saved sessions), and the ledger owns the new session.
-  EXPECT_EQ(t.listings(), 3u);
+  EXPECT_EQ(t.listings, 3u);
   EXPECT_TRUE(tpm.ledger().owns(0x02000000u));
 }
 
 TEST(Replay, ContextSaveAndLoad) {
-  ReplayTransport save_t(concat({H(kContextSaveHeader), H(kContextBody)}));
-  Tpm save_tpm(save_t);
+  Replay save_t(concat({H(kContextSaveHeader), H(kContextBody)}));
+  Tpm save_tpm(save_t.transport);
   cmd::ContextSave save;
   save.save_handle = NamedHandle::of(0x02000000);
   auto saved = save_tpm.run(save);
   ASSERT_TRUE(saved.ok()) << saved.error().message();
-  EXPECT_EQ(to_hex(save_t.sent()), kContextSaveCommand);
+  EXPECT_EQ(to_hex(save_t.sent), kContextSaveCommand);
 
-  ReplayTransport load_t(H(kContextLoadResponse));
-  Tpm load_tpm(load_t);
+  Replay load_t(H(kContextLoadResponse));
+  Tpm load_tpm(load_t.transport);
   cmd::ContextLoad load;
   load.context = saved->context;
   auto loaded = load_tpm.run(load);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
-  EXPECT_EQ(to_hex(load_t.sent()), std::string(kContextLoadHeader) + std::string(kContextBody));
+  EXPECT_EQ(to_hex(load_t.sent), std::string(kContextLoadHeader) + std::string(kContextBody));
   EXPECT_EQ(loaded->loaded_handle, 0x02000000u);
 }
 
 TEST(Replay, CreatePrimaryWithPasswordSession) {
-  ReplayTransport t(H(kCreatePrimaryResponse));
-  Tpm tpm(t);
+  Replay t(H(kCreatePrimaryResponse));
+  Tpm tpm(t.transport);
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kNull);
   c.in_sensitive.user_auth = str("parentpw");
@@ -671,21 +672,21 @@ TEST(Replay, CreatePrimaryWithPasswordSession) {
   Bytes expected = H(kCreatePrimaryCommand);
   ASSERT_EQ(expected[10 + 4 + 4 + 6], 0x00);
   expected[10 + 4 + 4 + 6] = attr::kContinueSession;
-  EXPECT_EQ(to_hex(t.sent()), to_hex(expected));
+  EXPECT_EQ(to_hex(t.sent), to_hex(expected));
   EXPECT_EQ(r->object_handle, 0x80000000u);
   EXPECT_EQ(to_hex(r->name.bytes), kNullKeyName);
   EXPECT_EQ(to_hex(marshal_to_bytes(r->out_public.public_area).value()), kOutPublic);
 }
 
 TEST(Replay, CreatePrimaryNeedsItsAuthorization) {
-  ReplayTransport t(H(kCreatePrimaryResponse));
-  Tpm tpm(t);
+  Replay t(H(kCreatePrimaryResponse));
+  Tpm tpm(t.transport);
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kNull);
   auto r = tpm.run(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kUsage);
-  EXPECT_TRUE(t.sent().empty()) << "nothing may be sent without the required session";
+  EXPECT_TRUE(t.sent.empty()) << "nothing may be sent without the required session";
 }
 
 // ---------------------------------------------------------------------------

@@ -13,7 +13,8 @@
 #include <set>
 
 #include "support/test_tpm.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/handle_ledger.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
@@ -104,54 +105,28 @@ TEST(HandleLedgerRules, StraysAreTrackedHandlesNeitherOwnedNorForeign) {
 // ---------------------------------------------------------------------------
 // Against the real TPM, with an attacker between tpmsec and it.
 
-// An interposer that lets the TPM run the command and rewrites the handle
-// its success response names: response handles are covered by no HMAC.
-class HandleRewriter final : public Transport {
- public:
-  explicit HandleRewriter(Transport& inner) : inner_(&inner) {}
+// What the interposer (an InterposingTransport, testing/transport_doubles.h)
+// does: it lets the TPM run the command and rewrites the handle its success
+// response names: response handles are covered by no HMAC.
+struct HandleRewrite {
   // The next successful `command_code` names `handle` instead.
-  void arm(uint32_t command_code, uint32_t handle) {
-    code_ = command_code;
-    handle_ = handle;
+  void arm(uint32_t command_code, uint32_t new_handle) {
+    code = command_code;
+    handle = new_handle;
   }
-  Result<Bytes> transmit(ByteView command) override {
-    auto r = inner_->transmit(command);
-    if (r.ok() && code_ != 0 && command_code_of(command) == code_ && r->size() >= 14 &&
-        load_be32(r->data() + 6) == rc::kSuccess) {
-      created_ = load_be32(r->data() + 10);
-      store_be32(r->data() + 10, handle_);
-      code_ = 0;
+  Result<Bytes> operator()(ByteView command, Transport& inner) {
+    auto r = inner.transmit(command);
+    if (code != 0 && testing::command_code_of(command) == code && testing::succeeded(r) && r->size() >= 14) {
+      created = load_be32(r->data() + 10);
+      store_be32(r->data() + 10, handle);
+      code = 0;
     }
     return r;
   }
-  std::string describe() const override { return inner_->describe() + "+rewrite"; }
-  bool private_handles() const override { return inner_->private_handles(); }
+  uint32_t code = 0;
+  uint32_t handle = 0;
   // The handle the TPM really returned the last time a response was rewritten.
-  uint32_t created() const { return created_; }
-
- private:
-  Transport* inner_;
-  uint32_t code_ = 0;
-  uint32_t handle_ = 0;
-  uint32_t created_ = 0;
-};
-
-// Records the command codes that reach the TPM; measures only, so an
-// in-process TPM stays in process.
-class CommandLog final : public Transport {
- public:
-  explicit CommandLog(Transport& inner) : inner_(&inner) {}
-  Result<Bytes> transmit(ByteView command) override {
-    codes.push_back(command_code_of(command));
-    return inner_->transmit(command);
-  }
-  std::string describe() const override { return inner_->describe(); }
-  bool in_process() const override { return inner_->in_process(); }
-  bool private_handles() const override { return inner_->private_handles(); }
-  std::vector<uint32_t> codes;
-
- private:
-  Transport* inner_;
+  uint32_t created = 0;
 };
 
 Public sealed_data_template() {
@@ -172,7 +147,8 @@ class LedgerAttackTest : public testing::TpmTest {
     TpmTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     faults_ = std::make_unique<FaultInjectingTransport>(transport());
-    rewriter_ = std::make_unique<HandleRewriter>(*faults_);
+    rewriter_ = std::make_unique<testing::InterposingTransport>(
+        *faults_, [this](ByteView c, Transport& inner) { return rewrite_(c, inner); }, "+rewrite");
     victim_ = std::make_unique<Tpm>(*rewriter_);
   }
   void TearDown() override {
@@ -223,7 +199,8 @@ class LedgerAttackTest : public testing::TpmTest {
   }
 
   std::unique_ptr<FaultInjectingTransport> faults_;
-  std::unique_ptr<HandleRewriter> rewriter_;
+  HandleRewrite rewrite_;
+  std::unique_ptr<testing::InterposingTransport> rewriter_;
   std::unique_ptr<Tpm> victim_;
 };
 
@@ -234,12 +211,12 @@ TEST_P(LedgerAttackTest, AForgedStartAuthSessionNamingTheCallersSessionFlushesNe
   ASSERT_TRUE(mine.ok()) << mine.error().message();
   uint32_t live = (*mine)->handle();
 
-  rewriter_->arm(cmd::StartAuthSession::kInfo.code, live);
+  rewrite_.arm(cmd::StartAuthSession::kInfo.code, live);
   auto forged = f->start(0);
   ASSERT_FALSE(forged.ok());
   EXPECT_EQ(forged.error().kind(), ErrorKind::kIntegrity);
   EXPECT_NE(forged.error().message().find("already in use"), std::string::npos) << forged.error().message();
-  uint32_t real = rewriter_->created();
+  uint32_t real = rewrite_.created;
   ASSERT_NE(real, live);
 
   // The caller's session is there and works; the one the TPM created was swept.
@@ -261,7 +238,7 @@ TEST_P(LedgerAttackTest, AForgedStartAuthSessionNamingSomebodyElsesSessionFlushe
 
   auto f = factory();
   ASSERT_TRUE(f);
-  rewriter_->arm(cmd::StartAuthSession::kInfo.code, foreign);
+  rewrite_.arm(cmd::StartAuthSession::kInfo.code, foreign);
   auto forged = f->start(0);
   ASSERT_FALSE(forged.ok());
   EXPECT_EQ(forged.error().kind(), ErrorKind::kIntegrity);
@@ -273,12 +250,12 @@ TEST_P(LedgerAttackTest, AForgedStartAuthSessionNamingSomebodyElsesSessionFlushe
 TEST_P(LedgerAttackTest, AForgedCreatePrimaryNamingAnotherObjectLeavesIt) {
   uint32_t theirs = foreign_object();
   ASSERT_NE(theirs, 0u);
-  rewriter_->arm(cmd::CreatePrimary::kInfo.code, theirs);
+  rewrite_.arm(cmd::CreatePrimary::kInfo.code, theirs);
   auto key = NullKey::create(*victim_, SaltKind::kEcc);
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().kind(), ErrorKind::kIntegrity);
   EXPECT_NE(key.error().message().find("already in use"), std::string::npos) << key.error().message();
-  EXPECT_NE(rewriter_->created(), theirs);
+  EXPECT_NE(rewrite_.created, theirs);
   EXPECT_EQ(handles_in_tpm(), (std::set<uint32_t>{theirs}));
   expect_object_works(theirs);
 }
@@ -294,7 +271,7 @@ TEST_P(LedgerAttackTest, AForgedContextLoadNamingALiveHandleLeavesIt) {
   // caller's own session.
   for (uint32_t named : {theirs, (*mine)->handle()}) {
     SCOPED_TRACE(::testing::Message() << std::hex << named);
-    rewriter_->arm(cmd::ContextLoad::kInfo.code, named);
+    rewrite_.arm(cmd::ContextLoad::kInfo.code, named);
     auto forged = f->start(0);
     ASSERT_FALSE(forged.ok());
     EXPECT_EQ(forged.error().kind(), ErrorKind::kIntegrity) << forged.error().message();
@@ -315,7 +292,7 @@ TEST_P(LedgerAttackTest, AForgedSessionContextLoadNamingAnotherSessionLeavesBoth
   auto context = (*saved)->save(*victim_);
   ASSERT_TRUE(context.ok()) << context.error().message();
 
-  rewriter_->arm(cmd::ContextLoad::kInfo.code, (*other)->handle());
+  rewrite_.arm(cmd::ContextLoad::kInfo.code, (*other)->handle());
   Status loaded = (*saved)->load(*victim_, *context);
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error().kind(), ErrorKind::kIntegrity);
@@ -340,7 +317,7 @@ TEST_P(LedgerAttackTest, TheSuccessPathSendsNothingExtra) {
   for (bool interposed : {true, false}) {
     SCOPED_TRACE(interposed ? "through the interposer" : "direct");
     if (!interposed && !transport().in_process()) continue;
-    CommandLog log(interposed ? static_cast<Transport&>(*faults_) : transport());
+    testing::RecordingTransport log(interposed ? static_cast<Transport&>(*faults_) : transport());
     Tpm t(log);
     ProtectionConfig config;
     config.trust_first_use = true;
@@ -354,7 +331,7 @@ TEST_P(LedgerAttackTest, TheSuccessPathSendsNothingExtra) {
     std::vector<uint32_t> expected;
     if (!log.in_process()) expected = {kList, kList, kList};
     for (auto* part : {&create, &one_shot, &one_shot}) expected.insert(expected.end(), part->begin(), part->end());
-    EXPECT_EQ(log.codes, expected);
+    EXPECT_EQ(log.codes(), expected);
     EXPECT_EQ(t.ledger().owned_count(), 0u);
   }
 }

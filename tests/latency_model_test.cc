@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "testing/transport_doubles.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
@@ -298,31 +299,22 @@ TEST(LatencyModelTest, ValueLookupFallsBack) {
 
 // ------------------------------------------------------------ real commands
 
-// Records the shape and variant of every command.
-class RecordingTransport final : public Transport {
- public:
-  explicit RecordingTransport(Transport& inner) : inner_(inner) {}
-  Result<Bytes> transmit(ByteView command) override {
-    auto r = inner_.transmit(command);
-    if (r.ok()) {
-      CommandShape s = shape_of(command, *r);
-      shapes.push_back(s);
-      variants.push_back(variant_of(s));
-    }
-    return r;
+// The shape and variant of every command a RecordingTransport
+// (testing/transport_doubles.h) saw answered. The recorder only observes (as
+// TracingTransport measures): the TPM stays in process.
+struct Shapes {
+  void operator()(ByteView command, const Result<Bytes>& r) {
+    if (!r.ok()) return;
+    CommandShape s = shape_of(command, *r);
+    shapes.push_back(s);
+    variants.push_back(variant_of(s));
   }
-  std::string describe() const override { return inner_.describe(); }
-  // It only records (as TracingTransport measures): the TPM stays in process.
-  bool in_process() const override { return inner_.in_process(); }
   void clear() {
     shapes.clear();
     variants.clear();
   }
   std::vector<CommandShape> shapes;
   std::vector<std::string> variants;
-
- private:
-  Transport& inner_;
 };
 
 class EmbeddedTpm : public ::testing::Test {
@@ -338,8 +330,9 @@ class EmbeddedTpm : public ::testing::Test {
 using Variants = std::vector<std::string>;
 
 TEST_F(EmbeddedTpm, VariantOfClassifiesRealCommands) {
-  RecordingTransport rec(*embedded_);
-  Tpm tpm(rec);
+  Shapes rec;
+  testing::RecordingTransport recorder(*embedded_, [&rec](ByteView c, const Result<Bytes>& r) { rec(c, r); });
+  Tpm tpm(recorder);
 
   auto ecc = SessionFactory::create(tpm, {});
   ASSERT_TRUE(ecc.ok()) << ecc.error().message();

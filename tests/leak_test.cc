@@ -26,7 +26,8 @@
 #include <fmt/format.h>
 
 #include "support/test_tpm.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
 
@@ -62,27 +63,19 @@ class Schedule {
   uint64_t state_;
 };
 
-// Passes commands through to the TPM and records what it really did: the
-// ground truth for PCR 16 (a PCR_Extend whose response was lost still extended).
-class Witness final : public Transport {
- public:
-  explicit Witness(Transport& inner) : inner_(&inner) {}
-  Result<Bytes> transmit(ByteView command) override {
-    auto r = inner_->transmit(command);
-    if (r.ok() && command_code_of(command) == cmd::PcrExtend::kInfo.code && r->size() >= 10 &&
-        load_be32(r->data() + 6) == rc::kSuccess) {
+// What the TPM really did, as a RecordingTransport (testing/transport_doubles.h)
+// in front of it sees: the ground truth for PCR 16 (a PCR_Extend whose
+// response was lost still extended).
+struct Witness {
+  void operator()(ByteView command, const Result<Bytes>& r) {
+    if (testing::command_code_of(command) == cmd::PcrExtend::kInfo.code && testing::succeeded(r)) {
       ++extends;
       // The digest is the last 32 bytes of a one-digest SHA-256 PCR_Extend.
       pcr = sha256(pcr, ByteView(command).last(32));
     }
-    return r;
   }
-  std::string describe() const override { return inner_->describe(); }
   Bytes pcr = Bytes(32, 0);
   size_t extends = 0;
-
- private:
-  Transport* inner_;
 };
 
 enum class Kind { kExtendOneShot, kRandomOneShot, kReadResident, kExtendResident };
@@ -156,7 +149,8 @@ class LeakTest : public testing::TpmTest {
   void SetUp() override {
     TpmTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    witness_ = std::make_unique<Witness>(transport());
+    witness_ = std::make_unique<testing::RecordingTransport>(
+        transport(), [this](ByteView c, const Result<Bytes>& r) { seen_(c, r); });
     faults_ = std::make_unique<FaultInjectingTransport>(*witness_);
     faulty_tpm_ = std::make_unique<Tpm>(*faults_);
     ProtectionConfig config;
@@ -262,9 +256,9 @@ class LeakTest : public testing::TpmTest {
             auto r = pcr_read(*faulty_tpm_, alg::kSha256, kPcr, std::span<const Auth>(&a, 1));
             if (!r.ok()) {
               st = r.error();
-            } else if (*r != witness_->pcr) {
+            } else if (*r != seen_.pcr) {
               ADD_FAILURE() << "command " << i << ": audited PCR_Read returned " << to_hex(*r)
-                            << ", the TPM holds " << to_hex(witness_->pcr);
+                            << ", the TPM holds " << to_hex(seen_.pcr);
             }
           } else {
             st = pcr_extend(*faulty_tpm_, alg::kSha256, kPcr, digest, a);
@@ -304,7 +298,8 @@ class LeakTest : public testing::TpmTest {
     return report;
   }
 
-  std::unique_ptr<Witness> witness_;
+  Witness seen_;
+  std::unique_ptr<testing::RecordingTransport> witness_;
   std::unique_ptr<FaultInjectingTransport> faults_;
   std::unique_ptr<Tpm> faulty_tpm_;
   std::unique_ptr<SessionFactory> factory_;
@@ -341,7 +336,7 @@ TEST_P(LeakTest, NoSlotLeaksUnderFaults) {
   // PCR 16 holds exactly the extends the TPM really executed, whatever the client was told.
   auto pcr = pcr_read(tpm(), alg::kSha256, kPcr);
   ASSERT_TRUE(pcr.ok()) << pcr.error().message();
-  EXPECT_EQ(to_hex(*pcr), to_hex(witness_->pcr)) << witness_->extends << " extends executed";
+  EXPECT_EQ(to_hex(*pcr), to_hex(seen_.pcr)) << seen_.extends << " extends executed";
   RecordProperty("faults", std::to_string(faults_->counters().faulted));
   RecordProperty("leaks", std::to_string(report.leaks));
 }

@@ -3,7 +3,6 @@
 // returns canned responses whatever the command.
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "tpmsec/session.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/tpm.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/wire.h"
 
@@ -25,28 +25,9 @@ namespace {
 
 using testing::H;
 
-// Returns the queued responses in order, then a transport error (so a retried
-// command never loops on the same bytes).
-class CannedTransport : public Transport {
- public:
-  CannedTransport() = default;
-  explicit CannedTransport(Bytes response) { push(std::move(response)); }
-  void push(Bytes response) { queue_.push_back(std::move(response)); }
-
-  Result<Bytes> transmit(ByteView command) override {
-    sent_.emplace_back(command.begin(), command.end());
-    if (queue_.empty()) return runtime_error("canned transport: no more responses");
-    Bytes r = std::move(queue_.front());
-    queue_.pop_front();
-    return r;
-  }
-  std::string describe() const override { return "canned"; }
-  const std::vector<Bytes>& sent() const { return sent_; }
-
- private:
-  std::deque<Bytes> queue_;
-  std::vector<Bytes> sent_;
-};
+// The transport: a ScriptedTransport (testing/transport_doubles.h) named
+// "canned" returns the queued responses in order, then a transport error (so
+// a retried command never loops on the same bytes).
 
 // ---------------------------------------------------------------------------
 // Building responses.
@@ -120,7 +101,8 @@ struct Outcome {
 };
 
 Outcome run_with(Cmd which, Bytes rsp, bool password) {
-  CannedTransport t(std::move(rsp));
+  testing::ScriptedTransport t("canned");
+  t.push(std::move(rsp));
   Tpm tpm(t);
   std::vector<Auth> auths;
   if (password) auths.push_back(Auth::password());
@@ -187,7 +169,8 @@ void expect_parse_error(const Outcome& o, std::string_view what, std::string_vie
 // Baselines: well-formed responses parse, so the failures below mean something.
 
 TEST(PipelineParse, WellFormedPcrRead) {
-  CannedTransport t(pcr_read_ok());
+  testing::ScriptedTransport t("canned");
+  t.push(pcr_read_ok());
   Tpm tpm(t);
   auto r = tpm.run(pcr_read());
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -208,7 +191,8 @@ TEST(PipelineParse, WellFormedWithPasswordSession) {
 }
 
 TEST(PipelineParse, WellFormedGetCapability) {
-  CannedTransport t(get_capability_ok());
+  testing::ScriptedTransport t("canned");
+  t.push(get_capability_ok());
   Tpm tpm(t);
   auto r = tpm.run(get_capability());
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -218,7 +202,8 @@ TEST(PipelineParse, WellFormedGetCapability) {
 
 TEST(PipelineParse, ExecuteReturnsHandlesAndParameters) {
   Bytes body = concat({H("80000001"), session_body(H("0002abcd"))});
-  CannedTransport t(response(st::kSessions, 0, body));
+  testing::ScriptedTransport t("canned");
+  t.push(response(st::kSessions, 0, body));
   Tpm tpm(t);
   NamedHandle parent = NamedHandle::of(0x80000000);
   const NamedHandle* handles[] = {&parent};
@@ -307,7 +292,7 @@ TEST(PipelineParse, ErrorCodes) {
 }
 
 TEST(PipelineParse, RetryableWarningIsRetriedOnce) {
-  CannedTransport t;
+  testing::ScriptedTransport t("canned");
   t.push(H("80010000000a00000922"));
   t.push(pcr_read_ok());
   Tpm tpm(t);
@@ -392,7 +377,8 @@ TEST(PipelineParse, TrailingGarbage) {
 
 TEST(PipelineParse, ExecuteRejectsTrailingAfterAuthArea) {
   Bytes rsp = response(st::kSessions, 0, concat({session_body(H("")), H("00")}));
-  CannedTransport t(rsp);
+  testing::ScriptedTransport t("canned");
+  t.push(rsp);
   Tpm tpm(t);
   NamedHandle pcr = NamedHandle::of(16);
   const NamedHandle* handles[] = {&pcr};
@@ -405,7 +391,8 @@ TEST(PipelineParse, ExecuteRejectsTrailingAfterAuthArea) {
 
 TEST(PipelineParse, MissingResponseHandle) {
   // Load has a response handle: a sessions response too short to hold it.
-  CannedTransport t(response(st::kSessions, 0, H("8000")));
+  testing::ScriptedTransport t("canned");
+  t.push(response(st::kSessions, 0, H("8000")));
   Tpm tpm(t);
   NamedHandle parent = NamedHandle::of(0x80000000);
   const NamedHandle* handles[] = {&parent};
@@ -414,7 +401,8 @@ TEST(PipelineParse, MissingResponseHandle) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kParse);
   // And with no sessions (ContextLoad).
-  CannedTransport t2(response(st::kNoSessions, 0, H("020000")));
+  testing::ScriptedTransport t2("canned");
+  t2.push(response(st::kNoSessions, 0, H("020000")));
   Tpm tpm2(t2);
   cmd::ContextLoad load;
   auto r2 = tpm2.run(load);
@@ -430,7 +418,8 @@ TEST(PipelineParse, MissingResponseHandle) {
 // once fixed.
 TEST(PipelineParse, ExecuteChecksHandleCount) {
   {
-    CannedTransport t(response(st::kSessions, 0, session_body({})));
+    testing::ScriptedTransport t("canned");
+    t.push(response(st::kSessions, 0, session_body({})));
     Tpm tpm(t);
     std::vector<const NamedHandle*> storage(1, nullptr);
     Auth auths[] = {Auth::password()};
@@ -443,7 +432,8 @@ TEST(PipelineParse, ExecuteChecksHandleCount) {
     EXPECT_TRUE(t.sent().empty());
   }
   {
-    CannedTransport t(response(st::kNoSessions, 0, pcr_read_params()));
+    testing::ScriptedTransport t("canned");
+    t.push(response(st::kNoSessions, 0, pcr_read_params()));
     Tpm tpm(t);
     NamedHandle a = NamedHandle::of(16);
     const NamedHandle* one[] = {&a};
@@ -454,7 +444,7 @@ TEST(PipelineParse, ExecuteChecksHandleCount) {
 }
 
 TEST(PipelineParse, TransportFailureIsRuntime) {
-  CannedTransport t;  // nothing queued
+  testing::ScriptedTransport t("canned");  // nothing queued
   Tpm tpm(t);
   auto r = tpm.run(pcr_read());
   ASSERT_FALSE(r.ok());
@@ -613,7 +603,8 @@ TEST(PipelineParse, SessionAuthFailureOnAnUnconfirmedSession) {
     SCOPED_TRACE(describe_rc(c.code));
     HmacSession session(nullptr, 0x02000000, alg::kSha256, SymDef::aes128_cfb(), SecretBytes(Bytes(32, 0xA5)),
                         Bytes(32, 0x7E), Bytes(), attr::kContinueSession, nullptr);
-    CannedTransport transport(header(st::kNoSessions, 10, c.code));
+    testing::ScriptedTransport transport("canned");
+    transport.push(header(st::kNoSessions, 10, c.code));
     Tpm tpm(transport);
     cmd::GetRandom command;
     command.bytes_requested = 8;

@@ -17,7 +17,7 @@
 #include "support/test_tpm.h"
 #include "tpmsec/calibration.h"
 #include "tpmsec/commands.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"

@@ -5,7 +5,7 @@
 #include <openssl/sha.h>
 
 #include "support/test_tpm.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/strategy.h"
 

@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "support/test_tpm.h"
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
 

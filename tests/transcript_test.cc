@@ -48,6 +48,7 @@
 #include "tpmsec/session.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/tpm.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/wire.h"
 
@@ -327,9 +328,19 @@ std::string byte_diff(ByteView recorded, ByteView built) {
 }
 
 // Answers each command with the recorded response once it has checked that
-// the command is byte for byte the recorded one.
-class ReplayTransport final : public Transport {
+// the command is byte for byte the recorded one: the responder of a
+// ScriptedTransport (testing/transport_doubles.h), `transport`.
+class ReplayScript {
  public:
+  ReplayScript() {
+    transport.set_recording(false);
+    transport.respond_with([this](ByteView command) { return answer(command); });
+  }
+  ReplayScript(const ReplayScript&) = delete;
+  ReplayScript& operator=(const ReplayScript&) = delete;
+
+  testing::ScriptedTransport transport{"replay"};
+
   void expect(std::string label, Bytes command, Bytes response, std::vector<KnownDeviation> deviations = {}) {
     if (pending_) ADD_FAILURE() << "replay: the command of " << pending_->label << " was never sent";
     pending_ = Exchange{std::move(label), std::move(command), std::move(response), std::move(deviations)};
@@ -339,7 +350,7 @@ class ReplayTransport final : public Transport {
   void clear() { pending_.reset(); }
   int exchanges() const { return exchanges_; }
 
-  Result<Bytes> transmit(ByteView command) override {
+  Result<Bytes> answer(ByteView command) {
     // The recordings start on a TPM without handles; Linux keeps no handle
     // ledger, tpmsec lists the handles before its first creating command.
     if (testing::is_handle_listing(command)) return testing::empty_handle_listing();
@@ -370,7 +381,6 @@ class ReplayTransport final : public Transport {
     ++exchanges_;
     return ex.response;
   }
-  std::string describe() const override { return "replay"; }
 
  private:
   struct Exchange {
@@ -425,7 +435,7 @@ struct TamperOutcome {
 
 class Replayer {
  public:
-  Replayer() : tpm_(transport_) {}
+  Replayer() : tpm_(transport_.transport) {}
 
   // Replays one step (they depend on each other: run them in order).
   void run_step(size_t index) {
@@ -948,7 +958,7 @@ class Replayer {
   }
 
   ScriptedNonces no_randomness_;
-  ReplayTransport transport_;
+  ReplayScript transport_;
   Tpm tpm_;
   NullKeyState null_key_;
   std::map<std::string, SessionState> sessions_;  // by the name of their StartAuthSession step
@@ -1076,9 +1086,9 @@ TEST(TranscriptReplay, ACommandThatDiffersFromTheRecordingFailsWithADiff) {
   while (index < transcript_steps().size() && step_name(index) != "ContextSave(session)") ++index;
   ASSERT_LT(index, transcript_steps().size());
   const json& s = transcript_steps()[index];
-  ReplayTransport transport;
+  ReplayScript transport;
   transport.expect(step_name(index), H(s["command"].get<std::string>()), recorded_response(index));
-  Tpm tpm(transport);
+  Tpm tpm(transport.transport);
   std::optional<Result<cmd::ContextSave::Response>> result;
   // Session 0x02000001 instead of the recorded 0x02000000: the last handle byte (offset 13).
   EXPECT_NONFATAL_FAILURE(result.emplace(tpm.run(cmd::ContextSave{NamedHandle::of(0x02000001)})),

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tpmsec/calibration.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/pin_store.h"
 
@@ -43,6 +44,10 @@ void TpmOption::add_to(CLI::App* sub) {
                   "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
 }
 
+OpenTpm::OpenTpm() = default;
+OpenTpm::OpenTpm(OpenTpm&&) noexcept = default;
+OpenTpm& OpenTpm::operator=(OpenTpm&&) noexcept = default;
+
 OpenTpm::~OpenTpm() {
   if (!measured || measured->profile.empty() || measured->log.size() == 0) return;
   // The same commands at the profile's means (no jitter, no tail events):
@@ -67,30 +72,14 @@ Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) 
   return m;
 }
 
-namespace {
-
-void warn_not_kept(const Error& e) {
-  fmt::print(stderr, "tpmsec: warning: not kept for the next run: {}\n", e.message());
-}
-
-}  // namespace
-
-Result<OpenTpm> open_tpm(const TpmOption& option, bool keep) {
+Result<OpenTpm> open_tpm(const TpmOption& option, bool keep, Measure measure) {
+  // The protect path: no tracing, no latency model, no MeasuredTpm.
+  if (option.emulate.empty() && measure == Measure::kWhenEmulating) return open_plain_tpm(option, keep);
   OpenTpm out;
-  if (!keep) {
-    TPMSEC_ASSIGN_OR_RETURN(out.measured, open_measured_tpm(option));
-    return out;
-  }
-  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> base, open_transport(option.spec));
-  std::optional<TpmInfo> known;
-  if (base->outlives_process()) {
-    if (auto boot = host_boot_id(); boot.ok()) {
-      out.cache.emplace(default_state_dir(), base->describe(), *boot);
-      known = out.cache->info();
-    }
-  }
-  TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*base, option.emulate, known ? &*known : nullptr));
-  out.measured->owned_base = std::move(base);
+  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(option.spec));
+  out.cache = cache_for(*out.base, keep);
+  std::optional<TpmInfo> known = out.cache ? out.cache->info() : std::nullopt;
+  TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));
   if (!out.measured->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", out.measured->warning);
   if (out.cache && !known) {
     if (Status st = out.cache->put_info(out.measured->info); !st.ok()) warn_not_kept(st.error());
@@ -105,6 +94,15 @@ double OpenTpm::emulated_ms() const {
   }
   return static_cast<double>(ns) / 1e6;
 }
+
+const Clock* OpenTpm::clock() const { return measured ? measured->clock : &steady_clock(); }
+
+const std::string& OpenTpm::profile() const {
+  static const std::string none;
+  return measured ? measured->profile : none;
+}
+
+TpmFacts OpenTpm::facts() const { return measured ? facts_of(*measured) : facts_of(plain_info, *base); }
 
 void OpenTpm::keep(const SessionFactory* factory) {
   if (!cache || !factory || !factory->null_key()) return;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tpmsec/measured_tpm.h"
+#include "tpmsec/policy.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/result.h"
@@ -66,11 +67,17 @@ struct TpmOption {
   void add_to(CLI::App* sub);
 };
 
-// An open TPM: the transport, traced, behind the profile's latency model on
-// a virtual clock when emulating. When it closes under emulation it reports
-// on stderr how many TPM commands ran and how long they took on the model.
+// An open TPM. Plain (the protect path: no --emulate): the transport and a
+// bare Tpm over it, nothing of the measurement layer (open_plain.cc, checked by
+// scripts/check-layers). Measured (--emulate, or Measure::kAlways): a
+// MeasuredTpm over the same transport, traced, behind the profile's latency
+// model on a virtual clock when emulating. When it closes under emulation it
+// reports on stderr how many TPM commands ran and how long they took on the model.
 struct OpenTpm {
-  std::unique_ptr<MeasuredTpm> measured;
+  std::unique_ptr<Transport> base;        // the transport opened from the TPM string
+  std::unique_ptr<Tpm> plain;             // a bare Tpm over `base`, unless measured
+  TpmInfo plain_info;                     // its capabilities, unless measured
+  std::unique_ptr<MeasuredTpm> measured;  // set only when measuring
   // When emulating, also list every command with its modelled time (-v).
   bool list_commands = false;
   // What one-shot protected commands keep between processes; none unless
@@ -79,21 +86,39 @@ struct OpenTpm {
   // Keeps the null key `factory` used, when it changed or was not kept yet
   // (a failure to keep it is a warning: the command itself succeeded).
   void keep(const SessionFactory* factory);
-  // TPM time of every command run so far, on the virtual clock when emulating.
+  // TPM time of every command run so far, on the virtual clock when emulating
+  // (0 on the plain path: nothing is traced).
   double emulated_ms() const;
 
-  Tpm& tpm() const { return *measured->tpm; }
-  const TpmInfo& info() const { return measured->info; }
-  Transport& transport() const { return *measured->base; }  // the real one (describe())
+  Tpm& tpm() const { return measured ? *measured->tpm : *plain; }
+  const TpmInfo& info() const { return measured ? measured->info : plain_info; }
+  Transport& transport() const { return *base; }  // the real one (describe())
+  // The virtual clock when emulating, else the steady clock.
+  const Clock* clock() const;
+  // The emulated profile's id; empty unless emulating.
+  const std::string& profile() const;
+  // What a policy is matched against (facts_of in calibration.h).
+  TpmFacts facts() const;
 
-  OpenTpm() = default;
-  OpenTpm(OpenTpm&&) = default;
-  OpenTpm& operator=(OpenTpm&&) = default;
+  OpenTpm();
+  OpenTpm(OpenTpm&&) noexcept;
+  OpenTpm& operator=(OpenTpm&&) noexcept;
   ~OpenTpm();
+};
+enum class Measure {
+  kWhenEmulating,  // plain unless --emulate: every protect command
+  kAlways,         // info (the identity JSON) and the like
 };
 // `keep`: use and update what earlier processes kept for this TPM
 // (session_cache.h): its capabilities now, its null key through keep().
-Result<OpenTpm> open_tpm(const TpmOption& option, bool keep = false);
+Result<OpenTpm> open_tpm(const TpmOption& option, bool keep = false, Measure measure = Measure::kWhenEmulating);
+// The plain path of open_tpm (open_plain.cc): `option.emulate` must be empty.
+Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep);
+// The session cache open_tpm uses with `keep` on a TPM that outlives the
+// process (else none), and what it kept of the TPM's capabilities.
+std::optional<SessionCache> cache_for(const Transport& base, bool keep);
+// "not kept for the next run" on stderr: a cache failure is never an error.
+void warn_not_kept(const Error& e);
 
 // A TPM opened for measurement (see measured_tpm.h); prints the profile's
 // provenance warning when emulating.

@@ -20,7 +20,7 @@ void register_info(CLI::App& app, Action* action) {
   sub->add_flag("--json", opts->json, "Print JSON (keys documented in docs/info-json.md)");
   sub->callback([opts, action] {
     *action = [opts]() -> Status {
-      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(opts->tpm));
+      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(opts->tpm, /*keep=*/false, Measure::kAlways));
       const MeasuredTpm& m = *open.measured;
       if (opts->json) {
         nlohmann::json j = m.identity;

@@ -201,7 +201,7 @@ void register_pcr(CLI::App& app, Action* action) {
         options.protection.kept_null_key = t.open.cache->null_key(
             options.protection.salt ? *options.protection.salt : choose_salt(t.open.info()));
       }
-      Result<StrategyKind> resolved = choice.resolve(*t.open.measured, options.protection);
+      Result<StrategyKind> resolved = choice.resolve(t.open, options.protection);
       if (!resolved.ok()) {
         // An audited identity read that contradicts the kept plain one: keep
         // nothing of this boot's reads, so the next run reads afresh.
@@ -230,7 +230,7 @@ void register_pcr(CLI::App& app, Action* action) {
         // verified, for checkpoint), nothing after it is.
         DigestLines lines(stdin, bank);
         StopOnInterrupt stop;
-        ProgressBar bar(extend->progress.enabled(), t.open.measured->clock);
+        ProgressBar bar(extend->progress.enabled(), t.open.clock());
         size_t done = 0;
         Status input = ok_status();
         while (!stop.flag()->load()) {
@@ -250,9 +250,9 @@ void register_pcr(CLI::App& app, Action* action) {
         t.open.keep(stream->factory());
         const bool interrupted = stop.flag()->load();
         std::string cost;
-        if (!t.open.measured->profile.empty() && done > 0) {
+        if (!t.open.profile().empty() && done > 0) {
           cost = fmt::format(": {:.2f} ms of TPM time per extend on the emulated {}", t.open.emulated_ms() / done,
-                             t.open.measured->profile);
+                             t.open.profile());
         }
         fmt::print(stderr, "tpmsec: extended {} digest{} into PCR {} ({}){}{}\n", done, done == 1 ? "" : "s",
                    t.index, strategy_name(kind), cost, interrupted ? "; interrupted" : "");

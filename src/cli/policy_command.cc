@@ -101,7 +101,7 @@ void register_show(CLI::App* policy, Action* action) {
       }
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
       TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o->protection.config(open.transport(), open.info(), SymDef::aes128_cfb()));
-      TpmFacts facts = facts_of(*open.measured);
+      TpmFacts facts = open.facts();
       if (measured) {
         // Timed over whatever bus the bench ran on: an interposer can inflate them.
         facts.measured = measured_properties(*measured);

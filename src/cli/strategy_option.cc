@@ -20,7 +20,16 @@ void StrategyOption::add_to(CLI::App* sub) {
   sub->add_flag("-v,--verbose", verbose, "Say on stderr which policy rule chose the strategy, and why");
 }
 
+Result<StrategyKind> StrategyOption::resolve(const OpenTpm& tpm, const ProtectionConfig& protection) const {
+  return resolve(tpm.facts(), tpm.tpm(), tpm.info(), protection);
+}
+
 Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection) const {
+  return resolve(facts_of(tpm), *tpm.tpm, tpm.info, protection);
+}
+
+Result<StrategyKind> StrategyOption::resolve(TpmFacts facts, Tpm& tpm, const TpmInfo& info,
+                                             const ProtectionConfig& protection) const {
   if (!strategy.empty()) {
     auto kind = parse_strategy(strategy);
     if (!kind.ok()) return usage_error(kind.error().message());
@@ -28,8 +37,7 @@ Result<StrategyKind> StrategyOption::resolve(const MeasuredTpm& tpm, const Prote
     return *kind;
   }
   TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(policy));
-  TpmFacts facts = facts_of(tpm);
-  TPMSEC_ASSIGN_OR_RETURN(PolicyDecision d, decide_on_tpm(p, facts, *tpm.tpm, protection, &tpm.info));
+  TPMSEC_ASSIGN_OR_RETURN(PolicyDecision d, decide_on_tpm(p, facts, tpm, protection, &info));
   if (!d.rule) return usage_error(fmt::format("{}: no rule matches this TPM", p.origin));
   if (verbose) {
     fmt::print(stderr, "tpmsec: policy {} rule '{}' (line {}): {} for extends — {}\n", p.origin, d.rule->name,

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/measured_tpm.h"
+#include "cli.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/strategy.h"
 
@@ -26,7 +26,12 @@ struct StrategyOption {
   // session from `protection` (decide_on_tpm). On stderr: plain or checkpoint
   // named with what it gives up; a rule the floor overruled, and why; with
   // --verbose, the rule that decided and the facts it rests on.
+  Result<StrategyKind> resolve(const OpenTpm& tpm, const ProtectionConfig& protection) const;
   Result<StrategyKind> resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection) const;
+
+ private:
+  Result<StrategyKind> resolve(TpmFacts facts, Tpm& tpm, const TpmInfo& info,
+                               const ProtectionConfig& protection) const;
 };
 
 // "all" or a comma-separated list of strategy names.

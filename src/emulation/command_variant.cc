@@ -1,16 +1,12 @@
 // Which modelled variant a traced command is, and how many of its bytes are
 // encrypted parameter.
+#include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
 namespace {
-
-constexpr uint32_t kCreatePrimary = 0x131;
-constexpr uint32_t kContextLoad = 0x161;
-constexpr uint32_t kContextSave = 0x162;
-constexpr uint32_t kStartAuthSession = 0x176;
 
 // Salts of 128 bytes or more are RSA (OAEP ciphertext of RSA-2048: 256);
 // shorter ones are ECC points (P-256: 2 + 32 + 2 + 32 = 68).
@@ -35,13 +31,13 @@ size_t less(size_t a, size_t b) { return a > b ? a - b : 0; }
 std::string variant_of(const CommandShape& shape) {
   std::string name = command_name(shape.command_code);
   switch (shape.command_code) {
-    case kStartAuthSession:
+    case cmd::StartAuthSession::kInfo.code:
       if (!shape.salted) return name + ".unsalted";
       return name + (shape.encrypted_salt_bytes >= kRsaSaltMin ? ".rsa" : ".ecc");
-    case kContextLoad:
-    case kContextSave:
+    case cmd::ContextLoad::kInfo.code:
+    case cmd::ContextSave::kInfo.code:
       return name + (is_session_handle(shape.context_handle) ? ".session" : ".object");
-    case kCreatePrimary: {
+    case cmd::CreatePrimary::kInfo.code: {
       uint16_t type = shape.object_type;
       if (type == alg::kEcc) return name + ".ecc";
       if (type == alg::kRsa) return name + ".rsa";

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tpmsec/bench.h"
+#include "tpmsec/commands.h"
 
 namespace tpmsec {
 namespace {
@@ -58,16 +59,16 @@ std::string clock_name(const BenchResult& r) {
 std::string command_label(const CommandShape& c) {
   std::string name = command_name(c.command_code);
   switch (c.command_code) {
-    case 0x176:
+    case cmd::StartAuthSession::kInfo.code:
       if (!c.salted) return name + " (unsalted)";
       return name + (c.encrypted_salt_bytes > 100 ? " (RSA salt)" : " (ECC salt)");
-    case 0x161:
-    case 0x162:
-    case 0x165:
+    case cmd::ContextLoad::kInfo.code:
+    case cmd::ContextSave::kInfo.code:
+    case cmd::FlushContext::kInfo.code:
       return name + (is_object(c.context_handle) ? " (object)" : " (session)");
-    case 0x182:
+    case cmd::PcrExtend::kInfo.code:
       return name + (c.hmac_session ? " (HMAC session)" : " (password)");
-    case 0x17E:
+    case cmd::PcrRead::kInfo.code:
       return name + ((c.session_attributes & 0x80) ? " (audit session)" : "");
     default:
       return name;
@@ -91,9 +92,10 @@ std::string function_graph(const StrategyResult& s) {
   };
   for (size_t i = 0; i < cmds.size(); ++i) {
     // Linux's tpm2_start_auth_session: ContextLoad(key), StartAuthSession, FlushContext(key).
-    bool group = i + 2 < cmds.size() && cmds[i].shape.command_code == 0x161 &&
-                 is_object(cmds[i].shape.context_handle) && cmds[i + 1].shape.command_code == 0x176 &&
-                 cmds[i + 2].shape.command_code == 0x165;
+    bool group = i + 2 < cmds.size() && cmds[i].shape.command_code == cmd::ContextLoad::kInfo.code &&
+                 is_object(cmds[i].shape.context_handle) &&
+                 cmds[i + 1].shape.command_code == cmd::StartAuthSession::kInfo.code &&
+                 cmds[i + 2].shape.command_code == cmd::FlushContext::kInfo.code;
     if (group) {
       host_gap(cmds[i].start_ns, 1);
       out += open_line(1, "tpm2_start_auth_session()");

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <map>
 
+#include "tpmsec/commands.h"
+
 namespace tpmsec {
 namespace {
 
@@ -25,10 +27,18 @@ struct KnownFunction {
   uint32_t command_code;
 };
 constexpr KnownFunction kKnownFunctions[] = {
-    {"tpm2_pcr_extend", 0x182},  {"tpm2_pcr_read", 0x17E},       {"tpm2_get_random", 0x17B},
-    {"tpm2_flush_context", 0x165}, {"tpm2_load_context", 0x161},  {"tpm2_save_context", 0x162},
-    {"tpm2_get_tpm_pt", 0x17A},  {"tpm2_get_pcr_allocation", 0x17A}, {"tpm2_get_cc_attrs_tbl", 0x17A},
-    {"tpm2_create_primary", 0x131}, {"tpm2_startup", 0x144},     {"tpm2_shutdown", 0x145},
+    {"tpm2_pcr_extend", cmd::PcrExtend::kInfo.code},
+    {"tpm2_pcr_read", cmd::PcrRead::kInfo.code},
+    {"tpm2_get_random", cmd::GetRandom::kInfo.code},
+    {"tpm2_flush_context", cmd::FlushContext::kInfo.code},
+    {"tpm2_load_context", cmd::ContextLoad::kInfo.code},
+    {"tpm2_save_context", cmd::ContextSave::kInfo.code},
+    {"tpm2_get_tpm_pt", cmd::GetCapability::kInfo.code},
+    {"tpm2_get_pcr_allocation", cmd::GetCapability::kInfo.code},
+    {"tpm2_get_cc_attrs_tbl", cmd::GetCapability::kInfo.code},
+    {"tpm2_create_primary", cmd::CreatePrimary::kInfo.code},
+    {"tpm2_startup", cmd::Startup::kInfo.code},
+    {"tpm2_shutdown", cmd::Shutdown::kInfo.code},
 };
 
 uint32_t code_of(std::string_view function) {
@@ -67,18 +77,18 @@ void label_session_start(std::vector<Command>& cmds, size_t first) {
   size_t n = cmds.size() - first;
   if (n != 3 && n != 1) return;  // not the kernel's sequence: left as the transmits of an unknown function
   auto& sas = cmds[n == 3 ? first + 1 : first];
-  sas.record.shape.command_code = 0x176;
+  sas.record.shape.command_code = cmd::StartAuthSession::kInfo.code;
   sas.record.shape.salted = true;
   sas.record.shape.encrypted_salt_bytes = 68;  // TPM2B_ECC_POINT of P-256: 2 + 32 + 2 + 32
-  sas.primitive = "StartAuthSession (ECC salt)";
+  sas.primitive = fmt::format("{} (ECC salt)", cmd::StartAuthSession::kInfo.name);
   if (n == 3) {
     auto& load = cmds[first].record.shape;
-    load.command_code = 0x161;
+    load.command_code = cmd::ContextLoad::kInfo.code;
     load.context_handle = 0x80000000;  // a transient object: the null key
-    cmds[first].primitive = "ContextLoad (null key)";
-    cmds[first + 2].record.shape.command_code = 0x165;
+    cmds[first].primitive = fmt::format("{} (null key)", cmd::ContextLoad::kInfo.name);
+    cmds[first + 2].record.shape.command_code = cmd::FlushContext::kInfo.code;
     cmds[first + 2].record.shape.context_handle = 0x80000000;
-    cmds[first + 2].primitive = "FlushContext";
+    cmds[first + 2].primitive = std::string(cmd::FlushContext::kInfo.name);
   }
 }
 
@@ -133,8 +143,8 @@ void label_own_commands(Operation& op) {
     if (c.record.shape.command_code == 0) continue;
     c.record.shape.hmac_session = hmac;
     c.record.shape.session_count = 1;
-    if (c.record.shape.command_code == 0x182) {
-      c.primitive = hmac ? "PCR_Extend (HMAC session)" : "PCR_Extend (password)";
+    if (c.record.shape.command_code == cmd::PcrExtend::kInfo.code) {
+      c.primitive = fmt::format("{} ({})", cmd::PcrExtend::kInfo.name, hmac ? "HMAC session" : "password");
     } else if (hmac) {
       c.primitive += " (HMAC session)";
     }
@@ -231,7 +241,7 @@ Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures
       sample.commands.push_back(rec);
       double ms = static_cast<double>(rec.duration_ns) / 1e6;
       sample.tpm_ms += ms;
-      ecc |= rec.shape.command_code == 0x176;
+      ecc |= rec.shape.command_code == cmd::StartAuthSession::kInfo.code;
       if (!primitives.count(cmd.primitive)) {
         primitive_order.push_back(cmd.primitive);
         primitives[cmd.primitive].name = cmd.primitive;

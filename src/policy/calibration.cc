@@ -91,6 +91,13 @@ std::map<std::string, double> measured_properties(const StrategyCosts& costs) {
   return m;
 }
 
+TpmFacts facts_of(const TpmInfo& info, const Transport& transport) {
+  TpmFacts f = facts_from_info(info);
+  // read_tpm_info's plain GetCapability: authentic only where no bus carries it.
+  f.identity_origin = transport.in_process() ? FactOrigin::kNoBus : FactOrigin::kUnauthenticated;
+  return f;
+}
+
 TpmFacts facts_of(const MeasuredTpm& tpm) {
   TpmFacts f;
   if (tpm.emulated) {
@@ -98,10 +105,10 @@ TpmFacts facts_of(const MeasuredTpm& tpm) {
     f.emulated = true;
     f.profile = tpm.emulated->profile;
     f.identity_origin = FactOrigin::kProfile;
+  } else if (tpm.base) {
+    f = facts_of(tpm.info, *tpm.base);
   } else {
     f = facts_from_info(tpm.info);
-    // read_tpm_info's plain GetCapability: authentic only where no bus carries it.
-    f.identity_origin = tpm.base && tpm.base->in_process() ? FactOrigin::kNoBus : FactOrigin::kUnauthenticated;
   }
   if (tpm.latency_profile) {
     StrategyCosts costs = costs_from_profile(*tpm.latency_profile);

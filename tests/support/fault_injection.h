@@ -8,8 +8,11 @@
 // programs; with no hook the decorator is transparent. The decorator does
 // not own the transport it wraps, and is not thread-safe (nor are the
 // transports it wraps).
-#ifndef TPMSEC_FAULT_INJECTION_H_
-#define TPMSEC_FAULT_INJECTION_H_
+//
+// A test hook, not part of the library: it lives in the test support
+// (tpmsec_test_support) and is not installed.
+#ifndef TPMSEC_TESTS_SUPPORT_FAULT_INJECTION_H_
+#define TPMSEC_TESTS_SUPPORT_FAULT_INJECTION_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/transport_doubles.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
@@ -68,9 +72,6 @@ struct Fault {
 // A response as a TPM sends it for an error: tag TPM_ST_NO_SESSIONS, size 10,
 // then `response_code`.
 Bytes error_response(uint32_t response_code);
-
-// The command code of a marshalled command (bytes 6-9), or 0 when it is too short.
-uint32_t command_code_of(ByteView command);
 
 // Decides the Fault for each command. `command_index` counts every command
 // transmitted through the decorator, from 0.
@@ -127,4 +128,4 @@ class FaultInjectingTransport final : public Transport {
 
 }  // namespace tpmsec
 
-#endif  // TPMSEC_FAULT_INJECTION_H_
+#endif  // TPMSEC_TESTS_SUPPORT_FAULT_INJECTION_H_

@@ -1,4 +1,4 @@
-#include "tpmsec/fault_injection.h"
+#include "support/fault_injection.h"
 
 #include <fmt/format.h>
 
@@ -74,10 +74,6 @@ Bytes error_response(uint32_t response_code) {
   return w.data();  // three fixed fields: an unlimited Writer cannot fail on them
 }
 
-uint32_t command_code_of(ByteView command) {
-  return command.size() < kHeaderSize ? 0 : load_be32(command.data() + 6);
-}
-
 std::optional<uint32_t> FaultInjectingTransport::last_tpm_response_code() const {
   if (!last_tpm_response_ || last_tpm_response_->size() < kHeaderSize) return std::nullopt;
   return load_be32(last_tpm_response_->data() + 6);
@@ -86,7 +82,7 @@ std::optional<uint32_t> FaultInjectingTransport::last_tpm_response_code() const 
 Result<Bytes> FaultInjectingTransport::transmit(ByteView command) {
   size_t index = counters_.commands++;
   last_tpm_response_.reset();
-  Fault fault = hook_ ? hook_(index, command_code_of(command), command) : Fault{};
+  Fault fault = hook_ ? hook_(index, testing::command_code_of(command), command) : Fault{};
   if (fault.is_pass()) {
     ++counters_.executed;
     auto response = inner_->transmit(command);
