@@ -43,6 +43,9 @@
 // forwarded (a saved session it did not see saved is never taken for the
 // oldest). A refused command is answered without reaching the wrapped TPM, as
 // a 10-byte error response. Malformed commands are passed through untouched.
+// A refusal is decided before the TPM looks at the rest of the command, so a
+// command that is also wrong in another way gets the slot error where a chip
+// might report that other error first.
 // Deterministic; not thread-safe.
 #ifndef TPMSEC_SLOT_LIMITS_H_
 #define TPMSEC_SLOT_LIMITS_H_
