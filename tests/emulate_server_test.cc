@@ -425,5 +425,60 @@ TEST(EmulateServer, StateDirectoryKeepsTheTpm) {
   EXPECT_TRUE(std::filesystem::exists(state + "/tpmsec-permall.blob"));
 }
 
+// The server answers as the profiled chip does when its context gap is
+// reached (slot_limits.h): on amd-ftpm-3 (gap 255, 3 loaded sessions) a kept
+// saved session lets 251 more saves through and the next is refused.
+TEST(EmulateServer, EnforcesTheProfilesContextGap) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet"}, "amd-ftpm-3"));
+  auto transport = open_transport(fmt::format("swtpm:host=127.0.0.1,port={}", server.port()));
+  ASSERT_TRUE(transport.ok()) << transport.error().message();
+  auto send = [&](uint32_t code, const Bytes& body) {
+    Bytes c{0x80, 0x01, 0, 0, 0, 0, 0, 0, 0, 0};
+    store_be32(c.data() + 2, static_cast<uint32_t>(10 + body.size()));
+    store_be32(c.data() + 6, code);
+    c.insert(c.end(), body.begin(), body.end());
+    auto r = (*transport)->transmit(c);
+    return r.ok() ? *r : Bytes{};
+  };
+  auto handle_body = [](uint32_t h) {
+    Bytes b(4);
+    store_be32(b.data(), h);
+    return b;
+  };
+  // StartAuthSession: unsalted, unbound HMAC, SHA-256; the handle.
+  const Bytes start_body{0x40, 0, 0, 7, 0x40, 0, 0, 7, 0, 16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                         0, 0, 0x00, 0x00, 0x10, 0x00, 0x0B};
+  auto start = [&] {
+    Bytes r = send(0x176, start_body);
+    return r.size() >= 14 && load_be32(r.data() + 6) == 0 ? load_be32(r.data() + 10) : 0u;
+  };
+  auto save_rc = [&](uint32_t h) {
+    Bytes r = send(0x162, handle_body(h));
+    return r.size() >= 10 ? load_be32(r.data() + 6) : 0xFFFFFFFFu;
+  };
+  uint32_t kept = start();
+  ASSERT_NE(kept, 0u);
+  ASSERT_EQ(save_rc(kept), 0u);
+  int saves = 0;
+  uint32_t refused = 0;
+  for (int i = 0; i < 300 && !refused; ++i) {
+    uint32_t h = start();
+    ASSERT_NE(h, 0u) << i;
+    uint32_t code = save_rc(h);
+    if (code == 0) {
+      ++saves;
+    } else {
+      refused = code;
+    }
+    send(0x165, handle_body(h));  // FlushContext, saved or loaded
+  }
+  EXPECT_EQ(saves, 251);
+  EXPECT_EQ(refused, 0x901u);  // TPM_RC_CONTEXT_GAP
+  send(0x165, handle_body(kept));
+  transport->reset();
+  EXPECT_EQ(server.stop(), 0);
+}
+
 }  // namespace
 }  // namespace tpmsec

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -286,14 +287,20 @@ class LatencyModel {
 // transmit() stays real. To record modelled durations, put a
 // TracingTransport reading the same VirtualClock outside this decorator.
 // Not thread-safe.
+//
+// The chip's session and object slots and context gap (the profile's
+// SlotLimits) are enforced below the model by a SlotLimitTransport
+// (slot_limits.h): a refused command is answered with the chip's error code
+// and modelled like any other answer.
+class SlotLimitTransport;
 class LatencyTransport final : public Transport {
  public:
-  LatencyTransport(Transport& inner, LatencyModel model, VirtualClock& clock)
-      : inner_(inner), model_(std::move(model)), clock_(clock) {}
+  LatencyTransport(Transport& inner, LatencyModel model, VirtualClock& clock);
+  ~LatencyTransport() override;
 
   Result<Bytes> transmit(ByteView command) override;
-  Status reset_tpm() override { return inner_.reset_tpm(); }
-  Status suspend_resume() override { return inner_.suspend_resume(); }
+  Status reset_tpm() override;
+  Status suspend_resume() override;
   // inner's description + " emulating PROFILE".
   std::string describe() const override;
   bool in_process() const override { return inner_.in_process(); }
@@ -307,9 +314,12 @@ class LatencyTransport final : public Transport {
   size_t commands() const { return commands_; }
   int64_t modelled_ns() const { return modelled_ns_; }  // total modelled TPM time
   int64_t real_ns() const { return real_ns_; }          // total real time it replaced
+  // The slot enforcement between this and the wrapped TPM.
+  SlotLimitTransport& slots() { return *slots_; }
 
  private:
   Transport& inner_;
+  std::unique_ptr<SlotLimitTransport> slots_;
   LatencyModel model_;
   VirtualClock& clock_;
   std::optional<ModelledLatency> last_;

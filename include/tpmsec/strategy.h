@@ -72,6 +72,9 @@ class SessionLifecycle {
   // if any: the stream's opening audited read borrows it, so one salted
   // session serves the read and the extends.
   virtual HmacSession* current() { return nullptr; }
+  // saved-context: ContextSaves the TPM refused with TPM_RC_CONTEXT_GAP, after
+  // which the session stayed loaded until the next save.
+  virtual uint64_t saves_refused() const { return 0; }
 };
 
 // A lifecycle for `kind` (checkpoint uses plain sessions for its extends).
@@ -109,6 +112,7 @@ struct StreamStats {
   uint64_t reflushes = 0;       // failed attempts' sessions still listed after their FlushContext
   uint64_t checkpoints = 0;
   uint64_t resets_accepted = 0;
+  uint64_t saves_refused = 0;   // saved-context: ContextSaves refused with TPM_RC_CONTEXT_GAP (kept loaded)
 };
 
 // What a checkpoint found when the PCR did not match.

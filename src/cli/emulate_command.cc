@@ -42,6 +42,7 @@
 #include "tpmsec/bench.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/latency_model.h"
+#include "tpmsec/slot_limits.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transports.h"
 #include "tpmsec/wire.h"
@@ -142,6 +143,7 @@ class Server {
         model_(profile, o_.means ? ModelOptions{std::nullopt, false, 0.0} : ModelOptions{}),
         profile_(std::move(profile)),
         tpm_(std::move(tpm)),
+        chip_(*tpm_, profile_.slots),
         stop_(stop) {}
 
   Status start() {
@@ -348,7 +350,8 @@ class Server {
     int64_t start = clock_.now_ns();
     int64_t real_start = real_.now_ns();
     (void)embedded_set_locality(*tpm_, locality);  // swtpm: CMD_SET_LOCALITY's; mssim: the frame's
-    auto result = powered_ ? tpm_->transmit(command) : Result<Bytes>(runtime_error("the TPM is powered off"));
+    // Through the chip's slot and context-gap limits (slot_limits.h).
+    auto result = powered_ ? chip_.transmit(command) : Result<Bytes>(runtime_error("the TPM is powered off"));
     Bytes response;
     if (result.ok()) {
       response = std::move(*result);
@@ -533,6 +536,7 @@ class Server {
   LatencyModel model_;
   LatencyProfile profile_;
   std::unique_ptr<Transport> tpm_;
+  SlotLimitTransport chip_;
   const std::atomic<bool>* stop_;
   TpmInfo real_info_;
   EmulatedIdentity identity_;

@@ -3,13 +3,25 @@
 #include <cmath>
 
 #include "tpmsec/latency_model.h"
+#include "tpmsec/slot_limits.h"
 
 namespace tpmsec {
+
+LatencyTransport::LatencyTransport(Transport& inner, LatencyModel model, VirtualClock& clock)
+    : inner_(inner),
+      slots_(std::make_unique<SlotLimitTransport>(inner, model.profile().slots)),
+      model_(std::move(model)),
+      clock_(clock) {}
+
+LatencyTransport::~LatencyTransport() = default;
+
+Status LatencyTransport::reset_tpm() { return slots_->reset_tpm(); }
+Status LatencyTransport::suspend_resume() { return slots_->suspend_resume(); }
 
 Result<Bytes> LatencyTransport::transmit(ByteView command) {
   SteadyClock real;
   int64_t start = real.now_ns();
-  auto response = inner_.transmit(command);
+  auto response = slots_->transmit(command);
   int64_t spent = real.now_ns() - start;
   if (!response.ok()) return response;  // no TPM answer: nothing to model
 

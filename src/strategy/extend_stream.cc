@@ -225,6 +225,7 @@ Status ExtendStream::extend(ByteView digest) {
     TPMSEC_ASSIGN_OR_RETURN(expected_, pcr_extended_value(options_.bank, expected_, digest));
   }
   ++stats_.extends;
+  stats_.saves_refused = lifecycle_->saves_refused();
   ++since_good_;
   if (kind_ == StrategyKind::kCheckpoint && options_.checkpoint_every > 0 &&
       stats_.extends % options_.checkpoint_every == 0) {

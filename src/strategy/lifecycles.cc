@@ -1,6 +1,7 @@
 // The four session lifecycles (strategy.h).
 #include <fmt/format.h>
 
+#include "tpmsec/response_code.h"
 #include "tpmsec/strategy.h"
 
 namespace tpmsec {
@@ -61,6 +62,17 @@ class SavedContextLifecycle final : public SessionLifecycle {
       return ok_status();
     }
     auto ctx = session_->save(factory_.tpm());
+    if (!ctx.ok() && ctx.error().kind() == ErrorKind::kTpm && rc_base(ctx.error().tpm_rc()) == rc::kContextGap) {
+      // The chip's context gap is at its maximum (Part 1 §30): an older
+      // saved session, not ours (ours is loaded), must be loaded or flushed
+      // by whoever saved it before any session can be saved. The refusal
+      // left ours loaded: keep it so, as resident does, and save it again
+      // after the next command. Were the code forged and the session saved
+      // after all, the next command fails on it and the stream's recovery
+      // (retire, landed check) runs, as for any failed extend.
+      ++saves_refused_;
+      return ok_status();
+    }
     if (!ctx.ok()) {
       session_.reset();
       return ctx.error();
@@ -74,12 +86,14 @@ class SavedContextLifecycle final : public SessionLifecycle {
     saved_ = false;
   }
   HmacSession* current() override { return saved_ ? nullptr : session_.get(); }
+  uint64_t saves_refused() const override { return saves_refused_; }
 
  private:
   SessionFactory& factory_;
   std::unique_ptr<HmacSession> session_;
   Context context_;
   bool saved_ = false;
+  uint64_t saves_refused_ = 0;
 };
 
 // Linux 6.12: one session kept loaded across commands.
