@@ -71,12 +71,11 @@ Status list_profiles(bool json) {
 void print_value(std::string_view label, const LatencyValue& v, std::string_view unit = "", int decimals = 3) {
   fmt::print("{:<27} {:>9.{}f}{:<5} {:>8.{}f}  {}  {:<9} {}\n", label, v.ms, decimals, unit, v.jitter_ms, decimals,
              v.tag, tag_name(v.tag), v.source);
-  if (v.low_ms && v.high_ms) {
-    fmt::print("{:<6}range {:.{}f}-{:.{}f}{}\n", "", *v.low_ms, decimals, *v.high_ms, decimals,
-               v.runs ? fmt::format(" over {} runs, {} iterations", v.runs, v.iterations) : std::string());
-  } else if (v.runs) {
-    fmt::print("{:<6}{} run(s), {} iterations\n", "", v.runs, v.iterations);
-  }
+  // Every value has a range: the profile's, or its tag's default (docs/latency-profiles.md, "Uncertainty").
+  ValueRange r = value_range(v);
+  fmt::print("{:<6}range {:.{}f}-{:.{}f}{} ({})\n", "", r.low_ms, decimals, r.high_ms, decimals,
+             v.runs ? fmt::format(" over {} runs, {} iterations", v.runs, v.iterations) : std::string(),
+             range_origin(v));
   if (v.distribution) {
     fmt::print("{:<6}per iteration (n={}): p5 {:.3f}, median {:.3f}, p95 {:.3f}, max {:.3f} ms\n", "",
                v.distribution->n, v.distribution->p5_ms, v.distribution->median_ms, v.distribution->p95_ms,
