@@ -198,6 +198,32 @@ TEST(PolicyRanges, ShowSaysWhenTheDecisionRestsOnEstimates) {
   EXPECT_EQ(m.out.find("estimated values"), std::string::npos) << m.out;
 }
 
+TEST(ProfilesRanges, ListJsonCarriesTheSameRangesAsTheCosts) {
+  auto r = run_tpmsec({"profiles", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  nlohmann::json all = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(all.is_array()) << r.out;
+  ASSERT_FALSE(all.empty());
+  for (const auto& j : all) {
+    auto profile = load_profile(j["id"].get<std::string>());
+    ASSERT_TRUE(profile.ok());
+    StrategyCosts costs = costs_from_profile(*profile);
+    const std::pair<const char*, StrategyKind> keys[] = {{"plain", StrategyKind::kPlain},
+                                                         {"hmac", StrategyKind::kResident},
+                                                         {"per_command", StrategyKind::kPerCommand},
+                                                         {"saved_context", StrategyKind::kSavedContext}};
+    for (const auto& [key, kind] : keys) {
+      const nlohmann::json& range = j["extend_ms_range"][key];
+      EXPECT_NEAR(range[0].get<double>(), cost_range(costs, kind)->low_ms, 1e-3) << j["id"] << key;
+      EXPECT_NEAR(range[1].get<double>(), cost_range(costs, kind)->high_ms, 1e-3) << j["id"] << key;
+    }
+  }
+  auto show = run_tpmsec({"profiles", "show", "slb9672"});
+  ASSERT_EQ(show.exit_code, 0) << testing::describe(show);
+  EXPECT_NE(show.out.find("ranges: plain "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("(default for E: /2 to x2)"), std::string::npos) << show.out;
+}
+
 TEST(BenchRanges, EmulatedJsonCarriesTheModelRangeAndValidates) {
   std::string json = temp_path("bench.json");
   auto r = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--json", json});
