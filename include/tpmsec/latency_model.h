@@ -214,13 +214,15 @@ ExtendFigures extend_figures(const LatencyProfile& profile);
 // rule's validated error for D), otherwise the default of its tag, from this
 // one place:
 //   M  ms -/+ 1.645 x jitter_ms (the p5-p95 band of its measured spread)
-//   D  ms / (1 + e) to ms x (1 + e), e = the largest validated rule error
-//      (kRuleErrors in algtest_import.h: 0.40)
+//   D  ms / (1 + e) to ms / (1 - e), e = the largest validated rule error
+//      (kRuleErrors in algtest_import.h: 0.40; a rule's error is
+//      derived / measured - 1, so the measured value lies in that interval)
 //   P  as D (a related operation measured on the same chip)
-//   E  ms / 2 to ms x 2 (e = 1.0: not validated; a factor of two)
+//   E  ms / 2 to ms x 2 (kEstimateFactor: not validated)
 //   B  0 to ms (a bound)
-// The relative error for tags D, P and E (0 for M and B, whose ranges are not relative).
+// The relative error e for tags D and P (0 for the others, whose ranges are not of that form).
 double default_relative_error(char tag);
+inline constexpr double kEstimateFactor = 2.0;
 
 struct ValueRange {
   double low_ms = 0;

@@ -59,7 +59,6 @@ double default_relative_error(char tag) {
       for (const RuleError& r : kRuleErrors) e = std::max(e, r.error);
       return e;
     }
-    case kTagEstimate: return 1.0;
     default: return 0.0;
   }
 }
@@ -74,9 +73,11 @@ ValueRange value_range(const LatencyValue& v) {
   switch (v.tag) {
     case kTagMeasured: return {std::max(0.0, v.ms - kP5P95 * v.jitter_ms), v.ms + kP5P95 * v.jitter_ms, false};
     case kTagBound: return {0.0, v.ms, false};
+    case kTagEstimate: return {v.ms / kEstimateFactor, v.ms * kEstimateFactor, false};
     default: {
+      // value = true x (1 + err), |err| <= e: true is between ms / (1 + e) and ms / (1 - e).
       const double e = default_relative_error(v.tag);
-      return {v.ms / (1 + e), v.ms * (1 + e), false};
+      return {v.ms / (1 + e), v.ms / (1 - e), false};
     }
   }
 }
@@ -86,9 +87,11 @@ std::string range_origin(const LatencyValue& v) {
   switch (v.tag) {
     case kTagMeasured: return "default for M: p5-p95 of the jitter";
     case kTagBound: return "default for B: 0 to the bound";
-    default:
-      return fmt::format("default for {}: /{:g} to x{:g}", v.tag, 1 + default_relative_error(v.tag),
-                         1 + default_relative_error(v.tag));
+    case kTagEstimate: return fmt::format("default for E: /{:g} to x{:g}", kEstimateFactor, kEstimateFactor);
+    default: {
+      const double e = default_relative_error(v.tag);
+      return fmt::format("default for {}: /{:g} to /{:g}", v.tag, 1 + e, 1 - e);
+    }
   }
 }
 
