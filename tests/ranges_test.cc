@@ -195,6 +195,20 @@ TEST(CalibrationRanges, OnlyEstimatesMakeADecisionRestOnEstimates) {
   EXPECT_TRUE(uncertainty_notes(ce.extend, central, kDefaultBudgetMs).empty());
 }
 
+TEST(CalibrationRanges, AnEstimatedRunnerUpClearOfTheChoiceIsNamedAsSuch) {
+  // slb9670: resident's values are M and D; saved-context's rest on E
+  // values (a session's ContextLoad/ContextSave), but its range stays above resident's.
+  auto p = load_profile("slb9670");
+  ASSERT_TRUE(p.ok());
+  StrategyCosts costs = costs_from_profile(*p);
+  ASSERT_EQ(estimated_share(costs, StrategyKind::kResident), 0.0);
+  ASSERT_GT(estimated_share(costs, StrategyKind::kSavedContext), 0.0);
+  ASSERT_GT(cost_range(costs, StrategyKind::kSavedContext)->low_ms, cost_range(costs, StrategyKind::kResident)->high_ms);
+  auto notes = uncertainty_notes(StrategyKind::kResident, costs);
+  EXPECT_TRUE(has_line(notes, "the runner-up rests on estimated values (E): ")) << fmt::format("{}", fmt::join(notes, "\n"));
+  EXPECT_FALSE(has_line(notes, "decision rests on estimated values")) << fmt::format("{}", fmt::join(notes, "\n"));
+}
+
 TEST(CalibrationRanges, OverlapAndBudgetAreNamed) {
   StrategyCosts costs;
   costs.per_extend_ms = {{StrategyKind::kResident, 10}, {StrategyKind::kSavedContext, 12},

@@ -43,8 +43,9 @@ std::string cost_text(const StrategyCosts& costs, StrategyKind kind);
 // What the ranges say about a decision for `chosen`, one line each, empty
 // when the costs have no ranges or nothing is uncertain:
 //   "decision rests on estimated values (E): ..." when E values make up part
-//     of the chosen strategy's cost or of the runner-up's (saying so when
-//     only the runner-up's is estimated and its range stays clear);
+//     of the chosen strategy's cost or of the runner-up's and their ranges
+//     overlap; "the runner-up rests on estimated values (E): ..." when only
+//     the runner-up's is estimated and its range stays clear of the chosen one's;
 //   "within the uncertainty of RUNNER-UP: ..." when the two ranges overlap;
 //   "within the uncertainty of the N ms budget (it may fit or not): ..." when
 //     `budget_ms` (> 0) lies inside the chosen cost's range, or a more

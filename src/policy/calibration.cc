@@ -158,11 +158,15 @@ std::vector<std::string> uncertainty_notes(StrategyKind chosen, const StrategyCo
       parts.push_back(fmt::format("{} of {}'s {:.2f} ms (the runner-up)", percent(e_other), strategy_name(*runner_up),
                                   ms_of(costs, *runner_up)));
     }
-    std::string note = fmt::format("decision rests on estimated values (E): {} come{} from E values",
-                                   fmt::join(parts, " and "), parts.size() == 1 ? "s" : "");
-    if (e_mine == 0 && !overlap) {
-      note += fmt::format("; its range {} ms stays clear of {}'s {} ms, so the estimates' stated error does not "
-                          "change the decision",
+    // Only the runner-up's cost estimated, and its range clear of the chosen
+    // one's: the estimates' stated error cannot change the decision.
+    const bool clear = e_mine == 0 && !overlap;
+    std::string note = fmt::format("{} rests on estimated values (E): {} come{} from E values",
+                                   clear ? "the runner-up" : "decision", fmt::join(parts, " and "),
+                                   parts.size() == 1 ? "s" : "");
+    if (clear) {
+      note += fmt::format("; its range {} ms stays clear of {}'s {} ms, so their stated error does not change the "
+                          "decision",
                           range_text(*other), strategy_name(chosen), range_text(*mine));
     }
     notes.push_back(note + " (docs/latency-profiles.md, \"Uncertainty\")");
