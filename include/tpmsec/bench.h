@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,10 @@ struct BenchResult {
   std::vector<StrategyResult> strategies;
   std::string recommendation;
   bool interrupted = false;
+  // Emulated runs: the profile's modelled cost per extend with its range
+  // (costs_from_profile), printed next to the measured figures. Empty on a
+  // real TPM.
+  std::optional<StrategyCosts> model;
 };
 
 // Runs the benchmark. `tpm` must send through a TracingTransport writing to

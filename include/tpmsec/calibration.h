@@ -20,12 +20,41 @@
 namespace tpmsec {
 
 // From a profile's model means (extend_figures); checkpoint amortizes an
-// audited PCR_Read over `checkpoint_every` extends.
+// audited PCR_Read over `checkpoint_every` extends. range_ms holds each
+// cost's range: the same sum on the profile at its low and high ends
+// (profile_at), and its part from E values (estimated_part).
 StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpoint_every = 100);
 // From a bench run: steady-state medians (checkpoint: the mean, its cost is amortized).
 StrategyCosts costs_from_bench(const BenchResult& result, const std::string& source);
 // From `tpmsec bench --json` output; errors name `origin`.
 Result<StrategyCosts> costs_from_bench_json(const nlohmann::json& bench, const std::string& origin);
+
+// ---------------------------------------------------------------- ranges
+
+// The range of `kind`'s cost, if the costs have one (a profile's).
+const CostRange* cost_range(const StrategyCosts& costs, StrategyKind kind);
+// The share (0..1) of `kind`'s central cost that comes from E values; 0
+// without a range.
+double estimated_share(const StrategyCosts& costs, StrategyKind kind);
+// "24.36 ms (23.30-25.42)" and, when part of it is estimated, ", 74% E";
+// without a range just "24.36 ms".
+std::string cost_text(const StrategyCosts& costs, StrategyKind kind);
+
+// What the ranges say about a decision for `chosen`, one line each, empty
+// when the costs have no ranges or nothing is uncertain:
+//   "decision rests on estimated values (E): ..." when E values make up part
+//     of the chosen strategy's cost or of the runner-up's and their ranges
+//     overlap; "the runner-up rests on estimated values (E): ..." when only
+//     the runner-up's is estimated and its range stays clear of the chosen one's;
+//   "within the uncertainty of RUNNER-UP: ..." when the two ranges overlap;
+//   "within the uncertainty of the N ms budget (it may fit or not): ..." when
+//     `budget_ms` (> 0) lies inside the chosen cost's range, or a more
+//     protective strategy's range reaches below it.
+// The runner-up is the cheapest other strategy `floor` allows of the chosen
+// one's protection (prevention, detection, none), else the cheapest other.
+// Decisions stay on the central figures; these lines say how firm they are.
+std::vector<std::string> uncertainty_notes(StrategyKind chosen, const StrategyCosts& costs, double budget_ms = 0,
+                                           ProtectionFloor floor = ProtectionFloor::kPrevention);
 
 // The properties policy rules test (policy.h), from costs.
 std::map<std::string, double> measured_properties(const StrategyCosts& costs);

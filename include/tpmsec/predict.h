@@ -30,6 +30,11 @@ struct PredictCell {
   double total_ms = 0;  // TPM time of the whole replay (stream set-up, extends, tear-down)
   double added_ms = 0;  // total_ms less plain's under the same profile
   Distribution per_extend;
+  // The range (docs/latency-profiles.md, "Uncertainty"): the same replay
+  // priced with every value of the profile at its low, then high end.
+  double total_low_ms = 0, total_high_ms = 0;
+  double per_extend_low_ms = 0, per_extend_high_ms = 0;  // medians
+  double estimated_share = 0;  // of the per-extend median from E values (priced with estimated_part)
 };
 
 struct Prediction {

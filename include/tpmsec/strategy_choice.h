@@ -13,6 +13,15 @@
 
 namespace tpmsec {
 
+// A modelled cost's uncertainty: the same sum of commands at their low and
+// high ends (latency_model.h value_range), and the part of the central
+// figure that comes from estimated values (tag E).
+struct CostRange {
+  double low_ms = 0;
+  double high_ms = 0;
+  double estimated_ms = 0;
+};
+
 // Steady-state cost of one protected PCR extend per strategy, in ms.
 struct StrategyCosts {
   std::map<StrategyKind, double> per_extend_ms;
@@ -22,6 +31,9 @@ struct StrategyCosts {
   // nothing the measurement can tell.
   std::map<StrategyKind, double> noise_ms;
   std::string source;           // where the figures come from, for citations
+  // A profile's costs (costs_from_profile) only: each cost's range; empty
+  // for measured costs, whose uncertainty is noise_ms.
+  std::map<StrategyKind, CostRange> range_ms;
 };
 
 // The least protection calibrate and derive may choose. Prevention unless

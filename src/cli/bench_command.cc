@@ -107,6 +107,7 @@ void register_bench(CLI::App& app, Action* action) {
       bar.finish();
       if (!result.ok()) return result.error();
       result->tpm = tpm.identity;
+      if (tpm.latency_profile) result->model = costs_from_profile(*tpm.latency_profile, options.checkpoint_every);
       if (!o->json.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->json, bench_json(*result).dump(2) + "\n"));
       if (!o->csv.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->csv, bench_csv(*result)));
       if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));

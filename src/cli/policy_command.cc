@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli.h"
@@ -34,12 +35,32 @@ std::string measured_line(const TpmFacts& f) {
 
 // The operator's --allow-detection / --allow-plain for calibrate and derive.
 
-void print_costs(const Calibration& c, std::FILE* out = stdout) {
-  fmt::print(out, "{:<16}{:<12}{:>12}  {}\n", "strategy", "protection", "ms/extend", "fits");
+// With `model` (an emulated TPM's profile), each strategy's modelled figure
+// and range next to the measured cost.
+void print_costs(const Calibration& c, const StrategyCosts* model, std::FILE* out = stdout) {
+  const int width = model ? 24 : 0;  // the fits column, padded only when a model column follows
+  fmt::print(out, "{:<16}{:<12}{:>12}  {:<{}}{}\n", "strategy", "protection", "ms/extend", "fits", width,
+             model ? "modelled (low-high, share from E values)" : "");
   for (const auto& cand : c.candidates) {
-    fmt::print(out, "{:<16}{:<12}{:>12.3f}  {}{}\n", strategy_name(cand.kind), strategy_protection(cand.kind), cand.ms,
-               cand.fits ? "yes" : "no", cand.allowed ? "" : " (below the floor)");
+    std::string fits = std::string(cand.fits ? "yes" : "no") + (cand.allowed ? "" : " (below the floor)");
+    fmt::print(out, "{:<16}{:<12}{:>12.3f}  {:<{}}{}\n", strategy_name(cand.kind), strategy_protection(cand.kind),
+               cand.ms, fits, width, model && cost_range(*model, cand.kind) ? cost_text(*model, cand.kind) : "");
   }
+}
+
+// The profile a decision's figures come from: the emulated one, else the
+// shipped profile a derived rule cites ("profile ID (NAME): ..." in its
+// source, as `policy derive` writes it).
+std::optional<LatencyProfile> decision_profile(const MeasuredTpm& tpm, const PolicyRule& rule) {
+  if (tpm.latency_profile) return tpm.latency_profile;
+  constexpr std::string_view kPrefix = "profile ";
+  if (rule.source.rfind(kPrefix, 0) != 0) return std::nullopt;
+  std::string id = rule.source.substr(kPrefix.size());
+  id = id.substr(0, id.find(' '));
+  if (id.empty() || id != rule.name) return std::nullopt;
+  auto p = load_profile(id);
+  if (!p.ok()) return std::nullopt;
+  return *p;
 }
 
 // How a rule below prevention takes effect, for those who paste or check one.
@@ -127,6 +148,21 @@ void register_show(CLI::App* policy, Action* action) {
                    d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
       }
       fmt::print("{:<12}{}\n", "reason", d.rule->reason);
+      if (std::optional<LatencyProfile> profile = decision_profile(*open.measured, *d.rule)) {
+        StrategyCosts model = costs_from_profile(*profile);
+        std::vector<std::string> figures;
+        for (StrategyKind k : all_strategies()) {
+          if (cost_range(model, k)) figures.push_back(fmt::format("{} {}", strategy_name(k), cost_text(model, k)));
+        }
+        fmt::print("{:<12}profile {} per extend, low-high from each value's uncertainty (docs/latency-profiles.md, "
+                   "\"Uncertainty\"):\n{:<12}{}\n",
+                   "figures", profile->id, "", fmt::join(figures, ", "));
+        // No budget here: the rule's decision is given, the ranges say how firm it is.
+        for (const std::string& note : uncertainty_notes(
+                 d.extend, model, 0, prevents(d.extend) ? ProtectionFloor::kPrevention : ProtectionFloor::kNone)) {
+          fmt::print("{:<12}{}\n", "caution", note);
+        }
+      }
       fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
       fmt::print("{:<12}{}\n", "rests on", fmt::join(d.rests_on, "; "));
       fmt::print("{:<12}{}\n", "linux", linux_equivalent(d.extend));
@@ -252,10 +288,15 @@ void register_calibrate(CLI::App* policy, Action* action) {
       fmt::print(out, "measured    {} extends per strategy in {:.2f} s of real time{}\n", o->iterations, seconds,
                  tpm->clock->is_virtual() ? " (virtual clock)" : "");
       fmt::print(out, "budget      {:.2f} ms per extend\n\n", o->budget_ms);
-      print_costs(c, out);
+      std::optional<StrategyCosts> model;
+      if (tpm->latency_profile) model = costs_from_profile(*tpm->latency_profile, options.checkpoint_every);
+      print_costs(c, model ? &*model : nullptr, out);
       fmt::print(out, "\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
                  strategy_protection(c.extend), strategy_name(c.other));
       fmt::print(out, "why         {}\n", c.reason);
+      std::vector<std::string> notes;
+      if (model) notes = uncertainty_notes(c.extend, *model, o->budget_ms, o->floor.floor());
+      for (const std::string& note : notes) fmt::print(out, "{:<12}{}\n", "caution", note);
       if (!prevents(c.extend)) fmt::print(out, "gives up    {}\n", strategy_gives_up(c.extend));
       fmt::print(out, "linux       {}\n\n", linux_equivalent(c.extend));
       std::string name = facts.vendor.empty() ? facts.manufacturer : facts.manufacturer + "-" + facts.vendor;
@@ -266,6 +307,7 @@ void register_calibrate(CLI::App* policy, Action* action) {
         fmt::print(stderr, "{}",
                    weak_strategy_notice(c.extend, fmt::format("calibrate {}", floor_flag(o->floor.floor()))));
       }
+      for (const std::string& note : notes) fmt::print(out, "# {}\n", note);
       fmt::print(out, "{}", to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
       return ok_status();
     };

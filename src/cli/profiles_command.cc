@@ -23,6 +23,7 @@ double ms3(double ms) { return std::round(ms * 1000.0) / 1000.0; }
 nlohmann::json summary_json(const LatencyProfile& p) {
   ProfileSummary s = summarize(p);
   ExtendFigures f = extend_figures(p);
+  ExtendFigures lo = extend_figures(profile_at(p, RangeEnd::kLow)), hi = extend_figures(profile_at(p, RangeEnd::kHigh));
   return {{"id", p.id},
           {"name", p.name},
           {"bus", p.identity.bus},
@@ -35,7 +36,13 @@ nlohmann::json summary_json(const LatencyProfile& p) {
            {{"plain", ms3(f.plain_ms)},
             {"hmac", ms3(f.hmac_ms)},
             {"per_command", ms3(f.per_command_ms)},
-            {"saved_context", ms3(f.saved_context_ms)}}}};
+            {"saved_context", ms3(f.saved_context_ms)}}},
+          // Each figure's range: the same sums at the low and high ends of every value's range.
+          {"extend_ms_range",
+           {{"plain", {ms3(lo.plain_ms), ms3(hi.plain_ms)}},
+            {"hmac", {ms3(lo.hmac_ms), ms3(hi.hmac_ms)}},
+            {"per_command", {ms3(lo.per_command_ms), ms3(hi.per_command_ms)}},
+            {"saved_context", {ms3(lo.saved_context_ms), ms3(hi.saved_context_ms)}}}}};
 }
 
 constexpr const char* kColumns =
@@ -71,12 +78,11 @@ Status list_profiles(bool json) {
 void print_value(std::string_view label, const LatencyValue& v, std::string_view unit = "", int decimals = 3) {
   fmt::print("{:<27} {:>9.{}f}{:<5} {:>8.{}f}  {}  {:<9} {}\n", label, v.ms, decimals, unit, v.jitter_ms, decimals,
              v.tag, tag_name(v.tag), v.source);
-  if (v.low_ms && v.high_ms) {
-    fmt::print("{:<6}range {:.{}f}-{:.{}f}{}\n", "", *v.low_ms, decimals, *v.high_ms, decimals,
-               v.runs ? fmt::format(" over {} runs, {} iterations", v.runs, v.iterations) : std::string());
-  } else if (v.runs) {
-    fmt::print("{:<6}{} run(s), {} iterations\n", "", v.runs, v.iterations);
-  }
+  // Every value has a range: the profile's, or its tag's default (docs/latency-profiles.md, "Uncertainty").
+  ValueRange r = value_range(v);
+  fmt::print("{:<6}range {:.{}f}-{:.{}f}{} ({})\n", "", r.low_ms, decimals, r.high_ms, decimals,
+             v.runs ? fmt::format(" over {} runs, {} iterations", v.runs, v.iterations) : std::string(),
+             range_origin(v));
   if (v.distribution) {
     fmt::print("{:<6}per iteration (n={}): p5 {:.3f}, median {:.3f}, p95 {:.3f}, max {:.3f} ms\n", "",
                v.distribution->n, v.distribution->p5_ms, v.distribution->median_ms, v.distribution->p95_ms,
@@ -110,6 +116,12 @@ Status show_profile(const std::string& name, bool json) {
                              s.derived, s.proxy, s.estimate, s.bound, percent(s.measured_or_derived(), s.values)));
   line("per extend", fmt::format("plain {:.2f} ms, HMAC'd {:.2f} ms, per-command {:.2f} ms, saved-context {:.2f} ms",
                                  f.plain_ms, f.hmac_ms, f.per_command_ms, f.saved_context_ms));
+  // The same sums with every value at the low, then high end of its range.
+  ExtendFigures lo = extend_figures(profile_at(p, RangeEnd::kLow)), hi = extend_figures(profile_at(p, RangeEnd::kHigh));
+  line("", fmt::format("ranges: plain {:.2f}-{:.2f}, HMAC'd {:.2f}-{:.2f}, per-command {:.2f}-{:.2f}, saved-context "
+                       "{:.2f}-{:.2f} ms (docs/latency-profiles.md, \"Uncertainty\")",
+                       lo.plain_ms, hi.plain_ms, lo.hmac_ms, hi.hmac_ms, lo.per_command_ms, hi.per_command_ms,
+                       lo.saved_context_ms, hi.saved_context_ms));
   if (p.slots.max_loaded_sessions || p.slots.max_transient_objects) {
     line("slots", fmt::format("{} loaded sessions, {} transient objects ({})", p.slots.max_loaded_sessions,
                               p.slots.max_transient_objects, p.slots.source));

@@ -399,8 +399,10 @@ struct Builder {
     v.source = rule_source;
     v.note = note;
     if (error > 0) {
+      // error = derived / measured - 1 within +/- error: measured is between
+      // ms / (1 + error) and ms / (1 - error).
       v.low_ms = r3(ms / (1 + error));
-      v.high_ms = r3(ms * (1 + error));
+      v.high_ms = r3(ms / (1 - error));
       if (*v.low_ms > v.ms) v.low_ms = v.ms;
       if (*v.high_ms < v.ms) v.high_ms = v.ms;
     }

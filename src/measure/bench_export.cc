@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/bench.h"
+#include "tpmsec/latency_model.h"
 
 namespace tpmsec {
 namespace {
@@ -45,6 +46,15 @@ nlohmann::json bench_json(const BenchResult& r) {
         {"host_us", to_json(s.host_us)},
         {"breakdown", rep ? commands_json(*rep) : json::array()},
     });
+    // Emulated: what the profile's model gives for this strategy, with its range.
+    if (r.model) {
+      auto ms = r.model->per_extend_ms.find(s.kind);
+      auto range = r.model->range_ms.find(s.kind);
+      if (ms != r.model->per_extend_ms.end() && range != r.model->range_ms.end()) {
+        strategies.back()["model_ms"] =
+            range_json(ms->second, range->second.low_ms, range->second.high_ms, range->second.estimated_ms);
+      }
+    }
   }
   return {{"schema", "tpmsec-bench/1"},
           {"tpmsec_version", r.version},

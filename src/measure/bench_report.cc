@@ -177,6 +177,24 @@ std::string bench_text(const BenchResult& r) {
   }
   out += imported ? "(per extend in ms, over every imported extend)\n\n"
                   : "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";
+  if (r.model && !r.model->range_ms.empty()) {
+    // Emulated: the model's figure per strategy and its range (docs/latency-profiles.md, "Uncertainty").
+    out += fmt::format("{:<15}{:>10}{:>22}{:>12}\n", "modelled", "ms", "range (low-high)", "from E");
+    bool estimates = false;
+    for (const auto& s : r.strategies) {
+      auto ms = r.model->per_extend_ms.find(s.kind);
+      auto range = r.model->range_ms.find(s.kind);
+      if (ms == r.model->per_extend_ms.end() || range == r.model->range_ms.end()) continue;
+      const double share = ms->second > 0 ? range->second.estimated_ms / ms->second : 0.0;
+      estimates |= share > 0;
+      out += fmt::format("{:<15}{:>10.5g}{:>22}{:>12}\n", strategy_name(s.kind), ms->second,
+                         fmt::format("{:.2f}-{:.2f}", range->second.low_ms, range->second.high_ms),
+                         fmt::format("{:.0f}%", 100 * share));
+    }
+    out += fmt::format("({}; the range sums every command at the low, then high end of its value's range{})\n\n",
+                       r.model->source,
+                       estimates ? "; \"from E\" is the share of the figure from estimated values" : "");
+  }
   if (r.strategies.empty() && r.interrupted) out += "(no strategy was measured before the run stopped)\n\n";
   for (const auto& s : r.strategies) out += function_graph(s) + "\n";
   out += r.recommendation + "\n";

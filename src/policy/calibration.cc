@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace tpmsec {
 namespace {
@@ -16,17 +17,31 @@ constexpr std::string_view kSaltedStart = "StartAuthSession (ECC salt)";
 
 }  // namespace
 
-StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpoint_every) {
+namespace {
+
+// Each strategy's cost per extend from a profile's values: the one formula
+// for the central figure and both ends of its range.
+std::map<StrategyKind, double> costs_per_extend(const LatencyProfile& profile, uint32_t checkpoint_every) {
   ExtendFigures f = extend_figures(profile);
+  return {{StrategyKind::kPerCommand, f.per_command_ms},
+          {StrategyKind::kSavedContext, f.saved_context_ms},
+          {StrategyKind::kResident, f.hmac_ms},
+          {StrategyKind::kPlain, f.plain_ms},
+          {StrategyKind::kCheckpoint, f.plain_ms + (checkpoint_every ? f.audited_read_ms / checkpoint_every : 0.0)}};
+}
+
+}  // namespace
+
+StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpoint_every) {
   StrategyCosts c;
-  c.per_extend_ms[StrategyKind::kPerCommand] = f.per_command_ms;
-  c.per_extend_ms[StrategyKind::kSavedContext] = f.saved_context_ms;
-  c.per_extend_ms[StrategyKind::kResident] = f.hmac_ms;
-  c.per_extend_ms[StrategyKind::kPlain] = f.plain_ms;
-  c.per_extend_ms[StrategyKind::kCheckpoint] =
-      f.plain_ms + (checkpoint_every ? f.audited_read_ms / checkpoint_every : 0.0);
-  c.start_session_ms = f.start_session_ms;
+  c.per_extend_ms = costs_per_extend(profile, checkpoint_every);
+  c.start_session_ms = extend_figures(profile).start_session_ms;
   c.source = fmt::format("profile {} (model means: `tpmsec profiles show {}`)", profile.id, profile.id);
+  // The range: the same sums with every value at its low, then high end.
+  auto low = costs_per_extend(profile_at(profile, RangeEnd::kLow), checkpoint_every);
+  auto high = costs_per_extend(profile_at(profile, RangeEnd::kHigh), checkpoint_every);
+  auto estimated = costs_per_extend(estimated_part(profile), checkpoint_every);
+  for (const auto& [kind, ms] : c.per_extend_ms) c.range_ms[kind] = {low[kind], high[kind], estimated[kind]};
   return c;
 }
 
@@ -71,6 +86,116 @@ Result<StrategyCosts> costs_from_bench_json(const nlohmann::json& bench, const s
   if (c.per_extend_ms.empty()) return usage_error(fmt::format("{}: no strategy was measured", origin));
   c.source = fmt::format("bench result {}", origin);
   return c;
+}
+
+const CostRange* cost_range(const StrategyCosts& costs, StrategyKind kind) {
+  auto it = costs.range_ms.find(kind);
+  return it == costs.range_ms.end() ? nullptr : &it->second;
+}
+
+double estimated_share(const StrategyCosts& costs, StrategyKind kind) {
+  const CostRange* r = cost_range(costs, kind);
+  auto ms = costs.per_extend_ms.find(kind);
+  if (!r || ms == costs.per_extend_ms.end() || ms->second <= 0) return 0.0;
+  return std::clamp(r->estimated_ms / ms->second, 0.0, 1.0);
+}
+
+namespace {
+
+double ms_of(const StrategyCosts& costs, StrategyKind kind) {
+  auto it = costs.per_extend_ms.find(kind);
+  return it == costs.per_extend_ms.end() ? 0.0 : it->second;
+}
+
+std::string percent(double share) { return fmt::format("{:.0f}%", 100 * share); }
+
+std::string range_text(const CostRange& r) { return fmt::format("{:.2f}-{:.2f}", r.low_ms, r.high_ms); }
+
+// Prevention, detection, none (as choose_strategy ranks them).
+int protection_rank(StrategyKind k) {
+  if (prevents(k)) return 0;
+  return k == StrategyKind::kCheckpoint ? 1 : 2;
+}
+int floor_rank(ProtectionFloor f) {
+  return f == ProtectionFloor::kPrevention ? 0 : f == ProtectionFloor::kDetection ? 1 : 2;
+}
+
+}  // namespace
+
+std::string cost_text(const StrategyCosts& costs, StrategyKind kind) {
+  const double ms = ms_of(costs, kind);
+  const CostRange* r = cost_range(costs, kind);
+  if (!r) return fmt::format("{:.2f} ms", ms);
+  const double e = estimated_share(costs, kind);
+  return fmt::format("{:.2f} ms ({}{})", ms, range_text(*r), e > 0 ? ", " + percent(e) + " E" : "");
+}
+
+std::vector<std::string> uncertainty_notes(StrategyKind chosen, const StrategyCosts& costs, double budget_ms,
+                                           ProtectionFloor floor) {
+  std::vector<std::string> notes;
+  const CostRange* mine = cost_range(costs, chosen);
+  if (!mine) return notes;
+  // The runner-up: the cheapest other allowed strategy of the same
+  // protection, else the cheapest other allowed one.
+  std::optional<StrategyKind> runner_up;
+  for (int pass = 0; pass < 2 && !runner_up; ++pass) {
+    for (const auto& [kind, ms] : costs.per_extend_ms) {
+      if (kind == chosen || !cost_range(costs, kind) || protection_rank(kind) > floor_rank(floor)) continue;
+      if (pass == 0 && protection_rank(kind) != protection_rank(chosen)) continue;
+      if (!runner_up || ms < ms_of(costs, *runner_up)) runner_up = kind;
+    }
+  }
+  const double e_mine = estimated_share(costs, chosen);
+  const double e_other = runner_up ? estimated_share(costs, *runner_up) : 0.0;
+  const CostRange* other = runner_up ? cost_range(costs, *runner_up) : nullptr;
+  const bool overlap = other && mine->low_ms <= other->high_ms && other->low_ms <= mine->high_ms;
+  if (e_mine > 0 || e_other > 0) {
+    std::vector<std::string> parts;
+    if (e_mine > 0) {
+      parts.push_back(fmt::format("{} of {}'s {:.2f} ms", percent(e_mine), strategy_name(chosen), ms_of(costs, chosen)));
+    }
+    if (e_other > 0) {
+      parts.push_back(fmt::format("{} of {}'s {:.2f} ms (the runner-up)", percent(e_other), strategy_name(*runner_up),
+                                  ms_of(costs, *runner_up)));
+    }
+    // Only the runner-up's cost estimated, and its range clear of the chosen
+    // one's: the estimates' stated error cannot change the decision.
+    const bool clear = e_mine == 0 && !overlap;
+    std::string note = fmt::format("{} rests on estimated values (E): {} come{} from E values",
+                                   clear ? "the runner-up" : "decision", fmt::join(parts, " and "),
+                                   parts.size() == 1 ? "s" : "");
+    if (clear) {
+      note += fmt::format("; its range {} ms stays clear of {}'s {} ms, so their stated error does not change the "
+                          "decision",
+                          range_text(*other), strategy_name(chosen), range_text(*mine));
+    }
+    notes.push_back(note + " (docs/latency-profiles.md, \"Uncertainty\")");
+  }
+  if (overlap) {
+    notes.push_back(fmt::format("within the uncertainty of {}: {} {} ms and {} {} ms overlap; the central figures "
+                                "decide",
+                                strategy_name(*runner_up), strategy_name(chosen), range_text(*mine),
+                                strategy_name(*runner_up), range_text(*other)));
+  }
+  if (budget_ms > 0) {
+    std::vector<std::string> parts;
+    if (mine->low_ms <= budget_ms && budget_ms < mine->high_ms) {
+      parts.push_back(fmt::format("{} {} ms", strategy_name(chosen), range_text(*mine)));
+    }
+    for (const auto& [kind, ms] : costs.per_extend_ms) {
+      const CostRange* r = cost_range(costs, kind);
+      if (!r || kind == chosen || protection_rank(kind) >= protection_rank(chosen)) continue;
+      if (ms > budget_ms && r->low_ms <= budget_ms) {
+        parts.push_back(fmt::format("{} {} ms (more protective, over budget at {:.2f})", strategy_name(kind),
+                                    range_text(*r), ms));
+      }
+    }
+    if (!parts.empty()) {
+      notes.push_back(fmt::format("within the uncertainty of the {:.1f} ms budget (it may fit or not): {}", budget_ms,
+                                  fmt::join(parts, "; ")));
+    }
+  }
+  return notes;
 }
 
 std::map<std::string, double> measured_properties(const StrategyCosts& costs) {

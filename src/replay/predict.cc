@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "measure/svg.h"
 
@@ -23,6 +24,14 @@ Result<Prediction> predict(Transport& base, std::span<const Bytes> digests, cons
   if (std::find(runs.begin(), runs.end(), StrategyKind::kPlain) == runs.end()) runs.push_back(StrategyKind::kPlain);
 
   p.cells.assign(options.profiles.size(), std::vector<PredictCell>(p.strategies.size()));
+  // Each profile at the low and high ends of its values' ranges, and its E
+  // part alone (latency_model.h): the same replay priced by each.
+  std::vector<LatencyProfile> low, high, estimated;
+  for (const LatencyProfile& profile : options.profiles) {
+    low.push_back(profile_at(profile, RangeEnd::kLow));
+    high.push_back(profile_at(profile, RangeEnd::kHigh));
+    estimated.push_back(estimated_part(profile));
+  }
   std::vector<double> plain_total(options.profiles.size(), 0.0);
   for (StrategyKind kind : runs) {
     TPMSEC_ASSIGN_OR_RETURN(auto tpm, measure_tpm(base, ""));
@@ -40,6 +49,14 @@ Result<Prediction> predict(Transport& base, std::span<const Bytes> digests, cons
         PredictCell& cell = p.cells[i][static_cast<size_t>(column - p.strategies.begin())];
         cell.total_ms = priced.total_ms;
         cell.per_extend = priced.per_extend;
+        PricedRun at_low = price_run(run, tpm->log, low[i], 0);
+        PricedRun at_high = price_run(run, tpm->log, high[i], 0);
+        cell.total_low_ms = at_low.total_ms;
+        cell.total_high_ms = at_high.total_ms;
+        cell.per_extend_low_ms = at_low.per_extend.median;
+        cell.per_extend_high_ms = at_high.per_extend.median;
+        const double e = price_run(run, tpm->log, estimated[i], 0).per_extend.median;
+        cell.estimated_share = priced.per_extend.median > 0 ? std::clamp(e / priced.per_extend.median, 0.0, 1.0) : 0.0;
       }
     }
     if (run.interrupted) break;
@@ -66,14 +83,36 @@ std::string predict_text(const Prediction& p) {
     }
     out += "\n";
   }
-  out += "\nPer extend (median ms):\n";
+  out += "\nRange of the total (s, low-high), priced with every value at the low, then high end of its range:\n";
   out += fmt::format("{:<14}", "PROFILE");
-  for (StrategyKind k : p.strategies) out += fmt::format("{:>16}", strategy_name(k));
+  for (StrategyKind k : p.strategies) out += fmt::format("{:>22}", strategy_name(k));
   out += "\n";
   for (size_t i = 0; i < p.cells.size(); ++i) {
     out += fmt::format("{:<14}", p.profile_ids[i]);
-    for (const PredictCell& cell : p.cells[i]) out += fmt::format("{:>16.2f}", cell.per_extend.median);
+    for (const PredictCell& cell : p.cells[i]) {
+      out += fmt::format("{:>22}", fmt::format("{:.1f}-{:.1f}", cell.total_low_ms / 1000, cell.total_high_ms / 1000));
+    }
     out += "\n";
+  }
+  out += "\nPer extend (median ms, low-high; E: share of the steady-state cost from estimated values):\n";
+  out += fmt::format("{:<14}", "PROFILE");
+  for (StrategyKind k : p.strategies) out += fmt::format("{:>28}", strategy_name(k));
+  out += "\n";
+  bool estimates = false;
+  for (size_t i = 0; i < p.cells.size(); ++i) {
+    out += fmt::format("{:<14}", p.profile_ids[i]);
+    for (const PredictCell& cell : p.cells[i]) {
+      std::string v = fmt::format("{:.2f} ({:.1f}-{:.1f})", cell.per_extend.median, cell.per_extend_low_ms,
+                                  cell.per_extend_high_ms);
+      if (cell.estimated_share > 0) v += fmt::format(" {:.0f}%E", 100 * cell.estimated_share);
+      estimates |= cell.estimated_share > 0;
+      out += fmt::format("{:>28}", v);
+    }
+    out += "\n";
+  }
+  if (estimates) {
+    out += "Figures marked E rest partly on estimated values (tag E, not validated): `tpmsec profiles show PROFILE`\n"
+           "lists them; ranges are explained in docs/latency-profiles.md, \"Uncertainty\".\n";
   }
   out += fmt::format("\nEvery replay left the PCR at the value computed from the log: {}\n",
                      p.verified ? "yes" : "NO");
@@ -105,7 +144,14 @@ nlohmann::json predict_json(const Prediction& p) {
     for (size_t s = 0; s < p.strategies.size(); ++s) {
       const PredictCell& c = p.cells[i][s];
       prof["results"][std::string(strategy_name(p.strategies[s]))] = {
-          {"total_s", c.total_ms / 1000}, {"added_s", c.added_ms / 1000}, {"per_extend_ms", to_json(c.per_extend)}};
+          {"total_s", c.total_ms / 1000},
+          {"total_s_low", c.total_low_ms / 1000},
+          {"total_s_high", c.total_high_ms / 1000},
+          {"added_s", c.added_ms / 1000},
+          {"per_extend_ms", to_json(c.per_extend)},
+          {"per_extend_ms_low", c.per_extend_low_ms},
+          {"per_extend_ms_high", c.per_extend_high_ms},
+          {"estimated_share", std::round(100.0 * c.estimated_share) / 100.0}};
     }
     j["profiles"].push_back(prof);
   }
