@@ -143,6 +143,17 @@ TEST(AlgtestImport, SlotsAndContextGapFromTheTpm) {
   AlgtestImport ntc = import(runs_in(kData + "/NTC/7.2.0.1"));
   EXPECT_EQ(ntc.profile.slots.max_loaded_sessions, 3u);
   EXPECT_EQ(ntc.profile.slots.context_gap_max, 0xFFFFu);
+  // Firmware 7.2.2 of the same line: 5 slots, gap 255. Merged, each limit is
+  // the strictest reported, and the note names what each run said.
+  std::vector<std::string> line = runs_in(kData + "/NTC/7.2.0.1");
+  line.push_back(kData + "/NTC/7.2.2.0/facaf45349ab8c41");
+  AlgtestImport merged = import(line);
+  EXPECT_EQ(merged.profile.slots.max_loaded_sessions, 3u);
+  EXPECT_EQ(merged.profile.slots.max_transient_objects, 3u);
+  EXPECT_EQ(merged.profile.slots.active_sessions_max, 64u);
+  EXPECT_EQ(merged.profile.slots.context_gap_max, 0xFFu);
+  EXPECT_NE(merged.profile.slots.note.find("3/3/64/65535 x4, 5/5/64/255 x1"), std::string::npos)
+      << merged.profile.slots.note;
 }
 
 TEST(AlgtestImport, OutlierRule) {

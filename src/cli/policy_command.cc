@@ -51,8 +51,10 @@ void print_costs(const Calibration& c, const StrategyCosts* model, std::FILE* ou
 // The profile a decision's figures come from: the emulated one, else the
 // shipped profile a derived rule cites ("profile ID (NAME): ..." in its
 // source, as `policy derive` writes it).
-std::optional<LatencyProfile> decision_profile(const MeasuredTpm& tpm, const PolicyRule& rule) {
-  if (tpm.latency_profile) return tpm.latency_profile;
+std::optional<LatencyProfile> decision_profile(const OpenTpm& open, const PolicyRule& rule) {
+  // Emulating: the profile itself. Otherwise (the plain path measures
+  // nothing) the profile a shipped rule was derived from, if any.
+  if (open.measured && open.measured->latency_profile) return open.measured->latency_profile;
   constexpr std::string_view kPrefix = "profile ";
   if (rule.source.rfind(kPrefix, 0) != 0) return std::nullopt;
   std::string id = rule.source.substr(kPrefix.size());
@@ -148,7 +150,7 @@ void register_show(CLI::App* policy, Action* action) {
                    d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
       }
       fmt::print("{:<12}{}\n", "reason", d.rule->reason);
-      if (std::optional<LatencyProfile> profile = decision_profile(*open.measured, *d.rule)) {
+      if (std::optional<LatencyProfile> profile = decision_profile(open, *d.rule)) {
         StrategyCosts model = costs_from_profile(*profile);
         std::vector<std::string> figures;
         for (StrategyKind k : all_strategies()) {

@@ -499,16 +499,28 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
                              r->context_gap_max)];
   }
   if (ref->loaded_sessions || ref->transient_objects) {
-    p.slots.max_loaded_sessions = ref->loaded_sessions;
-    p.slots.max_transient_objects = ref->transient_objects;
-    p.slots.active_sessions_max = ref->active_sessions_max;
-    p.slots.context_gap_max = ref->context_gap_max;
+    // Runs of one firmware line can disagree (NPCT75x 7.2.0.x: 3 slots, gap
+    // 65535; 7.2.1/7.2.2: 5 slots, gap 255). Each limit is the strictest a
+    // merged run reports (0: not reported), so a strategy that copes with
+    // the emulated chip copes with every part the profile stands for.
+    auto strictest = [&](uint32_t AlgtestRun::*field) {
+      uint32_t v = 0;
+      for (const AlgtestRun* r : kept) {
+        if (r->*field && (v == 0 || r->*field < v)) v = r->*field;
+      }
+      return v;
+    };
+    p.slots.max_loaded_sessions = strictest(&AlgtestRun::loaded_sessions);
+    p.slots.max_transient_objects = strictest(&AlgtestRun::transient_objects);
+    p.slots.active_sessions_max = strictest(&AlgtestRun::active_sessions_max);
+    p.slots.context_gap_max = strictest(&AlgtestRun::context_gap_max);
     p.slots.source = fmt::format("{} {} (M: TPM2_PT_HR_LOADED_MIN, TPM2_PT_HR_TRANSIENT_MIN, "
                                  "TPM2_PT_ACTIVE_SESSIONS_MAX, TPM2_PT_CONTEXT_GAP_MAX)",
                                  source, ref->label);
     p.slots.note = slot_count.size() == 1
                        ? "the TPM's own fixed properties; every merged run reports the same"
-                       : fmt::format("the TPM's own fixed properties of firmware {}; the merged runs report "
+                       : fmt::format("the strictest of the TPM's own fixed properties of firmware {} (each limit the "
+                                     "lowest a merged run reports); the merged runs report "
                                      "(sessions/objects/active/gap): {}",
                                      firmware, fmt::join(std::vector<std::string>([&] {
                                                            std::vector<std::string> v;
