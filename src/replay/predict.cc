@@ -71,45 +71,35 @@ std::string predict_text(const Prediction& p) {
   std::string out = fmt::format("Predicted TPM time for {} PCR extends ({}), in seconds; (+N) is the time\n"
                                 "added over plain extends on the same TPM. Priced by each profile's latency model.\n\n",
                                 p.extends, p.workload);
-  out += fmt::format("{:<14}", "PROFILE");
-  for (StrategyKind k : p.strategies) out += fmt::format("{:>22}", strategy_name(k));
-  out += "\n";
-  for (size_t i = 0; i < p.cells.size(); ++i) {
-    out += fmt::format("{:<14}", p.profile_ids[i]);
-    for (const PredictCell& cell : p.cells[i]) {
-      std::string v = fmt::format("{:.1f}", cell.total_ms / 1000);
-      if (std::abs(cell.added_ms) >= 50) v += fmt::format(" (+{:.1f})", cell.added_ms / 1000);
-      out += fmt::format("{:>22}", v);
-    }
+  // A profile x strategy table of `text(cell)`, columns `width` wide.
+  auto table = [&](size_t width, auto text) {
+    out += fmt::format("{:<14}", "PROFILE");
+    for (StrategyKind k : p.strategies) out += fmt::format("{:>{}}", strategy_name(k), width);
     out += "\n";
-  }
+    for (size_t i = 0; i < p.cells.size(); ++i) {
+      out += fmt::format("{:<14}", p.profile_ids[i]);
+      for (const PredictCell& cell : p.cells[i]) out += fmt::format("{:>{}}", text(cell), width);
+      out += "\n";
+    }
+  };
+  table(22, [](const PredictCell& cell) {
+    std::string v = fmt::format("{:.1f}", cell.total_ms / 1000);
+    if (std::abs(cell.added_ms) >= 50) v += fmt::format(" (+{:.1f})", cell.added_ms / 1000);
+    return v;
+  });
   out += "\nRange of the total (s, low-high), priced with every value at the low, then high end of its range:\n";
-  out += fmt::format("{:<14}", "PROFILE");
-  for (StrategyKind k : p.strategies) out += fmt::format("{:>22}", strategy_name(k));
-  out += "\n";
-  for (size_t i = 0; i < p.cells.size(); ++i) {
-    out += fmt::format("{:<14}", p.profile_ids[i]);
-    for (const PredictCell& cell : p.cells[i]) {
-      out += fmt::format("{:>22}", fmt::format("{:.1f}-{:.1f}", cell.total_low_ms / 1000, cell.total_high_ms / 1000));
-    }
-    out += "\n";
-  }
+  table(22, [](const PredictCell& cell) {
+    return fmt::format("{:.1f}-{:.1f}", cell.total_low_ms / 1000, cell.total_high_ms / 1000);
+  });
   out += "\nPer extend (median ms, low-high; E: share of the steady-state cost from estimated values):\n";
-  out += fmt::format("{:<14}", "PROFILE");
-  for (StrategyKind k : p.strategies) out += fmt::format("{:>28}", strategy_name(k));
-  out += "\n";
   bool estimates = false;
-  for (size_t i = 0; i < p.cells.size(); ++i) {
-    out += fmt::format("{:<14}", p.profile_ids[i]);
-    for (const PredictCell& cell : p.cells[i]) {
-      std::string v = fmt::format("{:.2f} ({:.1f}-{:.1f})", cell.per_extend.median, cell.per_extend_low_ms,
-                                  cell.per_extend_high_ms);
-      if (cell.estimated_share > 0) v += fmt::format(" {:.0f}%E", 100 * cell.estimated_share);
-      estimates |= cell.estimated_share > 0;
-      out += fmt::format("{:>28}", v);
-    }
-    out += "\n";
-  }
+  table(28, [&](const PredictCell& cell) {
+    std::string v = fmt::format("{:.2f} ({:.1f}-{:.1f})", cell.per_extend.median, cell.per_extend_low_ms,
+                                cell.per_extend_high_ms);
+    if (cell.estimated_share > 0) v += fmt::format(" {:.0f}%E", 100 * cell.estimated_share);
+    estimates |= cell.estimated_share > 0;
+    return v;
+  });
   if (estimates) {
     out += "Figures marked E rest partly on estimated values (tag E, not validated): `tpmsec profiles show PROFILE`\n"
            "lists them; ranges are explained in docs/latency-profiles.md, \"Uncertainty\".\n";

@@ -28,8 +28,7 @@ Result<Bytes> nv_index_name(const NvPublic& nv_public) { return compute_name(nv_
 BindStore::BindStore(const std::string& state_dir) : dir_(state_dir + "/bind") {}
 
 std::string BindStore::path(const std::string& tpm) const {
-  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
-  std::string id = digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+  const std::string id = state_file::tpm_id(tpm);
   return fmt::format("{}/{}", dir_, id);
 }
 

@@ -48,9 +48,7 @@ Result<std::string> host_boot_id() {
 PinStore::PinStore(std::string state_dir) : dir_(std::move(state_dir) + "/null-key-pins") {}
 
 std::string PinStore::path(const std::string& tpm, const std::string& salt) const {
-  // The TPM string can hold any character: the file is named by its hash.
-  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
-  std::string id = digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+  const std::string id = state_file::tpm_id(tpm);
   return fmt::format("{}/{}-{}", dir_, id, salt);
 }
 

@@ -54,8 +54,7 @@ Status check_salt_key_public(const Public& p) {
 SaltKeyStore::SaltKeyStore(const std::string& state_dir) : dir_(state_dir + "/salt-key") {}
 
 std::string SaltKeyStore::path(const std::string& tpm) const {
-  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
-  std::string id = digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+  const std::string id = state_file::tpm_id(tpm);
   return fmt::format("{}/{}", dir_, id);
 }
 

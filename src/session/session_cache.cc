@@ -114,9 +114,7 @@ SessionCache::SessionCache(const std::string& state_dir, std::string tpm, std::s
     : dir_(state_dir + "/session-cache"), tpm_(std::move(tpm)), boot_(std::move(boot_id)) {}
 
 std::string SessionCache::path(const std::string& what) const {
-  // The TPM string can hold any character: the files are named by its hash.
-  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm_))});
-  std::string id = digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+  const std::string id = state_file::tpm_id(tpm_);
   return fmt::format("{}/{}-{}", dir_, id, what);
 }
 

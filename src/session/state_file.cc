@@ -13,7 +13,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/text.h"
+
 namespace tpmsec::state_file {
+
+std::string tpm_id(const std::string& tpm) {
+  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
+  return digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+}
 
 Result<std::string> read(const std::string& path, bool* missing) {
   *missing = false;

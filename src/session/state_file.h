@@ -23,6 +23,9 @@ Status make_private_dir(const std::string& dir);
 // Writes `text` to `path` (mode 0600) through a synced temporary file and a
 // rename, after making its directory private.
 Status write_private(const std::string& dir, const std::string& path, const std::string& text);
+// The file name of what is kept for TPM string `tpm` (which can hold any
+// character): the first 16 bytes of its SHA-256, in hex.
+std::string tpm_id(const std::string& tpm);
 // Removes `path`; true when it existed.
 Result<bool> remove(const std::string& path);
 
