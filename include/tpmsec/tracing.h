@@ -29,6 +29,16 @@ struct CommandShape {
   size_t encrypted_salt_bytes = 0; // StartAuthSession: 68 for ECC P-256, 256 for RSA-2048
   uint32_t context_handle = 0;     // ContextLoad: savedHandle of the context; ContextSave: the handle
   uint16_t object_type = 0;        // CreatePrimary: the inPublic template's type (TPM_ALG_ECC, TPM_ALG_RSA)
+
+  // The one rule for the salt's kind: an RSA-2048 OAEP ciphertext is 256
+  // bytes, a P-256 point 68; anything from 128 bytes up is taken as RSA.
+  bool rsa_salt() const { return encrypted_salt_bytes >= 128; }
+  // The one rule for a context's kind: HMAC and policy sessions (handle
+  // types 0x02, 0x03) are sessions, everything else an object.
+  bool session_context() const {
+    const uint8_t type = static_cast<uint8_t>(context_handle >> 24);
+    return type == 0x02 || type == 0x03;
+  }
 };
 
 // Parses the shape of `command` (and the response code of `response`).

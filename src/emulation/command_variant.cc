@@ -8,16 +8,6 @@
 namespace tpmsec {
 namespace {
 
-// Salts of 128 bytes or more are RSA (OAEP ciphertext of RSA-2048: 256);
-// shorter ones are ECC points (P-256: 2 + 32 + 2 + 32 = 68).
-constexpr size_t kRsaSaltMin = 128;
-
-// Handle types (top byte) of HMAC and policy sessions.
-bool is_session_handle(uint32_t handle) {
-  uint8_t type = static_cast<uint8_t>(handle >> 24);
-  return type == 0x02 || type == 0x03;
-}
-
 // One TPMS_AUTH_COMMAND with SHA-256: handle, nonce, attributes, hmac.
 constexpr size_t kAuthCommandBytes = 4 + 2 + 32 + 1 + 2 + 32;
 // One TPMS_AUTH_RESPONSE with SHA-256: nonce, attributes, hmac.
@@ -33,10 +23,10 @@ std::string variant_of(const CommandShape& shape) {
   switch (shape.command_code) {
     case cmd::StartAuthSession::kInfo.code:
       if (!shape.salted) return name + ".unsalted";
-      return name + (shape.encrypted_salt_bytes >= kRsaSaltMin ? ".rsa" : ".ecc");
+      return name + (shape.rsa_salt() ? ".rsa" : ".ecc");
     case cmd::ContextLoad::kInfo.code:
     case cmd::ContextSave::kInfo.code:
-      return name + (is_session_handle(shape.context_handle) ? ".session" : ".object");
+      return name + (shape.session_context() ? ".session" : ".object");
     case cmd::CreatePrimary::kInfo.code: {
       uint16_t type = shape.object_type;
       if (type == alg::kEcc) return name + ".ecc";

@@ -27,8 +27,6 @@ std::string open_line(int depth, const std::string& call) {
   return fmt::format("   {:>11}    |  {}{} {{\n", "", std::string(2 * depth, ' '), call);
 }
 
-bool is_object(uint32_t handle) { return (handle >> 24) == 0x80; }
-
 // Host time is "-" when not measured (an imported trace gives TPM time only).
 std::string distribution_row(const std::string& name, const Distribution& d, const Distribution& host_us) {
   if (d.n == 0) return fmt::format("{:<32}{:>6}  not measured (the run stopped first)\n", name, 0);
@@ -61,11 +59,11 @@ std::string command_label(const CommandShape& c) {
   switch (c.command_code) {
     case cmd::StartAuthSession::kInfo.code:
       if (!c.salted) return name + " (unsalted)";
-      return name + (c.encrypted_salt_bytes > 100 ? " (RSA salt)" : " (ECC salt)");
+      return name + (c.rsa_salt() ? " (RSA salt)" : " (ECC salt)");
     case cmd::ContextLoad::kInfo.code:
     case cmd::ContextSave::kInfo.code:
     case cmd::FlushContext::kInfo.code:
-      return name + (is_object(c.context_handle) ? " (object)" : " (session)");
+      return name + (c.session_context() ? " (session)" : " (object)");
     case cmd::PcrExtend::kInfo.code:
       return name + (c.hmac_session ? " (HMAC session)" : " (password)");
     case cmd::PcrRead::kInfo.code:
@@ -93,7 +91,7 @@ std::string function_graph(const StrategyResult& s) {
   for (size_t i = 0; i < cmds.size(); ++i) {
     // Linux's tpm2_start_auth_session: ContextLoad(key), StartAuthSession, FlushContext(key).
     bool group = i + 2 < cmds.size() && cmds[i].shape.command_code == cmd::ContextLoad::kInfo.code &&
-                 is_object(cmds[i].shape.context_handle) &&
+                 !cmds[i].shape.session_context() &&
                  cmds[i + 1].shape.command_code == cmd::StartAuthSession::kInfo.code &&
                  cmds[i + 2].shape.command_code == cmd::FlushContext::kInfo.code;
     if (group) {
