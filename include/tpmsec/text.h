@@ -18,6 +18,9 @@ std::vector<std::string> split_list(std::string_view list);
 // `s` without leading and trailing white space (space, tab, CR, LF).
 std::string_view trim(std::string_view s);
 
+// `s` with ASCII letters in lower case (names, manufacturers: no locale).
+std::string ascii_lower(std::string_view s);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_TEXT_H_

@@ -21,7 +21,7 @@ std::string openmetrics_escape(std::string_view value) {
 
 namespace {
 
-std::string text_of(const nlohmann::json& tpm, const char* key) {
+std::string label_text(const nlohmann::json& tpm, const char* key) {
   auto it = tpm.find(key);
   if (it == tpm.end()) return "";
   if (it->is_string()) return it->get<std::string>();
@@ -48,8 +48,8 @@ std::string openmetrics_text(const nlohmann::json& tpm, std::string_view transpo
   bool is_emulated = emulated != tpm.end() && emulated->is_boolean() && emulated->get<bool>();
   std::string base = fmt::format(
       "manufacturer=\"{}\",vendor=\"{}\",firmware=\"{}\",transport=\"{}\",emulated=\"{}\"",
-      openmetrics_escape(text_of(tpm, "manufacturer")), openmetrics_escape(text_of(tpm, "vendor")),
-      openmetrics_escape(text_of(tpm, "firmware_version")), openmetrics_escape(transport),
+      openmetrics_escape(label_text(tpm, "manufacturer")), openmetrics_escape(label_text(tpm, "vendor")),
+      openmetrics_escape(label_text(tpm, "firmware_version")), openmetrics_escape(transport),
       is_emulated ? "true" : "false");
   std::string cmd = fmt::format("command=\"{}\"", openmetrics_escape(command));
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -68,12 +70,6 @@ struct Interval {
 
 std::string describe(const PolicyRule& r) { return fmt::format("rule '{}' (line {})", r.name, r.line); }
 
-std::string lower(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The earlier rules that could cover a later one, indexed by what covers()
 // requires first: a rule naming a manufacturer covers only rules naming the
 // same one (any case), and a literal vendor only the same vendor. So a policy
@@ -81,7 +77,7 @@ std::string lower(const std::string& s) {
 class CoverIndex {
  public:
   void add(const PolicyRule& rule, size_t index) {
-    Bucket& b = buckets_[rule.manufacturer ? "=" + lower(*rule.manufacturer) : std::string("*")];
+    Bucket& b = buckets_[rule.manufacturer ? "=" + ascii_lower(*rule.manufacturer) : std::string("*")];
     if (!rule.vendor || *rule.vendor == "*") {
       b.any_vendor.push_back(index);
     } else if (has_glob_characters(*rule.vendor)) {
@@ -100,7 +96,7 @@ class CoverIndex {
       }
     };
     std::vector<std::string> keys = {"*"};
-    if (later.manufacturer) keys.push_back("=" + lower(*later.manufacturer));
+    if (later.manufacturer) keys.push_back("=" + ascii_lower(*later.manufacturer));
     for (const std::string& key : keys) {
       auto it = buckets_.find(key);
       if (it == buckets_.end()) continue;

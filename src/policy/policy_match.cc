@@ -9,14 +9,10 @@
 #include <set>
 
 #include "tpmsec/policy.h"
+#include "tpmsec/text.h"
 
 namespace tpmsec {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string_view op_text(Condition::Op op) {
   switch (op) {
@@ -30,7 +26,7 @@ std::string_view op_text(Condition::Op op) {
 
 // Why `rule` does not match `facts`, or empty when it does.
 std::string mismatch(const PolicyRule& rule, const TpmFacts& facts) {
-  if (rule.manufacturer && lower(*rule.manufacturer) != lower(facts.manufacturer)) {
+  if (rule.manufacturer && ascii_lower(*rule.manufacturer) != ascii_lower(facts.manufacturer)) {
     return fmt::format("manufacturer '{}' is not '{}'", facts.manufacturer, *rule.manufacturer);
   }
   if (rule.vendor && !glob_match(*rule.vendor, facts.vendor)) {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "transport_limits.h"
 #include "socket_io.h"
 #include "tpmsec/transports.h"
 #include "tpmsec/wire.h"
@@ -19,8 +20,8 @@
 namespace tpmsec {
 namespace {
 
-constexpr size_t kMaxResponse = 64 * 1024;
-constexpr int kTimeoutMs = 120'000;
+using transport_limits::kMaxResponse;
+using transport_limits::kTimeoutMs;
 
 // Whether `fd` is one of the kernel's resource-managed TPM devices: its
 // character device belongs to the "tpmrm" class (/sys/dev/char/MAJ:MIN/subsystem),

@@ -2,6 +2,7 @@
 // (swtpm's tpm_ioctl protocol: big-endian u32 command, payload, u32 result).
 #include <fmt/format.h>
 
+#include "transport_limits.h"
 #include "socket_io.h"
 #include "startup.h"
 #include "tpmsec/constants.h"
@@ -12,8 +13,8 @@
 namespace tpmsec {
 namespace {
 
-constexpr int kTimeoutMs = 120'000;  // RSA key generation on slow TPMs takes tens of seconds
-constexpr uint32_t kMaxResponse = 64 * 1024;
+using transport_limits::kMaxResponse;
+using transport_limits::kTimeoutMs;
 constexpr uint32_t kCtrlInit = 2;  // CMD_INIT in swtpm's tpm_ioctl.h
 
 Result<io::Fd> connect_data(const SwtpmAddress& address) {

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "tpmsec/text.h"
+
 namespace tpmsec {
 
 std::optional<uint16_t> digest_size(uint16_t hash_alg) {
@@ -29,8 +31,7 @@ std::string_view hash_name(uint16_t hash_alg) {
 }
 
 std::optional<uint16_t> hash_from_name(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string lower = ascii_lower(name);
   for (uint16_t a : {alg::kSha1, alg::kSha256, alg::kSha384, alg::kSha512, alg::kSm3_256}) {
     if (hash_name(a) == lower) return a;
   }

@@ -1,5 +1,7 @@
 #include "tpmsec/text.h"
 
+#include <cctype>
+
 namespace tpmsec {
 
 bool glob_match(std::string_view pattern, std::string_view text) {
@@ -68,6 +70,12 @@ std::string_view trim(std::string_view s) {
   size_t start = s.find_first_not_of(kSpace);
   if (start == std::string_view::npos) return {};
   return s.substr(start, s.find_last_not_of(kSpace) - start + 1);
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace tpmsec
