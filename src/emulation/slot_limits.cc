@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
@@ -11,32 +12,33 @@
 namespace tpmsec {
 namespace {
 
-constexpr uint16_t kTagNoSessions = 0x8001;
-constexpr uint16_t kTagSessions = 0x8002;
+constexpr uint16_t kTagNoSessions = st::kNoSessions;
+constexpr uint16_t kTagSessions = st::kSessions;
 constexpr size_t kHeader = 10;
 
-// Command codes (Part 2 §6.5.2).
-constexpr uint32_t kCcStartAuthSession = 0x176;
-constexpr uint32_t kCcContextLoad = 0x161;
-constexpr uint32_t kCcContextSave = 0x162;
-constexpr uint32_t kCcStartup = 0x144;
-constexpr uint32_t kCcGetCapability = 0x17A;
+// Command codes: the command table's where it has them (commands.h).
+constexpr uint32_t kCcStartAuthSession = cmd::StartAuthSession::kInfo.code;
+constexpr uint32_t kCcContextLoad = cmd::ContextLoad::kInfo.code;
+constexpr uint32_t kCcContextSave = cmd::ContextSave::kInfo.code;
+constexpr uint32_t kCcStartup = cmd::Startup::kInfo.code;
+constexpr uint32_t kCcGetCapability = cmd::GetCapability::kInfo.code;
 constexpr uint32_t kObjectLoading[] = {
-    0x131,  // CreatePrimary
-    0x157,  // Load
-    0x167,  // LoadExternal
+    cmd::CreatePrimary::kInfo.code,
+    cmd::Load::kInfo.code,
+    0x167,  // LoadExternal (Part 2 §6.5.2; not sent by tpmsec)
     0x191,  // CreateLoaded
     0x186,  // HashSequenceStart
     0x15B,  // HMAC_Start (MAC_Start)
 };
-constexpr uint16_t kSuClear = 0x0000;
+constexpr uint16_t kSuClear = su::kClear;
 
-constexpr uint32_t kCapHandles = 0x00000001;
-constexpr uint32_t kCapTpmProperties = 0x00000006;
-constexpr uint32_t kFirstTransient = 0x80000000;
-constexpr uint32_t kFirstLoadedSession = 0x02000000;
-constexpr uint32_t kFirstSavedSession = 0x03000000;
-constexpr uint32_t kRcSessionHandles = 0x905;  // TPM_RC_SESSION_HANDLES
+constexpr uint32_t kCapHandles = cap::kHandles;
+constexpr uint32_t kCapTpmProperties = cap::kTpmProperties;
+constexpr uint32_t kFirstTransient = ht::kFirstTransient;
+constexpr uint32_t kFirstLoadedSession = ht::kFirstLoadedSession;
+// Saved sessions are listed with the policy-session type (TPM_HT_SAVED_SESSION = 0x03).
+constexpr uint32_t kFirstSavedSession = ht::kFirstPolicySession;
+constexpr uint32_t kRcSessionHandles = rc::kSessionHandles;
 
 // Handles asked for per GetCapability (libtpms answers TPM_RC_VALUE above its
 // MAX_CAP_HANDLES); more come in further rounds.

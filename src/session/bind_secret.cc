@@ -44,10 +44,7 @@ Result<std::optional<BindSecret>> BindStore::get(const std::string& tpm) const {
                                    file, tpm, tpm));
   };
   if (f["tpm"] != tpm) return bad();
-  std::optional<uint32_t> index;
-  if (const std::string& h = f["index"]; h.size() == 10 && h.rfind("0x", 0) == 0) {
-    if (auto v = from_hex(h.substr(2)); v.ok() && v->size() == 4) index = load_be32(v->data());
-  }
+  const std::optional<uint32_t> index = state_file::handle_value(f["index"]);
   auto secret = from_hex(f["secret"]);
   if (!index || !secret.ok() || secret->size() != kBindSecretBytes) return bad();
   BindSecret b;

@@ -71,9 +71,7 @@ Result<std::optional<PersistentSaltKey>> SaltKeyStore::get(const std::string& tp
   };
   if (f["tpm"] != tpm || (f["created"] != "0" && f["created"] != "1")) return bad();
   PersistentSaltKey k;
-  if (const std::string& h = f["handle"]; h.size() == 10 && h.rfind("0x", 0) == 0) {
-    if (auto v = from_hex(h.substr(2)); v.ok() && v->size() == 4) k.handle = load_be32(v->data());
-  }
+  k.handle = state_file::handle_value(f["handle"]).value_or(0);
   auto pub_bytes = from_hex(f["public"]);
   if (!persistent(k.handle) || !pub_bytes.ok()) return bad();
   auto pub = unmarshal_exact<Public>(*pub_bytes, "kept salt key");

@@ -16,12 +16,20 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/text.h"
+#include "tpmsec/wire.h"
 
 namespace tpmsec::state_file {
 
 std::string tpm_id(const std::string& tpm) {
   auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
   return digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
+}
+
+std::optional<uint32_t> handle_value(const std::string& text) {
+  if (text.size() != 10 || text.rfind("0x", 0) != 0) return std::nullopt;
+  auto v = from_hex(text.substr(2));
+  if (!v.ok() || v->size() != 4) return std::nullopt;
+  return load_be32(v->data());
 }
 
 Result<std::string> read(const std::string& path, bool* missing) {

@@ -4,7 +4,9 @@
 #ifndef TPMSEC_SRC_SESSION_STATE_FILE_H_
 #define TPMSEC_SRC_SESSION_STATE_FILE_H_
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "tpmsec/result.h"
@@ -26,6 +28,8 @@ Status write_private(const std::string& dir, const std::string& path, const std:
 // The file name of what is kept for TPM string `tpm` (which can hold any
 // character): the first 16 bytes of its SHA-256, in hex.
 std::string tpm_id(const std::string& tpm);
+// A handle as kept files write it ("0x81000001"); none if it is not one.
+std::optional<uint32_t> handle_value(const std::string& text);
 // Removes `path`; true when it existed.
 Result<bool> remove(const std::string& path);
 
