@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -258,7 +259,19 @@ class InterposerTest : public ::testing::Test {
     proxy_->wait_idle();
     return r;
   }
-  std::vector<std::string> env() const { return {"TPMSEC_STATE_DIR=" + state_dir_}; }
+  std::vector<std::string> env() const {
+    std::vector<std::string> e{"TPMSEC_STATE_DIR=" + state_dir_};
+    e.insert(e.end(), extra_env_.begin(), extra_env_.end());
+    return e;
+  }
+  // A policy whose only rule has `null_key = "recreate"`: every session's
+  // null key comes from a CreatePrimary held to the pin, none from a kept context.
+  void use_recreating_policy() {
+    const std::string path = state_dir_ + "/recreate.toml";
+    std::ofstream(path) << "schema = \"tpmsec-policy/1\"\n[[rule]]\nname = \"recreate\"\nextend = \"resident\"\n"
+                           "null_key = \"recreate\"\nreason = \"test: the null key is created afresh\"\n";
+    extra_env_ = {"TPMSEC_POLICY=" + path};
+  }
 
   // PCR 16 as hex, read straight from swtpm.
   std::string pcr() {
@@ -309,6 +322,7 @@ class InterposerTest : public ::testing::Test {
   static Bytes* genuine_name_;
   std::unique_ptr<Interposer> proxy_;
   std::string state_dir_;
+  std::vector<std::string> extra_env_;
 };
 
 SwtpmProcess* InterposerTest::swtpm_ = nullptr;
@@ -420,6 +434,25 @@ TEST_F(NullKeySubstitution, RefusedAgainstAGenuineTofuPin) {
   ASSERT_NO_FATAL_FAILURE(establish_tofu_pin());
   proxy_->set_rule(attacker_->rule());
   expect_refused({"--tofu"}, kExitIntegrity);
+  EXPECT_EQ(attacker_->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
+}
+
+// Where the policy has the null key created afresh for each session
+// (null_key = "recreate": no kept context), each CreatePrimary is held to
+// the pin as the first one is: the attacker's key is refused every time,
+// against a given name and against this boot's TOFU pin, with or without a
+// key kept by an earlier genuine run.
+TEST_F(NullKeySubstitution, RefusedWhenTheKeyIsCreatedAfreshForEachSession) {
+  use_recreating_policy();
+  expect_refused({"--null-name", genuine_name_hex()}, kExitIntegrity);
+  ASSERT_NO_FATAL_FAILURE(establish_tofu_pin());
+  proxy_->set_rule(nullptr);
+  auto genuine = through_proxy(extend_args("", {"--tofu"}));  // keeps nothing to load: a fresh key each time
+  ASSERT_EQ(genuine.exit_code, 0) << describe(genuine);
+  expect_no_handles("a genuine extend with the key created afresh");
+  proxy_->set_rule(attacker_->rule());
+  expect_refused({"--tofu"}, kExitIntegrity);
+  EXPECT_GT(attacker_->counters().keys_substituted, 0u);
   EXPECT_EQ(attacker_->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
 }
 

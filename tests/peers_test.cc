@@ -123,10 +123,14 @@ TEST_F(Peers, EveryPeerOnSlb9670AndTpmsecLowestAmongProtected) {
   // A provisioned batch's first extend (an unsalted bound session, no null key) beats Linux's too.
   // (Without a bind secret it does not: docs/performance.md, "Peers side by side".)
   EXPECT_LE(rows["tpmsec batch provisioned"].first_ms, best_stream_first + 0.005) << r.out;
-  // Checkpoint (detection) within 1.05 of the unprotected baseline, its audited read every 100 included.
+  // Checkpoint (detection) within 1.05 of the unprotected baseline. Its audited
+  // reads come at the start, at the end and every 350 extends on this chip
+  // (the policy's checkpoint_every): the 1-extend run has two of them.
   EXPECT_LE(rows["tpmsec batch checkpoint"].steady_ms, 1.05 * best_unprotected) << r.out;
-  EXPECT_GT(rows["tpmsec batch checkpoint"].steady_ms, best_unprotected) << "the audited read was not counted\n"
-                                                                         << r.out;
+  EXPECT_GE(rows["tpmsec batch checkpoint"].steady_ms, best_unprotected) << r.out;
+  EXPECT_GT(rows["tpmsec batch checkpoint"].first_ms, rows["tpm2_pcrextend"].first_ms + 2 * 22.0)
+      << "the audited reads were not counted\n"
+      << r.out;
   EXPECT_NE(r.out.find("verdict: tpmsec one-shot: first lowest"), std::string::npos) << r.out;
   // Nothing left behind: the script's temporary directory (its servers stopped with it).
   EXPECT_TRUE(fs::is_empty(tmp_)) << "left in " << tmp_;

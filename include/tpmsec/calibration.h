@@ -24,6 +24,22 @@ namespace tpmsec {
 // cost's range: the same sum on the profile at its low and high ends
 // (profile_at), and its part from E values (estimated_part).
 StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpoint_every = 100);
+// The share of a checkpoint stream's cost its audited reads may take: the
+// interval tuning_from_profile() chooses keeps them within it, so a checkpoint
+// batch costs at most ~1 % over plain extends (issue: <= 1.05 x plain).
+inline constexpr double kCheckpointReadShare = 0.01;
+// How sessions are best run on the profile's chip (policy.h, SessionTuning):
+//   null_key          recreate when CreatePrimary of the `salt` kind costs less
+//                     than a ContextLoad of the kept key, else reload;
+//   checkpoint_every  the smallest N whose audited read (PCR_Read + the HMAC
+//                     session's cost) over N extends stays within
+//                     kCheckpointReadShare of a plain extend.
+SessionTuning tuning_from_profile(const LatencyProfile& profile, SaltKind salt);
+// One line saying why, with the figures: "null key: recreate (CreatePrimary
+// 11.60 ms < ContextLoad 36.00 ms); checkpoint every 733 (audited read 22.0 ms
+// over 733 extends <= 1% of plain 3.00 ms)".
+std::string tuning_reason(const LatencyProfile& profile, SaltKind salt);
+
 // From a bench run: steady-state medians (checkpoint: the mean, its cost is amortized).
 StrategyCosts costs_from_bench(const BenchResult& result, const std::string& source);
 // From `tpmsec bench --json` output; errors name `origin`.

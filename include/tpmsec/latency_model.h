@@ -205,6 +205,11 @@ struct ExtendFigures {
   double saved_context_ms = 0;
   double audited_read_ms = 0;   // PCR_Read + hmac_session (a checkpoint's read)
   double start_session_ms = 0;  // StartAuthSession.ecc
+  // Getting the null key loaded for a session: ContextLoad of its saved
+  // context, or a fresh CreatePrimary (ECC, RSA).
+  double reload_null_key_ms = 0;      // ContextLoad.object
+  double create_null_key_ms = 0;      // CreatePrimary.ecc
+  double create_null_key_rsa_ms = 0;  // CreatePrimary.rsa
 };
 ExtendFigures extend_figures(const LatencyProfile& profile);
 

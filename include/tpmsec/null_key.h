@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "tpmsec/scoped_handle.h"
 #include "tpmsec/structures.h"
@@ -21,6 +22,18 @@
 namespace tpmsec {
 
 enum class SaltKind { kEcc, kRsa };
+
+// How a session gets the null key loaded: ContextLoad of its saved context
+// (Linux's way: 37 ms against 219 ms for CreatePrimary on an SLB9670), or a
+// fresh CreatePrimary held to the pinned name, where the chip creates the key
+// faster than it loads a context (AMD fTPM: 11.6 against 36 ms). Either way
+// the salt is encrypted to the pinned public area, so only a TPM holding the
+// pinned key's private part can read it: the choice is one of cost only.
+// The policy decides it per TPM model (policy.h, `null_key`), for the ECC
+// key; an RSA null key (a TPM without P-256) is always reloaded, since RSA
+// key generation takes seconds on every chip.
+enum class NullKeyLoad { kReload, kRecreate };
+std::string_view null_key_load_name(NullKeyLoad load);  // "reload", "recreate"
 
 // The TPMT_PUBLIC template of the null primary.
 Public null_key_template(SaltKind kind);
@@ -43,11 +56,19 @@ class NullKey {
   // "the kernel's pin /sys/class/tpm/tpm0/null_name"), with what to do.
   static Result<NullKey> create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name = std::nullopt,
                                 const std::string& pin_origin = "");
+  // The same for NullKeyLoad::kRecreate: the key stays loaded in `loaded`
+  // for its first use (no ContextSave, no FlushContext), and every later
+  // load() creates it again and holds it to the name.
+  static Result<NullKey> create_loaded(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name,
+                                       const std::string& pin_origin, ScopedHandle* loaded);
 
   // Loads the key for use (ContextLoad of the saved context). When the TPM
   // refuses the context (a TPM Reset invalidates it) the key is recreated and
   // its name compared with the pinned one: a different name is kIntegrity.
+  // A key made by create_loaded() is created again instead, and held to its
+  // name the same way.
   Result<ScopedHandle> load(Tpm& tpm);
+  NullKeyLoad load_mode() const { return load_; }
 
   // After a TPM Reset the user explicitly accepts: recreate and pin the new name.
   Status repin(Tpm& tpm);
@@ -83,7 +104,9 @@ class NullKey {
 
  private:
   // CreatePrimary + checks; returns the loaded handle.
-  Result<ScopedHandle> create_loaded(Tpm& tpm, Bytes* name, Public* out_public);
+  Result<ScopedHandle> create_checked(Tpm& tpm, Bytes* name, Public* out_public);
+  // create_checked, then the name must be name_ (or, restored without a pin, becomes it).
+  Result<ScopedHandle> recreate(Tpm& tpm);
   Status save_and_flush(Tpm& tpm, ScopedHandle handle);
 
   SaltKind kind_ = SaltKind::kEcc;
@@ -92,6 +115,7 @@ class NullKey {
   Context context_;
   bool accept_new_name_ = false;  // restored without a pin
   bool changed_ = false;
+  NullKeyLoad load_ = NullKeyLoad::kReload;
 };
 
 }  // namespace tpmsec

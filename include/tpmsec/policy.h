@@ -15,6 +15,8 @@
 //   other = "per-command"
 //   fallback = "resident"          # when the floor keeps prevention (below)
 //   trust_timings = true           # may lower protection on timings measured over a bus
+//   null_key = "recreate"          # how sessions load the null key (SessionTuning)
+//   checkpoint_every = 350         # checkpoint: an audited read every N extends
 //   reason = "..."
 //   source = "..."
 //
@@ -86,6 +88,19 @@ std::string_view strategy_gives_up(StrategyKind kind);
 //   "tpmsec: strategy plain (operator's --strategy): extends are not protected ..."
 std::string weak_strategy_notice(StrategyKind kind, std::string_view chosen_by);
 
+// How the chosen strategy's sessions are run on a TPM model. Cost only, never
+// protection, so a rule matched on an identity read without authentication
+// may set them (an interposer that steers them changes what a run costs, not
+// what it protects). `policy derive` writes them from each profile's figures.
+struct SessionTuning {
+  // ContextLoad of the kept null key, or CreatePrimary held to the pin,
+  // whichever the chip does faster (null_key.h).
+  NullKeyLoad null_key = NullKeyLoad::kReload;
+  // checkpoint: an audited PCR read every N extends (0: only at the end).
+  // The default where no rule says: every 100.
+  uint32_t checkpoint_every = 100;
+};
+
 struct PolicyRule {
   std::string name;
   size_t line = 0;  // where the rule starts in its file
@@ -103,6 +118,9 @@ struct PolicyRule {
   // (a bench result, a calibration) may lower protection, although an
   // interposer that delays responses can inflate them.
   bool trust_timings = false;
+  // SessionTuning for this TPM; unset keys keep SessionTuning's defaults.
+  std::optional<NullKeyLoad> null_key;
+  std::optional<uint32_t> checkpoint_every;
   std::string reason;
   std::string source;
 
@@ -182,6 +200,8 @@ struct PolicyDecision {
   const PolicyRule* rule = nullptr;  // the first rule that matched
   StrategyKind extend = StrategyKind::kResident;
   StrategyKind other = StrategyKind::kPerCommand;
+  // The matched rule's tuning (SessionTuning's defaults where it says nothing).
+  SessionTuning tuning;
   std::vector<RuleVerdict> verdicts;  // every rule up to and including the match
   // The facts the decision rests on: "policy FILE (operator's)", "manufacturer,
   // vendor, firmware (read without authentication)", "extend_hmac_ms (...)".

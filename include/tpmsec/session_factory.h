@@ -46,6 +46,10 @@ struct ProtectionConfig {
   // a CreatePrimary when its name is the pinned one, or, with no pin, on an
   // in_process() TPM; ignored otherwise.
   std::optional<NullKey::Snapshot> kept_null_key;
+  // How sessions get the null key loaded (null_key.h): the policy's choice
+  // for this TPM model. kRecreate (ECC only) ignores kept_null_key: a
+  // CreatePrimary held to the pin needs no saved context.
+  NullKeyLoad null_key_load = NullKeyLoad::kReload;
   // A provisioned bind secret (bind_secret.h): sessions are then unsalted
   // and bound to its NV index; the secret is their anchor, so no salt key is
   // created or trusted. Takes the place of the salt-key anchors above.
@@ -110,6 +114,9 @@ class SessionFactory {
   // At most one of these: the key every session is salted to.
   std::optional<NullKey> null_key_;
   std::optional<EkKey> ek_key_;
+  // NullKeyLoad::kRecreate: the key create() made, still loaded, for the
+  // first session (then flushed by it, or here if no session starts).
+  ScopedHandle loaded_null_key_;
 };
 
 }  // namespace tpmsec

@@ -107,6 +107,9 @@ TpmFacts OpenTpm::facts() const { return measured ? facts_of(*measured) : facts_
 void OpenTpm::keep(const SessionFactory* factory) {
   if (!cache || !factory || !factory->null_key()) return;
   const NullKey& key = *factory->null_key();
+  // A key created afresh for each session (NullKeyLoad::kRecreate) has no
+  // context to keep.
+  if (key.load_mode() == NullKeyLoad::kRecreate) return;
   // A kept key the TPM refused: it was reset or is another TPM, so what was
   // kept of its capabilities is read afresh next time too.
   if (key.changed()) (void)cache->drop_info();

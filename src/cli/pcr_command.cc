@@ -27,6 +27,7 @@ struct PcrOptions {
   bool force_pcr = false;
   std::string protect;
   uint32_t checkpoint_every = StreamOptions{}.checkpoint_every;
+  CLI::Option* checkpoint_every_option = nullptr;  // given: wins over the policy's
   ProtectionOptions protection;
   StrategyOption strategy;
   ProgressFlags progress;  // extend -
@@ -159,9 +160,10 @@ void register_pcr(CLI::App& app, Action* action) {
                   "Digest as hex, the bank's size (64 hex digits for sha256); - reads one digest per line from "
                   "standard input (blank lines and # comments skipped) and extends them all through one stream")
       ->required();
-  ext->add_option("--checkpoint-every", extend->checkpoint_every,
-                  "checkpoint strategy, with DIGEST -: an audited read every N extends (0: only at the end)")
-      ->capture_default_str();
+  extend->checkpoint_every_option = ext->add_option(
+      "--checkpoint-every", extend->checkpoint_every,
+      "checkpoint strategy, with DIGEST -: an audited read every N extends (0: only at the end; default: the "
+      "policy's checkpoint_every for this TPM, else 100)");
   extend->progress.add_to(ext);
   ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
   ext->add_flag("--force-pcr", extend->force_pcr,
@@ -201,7 +203,8 @@ void register_pcr(CLI::App& app, Action* action) {
         options.protection.kept_null_key = t.open.cache->null_key(
             options.protection.salt ? *options.protection.salt : choose_salt(t.open.info()));
       }
-      Result<StrategyKind> resolved = choice.resolve(t.open, options.protection);
+      SessionTuning tuning;
+      Result<StrategyKind> resolved = choice.resolve(t.open, options.protection, &tuning);
       if (!resolved.ok()) {
         // An audited identity read that contradicts the kept plain one: keep
         // nothing of this boot's reads, so the next run reads afresh.
@@ -211,6 +214,8 @@ void register_pcr(CLI::App& app, Action* action) {
         return resolved.error();
       }
       const StrategyKind kind = *resolved;
+      options.protection.null_key_load = tuning.null_key;
+      if (extend->checkpoint_every_option->count() == 0) options.checkpoint_every = tuning.checkpoint_every;
       if (kind == StrategyKind::kPlain) {
         // No session: a pin the user gave is checked anyway, never ignored.
         TPMSEC_RETURN_IF_ERROR(

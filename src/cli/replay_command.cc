@@ -103,7 +103,9 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_RETURN_IF_ERROR(check_pcr(tpm->info, bank, o.pcr));
   ReplayOptions ro;
   TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
-  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, ro.protection));
+  SessionTuning tuning;
+  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, ro.protection, &tuning));
+  ro.protection.null_key_load = tuning.null_key;
   ro.strategy = kind;
   ro.pcr = o.pcr;
   ro.bank = bank;
@@ -182,7 +184,9 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
   TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
-  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection));
+  SessionTuning tuning;
+  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection, &tuning));
+  protection.null_key_load = tuning.null_key;
   if (!log->spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log->spec_id_note);
   fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
              log->format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "tpmsec/policy.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/strategy.h"
 
@@ -26,12 +27,18 @@ struct StrategyOption {
   // session from `protection` (decide_on_tpm). On stderr: plain or checkpoint
   // named with what it gives up; a rule the floor overruled, and why; with
   // --verbose, the rule that decided and the facts it rests on.
-  Result<StrategyKind> resolve(const OpenTpm& tpm, const ProtectionConfig& protection) const;
-  Result<StrategyKind> resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection) const;
+  // `tuning`, when given, gets the matched rule's SessionTuning (policy.h):
+  // with --strategy too, from the rule the plain identity matches (it is
+  // cost only); the defaults when the policy cannot be read and only
+  // $TPMSEC_POLICY or the shipped one was in question.
+  Result<StrategyKind> resolve(const OpenTpm& tpm, const ProtectionConfig& protection,
+                               SessionTuning* tuning = nullptr) const;
+  Result<StrategyKind> resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection,
+                               SessionTuning* tuning = nullptr) const;
 
  private:
-  Result<StrategyKind> resolve(TpmFacts facts, Tpm& tpm, const TpmInfo& info,
-                               const ProtectionConfig& protection) const;
+  Result<StrategyKind> resolve(TpmFacts facts, Tpm& tpm, const TpmInfo& info, const ProtectionConfig& protection,
+                               SessionTuning* tuning) const;
 };
 
 // "all" or a comma-separated list of strategy names.

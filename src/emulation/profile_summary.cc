@@ -48,6 +48,9 @@ ExtendFigures extend_figures(const LatencyProfile& p) {
   f.saved_context_ms = mean(p, "ContextLoad.session") + f.hmac_ms + mean(p, "ContextSave.session");
   f.audited_read_ms = mean(p, "PCR_Read") + p.hmac_session.ms;
   f.start_session_ms = mean(p, "StartAuthSession.ecc");
+  f.reload_null_key_ms = mean(p, "ContextLoad.object");
+  f.create_null_key_ms = mean(p, "CreatePrimary.ecc");
+  f.create_null_key_rsa_ms = mean(p, "CreatePrimary.rsa");
   return f;
 }
 

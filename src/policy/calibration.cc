@@ -45,6 +45,36 @@ StrategyCosts costs_from_profile(const LatencyProfile& profile, uint32_t checkpo
   return c;
 }
 
+namespace {
+
+double null_key_create_ms(const ExtendFigures& f, SaltKind salt) {
+  return salt == SaltKind::kRsa ? f.create_null_key_rsa_ms : f.create_null_key_ms;
+}
+
+}  // namespace
+
+SessionTuning tuning_from_profile(const LatencyProfile& profile, SaltKind salt) {
+  const ExtendFigures f = extend_figures(profile);
+  SessionTuning t;
+  t.null_key = null_key_create_ms(f, salt) < f.reload_null_key_ms ? NullKeyLoad::kRecreate : NullKeyLoad::kReload;
+  const double allowed = kCheckpointReadShare * f.plain_ms;
+  if (allowed > 0 && f.audited_read_ms > 0) {
+    t.checkpoint_every = static_cast<uint32_t>(std::min(1e6, std::ceil(f.audited_read_ms / allowed)));
+  }
+  return t;
+}
+
+std::string tuning_reason(const LatencyProfile& profile, SaltKind salt) {
+  const ExtendFigures f = extend_figures(profile);
+  const SessionTuning t = tuning_from_profile(profile, salt);
+  const double create = null_key_create_ms(f, salt);
+  return fmt::format(
+      "null key: {} (CreatePrimary {:.2f} ms {} ContextLoad {:.2f} ms); checkpoint every {} (an audited read of "
+      "{:.2f} ms over {} extends is at most {:.0f}% of plain {:.2f} ms)",
+      null_key_load_name(t.null_key), create, create < f.reload_null_key_ms ? "<" : ">=", f.reload_null_key_ms,
+      t.checkpoint_every, f.audited_read_ms, t.checkpoint_every, kCheckpointReadShare * 100, f.plain_ms);
+}
+
 StrategyCosts costs_from_bench(const BenchResult& result, const std::string& source) {
   StrategyCosts c = strategy_costs(result);
   for (const PrimitiveResult& p : result.primitives) {

@@ -27,11 +27,18 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
                                   const std::string& command, ProtectionFloor floor) {
   std::vector<PolicyRule> rules;
   for (const LatencyProfile& p : profiles) {
-    StrategyCosts costs = costs_from_profile(p);
+    const TpmInfo info = emulated_info(p, TpmInfo{}).info;
+    // ECC: the salt of every chip a profile describes (and of the emulation).
+    const SessionTuning tuning = tuning_from_profile(p, SaltKind::kEcc);
+    StrategyCosts costs = costs_from_profile(p, tuning.checkpoint_every);
     Calibration c = choose_strategy(costs, budget_ms, floor);
-    TpmFacts facts = facts_from_info(emulated_info(p, TpmInfo{}).info);
-    std::string source = fmt::format("profile {} ({}): {}; `tpmsec profiles show {}`", p.id, p.name, figures(costs), p.id);
-    rules.push_back(rule_for(p.id, facts, c, source));
+    TpmFacts facts = facts_from_info(info);
+    std::string source = fmt::format("profile {} ({}): {}; {}; `tpmsec profiles show {}`", p.id, p.name,
+                                     figures(costs), tuning_reason(p, SaltKind::kEcc), p.id);
+    PolicyRule rule = rule_for(p.id, facts, c, source);
+    rule.null_key = tuning.null_key;
+    rule.checkpoint_every = tuning.checkpoint_every;
+    rules.push_back(std::move(rule));
   }
   std::stable_sort(rules.begin(), rules.end(),
                    [](const PolicyRule& a, const PolicyRule& b) { return specificity(a) > specificity(b); });

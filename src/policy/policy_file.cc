@@ -16,6 +16,8 @@ namespace tpmsec {
 namespace {
 
 constexpr std::string_view kSchema = "tpmsec-policy/1";
+// A checkpoint at least every million extends: beyond, the end's check is the only one anyway.
+constexpr int64_t kMaxCheckpointEvery = 1000000;
 
 class PolicyReader {
  public:
@@ -118,13 +120,25 @@ class PolicyReader {
         const auto* b = node.as_boolean();
         if (!b) return error(line, "'trust_timings' must be true or false");
         rule.trust_timings = b->get();
+      } else if (k == "null_key") {
+        TPMSEC_ASSIGN_OR_RETURN(std::string how, string_of(node, k));
+        if (how == "reload") rule.null_key = NullKeyLoad::kReload;
+        else if (how == "recreate") rule.null_key = NullKeyLoad::kRecreate;
+        else return error(line, fmt::format("'null_key' must be \"reload\" or \"recreate\", got '{}'", how));
+      } else if (k == "checkpoint_every") {
+        const auto* n = node.as_integer();
+        if (!n || n->get() < 0 || n->get() > kMaxCheckpointEvery) {
+          return error(line, fmt::format("'checkpoint_every' must be a whole number from 0 (only at the end) to {}",
+                                         kMaxCheckpointEvery));
+        }
+        rule.checkpoint_every = static_cast<uint32_t>(n->get());
       } else if (k == "reason") {
         TPMSEC_ASSIGN_OR_RETURN(rule.reason, string_of(node, k));
       } else if (k == "source") {
         TPMSEC_ASSIGN_OR_RETURN(rule.source, string_of(node, k));
       } else {
         return error(line, fmt::format("unknown key '{}' in a rule (known: name, manufacturer, vendor, firmware_min, "
-                                       "firmware_max, when, extend, other, fallback, trust_timings, reason, source)",
+                                       "firmware_max, when, extend, other, fallback, trust_timings, null_key, checkpoint_every, reason, source)",
                                        k));
       }
     }
@@ -222,6 +236,8 @@ std::string to_toml(const PolicyRule& r) {
   out += fmt::format("other = \"{}\"\n", strategy_name(r.other));
   if (r.fallback) out += fmt::format("fallback = \"{}\"\n", strategy_name(*r.fallback));
   if (r.trust_timings) out += "trust_timings = true\n";
+  if (r.null_key) out += fmt::format("null_key = \"{}\"\n", null_key_load_name(*r.null_key));
+  if (r.checkpoint_every) out += fmt::format("checkpoint_every = {}\n", *r.checkpoint_every);
   out += fmt::format("reason = {}\n", toml_string(r.reason));
   if (!r.source.empty()) out += fmt::format("source = {}\n", toml_string(r.source));
   return out;

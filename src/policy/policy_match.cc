@@ -184,6 +184,8 @@ PolicyDecision decide(const Policy& policy, const TpmFacts& facts) {
       d.rule = &rule;
       d.extend = rule.extend;
       d.other = rule.other;
+      if (rule.null_key) d.tuning.null_key = *rule.null_key;
+      if (rule.checkpoint_every) d.tuning.checkpoint_every = *rule.checkpoint_every;
       break;
     }
   }

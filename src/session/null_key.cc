@@ -69,7 +69,7 @@ Result<Bytes> parse_null_name(const std::string& hex_or_path) {
   return name;
 }
 
-Result<ScopedHandle> NullKey::create_loaded(Tpm& tpm, Bytes* name, Public* out_public) {
+Result<ScopedHandle> NullKey::create_checked(Tpm& tpm, Bytes* name, Public* out_public) {
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kNull);
   c.in_public.public_area = null_key_template(kind_);
@@ -103,39 +103,60 @@ Status NullKey::save_and_flush(Tpm& tpm, ScopedHandle handle) {
   return handle.flush();
 }
 
-Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name,
-                                const std::string& pin_origin) {
+std::string_view null_key_load_name(NullKeyLoad load) {
+  return load == NullKeyLoad::kRecreate ? "recreate" : "reload";
+}
+
+Result<NullKey> NullKey::create_loaded(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name,
+                                       const std::string& pin_origin, ScopedHandle* loaded) {
   NullKey key;
   key.kind_ = kind;
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, key.create_loaded(tpm, &key.name_, &key.public_));
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, key.create_checked(tpm, &key.name_, &key.public_));
   if (pinned_name && *pinned_name != key.name_) {
     return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM){}",
                                        to_hex(key.name_), to_hex(*pinned_name),
                                        pin_origin.empty() ? "" : "; pinned by " + pin_origin)).with_reason(ErrorReason::kNullKeyChanged);
   }
-  TPMSEC_RETURN_IF_ERROR(key.save_and_flush(tpm, std::move(handle)));
+  if (loaded) {
+    key.load_ = NullKeyLoad::kRecreate;
+    *loaded = std::move(handle);
+  } else {
+    TPMSEC_RETURN_IF_ERROR(key.save_and_flush(tpm, std::move(handle)));
+  }
   return key;
 }
 
-Result<ScopedHandle> NullKey::load(Tpm& tpm) {
-  auto loaded = tpm.run(cmd::ContextLoad{context_});
-  if (loaded.ok()) return ScopedHandle(tpm, loaded->loaded_handle);
-  if (loaded.error().kind() != ErrorKind::kTpm) return loaded.error();
-  // The context no longer loads (TPM_RC_INTEGRITY after a reset): recreate
-  // and insist on the pinned name.
+Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name,
+                                const std::string& pin_origin) {
+  return create_loaded(tpm, kind, std::move(pinned_name), pin_origin, nullptr);
+}
+
+Result<ScopedHandle> NullKey::recreate(Tpm& tpm) {
   Bytes name;
   Public pub;
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_loaded(tpm, &name, &pub));
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_checked(tpm, &name, &pub));
   if (name != name_ && accept_new_name_) {
     // A restored snapshot of an in-process TPM that was reset since: no bus,
     // so the new key is the TPM's own.
     name_ = name;
     public_ = pub;
+    changed_ = true;
   } else if (name != name_) {
     return integrity_error(fmt::format("null key name changed: pinned {}, TPM now has {} (TPM reset or substituted "
                                        "TPM; re-pin explicitly if the reset was yours)",
                                        to_hex(name_), to_hex(name))).with_reason(ErrorReason::kNullKeyChanged);
   }
+  return handle;
+}
+
+Result<ScopedHandle> NullKey::load(Tpm& tpm) {
+  if (load_ == NullKeyLoad::kRecreate) return recreate(tpm);
+  auto loaded = tpm.run(cmd::ContextLoad{context_});
+  if (loaded.ok()) return ScopedHandle(tpm, loaded->loaded_handle);
+  if (loaded.error().kind() != ErrorKind::kTpm) return loaded.error();
+  // The context no longer loads (TPM_RC_INTEGRITY after a reset): recreate
+  // and insist on the pinned name.
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, recreate(tpm));
   TPMSEC_ASSIGN_OR_RETURN(auto saved, tpm.run(cmd::ContextSave{named(handle.get())}));
   context_ = saved.context;
   changed_ = true;
@@ -160,8 +181,9 @@ Result<NullKey> NullKey::restore(const Snapshot& snapshot, bool pinned) {
 }
 
 Status NullKey::repin(Tpm& tpm) {
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_loaded(tpm, &name_, &public_));
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_checked(tpm, &name_, &public_));
   changed_ = true;
+  if (load_ == NullKeyLoad::kRecreate) return handle.flush();
   return save_and_flush(tpm, std::move(handle));
 }
 

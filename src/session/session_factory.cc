@@ -69,6 +69,14 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
   } else if (!config.unsalted) {
     SaltKind kind = config.salt ? *config.salt : (info ? choose_salt(*info) : SaltKind::kEcc);
     f->config_.salt = kind;
+    // RSA keys take seconds to generate on every chip: reloaded always.
+    if (config.null_key_load == NullKeyLoad::kRecreate && kind == SaltKind::kEcc) {
+      TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create_loaded(tpm, kind, config.pinned_null_name, config.pin_origin,
+                                                                  &f->loaded_null_key_));
+      if (!config.pinned_null_name && config.on_first_use) TPMSEC_RETURN_IF_ERROR(config.on_first_use(key.name()));
+      f->null_key_ = std::move(key);
+      return f;
+    }
     if (std::optional<NullKey> kept = usable_kept_key(tpm, config, kind)) {
       f->null_key_ = std::move(*kept);
       return f;
@@ -119,9 +127,14 @@ namespace {
 
 // StartAuthSession salted to `salt_key` (a NullKey or an EkKey: anything
 // with load(), named() and public_area()), loaded for just this command.
+// `loaded`: the key already loaded (its first use after a CreatePrimary).
 template <class SaltKey>
-Result<std::unique_ptr<HmacSession>> start_salted(Tpm& tpm, SaltKey& salt_key, SessionOptions options) {
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle key, salt_key.load(tpm));
+Result<std::unique_ptr<HmacSession>> start_salted(Tpm& tpm, SaltKey& salt_key, SessionOptions options,
+                                                  ScopedHandle loaded = {}) {
+  ScopedHandle key = std::move(loaded);
+  if (!key) {
+    TPMSEC_ASSIGN_OR_RETURN(key, salt_key.load(tpm));
+  }
   NamedHandle key_handle = salt_key.named(key.get());
   options.tpm_key = &key_handle;
   options.tpm_key_public = &salt_key.public_area();
@@ -155,7 +168,7 @@ Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t att
     return HmacSession::start(*tpm_, options);
   }
   if (ek_key_) return start_salted(*tpm_, *ek_key_, options);
-  if (null_key_) return start_salted(*tpm_, *null_key_, options);
+  if (null_key_) return start_salted(*tpm_, *null_key_, options, std::move(loaded_null_key_));
   return HmacSession::start(*tpm_, options);
 }
 
