@@ -1072,6 +1072,11 @@ TEST(PolicyCli, ShowExplainsTheDecisionForEachProfile) {
     Calibration c = choose_strategy(costs_from_profile(profile), kDefaultBudgetMs);
     EXPECT_NE(decision_line(r.out).find(fmt::format("PCR extends: {} ", strategy_name(c.extend))), std::string::npos)
         << profile.id << ": " << r.out;
+    const SessionTuning t = tuning_from_profile(profile, SaltKind::kEcc);
+    EXPECT_NE(r.out.find(fmt::format("sessions    null key {}, checkpoint every {};", null_key_load_name(t.null_key),
+                                     t.checkpoint_every)),
+              std::string::npos)
+        << profile.id << ": " << r.out;
   }
 }
 

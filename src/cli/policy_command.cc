@@ -150,6 +150,9 @@ void register_show(CLI::App* policy, Action* action) {
                    d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
       }
       fmt::print("{:<12}{}\n", "reason", d.rule->reason);
+      fmt::print("{:<12}null key {}, checkpoint every {}{}; cost only (docs/policy.md, \"Session tuning\")\n",
+                 "sessions", null_key_load_name(d.tuning.null_key), d.tuning.checkpoint_every,
+                 d.rule->null_key || d.rule->checkpoint_every ? "" : ": the defaults, the rule says nothing");
       if (std::optional<LatencyProfile> profile = decision_profile(open, *d.rule)) {
         StrategyCosts model = costs_from_profile(*profile);
         std::vector<std::string> figures;
