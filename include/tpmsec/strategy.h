@@ -12,7 +12,8 @@
 //
 // Error codes are not authenticated, so after a failure whose outcome is
 // unknown an extend stream learns through an audit-authenticated PCR read
-// whether the extend landed before it retries. That alone is not enough: an
+// whether the extend landed before it retries (a stream with
+// StreamOptions::recover; one without retires the session and stops). That alone is not enough: an
 // interposer can withhold the PCR_Extend (answering it with an error) and the
 // FlushContext of its session (answering success), then replay the withheld
 // command after the retry landed; the session is still in the TPM and the

@@ -160,8 +160,9 @@ Status ExtendStream::extend_once(ByteView digest, Last last, uint32_t* session_h
     // The stream's last extend ends its session: the TPM flushes it when the
     // extend succeeds, and the session (whose verified response says so)
     // lets go of its handle, so release() keeps nothing and finish() flushes
-    // nothing. A failed extend leaves it in the TPM, and invalidate() below
-    // flushes it as usual.
+    // nothing. After a failed one it may still be there (the error code is
+    // not authenticated): invalidate() below flushes it, and recovery (or
+    // retire(), without it) proves it gone, as for any failed extend.
     if (HmacSession* hmac = lifecycle_->current(); hmac && hmac->handle() == session->handle()) {
       hmac->set_attributes(hmac->attributes() & ~attr::kContinueSession);
     }
