@@ -209,6 +209,19 @@ TEST_F(BatchSequence, CheckpointStillReadsFirstAndLast) {
   EXPECT_EQ(pcr(), pcr_ + "\n");
 }
 
+// A bad line learnt while reading ahead: the good line before it is still
+// extended (as the last: it ends the session), nothing after it is.
+TEST_F(BatchSequence, ABadLineReadAheadStillLetsTheLineBeforeItEndTheBatch) {
+  batch(1, 1, {});
+  std::string input = digest_hex(2) + "\n" + digest_hex(3) + "\nnot a digest\n" + digest_hex(4) + "\n";
+  auto r = run_tpmsec({"pcr", "extend", "8", "-", "--tpm", tpm(), "--emulate", "slb9670", "-v"}, env(), &input);
+  EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
+  EXPECT_NE(r.err.find("standard input line 3: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("extended 2 digests"), std::string::npos) << r.err;
+  EXPECT_EQ(commands_listed(r.err), then_extends(kLinuxSequence, 1));
+  EXPECT_EQ(pcr(), chained(2, 3, pcr_) + "\n");
+}
+
 TEST(BatchExtend, RecoverIsForAPreventingBatch) {
   std::string input = digest_hex(1) + "\n";
   for (const auto& args : std::vector<std::vector<std::string>>{

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/direct_tpm.h"
 #include "support/interposer.h"
@@ -35,14 +36,14 @@ constexpr size_t kFailingExtend = 2;  // the third PCR_Extend, from 0
 
 std::string digest_hex(int i) { return fmt::format("{:064x}", i); }
 
-std::vector<std::string> all_handles(Tpm& tpm) {
-  std::vector<std::string> out;
+std::vector<uint32_t> all_handles(Tpm& tpm) {
+  std::vector<uint32_t> out;
   for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {
     auto rsp = tpm.run(cmd::GetCapability{cap::kHandles, first, 64});
     EXPECT_TRUE(rsp.ok()) << rsp.error().message();
     if (!rsp.ok()) continue;
     for (uint32_t h : rsp->capability_data.handles) {
-      if ((h >> 24) == (first >> 24)) out.push_back(fmt::format("0x{:08x}", h));
+      if ((h >> 24) == (first >> 24)) out.push_back(h);
     }
   }
   return out;
@@ -94,7 +95,7 @@ class BatchFailure : public ::testing::Test {
     return r;
   }
 
-  // Resets PCR 16 and returns its value, straight from swtpm.
+  // Resets PCR 16, straight on swtpm; pcr() reads it from there.
   void reset_pcr() {
     Direct d(swtpm_->spec());
     ASSERT_TRUE(d.ok());
@@ -112,9 +113,9 @@ class BatchFailure : public ::testing::Test {
   void expect_no_handles(const std::string& what) {
     Direct d(swtpm_->spec());
     if (!d.ok()) return;
-    std::vector<std::string> left = all_handles(d.tpm());
-    EXPECT_TRUE(left.empty()) << what << ": left in the TPM: " << fmt::format("{}", fmt::join(left, " "));
-    for (const std::string& h : left) (void)d.tpm().run(cmd::FlushContext{static_cast<uint32_t>(std::stoul(h, nullptr, 16))});
+    std::vector<uint32_t> left = all_handles(d.tpm());
+    EXPECT_TRUE(left.empty()) << what << ": left in the TPM: " << fmt::format("{:#010x}", fmt::join(left, " "));
+    for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }
 
   // Answers the kFailingExtend-th PCR_Extend with `code`, after the TPM ran
