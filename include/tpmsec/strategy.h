@@ -12,7 +12,8 @@
 //
 // Error codes are not authenticated, so after a failure whose outcome is
 // unknown an extend stream learns through an audit-authenticated PCR read
-// whether the extend landed before it retries. That alone is not enough: an
+// whether the extend landed before it retries (a stream with
+// StreamOptions::recover; one without retires the session and stops). That alone is not enough: an
 // interposer can withhold the PCR_Extend (answering it with an error) and the
 // FlushContext of its session (answering success), then replay the withheld
 // command after the retry landed; the session is still in the TPM and the
@@ -101,8 +102,23 @@ struct StreamOptions {
   // salted session instead of two). Off where the first extend's own set-up
   // is being measured (bench reports it apart from the stream's opening).
   bool read_with_first_session = true;
+  // Preventing strategies: read the PCR through an audit session at open()
+  // (one audited PCR_Read, through the first extend's session unless
+  // read_with_first_session is off), so that an extend whose outcome is
+  // unknown (an error code, which is not authenticated) is recovered: its
+  // session retired, the PCR read, and the extend retried or counted as
+  // landed (the Recovery section of docs/strategies.md). Off (the CLI's
+  // `pcr extend INDEX -` without --recover): no opening read; such a failure
+  // ends the stream as one_shot's does: its session is retired, so nothing
+  // sent for it can run later, and it is not retried. Every extend that
+  // succeeded before it is known to have landed (its response HMAC says so).
+  // checkpoint always reads (it needs the starting value), plain never does.
+  bool recover = true;
   ProtectionConfig protection;
 };
+
+// Whether an extend is the stream's last (ExtendStream::extend).
+enum class Last { kNo, kYes };
 
 struct StreamStats {
   uint64_t extends = 0;
@@ -128,13 +144,21 @@ class ExtendStream {
  public:
   // Opens a stream: creates the null key (protected strategies) and reads
   // the PCR through an audit session to learn the value it starts from
-  // (not for a one_shot preventing stream).
+  // (not for a one_shot preventing stream, nor one without options.recover).
   static Result<std::unique_ptr<ExtendStream>> open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
                                                     const TpmInfo* info = nullptr);
   ~ExtendStream();
 
-  // Extends the PCR with `digest` through the strategy.
-  Status extend(ByteView digest);
+  // Extends the PCR with `digest` through the strategy. Last::kYes: no
+  // other extend follows (finish() does next), so a preventing strategy's
+  // session ends with this extend: it is sent without continueSession, the
+  // TPM flushes the session when the extend succeeds (its authenticated
+  // response says so, and the ledger lets go of the handle), and finish()
+  // sends no FlushContext for it. A resident or saved-context stream's last
+  // extend then costs what its steady state does, and no command follows.
+  // A failed last extend is recovered (or not) as any other; the checkpoint
+  // and plain strategies ignore it.
+  Status extend(ByteView digest, Last last = Last::kNo);
   // checkpoint: audited read and compare now (a no-op for other strategies).
   Status checkpoint();
   // Ends the stream: a final checkpoint (checkpoint strategy), sessions flushed.
@@ -165,7 +189,7 @@ class ExtendStream {
   // A session-start failure: accept a reset when allowed, else propagate.
   Status handle_reset(const Error& error);
   // One attempt; `session` is set to the handle of the session it used.
-  Status extend_once(ByteView digest, uint32_t* session);
+  Status extend_once(ByteView digest, Last last, uint32_t* session);
   // After a failed attempt: retire its session, then learn whether it landed.
   enum class Recovery { kLanded, kRetry, kReset };
   Result<Recovery> recover(const Error& failure, uint32_t session, ByteView digest);

@@ -27,7 +27,9 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
   const bool prevents = kind != StrategyKind::kPlain && kind != StrategyKind::kCheckpoint;
   TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(options.one_shot && prevents ? StrategyKind::kPerCommand : kind,
                                                         s->factory_.get()));
-  if (options.one_shot && prevents) return s;
+  // Without the starting value a failure whose outcome is unknown is not
+  // retried (strategy.h: StreamOptions::recover).
+  if (prevents && (options.one_shot || !options.recover)) return s;
   if (prevents && options.read_with_first_session) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->read_with_first_session());
   } else if (kind != StrategyKind::kPlain) {
@@ -150,10 +152,21 @@ Result<bool> ExtendStream::landed(ByteView digest) {
                                      options_.pcr, to_hex(actual), to_hex(expected_), to_hex(digest)));
 }
 
-Status ExtendStream::extend_once(ByteView digest, uint32_t* session_handle) {
+Status ExtendStream::extend_once(ByteView digest, Last last, uint32_t* session_handle) {
   *session_handle = 0;
   TPMSEC_ASSIGN_OR_RETURN(Session* session, lifecycle_->acquire());
   *session_handle = session->handle();
+  if (last == Last::kYes) {
+    // The stream's last extend ends its session: the TPM flushes it when the
+    // extend succeeds, and the session (whose verified response says so)
+    // lets go of its handle, so release() keeps nothing and finish() flushes
+    // nothing. After a failed one it may still be there (the error code is
+    // not authenticated): invalidate() below flushes it, and recovery (or
+    // retire(), without it) proves it gone, as for any failed extend.
+    if (HmacSession* hmac = lifecycle_->current(); hmac && hmac->handle() == session->handle()) {
+      hmac->set_attributes(hmac->attributes() & ~attr::kContinueSession);
+    }
+  }
   Status st = pcr_extend(*tpm_, options_.bank, options_.pcr, digest, Auth{session, {}});
   if (st.ok()) return lifecycle_->release();
   lifecycle_->invalidate();  // flushes the session
@@ -184,20 +197,20 @@ Result<ExtendStream::Recovery> ExtendStream::recover(const Error& e, uint32_t se
   return *did_land ? Recovery::kLanded : Recovery::kRetry;
 }
 
-Status ExtendStream::extend(ByteView digest) {
+Status ExtendStream::extend(ByteView digest, Last last) {
   TPMSEC_RETURN_IF_ERROR(check_digest_length(options_.bank, digest));
   if (mismatch_) return integrity_error("the stream already failed a checkpoint");
   for (int round = 0;; ++round) {
     uint32_t session = 0;
-    Status st = extend_once(digest, &session);
+    Status st = extend_once(digest, prevents(kind_) ? last : Last::kNo, &session);
     if (st.ok()) break;
     const Error& e = st.error();
     if (kind_ == StrategyKind::kPlain || e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kUnsupported) {
       return st;
     }
     if (!start_known_) {
-      // one_shot: whether it landed cannot be learnt; make sure it cannot
-      // land later, and report the failure.
+      // one_shot, or a stream without recover: whether it landed cannot be
+      // learnt; make sure it cannot land later, and report the failure.
       hold_audit_ = true;
       Status retired = retire(session);
       hold_audit_ = false;
