@@ -182,7 +182,8 @@ std::vector<std::string> state_env(const std::string& dir) { return {"TPMSEC_STA
 TEST(EmulateServer, HelpAndUsageErrors) {
   auto help = run_tpmsec({"emulate", "--help"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);
-  for (const char* word : {"--port", "--clock", "--state", "--json", "--trace", "--protocol", "control port"}) {
+  for (const char* word : {"--port", "--clock", "--state", "--json", "--trace", "--protocol", "control port",
+                           "--private-handles", "handles=private"}) {
     EXPECT_NE(help.out.find(word), std::string::npos) << word;
   }
   EXPECT_EQ(run_tpmsec({"emulate", "slb9670", "--port", "1", "--clock", "fast"}).exit_code, testing::kExitUsage);
@@ -478,6 +479,157 @@ TEST(EmulateServer, EnforcesTheProfilesContextGap) {
   send(0x165, handle_body(kept));
   transport->reset();
   EXPECT_EQ(server.stop(), 0);
+}
+
+// --private-handles (as /dev/tpmrm0, linux drivers/char/tpm/tpm2-space.c):
+// what a client's connection left is flushed when it closes, billed and
+// logged; a session the client saved itself stays, as on Linux. Without the
+// flag (the control) everything stays.
+struct Left {
+  size_t objects = 0, loaded_sessions = 0, saved_sessions = 0;
+  std::string error;
+};
+
+// A client connection that creates a transient object, an HMAC session it
+// leaves loaded and one it saves, then closes without flushing anything.
+// Returns the saved session's context.
+Result<Context> leave_handles(uint16_t port) {
+  TPMSEC_ASSIGN_OR_RETURN(auto transport, open_swtpm({.host = "127.0.0.1", .port = port}));
+  Tpm tpm(*transport);
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  TPMSEC_RETURN_IF_ERROR(status_of(tpm.run(c, {Auth::password()})));
+  cmd::StartAuthSession s;
+  s.nonce_caller.bytes = Bytes(32, 0x11);
+  TPMSEC_RETURN_IF_ERROR(status_of(tpm.run(s)));
+  TPMSEC_ASSIGN_OR_RETURN(auto saved, tpm.run(s));
+  TPMSEC_ASSIGN_OR_RETURN(auto context, tpm.run(cmd::ContextSave{NamedHandle::of(saved.session_handle)}));
+  return context.context;
+}
+
+// What a new connection lists (GetCapability(TPM_CAP_HANDLES)).
+Left handles_left(uint16_t port) {
+  Left left;
+  auto transport = open_swtpm({.host = "127.0.0.1", .port = port});
+  if (!transport.ok()) return {0, 0, 0, transport.error().message()};
+  Tpm tpm(**transport);
+  auto objects = tpm.list_handles(ht::kFirstTransient);
+  auto loaded = tpm.list_handles(ht::kFirstLoadedSession);
+  auto saved = tpm.list_handles(0x03000000);
+  if (!objects.ok() || !loaded.ok() || !saved.ok()) return {0, 0, 0, "listing failed"};
+  return {objects->size(), loaded->size(), saved->size(), ""};
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(EmulateServer, PrivateHandlesFlushWhatAClosingClientLeft) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles"}));
+  EXPECT_NE(server.log().find("private handles"), std::string::npos) << server.log();  // the startup line
+  auto context = leave_handles(server.port());
+  ASSERT_TRUE(context.ok()) << context.error().message();
+  // The server serves one connection at a time: this one is accepted after
+  // the first's close was handled.
+  Left left = handles_left(server.port());
+  ASSERT_EQ(left.error, "");
+  EXPECT_EQ(left.objects, 0u);
+  EXPECT_EQ(left.loaded_sessions, 0u);
+  EXPECT_EQ(left.saved_sessions, 1u);  // saved by the client itself: Linux forgets it, it stays
+  // A later client that loads that saved session owns it as the kernel
+  // would (the response named it): flushed when it closes, although it was
+  // present when the client connected.
+  {
+    auto transport = open_swtpm({.host = "127.0.0.1", .port = server.port()});
+    ASSERT_TRUE(transport.ok()) << transport.error().message();
+    Tpm tpm(**transport);
+    auto loaded = tpm.run(cmd::ContextLoad{*context});
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  }
+  left = handles_left(server.port());
+  ASSERT_EQ(left.error, "");
+  EXPECT_EQ(left.objects + left.loaded_sessions + left.saved_sessions, 0u);
+  EXPECT_EQ(server.stop(), 0);
+  // Billed and logged: the object and the loaded session, then the reloaded session.
+  std::string log = server.log();
+  EXPECT_EQ(count_of(log, "tpmsec emulate: FlushContext "), 3u) << log;
+  EXPECT_NE(log.find("client closed (private handles: flushed 2 it left)"), std::string::npos) << log;
+  EXPECT_NE(log.find("client closed (private handles: flushed 1 it left)"), std::string::npos) << log;
+  EXPECT_NE(log.find("client connected (private handles: 1 present before it stay)"), std::string::npos) << log;
+}
+
+TEST(EmulateServer, WithoutPrivateHandlesAClosingClientsHandlesStay) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--means"}));
+  EXPECT_EQ(server.log().find("private handles"), std::string::npos) << server.log();
+  auto context = leave_handles(server.port());
+  ASSERT_TRUE(context.ok()) << context.error().message();
+  Left left = handles_left(server.port());
+  ASSERT_EQ(left.error, "");
+  EXPECT_EQ(left.objects, 1u);
+  EXPECT_EQ(left.loaded_sessions, 1u);
+  EXPECT_EQ(left.saved_sessions, 1u);
+  EXPECT_EQ(server.stop(), 0);
+  std::string log = server.log();
+  EXPECT_EQ(count_of(log, "FlushContext"), 0u) << log;  // nor in the totals
+  EXPECT_EQ(log.find("client closed"), std::string::npos) << log;
+}
+
+// tpmsec over swtpm:...,handles=private lists no handles (no baseline, no
+// sweep): a one-shot protected extend with a warm state directory sends no
+// GetCapability at all; the same run without handles=private sends the
+// ledger's three listings (transient objects, loaded and saved sessions).
+TEST(EmulateServer, OneShotWithHandlesPrivateListsNoHandles) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles"}));
+  const std::string digest(64, 'd');
+  const std::string private_spec = server.spec() + ",handles=private";
+  auto extend = [&](const std::string& spec) {
+    size_t before = count_of(server.log(), "tpmsec emulate: GetCapability ");
+    auto r = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", spec, "--tofu"}, state_env(server.dir()));
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    return count_of(server.log(), "tpmsec emulate: GetCapability ") - before;
+  };
+  extend(private_spec);  // cold: reads the TPM's capabilities, creates and keeps the null key
+  EXPECT_EQ(extend(private_spec), 0u) << server.log();
+  EXPECT_EQ(extend(server.spec()), 3u) << server.log();
+  EXPECT_EQ(server.stop(), 0);
+  // Nothing was left for the server to flush: tpmsec flushes what it creates.
+  std::string log = server.log();
+  EXPECT_GE(count_of(log, "client closed"), 3u) << log;
+  EXPECT_EQ(count_of(log, "client closed"), count_of(log, "private handles: flushed 0 it left")) << log;
+}
+
+// With handles=private a lost connection is not reopened: the server flushed
+// its handles, and their numbers may be another client's by then. Without
+// it, the transport reconnects (the control).
+TEST(EmulateServer, HandlesPrivateConnectionIsNotReopened) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet", "--private-handles"}));
+  const Bytes bad_tag = *from_hex("12340000000a00000000");  // answered, then the server closes
+  const Bytes get_random = *from_hex("80010000000c0000017b0008");
+  for (bool private_handles : {true, false}) {
+    SCOPED_TRACE(private_handles);
+    auto transport = open_transport(server.spec() + (private_handles ? ",handles=private" : ""));
+    ASSERT_TRUE(transport.ok()) << transport.error().message();
+    EXPECT_EQ((*transport)->private_handles(), private_handles);
+    EXPECT_EQ((*transport)->describe(), server.spec());  // the same TPM, the same state files
+    ASSERT_TRUE((*transport)->transmit(bad_tag).ok());
+    // The connection is gone: this one fails (or, racing the close, succeeds).
+    (void)(*transport)->transmit(get_random);
+    auto after = (*transport)->transmit(get_random);
+    if (private_handles) {
+      auto again = (*transport)->transmit(get_random);
+      ASSERT_FALSE(again.ok());
+      EXPECT_NE(again.error().message().find("not reopened"), std::string::npos) << again.error().message();
+    } else {
+      EXPECT_TRUE(after.ok()) << after.error().message();
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 //   swtpm[:host=H,port=P]         swtpm's data port (default localhost:2321)
 //   swtpm:path=SOCKET             swtpm's data port on a Unix socket
 //     ...,ctrl=P2 / ctrlpath=S    swtpm's control channel, for TPM reset
+//     ...,handles=private         the server flushes this connection's handles when
+//                                 it closes (tpmsec emulate --private-handles):
+//                                 no handle listing, no sweep (handle_ledger.h)
 //   device[:PATH]                 a TPM character device (default /dev/tpm0)
 //
 // Decorators (tracing, latency emulation, fault injection) wrap a Transport.
@@ -51,7 +54,8 @@ class Transport {
 
   // True when a resource manager gives this client a handle space of its own
   // and flushes what the client created when it closes: the kernel's
-  // /dev/tpmrm* (drivers/char/tpm/tpm2-space.c). Tpm's handle ledger then
+  // /dev/tpmrm* (drivers/char/tpm/tpm2-space.c), or a swtpm: server the user
+  // says does so (handles=private). Tpm's handle ledger then
   // takes no baseline and sweeps nothing (see handle_ledger.h). Decorators,
   // interposers included, forward it: they do not change who shares the TPM.
   virtual bool private_handles() const { return false; }

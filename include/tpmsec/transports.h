@@ -35,6 +35,9 @@ struct SwtpmAddress {
   uint16_t ctrl_port = 0;
   std::string ctrl_path;
   std::string ctrl_host;  // defaults to host
+  // handles=private: the server gives this connection handles of its own and
+  // flushes them when it closes (Transport::private_handles()).
+  bool private_handles = false;
 };
 Result<std::unique_ptr<Transport>> open_swtpm(const SwtpmAddress& address);
 

@@ -37,7 +37,9 @@ void TpmOption::add_to(CLI::App* sub) {
   spec = default_transport_spec();
   sub->add_option("--tpm", spec,
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
-                  "swtpm:path=SOCKET, device:/dev/tpmrm0. Default: $TPMSEC_TPM or embedded")
+                  "swtpm:path=SOCKET, device:/dev/tpmrm0; swtpm: takes handles=private when the server flushes "
+                  "each connection's handles as it closes (tpmsec emulate --private-handles). Default: $TPMSEC_TPM "
+                  "or embedded")
       ->capture_default_str();
   sub->add_option("--emulate", emulate,
                   "Put the TPM behind the latency model of a profile (data/profiles/NAME.json or a path; see "

@@ -18,6 +18,30 @@
 //
 // One client per port at a time, as swtpm: while one data connection is
 // served, the next waits in the listen backlog until it closes.
+//
+// --private-handles: handles as /dev/tpmrm0 keeps them (linux
+// drivers/char/tpm/tpm2-space.c). The kernel gives each client a space of
+// its own: a transient object a client's command created is context-saved
+// and flushed from the TPM after every command (tpm2_save_space) and only
+// its saved blob is dropped when the client closes; a session a response
+// named (tpm2_map_response_header: the command's TPMA_CC rHandle, a session
+// handle) is flushed with FlushContext when the client closes
+// (tpm2_del_space -> tpm2_flush_sessions), unless the kernel forgot it
+// earlier because its own ContextSave found it not loaded (the client
+// flushed or saved it, or the TPM ended it). So when a data connection
+// closes, the server flushes the transient objects and the loaded sessions
+// created during it and still present; a session the client saved itself
+// stays, as on Linux. "Created during it": named by a successful response
+// of a command with rHandle (read from the TPM's TPM_CAP_COMMANDS at start,
+// as the kernel's tpm2_get_cc_attrs_tbl does), or absent from the listing
+// taken when the connection opened. Handles present then and not re-created
+// stay. The listings go to libtpms directly: they stand for the kernel's own
+// bookkeeping, which sends no TPM command, and are neither billed nor
+// logged. The FlushContexts are billed and logged as any command: a
+// tpmrm sends them (for a transient object it sends one after each
+// command; one per object at the close is the lower bound). The kernel's
+// per-command ContextLoad/ContextSave of a client's objects and sessions is
+// not modelled, for any client.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -33,6 +57,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,6 +66,7 @@
 #include "progress.h"
 #include "tpmsec/bench.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/handle_ledger.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/slot_limits.h"
 #include "tpmsec/response_code.h"
@@ -57,6 +83,9 @@ constexpr int kPollMs = 200;                // how often a signal is noticed whi
 constexpr uint32_t kRcBadTag = 0x01E;       // TPM_RC_BAD_TAG
 constexpr uint32_t kRcCommandSize = 0x142;  // TPM_RC_COMMAND_SIZE
 constexpr uint32_t kCcGetCapability = 0x17A;
+constexpr uint32_t kCcFlushContext = 0x165;
+constexpr uint32_t kRHandle = 1u << 28;          // TPMA_CC rHandle (Part 2 §8.9)
+constexpr uint32_t kCommandCodeBits = 0x2000FFFF;  // TPMA_CC commandIndex and V: the TPM_CC
 
 uint16_t load_be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
@@ -94,6 +123,7 @@ struct Options {
   std::string trace;
   bool quiet = false;
   bool means = false;
+  bool private_handles = false;
 };
 
 Bytes error_response(uint32_t code) {
@@ -149,13 +179,17 @@ class Server {
   Status start() {
     TPMSEC_ASSIGN_OR_RETURN(real_info_, read_identity());
     identity_ = emulated_info(profile_, real_info_);
+    if (o_.private_handles) {
+      TPMSEC_ASSIGN_OR_RETURN(handle_creating_, read_handle_creating());
+    }
     TPMSEC_ASSIGN_OR_RETURN(data_listen_, listen_on(o_.port));
     TPMSEC_ASSIGN_OR_RETURN(ctrl_listen_, listen_on(static_cast<uint16_t>(o_.port + 1)));
     started_ns_ = clock_.now_ns();
-    fmt::print(stderr, "tpmsec emulate: {} ({}) on {}:{} (data) and {}:{} ({}), {} protocol, {} clock{}\n",
+    fmt::print(stderr, "tpmsec emulate: {} ({}) on {}:{} (data) and {}:{} ({}), {} protocol, {} clock{}{}\n",
                profile_.id, profile_.name, o_.host, o_.port, o_.host, o_.port + 1,
                o_.protocol == "mssim" ? "platform" : "control", o_.protocol, o_.clock,
-               o_.means ? ", at the profile's means" : "");
+               o_.means ? ", at the profile's means" : "",
+               o_.private_handles ? ", private handles (a closing client's objects and sessions are flushed)" : "");
     return ok_status();
   }
 
@@ -173,9 +207,13 @@ class Server {
       if (ready == 0) continue;
       if (fds[0].revents) {
         if (data_.valid()) {
-          if (!serve_data()) data_ = io::Fd();
+          if (!serve_data()) {
+            data_ = io::Fd();
+            client_closed();
+          }
         } else {
           data_ = accept_on(data_listen_);
+          if (data_.valid()) client_connected();
         }
       }
       if (fds[1].revents && !shutdown_) {
@@ -244,6 +282,82 @@ class Server {
   Result<TpmInfo> read_identity() {
     Tpm tpm(*tpm_);
     return read_tpm_info(tpm);
+  }
+
+  // The commands whose response carries a handle (TPMA_CC rHandle), from the
+  // TPM's own TPM_CAP_COMMANDS, read from libtpms directly (not billed).
+  Result<std::set<uint32_t>> read_handle_creating() {
+    Tpm tpm(*tpm_);
+    std::set<uint32_t> out;
+    uint32_t property = 0;
+    for (int page = 0; page < 8; ++page) {
+      TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::GetCapability{cap::kCommands, property, 256}));
+      const auto& attributes = rsp.capability_data.commands;
+      for (uint32_t a : attributes) {
+        if (a & kRHandle) out.insert(a & kCommandCodeBits);
+      }
+      if (!rsp.more_data || attributes.empty()) break;
+      uint32_t next = (attributes.back() & kCommandCodeBits) + 1;
+      if (next <= property) break;
+      property = next;
+    }
+    if (out.empty()) return runtime_error("emulate: the TPM lists no command that returns a handle");
+    return out;
+  }
+
+  // The transient objects and loaded sessions (by HandleLedger::slot), or
+  // saved sessions too, that libtpms holds now; listed directly, not billed.
+  Result<std::vector<uint32_t>> present_handles(bool saved_sessions) {
+    Tpm tpm(*tpm_);
+    std::vector<uint32_t> out;
+    for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, 0x03000000u}) {
+      if (first == 0x03000000u && !saved_sessions) continue;
+      TPMSEC_ASSIGN_OR_RETURN(auto listed, tpm.list_handles(first));
+      out.insert(out.end(), listed.begin(), listed.end());
+    }
+    return out;
+  }
+
+  // --private-handles: what is present when a client connects stays.
+  void client_connected() {
+    if (!o_.private_handles) return;
+    present_at_connect_.clear();
+    created_.clear();
+    auto present = powered_ ? present_handles(true) : Result<std::vector<uint32_t>>(std::vector<uint32_t>{});
+    if (!present.ok()) {
+      log("private handles: cannot list the TPM's handles: " + present.error().message());
+      listing_failed_ = true;
+      return;
+    }
+    listing_failed_ = false;
+    for (uint32_t h : *present) present_at_connect_.insert(HandleLedger::slot(h));
+    log(fmt::format("client connected (private handles: {} present before it stay)", present_at_connect_.size()));
+  }
+
+  // --private-handles: a closing client's transient objects and loaded
+  // sessions are flushed, billed and logged as commands.
+  void client_closed() {
+    if (!o_.private_handles) return;
+    size_t flushed = 0;
+    auto present = powered_ && !listing_failed_ ? present_handles(false)
+                                                : Result<std::vector<uint32_t>>(std::vector<uint32_t>{});
+    if (!present.ok()) log("private handles: cannot list the TPM's handles: " + present.error().message());
+    for (uint32_t h : present.ok() ? *present : std::vector<uint32_t>{}) {
+      uint32_t slot = HandleLedger::slot(h);
+      if (present_at_connect_.count(slot) && !created_.count(slot)) continue;
+      Writer w;
+      w.u16(st::kNoSessions);
+      w.u32(14);
+      w.u32(kCcFlushContext);
+      w.u32(h);
+      auto command = w.finish();
+      if (!command.ok()) continue;
+      Bytes response = execute(*command, locality_);
+      if (response.size() >= 10 && load_be32(response.data() + 6) == rc::kSuccess) ++flushed;
+    }
+    present_at_connect_.clear();
+    created_.clear();
+    log(fmt::format("client closed (private handles: flushed {} it left)", flushed));
   }
 
   Result<io::Fd> listen_on(uint16_t port) {
@@ -360,6 +474,10 @@ class Server {
       response = error_response(rc::kFailure);
     }
     rewrite_identity(response, command, identity_.info);
+    if (o_.private_handles && command.size() >= 10 && response.size() >= 14 &&
+        load_be32(response.data() + 6) == rc::kSuccess && handle_creating_.count(load_be32(command.data() + 6))) {
+      created_.insert(HandleLedger::slot(load_be32(response.data() + 10)));
+    }
     CommandShape shape = shape_of(command, response);
     ModelledLatency m = model_.model(shape);
     auto modelled = static_cast<int64_t>(std::llround(m.total_ms * 1e6));
@@ -549,6 +667,11 @@ class Server {
   bool shutdown_ = false;
   std::vector<TraceRecord> records_;
   std::map<std::string, Totals> totals_;
+  // --private-handles (see the top of this file).
+  std::set<uint32_t> handle_creating_;     // TPM_CCs with rHandle
+  std::set<uint32_t> present_at_connect_;  // slots present when the client connected
+  std::set<uint32_t> created_;             // slots its successful responses named
+  bool listing_failed_ = false;
 };
 
 Status run(const Options& o) {
@@ -596,6 +719,11 @@ void register_emulate(CLI::App& app, Action* action) {
   sub->add_option("--protocol", o->protocol, "swtpm (swtpm socket --server/--ctrl type=tcp) or mssim")
       ->capture_default_str();
   sub->add_flag("--means", o->means, "Model every command at the profile's mean (no jitter, no tail events)");
+  sub->add_flag("--private-handles", o->private_handles,
+                "As /dev/tpmrm0: when a client's data connection closes, flush the transient objects and loaded "
+                "sessions it created that are still there (billed and logged as FlushContext); handles present "
+                "when it connected stay. Clients may then skip their handle listing (tpmsec: "
+                "--tpm swtpm:...,handles=private)");
   sub->add_option("--json", o->json, "On exit, write the per-command modelled times as a bench result (tpmsec compare)");
   sub->add_option("--trace", o->trace, "On exit, write the commands as Chrome trace events (Perfetto)");
   sub->add_flag("-q,--quiet", o->quiet, "No line per command on stderr");

@@ -31,8 +31,17 @@ class SwtpmTransport final : public Transport {
   // again). That is what lets the caller find and flush what the TPM created
   // for a command whose response was lost with the connection: swtpm, unlike
   // the kernel's /dev/tpmrm0, flushes nothing when a client goes away.
+  // With handles=private it does (tpmsec emulate --private-handles): the
+  // handles this connection created are gone with it, and their numbers may
+  // be another client's by now, so the connection is not reopened and every
+  // later command, flushes included, fails: nothing of anyone else's can be
+  // flushed under a stale handle.
   Result<Bytes> transmit(ByteView command) override {
     if (!data_.valid()) {
+      if (address_.private_handles) {
+        return runtime_error(describe() + ": the connection was lost; with handles=private the server flushed its "
+                             "handles, so it is not reopened");
+      }
       TPMSEC_ASSIGN_OR_RETURN(data_, connect_data(address_));
     }
     auto response = exchange(command);
@@ -82,6 +91,14 @@ class SwtpmTransport final : public Transport {
     return ok_status();
   }
 
+  // Asserted by the user (handles=private), as for `tpmsec emulate
+  // --private-handles`: a plain swtpm flushes nothing when a client closes.
+  bool private_handles() const override { return address_.private_handles; }
+
+  // The TPM's name, also the key of its state files (pins, session cache):
+  // handles=private says how the server treats connections, not which TPM
+  // it is, so it is left out; a transport reopened from this string lists
+  // handles as on a shared TPM, which is always safe.
   std::string describe() const override {
     std::string s = address_.path.empty() ? fmt::format("swtpm:host={},port={}", address_.host, address_.port)
                                           : "swtpm:path=" + address_.path;

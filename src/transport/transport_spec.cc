@@ -12,7 +12,7 @@ namespace {
 
 const std::set<std::string>& allowed_keys(const std::string& scheme) {
   static const std::set<std::string> embedded{"state"};
-  static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost"};
+  static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost", "handles"};
   static const std::set<std::string> device{"path"};
   if (scheme == "embedded") return embedded;
   if (scheme == "swtpm") return swtpm;
@@ -77,6 +77,16 @@ Result<TransportSpec> parse_transport_spec(std::string_view text) {
     if (spec.options.count("path") && (spec.options.count("host") || spec.options.count("port"))) {
       return usage_error("swtpm: give either path= or host=/port=, not both");
     }
+    // handles=private: the user asserts that the server gives this
+    // connection handles of its own and flushes them when it closes (as
+    // /dev/tpmrm0 does; `tpmsec emulate --private-handles`), so the handle
+    // ledger takes no baseline and never sweeps (handle_ledger.h). Wrongly
+    // asserted, tpmsec can only leave a handle behind after a fault, never
+    // flush someone else's: the ledger then flushes only what it owns.
+    if (spec.options.count("handles") && spec.options["handles"] != "private") {
+      return usage_error(fmt::format("swtpm: handles={} is not understood (the only value is handles=private)",
+                                     spec.options["handles"]));
+    }
   }
   return spec;
 }
@@ -96,6 +106,7 @@ Result<std::unique_ptr<Transport>> open_transport(std::string_view text) {
   if (spec.options.count("ctrl")) a.ctrl_port = *parse_port("ctrl", spec.options["ctrl"]);
   a.ctrl_path = opt("ctrlpath");
   a.ctrl_host = opt("ctrlhost");
+  a.private_handles = spec.options.count("handles") != 0;
   return open_swtpm(a);
 }
 
