@@ -723,7 +723,8 @@ void register_emulate(CLI::App& app, Action* action) {
                 "As /dev/tpmrm0: when a client's data connection closes, flush the transient objects and loaded "
                 "sessions it created that are still there (billed and logged as FlushContext); handles present "
                 "when it connected stay. Clients may then skip their handle listing (tpmsec: "
-                "--tpm swtpm:...,handles=private)");
+                "--tpm swtpm:...,handles=private). For tpm2-tss use --protocol mssim and its mssim: TCTI (one "
+                "connection per context): its swtpm: TCTI connects per command");
   sub->add_option("--json", o->json, "On exit, write the per-command modelled times as a bench result (tpmsec compare)");
   sub->add_option("--trace", o->trace, "On exit, write the commands as Chrome trace events (Perfetto)");
   sub->add_flag("-q,--quiet", o->quiet, "No line per command on stderr");
