@@ -36,18 +36,6 @@ constexpr size_t kFailingExtend = 2;  // the third PCR_Extend, from 0
 
 std::string digest_hex(int i) { return fmt::format("{:064x}", i); }
 
-std::vector<uint32_t> all_handles(Tpm& tpm) {
-  std::vector<uint32_t> out;
-  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {
-    auto rsp = tpm.run(cmd::GetCapability{cap::kHandles, first, 64});
-    EXPECT_TRUE(rsp.ok()) << rsp.error().message();
-    if (!rsp.ok()) continue;
-    for (uint32_t h : rsp->capability_data.handles) {
-      if ((h >> 24) == (first >> 24)) out.push_back(h);
-    }
-  }
-  return out;
-}
 
 class BatchFailure : public ::testing::Test {
  public:
@@ -113,7 +101,7 @@ class BatchFailure : public ::testing::Test {
   void expect_no_handles(const std::string& what) {
     Direct d(swtpm_->spec());
     if (!d.ok()) return;
-    std::vector<uint32_t> left = all_handles(d.tpm());
+    std::vector<uint32_t> left = list_handles(d.tpm());
     EXPECT_TRUE(left.empty()) << what << ": left in the TPM: " << fmt::format("{:#010x}", fmt::join(left, " "));
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }

@@ -99,27 +99,15 @@ class EkSaltTest : public ::testing::Test {
     if (swtpm_->running()) {
       Direct d(swtpm_->spec());
       if (d.ok()) {
-        for (uint32_t h : handles(d.tpm())) (void)d.tpm().run(cmd::FlushContext{h});
+        for (uint32_t h : list_handles(d.tpm())) (void)d.tpm().run(cmd::FlushContext{h});
       }
     }
   }
 
-  static std::vector<uint32_t> handles(Tpm& tpm) {
-    std::vector<uint32_t> out;
-    for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {
-      auto rsp = tpm.run(cmd::GetCapability{cap::kHandles, first, 64});
-      EXPECT_TRUE(rsp.ok()) << rsp.error().message();
-      if (!rsp.ok()) continue;
-      for (uint32_t h : rsp->capability_data.handles) {
-        if ((h >> 24) == (first >> 24)) out.push_back(h);
-      }
-    }
-    return out;
-  }
   void expect_no_handles(const std::string& what) {
     Direct d(swtpm_->spec());
     if (!d.ok()) return;
-    std::vector<uint32_t> left = handles(d.tpm());
+    std::vector<uint32_t> left = list_handles(d.tpm());
     EXPECT_TRUE(left.empty()) << what << ": " << left.size() << " handles left loaded";
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }

@@ -66,19 +66,6 @@ Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_
 
 
 
-// Loaded transient objects, loaded sessions and saved (active) sessions.
-std::vector<uint32_t> list_handles(Tpm& tpm) {
-  std::vector<uint32_t> out;
-  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {
-    auto rsp = tpm.run(cmd::GetCapability{cap::kHandles, first, 64});
-    EXPECT_TRUE(rsp.ok()) << rsp.error().message();
-    if (!rsp.ok()) continue;
-    for (uint32_t h : rsp->capability_data.handles) {
-      if ((h >> 24) == (first >> 24)) out.push_back(h);
-    }
-  }
-  return out;
-}
 
 std::string hex_handles(const std::vector<uint32_t>& handles) {
   std::string s;

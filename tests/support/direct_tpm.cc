@@ -28,4 +28,17 @@ const Bytes& attacker_digest() {
   return d;
 }
 
+std::vector<uint32_t> list_handles(Tpm& tpm) {
+  std::vector<uint32_t> out;
+  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {
+    auto rsp = tpm.run(cmd::GetCapability{cap::kHandles, first, 64});
+    EXPECT_TRUE(rsp.ok()) << rsp.error().message();
+    if (!rsp.ok()) continue;
+    for (uint32_t h : rsp->capability_data.handles) {
+      if ((h >> 24) == (first >> 24)) out.push_back(h);
+    }
+  }
+  return out;
+}
+
 }  // namespace tpmsec::testing

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
@@ -24,6 +25,10 @@ class Direct {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Tpm> tpm_;
 };
+
+// The transient objects, loaded sessions and saved (active) sessions `tpm`
+// holds (a failed listing is a test failure).
+std::vector<uint32_t> list_handles(Tpm& tpm);
 
 // The measurement a test client extends, and the one an attacker wants in
 // the PCR instead.
