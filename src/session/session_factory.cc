@@ -70,18 +70,16 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
     SaltKind kind = config.salt ? *config.salt : (info ? choose_salt(*info) : SaltKind::kEcc);
     f->config_.salt = kind;
     // RSA keys take seconds to generate on every chip: reloaded always.
-    if (config.null_key_load == NullKeyLoad::kRecreate && kind == SaltKind::kEcc) {
-      TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create_loaded(tpm, kind, config.pinned_null_name, config.pin_origin,
-                                                                  &f->loaded_null_key_));
-      if (!config.pinned_null_name && config.on_first_use) TPMSEC_RETURN_IF_ERROR(config.on_first_use(key.name()));
-      f->null_key_ = std::move(key);
-      return f;
+    const bool recreate = config.null_key_load == NullKeyLoad::kRecreate && kind == SaltKind::kEcc;
+    if (!recreate) {
+      if (std::optional<NullKey> kept = usable_kept_key(tpm, config, kind)) {
+        f->null_key_ = std::move(*kept);
+        return f;
+      }
     }
-    if (std::optional<NullKey> kept = usable_kept_key(tpm, config, kind)) {
-      f->null_key_ = std::move(*kept);
-      return f;
-    }
-    TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create(tpm, kind, config.pinned_null_name, config.pin_origin));
+    // kRecreate: the key stays loaded for the first session.
+    TPMSEC_ASSIGN_OR_RETURN(NullKey key, NullKey::create_loaded(tpm, kind, config.pinned_null_name, config.pin_origin,
+                                                                recreate ? &f->loaded_null_key_ : nullptr));
     if (!config.pinned_null_name && config.on_first_use) TPMSEC_RETURN_IF_ERROR(config.on_first_use(key.name()));
     f->null_key_ = std::move(key);
   }

@@ -24,13 +24,13 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
     // Checkpoints and landed-checks read the PCR through salted audit sessions.
     TPMSEC_ASSIGN_OR_RETURN(s->factory_, SessionFactory::create(tpm, options.protection, info));
   }
-  const bool prevents = kind != StrategyKind::kPlain && kind != StrategyKind::kCheckpoint;
-  TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(options.one_shot && prevents ? StrategyKind::kPerCommand : kind,
+  const bool preventing = prevents(kind);
+  TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(options.one_shot && preventing ? StrategyKind::kPerCommand : kind,
                                                         s->factory_.get()));
   // Without the starting value a failure whose outcome is unknown is not
   // retried (strategy.h: StreamOptions::recover).
-  if (prevents && (options.one_shot || !options.recover)) return s;
-  if (prevents && options.read_with_first_session) {
+  if (preventing && (options.one_shot || !options.recover)) return s;
+  if (preventing && options.read_with_first_session) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->read_with_first_session());
   } else if (kind != StrategyKind::kPlain) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
