@@ -39,6 +39,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/attacker.h"
 #include "support/direct_tpm.h"
@@ -1345,6 +1346,30 @@ TEST_F(InterposerTest, AFirstUseRefusesANullKeyMadeFromARewrittenTemplate) {
   EXPECT_EQ(clean.exit_code, 0) << describe(clean);
   auto pinned = through_proxy(extend_args("per-command", {"--null-name", genuine_name_hex()}));
   EXPECT_EQ(pinned.exit_code, 0) << describe(pinned);
+}
+
+// What `provision` keeps outlives the boot: the first use of one boot (an
+// interposer's included) may not decide it. --tofu is a usage error (exit 2,
+// one line naming the anchors provision takes) before any TPM command, and
+// nothing is kept or defined.
+TEST_F(InterposerTest, ProvisionRefusesTofu) {
+  using Args = std::vector<std::string>;
+  for (const Args& args : {Args{"provision", "--tofu"}, Args{"provision", "--salt-key", "--tofu"},
+                           Args{"provision", "--salt-key", "--create", "--tofu"}}) {
+    SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+    auto r = through_proxy(args);
+    EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
+    for (const char* anchor : {"--null-name", "--ek-ca", "the kernel's pin"}) {
+      EXPECT_NE(r.err.find(anchor), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(proxy_->connections(), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(state_dir_));
+  Direct d(swtpm_->spec());
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d.tpm().run(cmd::NvReadPublic{NamedHandle::of(kDefaultBindIndex)}).ok());
+  EXPECT_FALSE(d.tpm().run(cmd::ReadPublic{NamedHandle::of(kDefaultSaltKeyHandle)}).ok());
 }
 
 }  // namespace
