@@ -89,7 +89,7 @@ void register_provision(CLI::App& app, Action* action) {
       "Define a bind secret in the TPM once (an NV index whose authValue only this host knows, kept in the state "
       "directory): protected commands then start sessions bound to it, without a salt; or, with --salt-key, pin a "
       "persistent salt key (docs/threat-model.md)");
-  o->tpm.add_to(sub);
+  o->tpm.add_to(sub, /*state_changing=*/true);
   o->protection.add_to(sub);
   sub->add_option("--nv-index", o->nv_index, "The NV index to define (owner range)")->capture_default_str();
   o->salt_key_option =
