@@ -199,7 +199,7 @@ std::vector<std::string> complete(const std::vector<std::string>& words) {
   std::string cmd = "source '" + script + "'; COMP_WORDS=('" TPMSEC_CLI_PATH "'";
   for (const std::string& w : words) cmd += " '" + w + "'";
   cmd += fmt::format("); COMP_CWORD={}; _tpmsec; printf '%s\\n' \"${{COMPREPLY[@]}}\"", words.size());
-  auto r = testing::run_command({"bash", "-c", cmd});
+  auto r = testing::run_command({"bash", "-c", cmd}, {"TPMSEC_DATA_DIR=" TPMSEC_DATA_DIR});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> out;
   std::istringstream lines(r.out);

@@ -61,14 +61,11 @@ double ProgressBar::seconds_left() const {
   if (total_ == 0 || done_ == 0 || done_ >= total_) return -1;
   const auto& [first_ns, first_done] = recent_.front();
   const auto& [last_ns, last_done] = recent_.back();
-  double rate;  // items per second of clock time
-  if (recent_.size() >= 2 && last_done > first_done && last_ns > first_ns) {
-    rate = static_cast<double>(last_done - first_done) / (static_cast<double>(last_ns - first_ns) / 1e9);
-  } else {
-    double elapsed_s = static_cast<double>(last_ns - start_ns_) / 1e9;
-    if (elapsed_s <= 0) return -1;
-    rate = static_cast<double>(done_) / elapsed_s;
-  }
+  // Items per second of clock time, between two updates of this phase: the
+  // first item's time includes the set-up (a session, a key), so one alone
+  // says nothing of the rest.
+  if (recent_.size() < 2 || last_done <= first_done || last_ns <= first_ns) return -1;
+  double rate = static_cast<double>(last_done - first_done) / (static_cast<double>(last_ns - first_ns) / 1e9);
   // Counting down from the last update: the clock went on since.
   double since_s = static_cast<double>(clock_->now_ns() - last_ns) / 1e9;
   return std::max(0.0, static_cast<double>(total_ - done_) / rate - since_s);
