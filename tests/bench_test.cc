@@ -200,6 +200,10 @@ TEST_P(BenchTest, StoppedRunStillCleansUp) {
   EXPECT_NE(text.find("not measured ("), std::string::npos) << text;
   EXPECT_EQ(text.find("     0          0"), std::string::npos) << "0 cells: " << text;
   EXPECT_EQ(text.find("0.0x plain"), std::string::npos) << text;
+  // Nothing is recommended from partial data, and the report says why.
+  EXPECT_NE(r->recommendation.find("none, the run was interrupted"), std::string::npos) << r->recommendation;
+  EXPECT_EQ(text.find("recommendation: per-command"), std::string::npos) << text;
+  EXPECT_EQ(text.find("recommendation: resident"), std::string::npos) << text;
   EXPECT_TRUE(bench_json(*r)["interrupted"].get<bool>());
   expect_clean();
 }

@@ -4,6 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/bytes.h"
@@ -104,7 +109,9 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{{"info", "--tpm", "swtpm:host=127.0.0.1,port=1"}, 1,
                   "tpmsec: cannot connect to swtpm at 127.0.0.1:1: Connection refused"},
         ErrorCase{{"info", "--tpm", "device:/nonexistent/tpm0"}, 1, "cannot open /nonexistent/tpm0"},
-        ErrorCase{{"pcr", "reset", "0"}, 1, "TPM error TPM_RC_LOCALITY"},
+        ErrorCase{{"pcr", "reset", "0"}, 1,
+                  "tpmsec: PCR 0 cannot be reset from locality 0 (TPM_RC_LOCALITY): on PC Client TPMs only PCRs 16 "
+                  "and 23 can"},
         ErrorCase{{"frobnicate"}, 2, "unknown command 'frobnicate'"},
         ErrorCase{{"info", "--colour"}, 2, "--colour"},
         ErrorCase{{"info", "--tpm", "embedded:state=/nonexistent/dir"}, 2,
@@ -162,6 +169,64 @@ TEST(Cli, EveryInputFileCommandRejectsAGarbageFileAsUsage) {
     EXPECT_EQ(r.err.rfind("tpmsec: ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// A profile the user names that is not valid JSON: unusable input (exit 2),
+// one line naming the file and where the JSON breaks.
+TEST(Cli, MalformedProfileIsAUsageErrorNamingFileAndPosition) {
+  std::string path = ::testing::TempDir() + "tpmsec-cli-bad-profile.json";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("{\n  \"id\": \"broken\",\n  \"commands\": [1, 2,\n}\n", f);
+    std::fclose(f);
+  }
+  for (std::vector<std::string> args : {std::vector<std::string>{"info", "--emulate", path},
+                                        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--emulate", path},
+                                        std::vector<std::string>{"bench", "--emulate", path, "--iterations", "2"}}) {
+    SCOPED_TRACE(args[0]);
+    auto r = run_tpmsec(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    expect_one_line_error(r, path + ": bad JSON at line 4");
+  }
+  std::remove(path.c_str());
+}
+
+// The bash completion (packaging/tpmsec.bash), run as bash runs it: the
+// words so far in COMP_WORDS, the candidates in COMPREPLY.
+std::vector<std::string> complete(const std::vector<std::string>& words) {
+  std::string script = std::string(TPMSEC_DATA_DIR) + "/../packaging/tpmsec.bash";
+  std::string cmd = "source '" + script + "'; COMP_WORDS=('" TPMSEC_CLI_PATH "'";
+  for (const std::string& w : words) cmd += " '" + w + "'";
+  cmd += fmt::format("); COMP_CWORD={}; _tpmsec; printf '%s\\n' \"${{COMPREPLY[@]}}\"", words.size());
+  auto r = testing::run_command({"bash", "-c", cmd}, {"TPMSEC_DATA_DIR=" TPMSEC_DATA_DIR});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Cli, CompletionOffersProfileAndStrategyNames) {
+  auto names = run_tpmsec({"profiles", "--names"});
+  ASSERT_EQ(names.exit_code, 0) << names.err;
+  EXPECT_NE(names.out.find("slb9670\n"), std::string::npos) << names.out;
+  EXPECT_EQ(names.out.find(' '), std::string::npos) << names.out;  // names only
+  using V = std::vector<std::string>;
+  EXPECT_EQ(complete({"bench", "--emulate", "slb967"}), (V{"slb9670", "slb9672", "slb9673"}));
+  EXPECT_EQ(complete({"emulate", "slb9670"}), (V{"slb9670"}));
+  EXPECT_EQ(complete({"profiles", "show", "slb9670"}), (V{"slb9670"}));
+  EXPECT_EQ(complete({"pcr", "extend", "16", "--strategy", "re"}), (V{"resident"}));
+  EXPECT_EQ(complete({"bench", "--strategies", "resident,p"}), (V{"resident,per-command", "resident,plain"}));
+  auto tpm = complete({"info", "--tpm", "m"});
+  ASSERT_EQ(tpm.size(), 1u);
+  EXPECT_EQ(tpm[0].rfind("mssim:", 0), 0u) << tpm[0];
+  // Options still come from --help.
+  auto options = complete({"bench", "--open"});
+  EXPECT_EQ(options, (V{"--openmetrics"}));
 }
 
 TEST(Cli, Sha1BankExtend) {

@@ -240,6 +240,50 @@ TEST(EmulateServer, Tpm2ToolsOverSwtpmAndMssimTctis) {
   }
 }
 
+// tpmsec's own mssim: client (tpm2-tss's mssim TCTI syntax) against the
+// server's mssim protocol: the CLI by --tpm and by TPM2TOOLS_TCTI, a
+// protected extend, and a TPM Reset through the platform port.
+TEST(EmulateServer, TpmsecSpeaksMssim) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--protocol", "mssim"}));
+  const std::string tpm = server.tcti("mssim");
+  auto info = run_tpmsec({"info", "--tpm", tpm});
+  ASSERT_EQ(info.exit_code, 0) << describe(info);
+  EXPECT_NE(info.out.find("\"IFX\""), std::string::npos) << info.out;
+  std::string digest(64, 'c');
+  auto extend = run_tpmsec({"pcr", "extend", "16", digest, "--tofu"},
+                           {"TPMSEC_TPM=", "TPM2TOOLS_TCTI=" + tpm, "TPMSEC_STATE_DIR=" + server.dir() + "/state"});
+  ASSERT_EQ(extend.exit_code, 0) << describe(extend);
+  auto read = run_tpmsec({"pcr", "read", "16", "--tpm", tpm});
+  ASSERT_EQ(read.exit_code, 0) << describe(read);
+  Bytes expected = *crypto::hash(alg::kSha256, {Bytes(32, 0), *from_hex(digest)});
+  EXPECT_EQ(read.out, to_hex(expected) + "\n");
+
+  auto transport = open_mssim({.host = "127.0.0.1", .port = server.port()});
+  ASSERT_TRUE(transport.ok()) << transport.error().message();
+  EXPECT_EQ((*transport)->describe(), tpm);
+  Tpm direct(**transport);
+  // _TPM_Init through the platform port, then Startup(CLEAR): PCR 16 is reset.
+  ASSERT_TRUE((*transport)->reset_tpm().ok());
+  auto pcr = pcr_read(direct, alg::kSha256, 16);
+  ASSERT_TRUE(pcr.ok()) << pcr.error().message();
+  EXPECT_EQ(*pcr, Bytes(32, 0));
+  transport->reset();
+  EXPECT_EQ(server.stop(), 0);
+  std::string log = server.log();
+  EXPECT_NE(log.find("PCR_Extend"), std::string::npos) << log;
+  EXPECT_NE(log.find("platform: reset"), std::string::npos) << log;
+}
+
+// Nothing listening on the platform port: a one-line runtime error, no hang.
+TEST(EmulateServer, MssimWithoutItsServerIsARuntimeError) {
+  uint16_t port = testing::pick_port_pair();
+  auto r = run_tpmsec({"info", "--tpm", fmt::format("mssim:host=127.0.0.1,port={}", port)});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("mssim"), std::string::npos) << describe(r);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 // A lower bound on wall time: holds on any machine, however fast.
 TEST(EmulateServer, RealClockTakesTheModelledTime) {
   EmulateServer server;

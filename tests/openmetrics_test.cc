@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -125,13 +127,23 @@ void parse_into(const std::string& text, Exposition& out) {
     while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
     s.name = line.substr(0, i);
     ASSERT_TRUE(metric_name(s.name));
-    ASSERT_TRUE(out.types.count(s.name)) << "sample before its TYPE";
-    ASSERT_EQ(out.types[s.name], "gauge");  // every family tpmsec writes is a gauge: name == family
-    ASSERT_TRUE(helped.count(s.name)) << "no HELP";
-    if (s.name != current) {
-      ASSERT_FALSE(finished.count(s.name)) << "family's samples are not contiguous";
+    // A gauge's samples carry its name; a summary's its name (one per
+    // quantile) and NAME_sum and NAME_count.
+    std::string fam = s.name;
+    if (!out.types.count(fam)) {
+      for (const char* suffix : {"_sum", "_count"}) {
+        std::string stem = s.name.substr(0, s.name.size() - std::min(s.name.size(), std::strlen(suffix)));
+        if (s.name == stem + suffix && out.types.count(stem) && out.types[stem] == "summary") fam = stem;
+      }
+    }
+    ASSERT_TRUE(out.types.count(fam)) << "sample before its TYPE";
+    // Every family tpmsec writes is a gauge or a summary.
+    ASSERT_TRUE(out.types[fam] == "gauge" || out.types[fam] == "summary") << out.types[fam];
+    ASSERT_TRUE(helped.count(fam)) << "no HELP";
+    if (fam != current) {
+      ASSERT_FALSE(finished.count(fam)) << "family's samples are not contiguous";
       if (!current.empty()) finished.insert(current);
-      current = s.name;
+      current = fam;
     }
     if (i < line.size() && line[i] == '{') {
       ++i;
@@ -178,6 +190,9 @@ void parse_into(const std::string& text, Exposition& out) {
     char* end = nullptr;
     s.value = std::strtod(value.c_str(), &end);
     ASSERT_TRUE(!value.empty() && *end == '\0') << "not a number: " << value;
+    // promtool's rule: only a summary's quantile samples have a quantile label.
+    const bool quantile_sample = out.types[fam] == "summary" && s.name == fam;
+    ASSERT_EQ(s.labels.count("quantile") != 0, quantile_sample) << "quantile label on a non-summary sample";
     std::string key = s.name;
     for (const auto& [k, v] : s.labels) key += "\x1f" + k + "=" + v;
     ASSERT_TRUE(seen_series.insert(key).second) << "duplicate series";
@@ -192,7 +207,9 @@ Exposition parse_strict(const std::string& text) {
   return out;
 }
 
-// `promtool check metrics` when the machine has it: its verdict too.
+// `promtool check metrics` (Debian's prometheus package, which
+// scripts/quickstart installs): its verdict too. Missing, it is a failure:
+// the check never silently stops running.
 void promtool_agrees(const std::string& text) {
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
@@ -202,10 +219,40 @@ void promtool_agrees(const std::string& text) {
     if (::access(tool.c_str(), X_OK) != 0) continue;
     auto r = run_command({tool.string(), "check", "metrics"}, {}, &text);
     EXPECT_EQ(r.exit_code, 0) << describe(r) << "\n" << text;
+    // Lint findings are printed even when the exit status is 0.
+    EXPECT_EQ(r.out + r.err, "") << text;
     return;
+  }
+  ADD_FAILURE() << "promtool is not installed (apt-get install prometheus; scripts/quickstart installs it)";
+}
+
+
+// The one label set every series carries, whatever the command; per-strategy
+// series add strategy (and quantile), decisions strategy and by.
+const std::set<std::string> kRunLabels{"command", "profile", "transport", "manufacturer",
+                                       "vendor",  "firmware", "emulated"};
+
+void expect_run_labels(const Exposition& e, const std::string& command) {
+  ASSERT_FALSE(e.series.empty());
+  for (const Series& s : e.series) {
+    SCOPED_TRACE(s.name);
+    std::set<std::string> keys;
+    for (const auto& [k, v] : s.labels) {
+      if (k != "strategy" && k != "quantile" && k != "by") keys.insert(k);
+    }
+    EXPECT_EQ(keys, kRunLabels);
+    EXPECT_EQ(s.labels.at("command"), command);
+    // Every command here runs `--emulate slb9670` on the embedded TPM.
+    EXPECT_EQ(s.labels.at("transport"), "embedded");
+    EXPECT_EQ(s.labels.at("profile"), "slb9670");
+    EXPECT_EQ(s.labels.at("emulated"), "true");
   }
 }
 
+// The tpmsec_decision_info series `by` names, if any.
+const Series* decision(const Exposition& e, const std::string& by) {
+  return e.find("tpmsec_decision_info", {{"by", by}});
+}
 
 class OpenMetricsTest : public ::testing::Test {
  protected:
@@ -249,7 +296,8 @@ TEST(OpenMetricsFormat, LabelValuesAreEscapedAndReadBack) {
   ASSERT_NE(median, nullptr) << text;
   EXPECT_EQ(median->labels.at("vendor"), "a \"quoted\" back\\slash\nnew line");
   EXPECT_EQ(median->labels.at("emulated"), "true");
-  EXPECT_EQ(median->labels.at("transport"), "swtpm:host=h,port=1");
+  // The transport's kind, not its address: one series per kind across a fleet.
+  EXPECT_EQ(median->labels.at("transport"), "swtpm");
   EXPECT_DOUBLE_EQ(median->value, 0.0125);
   const Series* p99 = e.find("tpmsec_extend_seconds", {{"strategy", "resident"}, {"quantile", "0.99"}});
   ASSERT_NE(p99, nullptr);
@@ -264,6 +312,52 @@ TEST(OpenMetricsFormat, LabelValuesAreEscapedAndReadBack) {
   ASSERT_NE(complete, nullptr);
   EXPECT_EQ(complete->value, 1.0);
   promtool_agrees(text);
+}
+
+// Seconds at nanosecond resolution, in the shortest decimal that reads back
+// as the same double: 148.920707 ms is 0.148920707, not 0.14892070699999999.
+TEST(OpenMetricsFormat, ValuesAreShortestDecimalSeconds) {
+  Distribution d;
+  d.n = 3;
+  d.median = 148.920707;
+  d.p99 = 0.1;
+  d.mean = 148.920707;
+  std::string text = openmetrics_text({{"manufacturer", "IFX"}}, "device:/dev/tpmrm0", "bench",
+                                      {{"resident", d, 3.0}}, true, 62.5);
+  EXPECT_NE(text.find("quantile=\"0.5\"} 0.148920707\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("quantile=\"0.99\"} 0.0001\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("} 0.446762121\n"), std::string::npos) << text;  // the sum: 3 x the mean
+  EXPECT_NE(text.find("tpmsec_budget_seconds{"), std::string::npos) << text;
+  EXPECT_NE(text.find("} 0.0625\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("9999"), std::string::npos) << text;
+  Exposition e = parse_strict(text);
+  ASSERT_FALSE(HasFailure()) << text;
+  EXPECT_EQ(e.find("tpmsec_extend_seconds_count", {{"strategy", "resident"}})->value, 3.0);
+  EXPECT_EQ(e.find("tpmsec_extend_seconds", {})->labels.at("transport"), "device");
+  promtool_agrees(text);
+}
+
+TEST(OpenMetricsFormat, DecisionsAndTheBudgetAreExported) {
+  Distribution d;
+  d.n = 2;
+  d.median = d.p99 = d.mean = 20;
+  std::string text = openmetrics_text({{"manufacturer", "IFX"}, {"emulated", true}, {"profile", "slb9670"}},
+                                      "embedded emulating slb9670", "bench", {{"resident", d, 3.0}}, true, 50,
+                                      {{"budget", "resident"}, {"policy", "per-command"}});
+  Exposition e = parse_strict(text);
+  ASSERT_FALSE(HasFailure()) << text;
+  EXPECT_DOUBLE_EQ(e.find("tpmsec_budget_seconds", {})->value, 0.05);
+  ASSERT_NE(decision(e, "budget"), nullptr) << text;
+  EXPECT_EQ(decision(e, "budget")->labels.at("strategy"), "resident");
+  EXPECT_EQ(decision(e, "budget")->value, 1.0);
+  ASSERT_NE(decision(e, "policy"), nullptr) << text;
+  EXPECT_EQ(decision(e, "policy")->labels.at("strategy"), "per-command");
+  expect_run_labels(e, "bench");
+  promtool_agrees(text);
+  // Without them, no such families.
+  std::string bare = openmetrics_text({}, "embedded", "bench", {}, false);
+  EXPECT_EQ(bare.find("tpmsec_budget_seconds"), std::string::npos) << bare;
+  EXPECT_EQ(bare.find("tpmsec_decision_info"), std::string::npos) << bare;
 }
 
 TEST(OpenMetricsFormat, AnIncompleteRunSaysSo) {
@@ -302,6 +396,12 @@ TEST_F(OpenMetricsTest, BenchWritesEveryStrategyItMeasured) {
   EXPECT_GT(e.find("tpmsec_tpm_commands_per_extend", {{"strategy", "per-command"}})->value,
             e.find("tpmsec_tpm_commands_per_extend", {{"strategy", "resident"}})->value);
   EXPECT_EQ(e.find("tpmsec_run_complete", {})->value, 1.0);
+  // Its recommendation, the policy's decision and the budget (bench's --budget-ms).
+  ASSERT_NE(decision(e, "budget"), nullptr) << text;
+  ASSERT_NE(decision(e, "policy"), nullptr) << text;
+  ASSERT_NE(e.find("tpmsec_budget_seconds", {}), nullptr) << text;
+  EXPECT_GT(e.find("tpmsec_budget_seconds", {})->value, 0.0);
+  expect_run_labels(e, "bench");
   EXPECT_EQ(std::vector<fs::path>(fs::directory_iterator(dir_), {}), std::vector<fs::path>{file}) << "temp file left";
   promtool_agrees(text);
 }
@@ -339,6 +439,13 @@ TEST_F(OpenMetricsTest, CalibrateWritesItsMeasurements) {
     EXPECT_NE(e.find("tpmsec_extend_seconds", {{"strategy", s}, {"quantile", "0.99"}}), nullptr) << s << "\n" << text;
   }
   EXPECT_EQ(e.find("tpmsec_run_complete", {{"command", "policy calibrate"}})->value, 1.0);
+  // The decision the report prints, and the budget it was made under.
+  const Series* chosen = decision(e, "budget");
+  ASSERT_NE(chosen, nullptr) << text;
+  EXPECT_NE(r.out.find("PCR extends: " + chosen->labels.at("strategy") + " ("), std::string::npos) << r.out;
+  ASSERT_NE(e.find("tpmsec_budget_seconds", {}), nullptr) << text;
+  EXPECT_GT(e.find("tpmsec_budget_seconds", {})->value, 0.0);
+  expect_run_labels(e, "policy calibrate");
   promtool_agrees(text);
 }
 
@@ -360,6 +467,7 @@ TEST_F(OpenMetricsTest, ReplayWritesItsStrategy) {
   const Series* c = e.find("tpmsec_tpm_commands_per_extend", {{"strategy", "resident"}, {"command", "replay"}});
   ASSERT_NE(c, nullptr) << describe(r) << text;
   EXPECT_EQ(e.find("tpmsec_extend_samples", {{"strategy", "resident"}})->value, 5.0) << text;
+  expect_run_labels(e, "replay");
   promtool_agrees(text);
 }
 
@@ -369,12 +477,14 @@ TEST_F(OpenMetricsTest, ReplayWritesItsStrategy) {
 // tpmsec_run_complete 0.
 TEST_F(OpenMetricsTest, AnInterruptedBenchHasNoSeriesForWhatItDidNotMeasure) {
   fs::path file = dir_ / "bench.prom";
+  fs::path out = dir_ / "stdout", err = dir_ / "stderr";
   pid_t pid = ::fork();
   if (pid == 0) {
     int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
+    ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600), 1);
+    ::dup2(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600), 2);
+    ::setenv("TPMSEC_TPM", "embedded", 1);
     ::execl(TPMSEC_CLI_PATH, TPMSEC_CLI_PATH, "bench", "--emulate", "slb9670", "--iterations", "1000000",
             "--no-primitives", "--strategies", "resident,per-command", "--openmetrics", file.c_str(),
             static_cast<char*>(nullptr));
@@ -397,6 +507,12 @@ TEST_F(OpenMetricsTest, AnInterruptedBenchHasNoSeriesForWhatItDidNotMeasure) {
   // A million resident extends cannot have finished: per-command never began.
   EXPECT_EQ(e.find("tpmsec_extend_seconds", {{"strategy", "per-command"}}), nullptr) << text;
   EXPECT_EQ(e.find("tpmsec_tpm_commands_per_extend", {{"strategy", "per-command"}}), nullptr) << text;
+  // Nothing decided from partial data, and the report says why.
+  EXPECT_EQ(e.count("tpmsec_decision_info"), 0u) << text;
+  std::string report = slurp(out);
+  EXPECT_NE(report.find("recommendation: none, the run was interrupted"), std::string::npos) << report;
+  EXPECT_EQ(report.find("policy: "), std::string::npos) << report;
+  EXPECT_NE(slurp(err).find("interrupted"), std::string::npos) << slurp(err);
   promtool_agrees(text);
 }
 

@@ -25,6 +25,7 @@ inline constexpr uint32_t kContextGap = 0x901;
 inline constexpr uint32_t kObjectMemory = 0x902;
 inline constexpr uint32_t kSessionMemory = 0x903;
 inline constexpr uint32_t kSessionHandles = 0x905;
+inline constexpr uint32_t kLocality = 0x907;
 inline constexpr uint32_t kYielded = 0x908;
 inline constexpr uint32_t kTesting = 0x90A;
 inline constexpr uint32_t kRetry = 0x922;

@@ -1,8 +1,8 @@
 // Transports carry command bytes to a TPM and its response back.
 //
 // Selected by one string (tpm2-tss TCTI syntax, so TPM2TOOLS_TCTI values for
-// swtpm and device work unchanged):
-//   embedded                      in-process libtpms, fresh TPM per process (default)
+// swtpm, mssim and device work unchanged):
+//   embedded                      in-process libtpms, fresh TPM per process
 //   embedded:state=DIR            same, NV state persisted in DIR
 //   swtpm[:host=H,port=P]         swtpm's data port (default localhost:2321)
 //   swtpm:path=SOCKET             swtpm's data port on a Unix socket
@@ -10,7 +10,12 @@
 //     ...,handles=private         the server flushes this connection's handles when
 //                                 it closes (tpmsec emulate --private-handles):
 //                                 no handle listing, no sweep (handle_ledger.h)
+//   mssim[:host=H,port=P]         the Microsoft simulator protocol (tpm2-tss's mssim
+//                                 TCTI; ibmswtpm2, tpmsec emulate --protocol mssim):
+//                                 TPM port P (default localhost:2321), platform port P+1
 //   device[:PATH]                 a TPM character device (default /dev/tpm0)
+//
+// Without one, the TPM is the host's as tpm2-tools would pick it (default_tpm()).
 //
 // Decorators (tracing, latency emulation, fault injection) wrap a Transport.
 #ifndef TPMSEC_TRANSPORT_H_
@@ -80,8 +85,33 @@ Result<TransportSpec> parse_transport_spec(std::string_view spec);
 // start the TPM (Startup) if it needs it.
 Result<std::unique_ptr<Transport>> open_transport(std::string_view spec);
 
-// The TPM string to use when none was given: $TPMSEC_TPM, else "embedded".
-std::string default_transport_spec();
+// The TPM to use when none was given, as tpm2-tools and systemd pick the
+// host's: $TPMSEC_TPM, else $TPM2TOOLS_TCTI (translated to tpmsec's syntax),
+// else device:/dev/tpmrm0 when it exists, else the embedded simulator.
+enum class TpmSource {
+  kTpmsecTpm,     // $TPMSEC_TPM
+  kTpm2ToolsTcti, // $TPM2TOOLS_TCTI
+  kHostDevice,    // /dev/tpmrm0 exists
+  kFallback,      // nothing named a TPM and the host has none: embedded
+};
+struct DefaultTpm {
+  std::string spec;
+  TpmSource source = TpmSource::kFallback;
+  // True when the embedded simulator stands in for a TPM nobody named: a
+  // command that changes TPM state says so (it changes nothing on the host).
+  bool unnamed_simulator() const { return source == TpmSource::kFallback; }
+};
+inline constexpr const char* kHostTpmDevice = "/dev/tpmrm0";
+// The decision from the two variables' values (nullptr or empty: unset) and
+// whether kHostTpmDevice exists. A TPM2TOOLS_TCTI tpmsec cannot speak
+// (tabrmd, a library path it cannot map) is a usage error naming the variable.
+Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti, bool host_device);
+// The same from this process's environment and the host's /dev.
+Result<DefaultTpm> default_tpm();
+// A tpm2-tss TCTI string (TPM2TOOLS_TCTI's syntax: "device", "device:/dev/tpm0",
+// "mssim:host=H,port=P", "swtpm:...", "libtss2-tcti-device.so.0:/dev/tpm0")
+// as a tpmsec TPM string; kUsage for a TCTI tpmsec has no transport for.
+Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device);
 
 }  // namespace tpmsec
 

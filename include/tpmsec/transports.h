@@ -41,6 +41,19 @@ struct SwtpmAddress {
 };
 Result<std::unique_ptr<Transport>> open_swtpm(const SwtpmAddress& address);
 
+// The Microsoft simulator's protocol (tpm2-tss tcti-mssim; TpmTcpProtocol.h
+// of the reference implementation): on the TPM port each command is framed
+// as u32 TPM_SEND_COMMAND, u8 locality, u32 size, the command, and answered
+// by u32 size, the response, u32 0; the platform port (port + 1) takes u32
+// signals (power on, NV on, reset), each answered by u32 0. Opening it powers
+// the TPM on and turns NV on through the platform port, as tpm2-tss does,
+// then sends Startup(CLEAR) if the TPM needs it.
+struct MssimAddress {
+  std::string host = "localhost";
+  uint16_t port = 2321;  // the platform port is port + 1
+};
+Result<std::unique_ptr<Transport>> open_mssim(const MssimAddress& address);
+
 // A TPM character device (/dev/tpm0, /dev/tpmrm0): one write() of the whole
 // command, one read() of the whole response.
 Result<std::unique_ptr<Transport>> open_device(const std::string& path);

@@ -36,7 +36,7 @@ void register_bench(CLI::App& app, Action* action) {
   CLI::App* sub = app.add_subcommand(
       "bench", "Measure what bus protection costs on this TPM: every command the strategies use, and each lifecycle "
                "strategy per protected PCR extend");
-  o->tpm.add_to(sub);
+  o->tpm.add_to(sub, /*state_changing=*/true);
   sub->add_option("--strategies", o->strategies,
                   "Comma-separated: per-command,saved-context,resident,plain,checkpoint (default: all)");
   sub->add_option("--iterations", o->iterations, "Samples per primitive and extends per strategy")
@@ -112,25 +112,31 @@ void register_bench(CLI::App& app, Action* action) {
       if (!o->csv.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->csv, bench_csv(*result)));
       if (!o->trace.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->trace, bench_trace(*result).dump() + "\n"));
       if (!o->svg.empty()) TPMSEC_RETURN_IF_ERROR(write_file(o->svg, bench_svg(*result)));
-      if (!o->openmetrics.empty()) {
-        TPMSEC_RETURN_IF_ERROR(write_file(o->openmetrics, openmetrics_text(result->tpm, result->transport, "bench",
-                                                                           strategy_metrics(*result),
-                                                                           !result->interrupted)));
-      }
-      fmt::print(report_stream({o->json, o->csv, o->trace, o->svg, o->openmetrics}), "{}", bench_text(*result));
       // What `pcr extend` and `replay` would use here: the policy's decision
       // for this TPM (its identity as read, unauthenticated: bench vouches
-      // for nothing). With the shipped policy it is the recommendation above
+      // for nothing). With the shipped policy it is the recommendation below
       // for an emulated profile, decided by the same function from the
-      // profile's means.
+      // profile's means. An interrupted run decides nothing (rate_strategies).
       TpmFacts facts = facts_of(tpm);
       PolicyDecision d = decide(policy, facts);
-      if (d.rule) {
-        fmt::print(report_stream({o->json, o->csv, o->trace, o->svg, o->openmetrics}), "policy: {} ({}) — rule '{}' of {}\n",
-                   strategy_name(d.extend), strategy_protection(d.extend), d.rule->name, policy.origin);
-      }
       Calibration c = choose_strategy(strategy_costs(*result), o->budget_ms, o->floor.floor());
-      if (strategy_costs(*result).per_extend_ms.count(c.extend) && !prevents(c.extend)) {
+      const bool recommends = !result->interrupted && strategy_costs(*result).per_extend_ms.count(c.extend);
+      if (!o->openmetrics.empty()) {
+        std::vector<DecisionMetric> decisions;
+        if (recommends) decisions.push_back({"budget", std::string(strategy_name(c.extend))});
+        if (!result->interrupted && d.rule) decisions.push_back({"policy", std::string(strategy_name(d.extend))});
+        TPMSEC_RETURN_IF_ERROR(write_file(o->openmetrics, openmetrics_text(result->tpm, result->transport, "bench",
+                                                                           strategy_metrics(*result),
+                                                                           !result->interrupted, o->budget_ms,
+                                                                           decisions)));
+      }
+      std::FILE* report = report_stream({o->json, o->csv, o->trace, o->svg, o->openmetrics});
+      fmt::print(report, "{}", bench_text(*result));
+      if (!result->interrupted && d.rule) {
+        fmt::print(report, "policy: {} ({}) — rule '{}' of {}\n", strategy_name(d.extend),
+                   strategy_protection(d.extend), d.rule->name, policy.origin);
+      }
+      if (recommends && !prevents(c.extend)) {
         fmt::print(stderr, "{}", weak_strategy_notice(c.extend, fmt::format("bench's recommendation {}",
                                                                              floor_flag(o->floor.floor()))));
       }

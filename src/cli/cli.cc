@@ -34,17 +34,33 @@ Error input_file_error(const Error& e) {
   return e.kind() == ErrorKind::kParse ? usage_error(e.message()) : e;
 }
 
-void TpmOption::add_to(CLI::App* sub) {
-  spec = default_transport_spec();
+void TpmOption::add_to(CLI::App* sub, bool state_changing) {
+  changes_state = state_changing;
   sub->add_option("--tpm", spec,
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
-                  "swtpm:path=SOCKET, device:/dev/tpmrm0; swtpm: takes handles=private when the server flushes "
-                  "each connection's handles as it closes (tpmsec emulate --private-handles). Default: $TPMSEC_TPM "
-                  "or embedded")
-      ->capture_default_str();
+                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: takes handles=private when "
+                  "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
+                  "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
+                  "when it exists (not with --emulate), else embedded");
   sub->add_option("--emulate", emulate,
                   "Put the TPM behind the latency model of a profile (data/profiles/NAME.json or a path; see "
                   "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
+}
+
+Result<std::string> TpmOption::tpm_string() const {
+  if (!spec.empty()) return spec;
+  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+  // --emulate names a chip of its own: the host's TPM behind another chip's
+  // model would be neither, so only a TPM the environment names replaces the
+  // embedded one there.
+  if (!emulate.empty() && d.source == TpmSource::kHostDevice) return std::string("embedded");
+  if (d.unnamed_simulator() && changes_state && emulate.empty()) {
+    fmt::print(stderr,
+               "tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran on the embedded "
+               "simulator, not on a TPM of this host\n",
+               kHostTpmDevice);
+  }
+  return d.spec;
 }
 
 OpenTpm::OpenTpm() = default;
@@ -70,7 +86,8 @@ OpenTpm::~OpenTpm() {
 }
 
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) {
-  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(option.spec, option.emulate));
+  TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
+  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(spec, option.emulate));
   if (!m->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", m->warning);
   return m;
 }
@@ -79,7 +96,8 @@ Result<OpenTpm> open_tpm(const TpmOption& option, bool keep, Measure measure) {
   // The protect path: no tracing, no latency model, no MeasuredTpm.
   if (option.emulate.empty() && measure == Measure::kWhenEmulating) return open_plain_tpm(option, keep);
   OpenTpm out;
-  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(option.spec));
+  TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
+  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
   out.cache = cache_for(*out.base, keep);
   std::optional<TpmInfo> known = out.cache ? out.cache->info() : std::nullopt;
   TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));

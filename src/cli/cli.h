@@ -59,12 +59,19 @@ void register_compare(CLI::App& app, Action* action);
 void register_provision(CLI::App& app, Action* action);
 void register_emulate(CLI::App& app, Action* action);
 
-// --tpm and --emulate on a subcommand: the TPM string, defaulting to
-// $TPMSEC_TPM or embedded, and an optional latency profile to emulate.
+// --tpm and --emulate on a subcommand: the TPM string and an optional
+// latency profile to emulate.
 struct TpmOption {
-  std::string spec;
+  std::string spec;            // --tpm; empty: the default (default_tpm())
   std::string emulate;
-  void add_to(CLI::App* sub);
+  bool changes_state = false;  // the command changes TPM state (PCRs, NV, persistent keys)
+  // `state_changing`: when the embedded simulator stands in for a TPM nobody
+  // named, the command says so on stderr (tpm_string()).
+  void add_to(CLI::App* sub, bool state_changing = false);
+  // --tpm, else the host's TPM as tpm2-tools picks it (transport.h,
+  // default_tpm()); with --emulate, /dev/tpmrm0 is not picked: the embedded
+  // TPM plays the profile's chip unless the environment names another.
+  Result<std::string> tpm_string() const;
 };
 
 // An open TPM. Plain (the protect path: no --emulate): the transport and a

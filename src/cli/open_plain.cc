@@ -25,7 +25,8 @@ std::optional<SessionCache> cache_for(const Transport& base, bool keep) {
 Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep) {
   if (!option.emulate.empty()) return usage_error("the plain TPM path cannot emulate");
   OpenTpm out;
-  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(option.spec));
+  TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
+  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
   out.cache = cache_for(*out.base, keep);
   std::optional<TpmInfo> known = out.cache ? out.cache->info() : std::nullopt;
   out.plain = std::make_unique<Tpm>(*out.base);

@@ -12,6 +12,7 @@
 #include "protection_options.h"
 #include "strategy_option.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/tpm_info.h"
 
@@ -42,8 +43,14 @@ struct PcrTarget {
 };
 
 // A kernel TPM device: its PCRs 0-15 are what verifiers trust.
-bool is_device_spec(const std::string& tpm) {
-  auto spec = parse_transport_spec(tpm.empty() ? default_transport_spec() : tpm);
+bool is_device_spec(const TpmOption& tpm) {
+  if (!tpm.spec.empty()) {
+    auto spec = parse_transport_spec(tpm.spec);
+    return spec.ok() && spec->scheme == "device";
+  }
+  auto d = default_tpm();
+  if (!d.ok()) return false;  // the usage error comes when the TPM is opened
+  auto spec = parse_transport_spec(d->spec);
   return spec.ok() && spec->scheme == "device";
 }
 
@@ -105,11 +112,11 @@ class DigestLines {
 };
 
 CLI::App* add_pcr_subcommand(CLI::App* pcr, const char* name, const char* help, const std::shared_ptr<PcrOptions>& o,
-                             bool with_bank) {
+                             bool with_bank, bool changes_state = false) {
   CLI::App* sub = pcr->add_subcommand(name, help);
   sub->add_option("INDEX", o->index, "PCR index")->required();
   if (with_bank) sub->add_option("--bank", o->bank, "PCR bank (sha1, sha256, sha384, sha512)")->capture_default_str();
-  o->tpm.add_to(sub);
+  o->tpm.add_to(sub, changes_state);
   return sub;
 }
 
@@ -150,7 +157,7 @@ void register_pcr(CLI::App& app, Action* action) {
   auto extend = std::make_shared<PcrOptions>();
   CLI::App* ext = add_pcr_subcommand(
       pcr, "extend", "Extend a PCR with a digest, protected as the policy decides for this TPM (or --strategy)",
-      extend, true);
+      extend, true, /*changes_state=*/true);
   ext->add_option("--protect", extend->protect,
                   "Shorthand kept from earlier versions: hmac = --strategy per-command (Linux 6.10), none = "
                   "--strategy plain (tpm.disable_pcr_integrity=1)")
@@ -197,7 +204,7 @@ void register_pcr(CLI::App& app, Action* action) {
       }
       // Refused before the device is opened: nothing of it is touched.
       TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_pcr_index(extend->index));
-      if (!pcr_resettable(index) && !extend->force_pcr && is_device_spec(extend->tpm.spec)) {
+      if (!pcr_resettable(index) && !extend->force_pcr && is_device_spec(extend->tpm)) {
         return usage_error(fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
                                        "changed until reboot. Use 16 or 23, or give --force-pcr",
                                        index));
@@ -313,11 +320,24 @@ void register_pcr(CLI::App& app, Action* action) {
   });
 
   auto reset = std::make_shared<PcrOptions>();
-  add_pcr_subcommand(pcr, "reset", "Reset a resettable PCR (16 or 23 on PC Client TPMs)", reset, false)
+  add_pcr_subcommand(pcr, "reset", "Reset a resettable PCR (16 or 23 on PC Client TPMs)", reset, false,
+                     /*changes_state=*/true)
       ->callback([reset, action] {
         *action = [reset]() -> Status {
           TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*reset));
-          return pcr_reset(t.open.tpm(), t.index);
+          Status st = pcr_reset(t.open.tpm(), t.index);
+          if (!st.ok() && rc_base(st.error().tpm_rc()) == rc::kLocality) {
+            // TPM_RC_LOCALITY: the PCR's reset attribute excludes the
+            // locality tpmsec runs at (0). PC Client PTP: PCRs 0-15 reset
+            // only at _TPM_Init (reboot), 17-22 from the DRTM's localities.
+            return Error(st.error().kind(),
+                         fmt::format("PCR {} cannot be reset from locality 0 (TPM_RC_LOCALITY): on PC Client TPMs "
+                                     "only PCRs 16 and 23 can; 0-15 reset only at reboot, 17-22 only from the "
+                                     "localities of a dynamic launch (DRTM)",
+                                     t.index),
+                         st.error().tpm_rc());
+          }
+          return st;
         };
       });
 }

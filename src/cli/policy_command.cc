@@ -216,7 +216,7 @@ void register_calibrate(CLI::App* policy, Action* action) {
       "calibrate",
       "Measure each strategy briefly and pick the most protective one whose cost per extend fits the budget (never "
       "below prevention unless --allow-detection or --allow-plain)");
-  o->tpm.add_to(sub);
+  o->tpm.add_to(sub, /*state_changing=*/true);
   o->floor.add_to(sub);
   sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms (steady state)")
       ->check(CLI::PositiveNumber)
@@ -273,13 +273,19 @@ void register_calibrate(CLI::App* policy, Action* action) {
         });
         if (!measured) missing.emplace_back(strategy_name(k));
       }
+      StrategyCosts costs = costs_from_bench(*result, source);
+      const bool complete = !result->interrupted && missing.empty();
+      // The decision and its budget are exported only from a complete run.
+      std::optional<Calibration> decided;
+      if (complete && !costs.per_extend_ms.empty()) decided = choose_strategy(costs, o->budget_ms, o->floor.floor());
       if (!o->openmetrics.empty()) {
+        std::vector<DecisionMetric> decisions;
+        if (decided) decisions.push_back({"budget", std::string(strategy_name(decided->extend))});
         TPMSEC_RETURN_IF_ERROR(write_file(o->openmetrics,
                                           openmetrics_text(result->tpm, result->transport, "policy calibrate",
-                                                           strategy_metrics(*result),
-                                                           !result->interrupted && missing.empty())));
+                                                           strategy_metrics(*result), complete,
+                                                           decided ? o->budget_ms : 0.0, decisions)));
       }
-      StrategyCosts costs = costs_from_bench(*result, source);
       if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
       if (result->interrupted || !missing.empty()) {
         return runtime_error(fmt::format(
@@ -287,7 +293,7 @@ void register_calibrate(CLI::App* policy, Action* action) {
             "rule from a partial run: raise --max-seconds or lower --iterations",
             o->max_seconds, missing.empty() ? std::string("the last strategy") : fmt::format("{}", fmt::join(missing, ", "))));
       }
-      Calibration c = choose_strategy(costs, o->budget_ms, o->floor.floor());
+      const Calibration& c = *decided;
       TpmFacts facts = facts_of(*tpm);
       fmt::print(out, "TPM         {}\n", identity_line(facts));
       fmt::print(out, "measured    {} extends per strategy in {:.2f} s of real time{}\n", o->iterations, seconds,

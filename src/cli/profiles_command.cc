@@ -53,8 +53,12 @@ constexpr const char* kColumns =
     "  per-cmd    ContextLoad(null key) + ECC-salted StartAuthSession + FlushContext + HMAC'd (Linux 6.10)\n"
     "  saved-ctx  ContextLoad(session) + HMAC'd + ContextSave(session) (the seed thread's proposal)\n";
 
-Status list_profiles(bool json) {
+Status list_profiles(bool json, bool names) {
   TPMSEC_ASSIGN_OR_RETURN(std::vector<LatencyProfile> all, load_all_profiles());
+  if (names) {
+    for (const LatencyProfile& p : all) fmt::print("{}\n", p.id);
+    return ok_status();
+  }
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const LatencyProfile& p : all) out.push_back(summary_json(p));
@@ -157,12 +161,16 @@ void register_profiles(CLI::App& app, Action* action) {
   struct Options {
     bool json = false;
     bool show_json = false;
+    bool names = false;
     std::string name;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "profiles", "List the latency profiles --emulate can use, with how much of each is measured");
   sub->add_flag("--json", opts->json, "Print JSON: per profile its tag counts and per-extend figures");
+  auto* names = sub->add_flag("--names", opts->names,
+                              "Print only the profile names, one a line (what shell completion offers for --emulate)");
+  names->excludes("--json");
   sub->require_subcommand(0, 1);
   sub->footer(fmt::format(
       "Profiles live in {} (one JSON file each). Every value carries its tag and source\n"
@@ -177,7 +185,7 @@ void register_profiles(CLI::App& app, Action* action) {
     if (show->parsed()) {
       *action = [opts]() -> Status { return show_profile(opts->name, opts->show_json || opts->json); };
     } else {
-      *action = [opts]() -> Status { return list_profiles(opts->json); };
+      *action = [opts]() -> Status { return list_profiles(opts->json, opts->names); };
     }
   });
 }

@@ -91,7 +91,7 @@ void register_provision(CLI::App& app, Action* action) {
       "persistent salt key. The session that carries it is salted to an anchor: --null-name, --ek-ca, or on "
       "device: the kernel's pin (the embedded TPM needs none); --tofu is refused, since what is kept outlives the "
       "boot whose first use it would trust (docs/threat-model.md)");
-  o->tpm.add_to(sub);
+  o->tpm.add_to(sub, /*state_changing=*/true);
   o->protection.add_to(sub);
   sub->add_option("--nv-index", o->nv_index, "The NV index to define (owner range)")->capture_default_str();
   o->salt_key_option =

@@ -78,7 +78,7 @@ void register_null_key(CLI::App& app, Action* action) {
     *action = [o]() -> Status {
       if (o->forget) {
         if (o->protection.anchor_given()) return usage_error("--forget takes no --null-name");
-        std::string spec = o->tpm.spec.empty() ? default_transport_spec() : o->tpm.spec;
+        TPMSEC_ASSIGN_OR_RETURN(std::string spec, o->tpm.tpm_string());
         TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
         PinStore store(default_state_dir());
         TPMSEC_ASSIGN_OR_RETURN(bool forgot, store.forget(t->describe()));

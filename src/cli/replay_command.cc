@@ -264,7 +264,7 @@ void register_replay(CLI::App& app, Action* action) {
   auto ev = sub->add_option("--eventlog", o->eventlog,
                             "TCG crypto-agile firmware event log (/sys/kernel/security/tpm0/binary_bios_measurements)");
   ima->excludes(ev);
-  o->tpm.add_to(sub);
+  o->tpm.add_to(sub, /*state_changing=*/true);
   o->strategy.add_to(sub);
   o->protection.add_to(sub);
   sub->add_option("--pcr", o->pcr, "IMA: the PCR every entry is extended into (16 or 23; others need --force-pcr)")

@@ -220,7 +220,8 @@ Status run_strategy(Runner& run, StrategyKind kind, const TpmInfo& info, Strateg
     auto s = run.timed([&] { return stream->extend(d); });
     if (!s.ok()) return s.error().with_context(std::string(strategy_name(kind)));
     out.extends.push_back(std::move(*s));
-    if ((i + 1) % std::max(1, o.iterations / 10) == 0) run.progress(std::string(strategy_name(kind)));
+    // Every extend: the progress bar decides how often to draw (by time).
+    run.progress(std::string(strategy_name(kind)));
   }
   TPMSEC_ASSIGN_OR_RETURN(out.finish, run.timed([&] { return stream->finish(); }));
   stream.reset();
@@ -261,8 +262,8 @@ Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const
   result.version = TPMSEC_VERSION;
 
   Runner run(tpm, log, clock, result.options);
-  // Each strategy reports every max(1, iterations / 10) extends.
-  const size_t per_strategy = static_cast<size_t>(result.options.iterations / std::max(1, result.options.iterations / 10));
+  // Each strategy reports every extend.
+  const size_t per_strategy = static_cast<size_t>(result.options.iterations);
   run.set_total((result.options.primitives ? 14 : 0) + result.options.strategies.size() * per_strategy);
 
   Status status;
@@ -309,6 +310,14 @@ void rate_strategies(BenchResult& r) {
   for (auto& s : r.strategies) {
     double cost = s.kind == StrategyKind::kCheckpoint ? s.per_extend_ms.mean : s.per_extend_ms.median;
     s.ratio_to_plain = plain_median > 0 ? cost / plain_median : 0;
+  }
+  // A run cut short decides nothing: a strategy could win only because a
+  // better one was never measured, or on a handful of samples.
+  if (r.interrupted) {
+    r.recommendation =
+        "recommendation: none, the run was interrupted: strategies it did not reach are missing and the others "
+        "rest on fewer samples; run it to the end to get one";
+    return;
   }
   // The one decision function (strategy_choice.h), as policy calibrate uses it.
   StrategyCosts costs = strategy_costs(r);

@@ -9,7 +9,14 @@ Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::str
   Transport* inner = &base;
   std::optional<LatencyProfile> profile;
   if (!emulate.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(profile, load_profile(emulate));
+    Result<LatencyProfile> loaded = load_profile(emulate);
+    if (!loaded.ok()) {
+      // A malformed profile the caller named is unusable input (kUsage, the
+      // file and position in the message), not a TPM's malformed answer.
+      if (loaded.error().kind() == ErrorKind::kParse) return usage_error(loaded.error().message());
+      return loaded.error();
+    }
+    profile = std::move(*loaded);
     m->virtual_clock = std::make_unique<VirtualClock>();
     m->latency = std::make_unique<LatencyTransport>(*inner, LatencyModel(*profile), *m->virtual_clock);
     inner = m->latency.get();

@@ -1,4 +1,6 @@
 // TPM strings in tpm2-tss TCTI syntax.
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <set>
 
@@ -13,9 +15,11 @@ namespace {
 const std::set<std::string>& allowed_keys(const std::string& scheme) {
   static const std::set<std::string> embedded{"state"};
   static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost", "handles"};
+  static const std::set<std::string> mssim{"host", "port"};
   static const std::set<std::string> device{"path"};
   if (scheme == "embedded") return embedded;
   if (scheme == "swtpm") return swtpm;
+  if (scheme == "mssim") return mssim;
   return device;
 }
 
@@ -37,12 +41,10 @@ Result<TransportSpec> parse_transport_spec(std::string_view text) {
   spec.scheme = s.substr(0, colon);
   std::string rest = colon == std::string::npos ? "" : s.substr(colon + 1);
   if (spec.scheme.empty()) return usage_error(fmt::format("TPM string '{}' has no scheme", s));
-  if (spec.scheme != "embedded" && spec.scheme != "swtpm" && spec.scheme != "device") {
-    if (spec.scheme == "mssim") {
-      return usage_error("the mssim TCTI is not supported: swtpm's data port is reached with swtpm:host=H,port=P");
-    }
-    return usage_error(
-        fmt::format("unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P or device:PATH)", spec.scheme));
+  if (spec.scheme != "embedded" && spec.scheme != "swtpm" && spec.scheme != "mssim" && spec.scheme != "device") {
+    return usage_error(fmt::format(
+        "unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P, mssim:host=H,port=P or device:PATH)",
+        spec.scheme));
   }
   // device:PATH takes a bare path, as tpm2-tss's device TCTI does.
   if (spec.scheme == "device" && !rest.empty() && rest.find('=') == std::string::npos) {
@@ -69,6 +71,10 @@ Result<TransportSpec> parse_transport_spec(std::string_view text) {
   }
   if (spec.scheme == "device") {
     spec.path = spec.options.count("path") ? spec.options["path"] : "/dev/tpm0";
+  }
+  if (spec.scheme == "mssim" && spec.options.count("port")) {
+    TPMSEC_ASSIGN_OR_RETURN(uint16_t port, parse_port("port", spec.options["port"]));
+    if (port == 65535) return usage_error("mssim: port=65535 leaves no platform port (port + 1)");
   }
   if (spec.scheme == "swtpm") {
     for (const char* key : {"port", "ctrl"}) {
@@ -99,6 +105,12 @@ Result<std::unique_ptr<Transport>> open_transport(std::string_view text) {
   };
   if (spec.scheme == "embedded") return open_embedded(opt("state"));
   if (spec.scheme == "device") return open_device(spec.path);
+  if (spec.scheme == "mssim") {
+    MssimAddress m;
+    m.host = opt("host", "localhost");
+    if (spec.options.count("port")) m.port = *parse_port("port", spec.options["port"]);
+    return open_mssim(m);
+  }
   SwtpmAddress a;
   a.host = opt("host", "localhost");
   a.path = opt("path");
@@ -110,9 +122,47 @@ Result<std::unique_ptr<Transport>> open_transport(std::string_view text) {
   return open_swtpm(a);
 }
 
-std::string default_transport_spec() {
-  const char* env = std::getenv("TPMSEC_TPM");
-  return env && *env ? env : "embedded";
+Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device) {
+  std::string text(tcti);
+  size_t colon = text.find(':');
+  std::string name = text.substr(0, colon);
+  std::string conf = colon == std::string::npos ? "" : text.substr(colon + 1);
+  // tpm2-tools also takes the library's file name (libtss2-tcti-device.so.0).
+  if (name.rfind("libtss2-tcti-", 0) == 0) {
+    name = name.substr(13);
+    if (size_t so = name.find(".so"); so != std::string::npos) name = name.substr(0, so);
+  }
+  if (name == "abrmd") name = "tabrmd";
+  // tpm2-tss's device TCTI without a path tries /dev/tpmrm0, then /dev/tpm0.
+  if (name == "device" && conf.empty()) return std::string("device:") + (host_device ? kHostTpmDevice : "/dev/tpm0");
+  if (name == "device" || name == "swtpm" || name == "mssim") {
+    std::string spec = conf.empty() ? name : name + ":" + conf;
+    TPMSEC_RETURN_IF_ERROR(status_of(parse_transport_spec(spec)));
+    return spec;
+  }
+  return usage_error(fmt::format("the {} TCTI is not supported", name.empty() ? text : name));
+}
+
+Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti, bool host_device) {
+  if (tpmsec_tpm && *tpmsec_tpm) return DefaultTpm{tpmsec_tpm, TpmSource::kTpmsecTpm};
+  if (tpm2tools_tcti && *tpm2tools_tcti) {
+    Result<std::string> spec = tpm_string_from_tcti(tpm2tools_tcti, host_device);
+    if (!spec.ok()) {
+      return usage_error(fmt::format(
+          "TPM2TOOLS_TCTI={}: {} (tpmsec speaks device:PATH, swtpm:host=H,port=P and mssim:host=H,port=P; give "
+          "--tpm or TPMSEC_TPM)",
+          tpm2tools_tcti, spec.error().message()));
+    }
+    return DefaultTpm{*spec, TpmSource::kTpm2ToolsTcti};
+  }
+  if (host_device) return DefaultTpm{std::string("device:") + kHostTpmDevice, TpmSource::kHostDevice};
+  return DefaultTpm{"embedded", TpmSource::kFallback};
+}
+
+Result<DefaultTpm> default_tpm() {
+  struct stat st {};
+  const bool host_device = ::stat(kHostTpmDevice, &st) == 0;
+  return choose_default_tpm(std::getenv("TPMSEC_TPM"), std::getenv("TPM2TOOLS_TCTI"), host_device);
 }
 
 }  // namespace tpmsec

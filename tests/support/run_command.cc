@@ -87,6 +87,14 @@ CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector
   if (!has_state) {
     full_env.push_back("TPMSEC_STATE_DIR=" + ::testing::TempDir() + "tpmsec-state-" + std::to_string(::getpid()));
   }
+  // Never the machine's own TPM either: without --tpm the CLI would take
+  // TPM2TOOLS_TCTI or /dev/tpmrm0 where the test machine has them. A test
+  // of that choice names the variables itself (TPMSEC_TPM= unsets it).
+  bool names_tpm = false;
+  for (const auto& e : env) {
+    names_tpm = names_tpm || e.rfind("TPMSEC_TPM=", 0) == 0 || e.rfind("TPM2TOOLS_TCTI=", 0) == 0;
+  }
+  if (!names_tpm) full_env.push_back("TPMSEC_TPM=embedded");
   return run_command(argv, full_env, input);
 }
 
