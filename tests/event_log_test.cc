@@ -600,7 +600,7 @@ TEST(EventLog, CliNeverSaysMatchForAPcr0ItCannotReproduce) {
   std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
   EXPECT_EQ(line.find("match"), std::string::npos) << line;
   EXPECT_NE(line.find("chain"), std::string::npos) << line;
-  EXPECT_NE(r.out.find("locality 4 (H-CRTM), so the log's value is 15f4e6ca457d1af6bc49511a93ba3500ad69acc5"),
+  EXPECT_NE(r.out.find("starts from locality 4 (H-CRTM); the log's value is 15f4e6ca457d1af6bc49511a93ba3500ad69acc5"),
             std::string::npos)
       << r.out;
   auto sm3 = testing::run_tpmsec(

@@ -119,7 +119,7 @@ TEST(ReplayIma, PartialTailIsAWarningUnlessStrict) {
     auto r = run_tpmsec({"replay", "--ima", path, "--strategy", "plain"});
     ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
     EXPECT_EQ(pcr_of(r.out), expected) << r.out;
-    EXPECT_NE(r.err.find(fmt::format("warning: {}: the last {} byte{} (from offset {}) are not a whole entry", path,
+    EXPECT_NE(r.err.find(fmt::format("warning: {}: it ends in a partial entry, {} byte{} from offset {}", path,
                                      c.bytes, c.bytes == 1 ? "" : "s", c.offset)),
               std::string::npos)
         << r.err;

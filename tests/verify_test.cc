@@ -251,6 +251,24 @@ TEST(VerifyCli, RealLogAgainstAFileOfItsValuesAndATamperedOne) {
   EXPECT_EQ(usage.exit_code, testing::kExitUsage) << describe(usage);
   usage = run_tpmsec({"verify", "--expected", good});
   EXPECT_EQ(usage.exit_code, testing::kExitUsage) << describe(usage);
+  usage = run_tpmsec({"verify", "--eventlog", log, "--tpm", "embedded", "--unsalted"});
+  EXPECT_EQ(usage.exit_code, testing::kExitUsage) << describe(usage);
+  EXPECT_NE(usage.err.find("--unsalted would let an interposer forge them"), std::string::npos) << usage.err;
+}
+
+// policy show offers verify as the detection option where the rule's
+// decision is below prevention, and says nothing of it where it prevents.
+TEST(VerifyCli, PolicyShowOffersItWherePreventionIsOverBudget) {
+  const std::string below = temp_path("policy-checkpoint.toml");
+  write(below, "schema = \"tpmsec-policy/1\"\n[[rule]]\nname = \"all\"\nextend = \"checkpoint\"\nreason = \"rig\"\n");
+  auto r = run_tpmsec({"policy", "show", "--policy", below});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("detection   prevention is over this rule's budget: `tpmsec verify"), std::string::npos) << r.out;
+  const std::string prevents = temp_path("policy-resident.toml");
+  write(prevents, "schema = \"tpmsec-policy/1\"\n[[rule]]\nname = \"all\"\nextend = \"resident\"\nreason = \"rig\"\n");
+  r = run_tpmsec({"policy", "show", "--policy", prevents});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("detection"), std::string::npos) << r.out;
 }
 
 // ------------------------------------------------------------ the CLI, a TPM

@@ -13,11 +13,11 @@ Result<ImaWorkload> load_ima_workload(const std::string& path, uint16_t bank, bo
   auto workload = ima_workload(as_bytes(content), bank, skip_bad, hash_bank);
   if (!workload.ok()) return usage_error(fmt::format("{}: {}", path, workload.error().message()));
   if (workload->tail) {
-    std::string what = fmt::format("{}: the last {} byte{} (from offset {}) are not a whole entry", path,
+    std::string what = fmt::format("{}: it ends in a partial entry, {} byte{} from offset {}", path,
                                    workload->tail->bytes, workload->tail->bytes == 1 ? "" : "s",
                                    workload->tail->offset);
     if (strict) return parse_error(what + " (--strict)");
-    fmt::print(stderr, "tpmsec: warning: {}; the {} whole entries before them are used (--strict refuses this)\n",
+    fmt::print(stderr, "tpmsec: warning: {}; the {} whole entries before it are used (--strict refuses this)\n",
                what, workload->entries);
   }
   return workload;

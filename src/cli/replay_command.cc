@@ -241,7 +241,7 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
                !match ? "DIFFERS" : locality_start ? "chain" : "match", to_hex(run.actual));
     if (locality_start) {
       fmt::print(report_stream({o.json, o.openmetrics}),
-                 "{:<34}(the chain from zeros; PCR 0 starts from locality {}{}, so the log's value is {})\n", "",
+                 "{:<34}(the chain from zeros: PCR 0 starts from locality {}{}; the log's value is {})\n", "",
                  log->pcr0_locality(), log->hcrtm ? " (H-CRTM)" : "", to_hex(from_log));
     }
     nlohmann::json j = run_json(run);

@@ -79,6 +79,10 @@ Status run_verify(const VerifyOptions& o) {
   if (o.eventlog.empty() && o.ima.empty()) return usage_error("give a log: --eventlog FILE and/or --ima FILE");
   if (sources != 1) return usage_error("give one source of PCR values: --tpm T, --expected FILE or --quote FILE");
   if (!o.tpm.emulate.empty()) return usage_error("verify reads a real TPM's PCRs; --emulate has nothing to verify");
+  if (o.protection.unsalted) {
+    return usage_error("verify trusts only PCR values a salted audit session authenticated; --unsalted would let an "
+                       "interposer forge them");
+  }
   std::vector<uint16_t> named;
   for (const std::string& b : o.banks) {
     TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(b));
@@ -107,22 +111,11 @@ Status run_verify(const VerifyOptions& o) {
     quote = std::move(*parsed);
   }
 
+  // The firmware log is whole since boot: it chooses the banks.
   std::optional<event_log::EventLog> log;
   if (!o.eventlog.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(event_log::EventLog parsed, load_event_log(o.eventlog));
     log = std::move(parsed);
-  }
-  std::vector<ima::Entry> entries;
-  if (!o.ima.empty()) {
-    // The digests the workload computes are not needed: parse for the entries.
-    TPMSEC_ASSIGN_OR_RETURN(ImaWorkload w, load_ima_workload(o.ima, alg::kSha1, o.skip_bad, o.strict));
-    if (w.stopped_at) {
-      return input_file_error(Error(w.stopped_at->error.kind(),
-                                    fmt::format("{}: {} (--skip-bad leaves bad entries out)", o.ima,
-                                                w.stopped_at->error.message())));
-    }
-    for (const ima::Problem& p : w.problems) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
-    entries = std::move(w.kept);
   }
   const event_log::EventLog* lp = log ? &*log : nullptr;
 
@@ -139,24 +132,42 @@ Status run_verify(const VerifyOptions& o) {
   std::vector<uint16_t> banks = choose_banks(o, lp, given_banks, named);
   if (banks.empty()) return usage_error("no bank to compare: the log's and the values' banks do not meet (--bank)");
 
+  // A live check reads every PCR of those banks first and the IMA list
+  // after: a list that grew in between holds the PCR's value at an earlier
+  // entry (verify.h), while a list read first could be behind the PCR.
+  if (reads) {
+    for (uint16_t bank : banks) {
+      auto allocated = std::find_if(open->info().pcr_banks.begin(), open->info().pcr_banks.end(),
+                                    [&](const PcrBank& b) { return b.hash == bank; });
+      if (allocated == open->info().pcr_banks.end() || allocated->pcrs.empty()) {
+        fmt::print(stderr, "tpmsec: note: the TPM has no {} bank allocated; not compared\n", hash_name(bank));
+        continue;
+      }
+      for (uint32_t pcr : allocated->pcrs) {
+        if (pcr >= event_log::kPcrCount) continue;
+        TPMSEC_ASSIGN_OR_RETURN(given[bank][pcr], reads->read(bank, pcr));
+      }
+    }
+  }
+
+  std::vector<ima::Entry> entries;
+  if (!o.ima.empty()) {
+    // The digests the workload computes are not needed: parse for the entries.
+    TPMSEC_ASSIGN_OR_RETURN(ImaWorkload w, load_ima_workload(o.ima, alg::kSha1, o.skip_bad, o.strict));
+    if (w.stopped_at) {
+      return input_file_error(Error(w.stopped_at->error.kind(),
+                                    fmt::format("{}: {} (--skip-bad leaves bad entries out)", o.ima,
+                                                w.stopped_at->error.message())));
+    }
+    for (const ima::Problem& p : w.problems) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
+    entries = std::move(w.kept);
+  }
+
   verify::ImpliedValues implied;
   for (uint16_t bank : banks) {
     auto chains = verify::implied_values(lp, entries, bank);
     if (!chains.ok()) return input_file_error(chains.error());
     implied[bank] = std::move(*chains);
-  }
-
-  if (reads) {
-    for (const auto& [bank, pcrs] : implied) {
-      if (std::find(given_banks.begin(), given_banks.end(), bank) == given_banks.end()) {
-        fmt::print(stderr, "tpmsec: note: the TPM has no {} bank allocated; not compared\n", hash_name(bank));
-        continue;
-      }
-      for (const auto& [pcr, chain] : pcrs) {
-        TPMSEC_RETURN_IF_ERROR(check_pcr(open->info(), bank, pcr));
-        TPMSEC_ASSIGN_OR_RETURN(given[bank][pcr], reads->read(bank, pcr));
-      }
-    }
   }
 
   std::FILE* out = report_stream({o.json});
@@ -220,7 +231,7 @@ Status run_verify(const VerifyOptions& o) {
         ++compared;
         fmt::print(out, "{}\n", r.message);
         if (r.verdict == Verdict::kDiffers) {
-          fmt::print(out, "    log  {}\n    {}  {}\n", to_hex(r.expected), reads ? "TPM " : "file", to_hex(r.actual));
+          fmt::print(out, "    {:<6}{}\n    {:<6}{}\n", "log", to_hex(r.expected), reads ? "TPM" : "file", to_hex(r.actual));
           differs = true;
         }
       }
