@@ -231,6 +231,27 @@ TEST(VerifyCli, HcrtmLogAgainstExpectedValues) {
   EXPECT_NE(r.out.find("PCR 0 sha1: DIFFERS"), std::string::npos) << r.out;
 }
 
+// A real SHA-1 format log (TCG_PCR_EVENT throughout: an Intel NUC) against
+// its PCRs as tpm2_eventlog (tpm2-tools 5.4) computes them independently, in
+// its own "pcrs:" YAML.
+TEST(VerifyCli, RealSha1LogAgainstTpm2EventlogsValues) {
+  const std::string yaml = temp_path("nuc.yaml");
+  write(yaml,
+        "pcrs:\n  sha1:\n"
+        "    0  : 0x3dcaea25dc86554d94b94aa5bc8f735a49212af8\n"
+        "    1  : 0xb2a83b0ebf2f8374299a5b2bdfc31ea955ad7236\n"
+        "    2  : 0xb2a83b0ebf2f8374299a5b2bdfc31ea955ad7236\n"
+        "    3  : 0xb2a83b0ebf2f8374299a5b2bdfc31ea955ad7236\n"
+        "    4  : 0x59955b8e6e01b21ba7ccbbdecdeaa8ae6770caa1\n"
+        "    5  : 0xd8949f1020f3344daf7aa87717ae58d6498731e4\n"
+        "    6  : 0xb2a83b0ebf2f8374299a5b2bdfc31ea955ad7236\n"
+        "    7  : 0x9216fc0727c344b355a90a3f34f357e4362d51bb\n");
+  auto r = run_tpmsec({"verify", "--eventlog", data_log("binary_measurements_nuc.bin"), "--expected", yaml});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCR 7 sha1: match (6 events)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
+}
+
 TEST(VerifyCli, RealLogAgainstAFileOfItsValuesAndATamperedOne) {
   const std::string log = data_log("binary_measurements_pc_client.bin");
   auto values = log_values(real_log("binary_measurements_pc_client.bin"), {alg::kSha1, alg::kSha256});
