@@ -33,11 +33,16 @@ void check_ima(const ima::ParsedLog& log) {
   for (const ima::Entry& e : log.entries) {
     if (e.pcr > ima::kMaxPcrIndex) die("PCR index above the bound");
     if (e.template_data.size() > ima::kMaxTemplateDataSize) die("template data above the bound");
-    if (e.template_hash.size() != ima::kTemplateHashSize) die("template hash of the wrong size");
+    // The list's bank (sha1 for the classic lists, a per-bank list's own).
+    if (e.template_hash.size() != digest_size(log.hash_bank)) die("template hash of the wrong size");
     if (!e.violation) {
-      Result<Bytes> sha1 = crypto::hash(alg::kSha1, {e.template_data});
-      if (!sha1.ok() || *sha1 != e.template_hash) die("accepted an entry whose template hash does not match");
+      Result<Bytes> h = crypto::hash(log.hash_bank, {e.template_data});
+      if (!h.ok() || *h != e.template_hash) die("accepted an entry whose template hash does not match");
     }
+  }
+  if (log.tail) {
+    if (log.problems.empty()) die("a tail without its problem");
+    if (log.tail->bytes == 0) die("an empty tail");
   }
   if (!ima::replay(log.entries, alg::kSha256).ok()) die("replay of parsed entries failed");
   if (log.entries_before_first_problem().size() > log.entries.size()) die("prefix longer than the list");

@@ -67,8 +67,15 @@ TEST(Hash, KnownAnswers) {
   EXPECT_NE(*flipped, *sha256);
 }
 
+TEST(Hash, Sm3KnownAnswer) {
+  // GB/T 32905-2016, example 1: SM3("abc").
+  auto sm3 = hash(alg::kSm3_256, {as_bytes("abc")});
+  ASSERT_TRUE(sm3.ok()) << sm3.error().message();
+  EXPECT_EQ(*sm3, H("66c7f0f462eeedd9d1f2d46bdc10e4e24167c4875cf2f7a2297da02b8f4ba8e0"));
+}
+
 TEST(Hash, RefusesUnknownAlgorithm) {
-  auto r = hash(alg::kSm3_256, {as_bytes("abc")});
+  auto r = hash(0x0027 /* TPM_ALG_SHA3_256: no PCR bank tpmsec hashes */, {as_bytes("abc")});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kUnsupported);
   EXPECT_FALSE(hash(alg::kNull, {}).ok());

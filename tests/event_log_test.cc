@@ -21,6 +21,7 @@ namespace {
 
 using testing::EventLogBuilder;
 using testing::openssl_digest;
+using testing::openssl_extend;
 using testing::put_le16;
 using testing::put_le32;
 
@@ -497,6 +498,121 @@ TEST(EventLog, VendorInfoOverrunningEventSizeIsReadAsTpm2EventlogDoes) {
   auto theirs = run_tpm2_eventlog(log);
   if (!theirs) GTEST_SKIP() << "tpm2_eventlog (tpm2-tools) is not installed";
   EXPECT_EQ((*theirs)["sha256"], *ours);
+}
+
+// ------------------------------------------------------------ H-CRTM
+
+constexpr uint32_t kEvEfiHcrtmEvent = 0x80000010;
+
+std::string data_log(const char* name) { return std::string(TPMSEC_TEST_DATA) + "/logs/" + name; }
+
+// A real H-CRTM log (a Hygon Dhyana machine, tpm2-tss's test data; see
+// tests/data/logs/README.md): PCR 0 starts at 0…04, and the replay gives the
+// machine's PCR 0 as tpm2-tss's test records it, not the value from zeros
+// that tpm2_eventlog prints.
+TEST(EventLog, RealHcrtmLogGivesTheMachinesPcr0) {
+  std::string content = testing::slurp(data_log("binary_measurements_hcrtm.bin"));
+  ASSERT_FALSE(content.empty());
+  Result<EventLog> log = parse_event_log(as_bytes(content));
+  ASSERT_TRUE(log.ok()) << log.error().message();
+  EXPECT_TRUE(log->hcrtm);
+  EXPECT_EQ(log->pcr0_locality(), 4);
+  EXPECT_EQ(log->banks(), (std::vector<uint16_t>{alg::kSha1, alg::kSha256, alg::kSm3_256}));
+  auto sha1 = replay_event_log(*log, alg::kSha1);
+  ASSERT_TRUE(sha1.ok()) << sha1.error().message();
+  EXPECT_EQ(to_hex(sha1->at(0)), "15f4e6ca457d1af6bc49511a93ba3500ad69acc5");
+  // Every other PCR as tpm2_eventlog gives it (tpm2-tools 5.4: PCR 0 from zeros).
+  EXPECT_EQ(to_hex(sha1->at(7)), "9ed2813ea6ef768e26127f43230444f0a25e16eb");
+  auto sm3 = replay_event_log(*log, alg::kSm3_256);
+  ASSERT_TRUE(sm3.ok()) << sm3.error().message();
+  EXPECT_EQ(to_hex(sm3->at(7)), "217e76fa3ebf02e371a43871853e833a78d752df297375abd937d1e515e3b08e");
+  auto sha256 = replay_event_log(*log, alg::kSha256);
+  ASSERT_TRUE(sha256.ok());
+  EXPECT_EQ(to_hex(sha256->at(7)), "f8fc7e18a97df515fbcf0f939c5f1e02698729a7d7d64335c937ef83875f33f1");
+  EXPECT_NE(to_hex(sha256->at(0)), "315fc4ea6a45ffd7825e017a4dbc7272ee90a786e16908555933e49709822799");  // from zeros
+}
+
+// A real Spec ID event carrying vendorInfo (tpm2-tss's test data).
+TEST(EventLog, RealSpecIdEventWithVendorInfo) {
+  std::string content = testing::slurp(data_log("specid-vendordata.bin"));
+  ASSERT_FALSE(content.empty());
+  Result<EventLog> log = parse_event_log(as_bytes(content));
+  ASSERT_TRUE(log.ok()) << log.error().message();
+  EXPECT_FALSE(log->spec_id.vendor_info.empty());
+  EXPECT_EQ(log->banks(), (std::vector<uint16_t>{alg::kSha1, alg::kSha256}));
+  EXPECT_TRUE(log->events.empty());
+}
+
+// The H-CRTM rule on a built log, checked with OpenSSL: PCR 0 from 0…04,
+// whether or not a StartupLocality event precedes (the H-CRTM wins).
+TEST(EventLog, HcrtmStartsPcr0AtLocality4) {
+  for (bool locality : {false, true}) {
+    SCOPED_TRACE(locality ? "with StartupLocality 3" : "without");
+    EventLogBuilder b({alg::kSha1, alg::kSha256});
+    if (locality) b.startup_locality(3);
+    b.measure(0, kEvEfiHcrtmEvent, text("HCRTM"));
+    b.measure(0, kEvSCrtmVersion, text("1.0"));
+    b.measure(7, kEvSeparator, Bytes(4, 0));
+    Result<EventLog> log = parse_event_log(b.bytes());
+    ASSERT_TRUE(log.ok()) << log.error().message();
+    EXPECT_TRUE(log->hcrtm);
+    for (uint16_t bank : {alg::kSha1, alg::kSha256}) {
+      Bytes pcr0(*digest_size(bank), 0);
+      pcr0.back() = 4;
+      pcr0 = openssl_extend(bank, pcr0, openssl_digest(bank, text("HCRTM")));
+      pcr0 = openssl_extend(bank, pcr0, openssl_digest(bank, text("1.0")));
+      auto pcrs = replay_event_log(*log, bank);
+      ASSERT_TRUE(pcrs.ok());
+      EXPECT_EQ(pcrs->at(0), pcr0);
+      EXPECT_EQ(pcrs->at(7), openssl_extend(bank, Bytes(*digest_size(bank), 0), openssl_digest(bank, Bytes(4, 0))));
+    }
+  }
+}
+
+TEST(EventLog, HcrtmAfterAPcr0ExtendIsRefused) {
+  EventLogBuilder b({alg::kSha256});
+  b.measure(0, kEvSCrtmVersion, text("1.0"));
+  b.measure(0, kEvEfiHcrtmEvent, text("HCRTM"));
+  Result<EventLog> log = parse_event_log(b.bytes());
+  ASSERT_FALSE(log.ok());
+  EXPECT_NE(log.error().message().find("event 2 at offset " + std::to_string(b.event_offset(2)) +
+                                       ": H-CRTM event after PCR 0 was extended"),
+            std::string::npos)
+      << log.error().message();
+  // H-CRTM in another PCR is an ordinary event.
+  EventLogBuilder other({alg::kSha256});
+  other.measure(1, kEvEfiHcrtmEvent, text("HCRTM"));
+  Result<EventLog> elsewhere = parse_event_log(other.bytes());
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_FALSE(elsewhere->hcrtm);
+}
+
+// The CLI: PCR 0 of the H-CRTM log cannot be reproduced in a reset PCR (it
+// starts at 0…04), so its row is never "match"; the log's value is shown.
+// sm3_256, a bank of that log, replays through the TPM's sm3_256 bank or is
+// refused naming the TPM's lack, never with a hint to give --bank sm3_256.
+TEST(EventLog, CliNeverSaysMatchForAPcr0ItCannotReproduce) {
+  auto r = testing::run_tpmsec(
+      {"replay", "--eventlog", data_log("binary_measurements_hcrtm.bin"), "--bank", "sha1", "--strategy", "plain"});
+  ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  size_t row = r.out.find("\n0     16");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
+  EXPECT_EQ(line.find("match"), std::string::npos) << line;
+  EXPECT_NE(line.find("chain"), std::string::npos) << line;
+  EXPECT_NE(r.out.find("starts from locality 4 (H-CRTM); the log's value is 15f4e6ca457d1af6bc49511a93ba3500ad69acc5"),
+            std::string::npos)
+      << r.out;
+  auto sm3 = testing::run_tpmsec(
+      {"replay", "--eventlog", data_log("binary_measurements_hcrtm.bin"), "--bank", "sm3_256", "--strategy", "plain"});
+  EXPECT_EQ(sm3.err.find("--bank sm3_256"), std::string::npos) << testing::describe(sm3);
+  if (sm3.exit_code != 0) {
+    EXPECT_EQ(sm3.exit_code, testing::kExitUsage) << testing::describe(sm3);
+    EXPECT_NE(sm3.err.find("sm3_256"), std::string::npos) << testing::describe(sm3);
+  } else {
+    EXPECT_NE(sm3.out.find("217e76fa3ebf02e371a43871853e833a78d752df297375abd937d1e515e3b08e"), std::string::npos)
+        << sm3.out;
+  }
 }
 
 }  // namespace

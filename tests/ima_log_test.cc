@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/log_builder.h"
+#include "support/test_data.h"
 #include "tpmsec/constants.h"
 
 namespace tpmsec::ima {
@@ -513,6 +514,173 @@ TEST(ImaLog, DetectsTheFormat) {
   ASSERT_FALSE(garbage.ok());
   EXPECT_EQ(garbage.error().kind(), ErrorKind::kParse);
   EXPECT_FALSE(parse_log({}).ok());
+}
+
+// ------------------------------------------------------------ per-bank lists
+
+// ascii_runtime_measurements_<bank> and binary_runtime_measurements_<bank>
+// (Linux 6.10+, ima_fs.c): the template-hash column is the bank's digest of
+// the template data. Every bank the kernel writes, named by the file and not.
+TEST(ImaLog, PerBankListsOfEveryBank) {
+  for (uint16_t bank : {alg::kSha1, alg::kSha256, alg::kSha384, alg::kSha512, alg::kSm3_256}) {
+    SCOPED_TRACE(std::string(hash_name(bank)));
+    std::vector<ImaRecord> records = mixed_records(9);
+    records.push_back(ima_violation("ima-ng", "/tmp/violated"));
+    for (ImaRecord& r : records) r.hash_bank = bank;
+    const std::string ascii = ima_ascii_log(records);
+    const Bytes binary = ima_binary_log(records);
+    // sm3_256 and sha256 hashes are the same size: an sm3 list is named.
+    std::vector<std::optional<uint16_t>> namings = {bank};
+    if (bank != alg::kSm3_256) namings.push_back(std::nullopt);
+    for (std::optional<uint16_t> named : namings) {
+      for (const ParsedLog& log : {parse_ascii_log(ascii, named), parse_binary_log(binary, named)}) {
+        ASSERT_TRUE(log.ok()) << log.problems[0].error.message();
+        ASSERT_EQ(log.entries.size(), records.size());
+        EXPECT_EQ(log.hash_bank, bank);
+        EXPECT_FALSE(log.tail.has_value());
+        EXPECT_TRUE(log.entries.back().violation);
+        EXPECT_EQ(log.entries[3].template_hash.size(), *digest_size(bank));
+        for (uint16_t pcr_bank : {alg::kSha1, alg::kSha256}) {
+          auto pcrs = replay(log.entries, pcr_bank);
+          ASSERT_TRUE(pcrs.ok());
+          EXPECT_EQ(pcrs->at(10), ima_expected_pcr(records, pcr_bank, 10));
+        }
+      }
+    }
+    // Read as another bank of the same size, every hash is wrong.
+    if (bank == alg::kSm3_256) {
+      ParsedLog wrong = parse_ascii_log(ascii, alg::kSha256);
+      EXPECT_EQ(wrong.problems.size(), records.size() - 1);  // the violation has no hash to check
+      EXPECT_EQ(wrong.problems[0].error.kind(), ErrorKind::kIntegrity);
+    }
+  }
+}
+
+TEST(ImaLog, BankFromTheFileName) {
+  EXPECT_EQ(bank_from_file_name("/sys/kernel/security/ima/ascii_runtime_measurements_sha256"), alg::kSha256);
+  EXPECT_EQ(bank_from_file_name("binary_runtime_measurements_sha384"), alg::kSha384);
+  EXPECT_EQ(bank_from_file_name("/x/ascii_runtime_measurements_sha1"), alg::kSha1);
+  EXPECT_EQ(bank_from_file_name("ascii_runtime_measurements_sha512"), alg::kSha512);
+  EXPECT_EQ(bank_from_file_name("binary_runtime_measurements_sm3"), alg::kSm3_256);  // hash_algo_name[]
+  EXPECT_EQ(bank_from_file_name("ascii_runtime_measurements_sm3_256"), alg::kSm3_256);
+  EXPECT_EQ(bank_from_file_name("ascii_runtime_measurements_tpm_alg_b"), alg::kSha256);
+  EXPECT_EQ(bank_from_file_name("/sys/kernel/security/ima/ascii_runtime_measurements"), std::nullopt);
+  EXPECT_EQ(bank_from_file_name("ascii_runtime_measurements_md5"), std::nullopt);
+  EXPECT_EQ(bank_from_file_name("ascii_runtime_measurements_tpm_alg_zz"), std::nullopt);
+  EXPECT_EQ(bank_from_file_name("my_ascii_runtime_measurements_sha256"), std::nullopt);
+}
+
+TEST(ImaLog, AsciiHashColumnOfNoBankSizeIsRefused) {
+  ImaRecord r = sample_ima_record("ima-ng", 1);
+  std::string line = ima_ascii_line(r);
+  line.insert(line.find(' ', 1) + 1, "ab");  // 42 hex digits
+  ParsedLog log = parse_ascii_log(line + "\n");
+  ASSERT_EQ(log.problems.size(), 1u);
+  EXPECT_NE(log.problems[0].error.message().find("not 40, 64, 96 or 128 hex digits"), std::string::npos)
+      << log.problems[0].error.message();
+  // Once the first line set the bank, another size is wrong for it.
+  ImaRecord wide = sample_ima_record("ima-ng", 2);
+  wide.hash_bank = alg::kSha256;
+  ParsedLog mixed = parse_ascii_log(ima_ascii_log({sample_ima_record("ima-ng", 3), wide}));
+  ASSERT_EQ(mixed.entries.size(), 1u);
+  ASSERT_EQ(mixed.problems.size(), 1u);
+  EXPECT_NE(mixed.problems[0].error.message().find("is not 40 hex digits (sha1)"), std::string::npos)
+      << mixed.problems[0].error.message();
+}
+
+// ------------------------------------------------------------ a partial tail
+
+// A list read while the kernel appended, or copied with a stray newline:
+// whole entries, then a partial one that `tail` names.
+TEST(ImaLog, BinaryPartialTailIsNamed) {
+  std::vector<ImaRecord> records = mixed_records(4);
+  Bytes log = ima_binary_log(records);
+  const size_t whole = log.size();
+  Bytes newline = log;
+  newline.push_back('\n');
+  ParsedLog parsed = parse_binary_log(newline);
+  EXPECT_EQ(parsed.entries.size(), 4u);
+  ASSERT_TRUE(parsed.tail.has_value());
+  EXPECT_EQ(parsed.tail->offset, whole);
+  EXPECT_EQ(parsed.tail->bytes, 1u);
+  ASSERT_EQ(parsed.problems.size(), 1u);  // still a problem for callers that ignore the tail
+  // A cut-off fifth entry.
+  Bytes fifth = ima_binary_entry(sample_ima_record("ima-sig", 9));
+  Bytes cut = log;
+  cut.insert(cut.end(), fifth.begin(), fifth.begin() + 30);
+  parsed = parse_binary_log(cut);
+  EXPECT_EQ(parsed.entries.size(), 4u);
+  ASSERT_TRUE(parsed.tail.has_value());
+  EXPECT_EQ(parsed.tail->offset, whole);
+  EXPECT_EQ(parsed.tail->bytes, 30u);
+  // An impossible length is no tail: the input did not end there.
+  Bytes bad = log;
+  put_le32(bad, 10);
+  bad.insert(bad.end(), 20, 0);
+  put_le32(bad, 100000);  // template name length
+  bad.insert(bad.end(), 8, 'x');
+  parsed = parse_binary_log(bad);
+  EXPECT_FALSE(parsed.tail.has_value());
+  EXPECT_FALSE(parsed.complete);
+}
+
+TEST(ImaLog, AsciiPartialTailIsNamed) {
+  std::vector<ImaRecord> records = mixed_records(4);
+  std::string text = ima_ascii_log(records);
+  const size_t whole = text.size();
+  std::string fifth = ima_ascii_line(sample_ima_record("ima-ng", 9));
+  ParsedLog parsed = parse_ascii_log(text + fifth.substr(0, fifth.size() - 5));
+  EXPECT_EQ(parsed.entries.size(), 4u);
+  ASSERT_TRUE(parsed.tail.has_value());
+  EXPECT_EQ(parsed.tail->offset, whole);
+  EXPECT_EQ(parsed.tail->bytes, fifth.size() - 5);
+  // A bad line that ends in its newline is a bad entry, not a tail.
+  parsed = parse_ascii_log(text + fifth.substr(0, fifth.size() - 5) + "\n");
+  EXPECT_FALSE(parsed.tail.has_value());
+  EXPECT_EQ(parsed.problems.size(), 1u);
+}
+
+// Real binary lists (tpm2-tss's test data, tests/data/logs/README.md). All
+// of them end in a partial entry, as a list read while the kernel appended or
+// saved with a stray newline does: a "\n" after the last entry, 6 bytes of
+// the next one, or (the violation list) its only entry one byte short. Every
+// whole entry parses and its template hash checks; the tail is named and
+// nothing else is wrong.
+TEST(ImaLog, RealBinaryListsAndTheirTails) {
+  struct Case {
+    const char* name;
+    size_t entries;
+    std::optional<Tail> tail;
+  };
+  for (const Case& c : std::vector<Case>{{"sml-ima-sha1.bin", 12, Tail{916, 1}},
+                                         {"sml-ima-ng-sha1.bin", 6, Tail{558, 1}},
+                                         {"sml-ima-sig-sha256.bin", 9, Tail{987, 6}},
+                                         {"sml-ima-ng-sha1-invalidated.bin", 0, Tail{0, 86}}}) {
+    SCOPED_TRACE(c.name);
+    std::string content = testing::slurp(std::string(TPMSEC_TEST_DATA) + "/logs/" + c.name);
+    ASSERT_FALSE(content.empty());
+    Result<ParsedLog> log = parse_log(as_bytes(content));
+    ASSERT_TRUE(log.ok()) << log.error().message();
+    EXPECT_EQ(log->format, LogFormat::kBinary);
+    EXPECT_EQ(log->hash_bank, alg::kSha1);
+    EXPECT_EQ(log->entries.size(), c.entries);
+    EXPECT_EQ(log->problems.size(), c.tail ? 1u : 0u);
+    ASSERT_EQ(log->tail.has_value(), c.tail.has_value());
+    if (c.tail) {
+      EXPECT_EQ(log->tail->offset, c.tail->offset);
+      EXPECT_EQ(log->tail->bytes, c.tail->bytes);
+      EXPECT_EQ(c.tail->offset + c.tail->bytes, content.size());
+    }
+    if (c.entries > 0) EXPECT_EQ(log->entries[0].event_name, "boot_aggregate");
+  }
+  // The violation list's entry lacks the NUL of its name, the last byte:
+  // with it, it is a whole violation in PCR 13.
+  std::string invalidated = testing::slurp(std::string(TPMSEC_TEST_DATA) + "/logs/sml-ima-ng-sha1-invalidated.bin");
+  Result<ParsedLog> v = parse_log(as_bytes(invalidated + std::string(1, '\0')));
+  ASSERT_TRUE(v.ok());
+  ASSERT_TRUE(v->ok()) << v->problems[0].error.message();
+  EXPECT_TRUE(v->entries[0].violation);
+  EXPECT_EQ(v->entries[0].pcr, 13u);
 }
 
 }  // namespace

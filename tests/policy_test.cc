@@ -1011,6 +1011,21 @@ TEST(PolicyCli, CalibrateNeverDecidesFromAPartialRun) {
       << r.err;
 }
 
+// A limit shorter than the deadline's 50 ms poll: the deadline fires at the
+// limit itself, so a run that takes longer than 1 ms (five strategies' null
+// keys, salted sessions and 60 extends on the reference TPM always do) stops
+// there and decides nothing. Before, such a run measured everything and
+// decided.
+TEST(PolicyCli, CalibrateStopsAtAShortLimit) {
+  auto r = run_tpmsec({"policy", "calibrate", "--emulate", "slb9670", "--max-seconds", "0.001", "--allow-plain"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("decision"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[[rule]]"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.find("No decision and no rule from a partial run") != std::string::npos ||
+              r.err.find("calibration measured nothing") != std::string::npos)
+      << r.err;
+}
+
 TEST(PolicyCli, CalibrateFollowsTheBudgetAboveTheFloor) {
   struct Case {
     const char* budget;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -84,6 +85,72 @@ TEST(ReplayIma, BinaryLogAndOtherBanks) {
     ASSERT_EQ(r.exit_code, 0) << bank << ": " << r.err;
     EXPECT_NE(r.out.find("binary IMA log"), std::string::npos) << r.out;
     EXPECT_EQ(pcr_of(r.out), to_hex(testing::ima_expected_pcr(records, alg_id, 10))) << bank << "\n" << r.out;
+  }
+}
+
+// A list read while the kernel appended to it, or a stray newline after a
+// binary list: the whole entries are replayed, the tail is named on stderr
+// (offset and size), exit 0; --strict refuses it.
+TEST(ReplayIma, PartialTailIsAWarningUnlessStrict) {
+  auto records = mixed_log(60);
+  Bytes log = testing::ima_binary_log(records);
+  const size_t whole = log.size();
+  std::string expected = to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10));
+  Bytes with_newline = log;
+  with_newline.push_back('\n');
+  Bytes cut = log;
+  Bytes next = testing::ima_binary_entry(testing::sample_ima_record("ima-ng", 999));
+  cut.insert(cut.end(), next.begin(), next.begin() + 17);
+  std::string text = testing::ima_ascii_log(records);
+  std::string line = testing::ima_ascii_line(testing::sample_ima_record("ima-sig", 998));
+  struct Case {
+    std::string name;
+    std::string content;
+    size_t offset, bytes;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"newline.bin", std::string(with_newline.begin(), with_newline.end()), whole, 1},
+           {"cut.bin", std::string(cut.begin(), cut.end()), whole, 17},
+           {"cut.txt", text + line.substr(0, 50), text.size(), 50},
+       }) {
+    SCOPED_TRACE(c.name);
+    std::string path = temp_path(c.name);
+    write(path, c.content);
+    auto r = run_tpmsec({"replay", "--ima", path, "--strategy", "plain"});
+    ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+    EXPECT_EQ(pcr_of(r.out), expected) << r.out;
+    EXPECT_NE(r.err.find(fmt::format("warning: {}: it ends in a partial entry, {} byte{} from offset {}", path,
+                                     c.bytes, c.bytes == 1 ? "" : "s", c.offset)),
+              std::string::npos)
+        << r.err;
+    auto strict = run_tpmsec({"replay", "--ima", path, "--strategy", "plain", "--strict"});
+    EXPECT_EQ(strict.exit_code, 1) << testing::describe(strict);
+    EXPECT_NE(strict.err.find("(--strict)"), std::string::npos) << strict.err;
+  }
+}
+
+// The per-bank lists of Linux 6.10+ (ascii_runtime_measurements_sha256, …):
+// the template-hash column is the bank's; the file name says which bank, and
+// without it the column's size does.
+TEST(ReplayIma, PerBankListsReplay) {
+  auto records = mixed_log(50);
+  for (auto [suffix, hash_bank] : {std::pair{"sha256", alg::kSha256}, std::pair{"sha384", alg::kSha384},
+                                   std::pair{"sha512", alg::kSha512}, std::pair{"sm3", alg::kSm3_256},
+                                   std::pair{"sha1", alg::kSha1}}) {
+    SCOPED_TRACE(suffix);
+    for (auto& r : records) r.hash_bank = hash_bank;
+    // The kernel's file names exactly (the bank is taken from them).
+    std::string dir = temp_path("per-bank");
+    std::filesystem::create_directories(dir);
+    std::string ascii = dir + "/ascii_runtime_measurements_" + suffix;
+    std::string binary = dir + "/binary_runtime_measurements_" + suffix;
+    write(ascii, testing::ima_ascii_log(records));
+    write(binary, testing::ima_binary_log(records));
+    for (const std::string& path : {ascii, binary}) {
+      auto r = run_tpmsec({"replay", "--ima", path, "--strategy", "plain"});
+      ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+      EXPECT_EQ(pcr_of(r.out), to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10))) << r.out;
+    }
   }
 }
 

@@ -27,9 +27,14 @@
 // - The event after the Spec ID event starts where vendorInfo ends, as
 //   tpm2-tools' tpm2_eventlog reads it, even when eventSize says otherwise
 //   (EventLog::spec_id_note says so).
-// - EV_NO_ACTION events are never extended. A "StartupLocality" EV_NO_ACTION
-//   event sets PCR 0's initial value to zeros with the locality in the last
-//   byte. Every other PCR starts at zero (the DRTM PCRs 17-22 included: a
+// - EV_NO_ACTION events are never extended. PCR 0 starts at zeros with a
+//   locality in its last byte (TCG PC Client Platform Firmware Profile,
+//   "StartupLocality Event" and "H-CRTM"; TPM 2.0 Part 1 §34.3): 4 when the
+//   log opens PCR 0 with an EV_EFI_HCRTM_EVENT (the H-CRTM measured before
+//   the firmware ran, PCR 0 reset by _TPM_Hash_Start), else the locality a
+//   "StartupLocality" EV_NO_ACTION event gives (3: TPM2_Startup at locality
+//   3), else 0. Either event after a PCR 0 extend, or given twice, is an
+//   error. Every other PCR starts at zero (the DRTM PCRs 17-22 included: a
 //   firmware log does not describe a dynamic launch).
 // - Replay uses the digests the log records; it does not recompute them from
 //   the event data (what an event's digest covers depends on its type).
@@ -49,6 +54,8 @@
 namespace tpmsec::event_log {
 
 inline constexpr uint32_t kEvNoAction = 0x00000003;
+inline constexpr uint32_t kEvEfiHcrtmEvent = 0x80000010;
+inline constexpr uint8_t kHcrtmLocality = 4;  // PCR 0's last byte after _TPM_Hash_Start
 inline constexpr size_t kMaxAlgorithms = 16;              // numberOfAlgorithms, and digests per event
 inline constexpr size_t kMaxDigestSize = 64;              // TPMU_HA: SHA-512
 inline constexpr size_t kMaxEventSize = 16 * 1024 * 1024;  // eventSize of one event
@@ -102,6 +109,11 @@ struct EventLog {
   std::string spec_id_note;
   std::vector<Event> events;              // every TCG_PCR_EVENT2, EV_NO_ACTION ones included
   std::optional<uint8_t> startup_locality;  // from the StartupLocality event, when present
+  bool hcrtm = false;                       // PCR 0 opens with an EV_EFI_HCRTM_EVENT
+
+  // The locality in PCR 0's last byte before its first extend: 4 after an
+  // H-CRTM, else the StartupLocality event's, else 0.
+  uint8_t pcr0_locality() const;
 
   // The algorithm ids of the Spec ID event, in its order.
   std::vector<uint16_t> banks() const;
@@ -111,7 +123,8 @@ struct EventLog {
 Result<EventLog> parse_event_log(ByteView data);
 
 // The value of every PCR the log extends in bank `bank` (plus PCR 0 when the
-// log sets its startup locality) after all events, keyed by PCR index.
+// log sets its startup locality or opens with an H-CRTM) after all events,
+// keyed by PCR index, each from its initial value (above).
 // kUnsupported when the log has no such bank or tpmsec cannot hash it; kParse
 // when an extended event lacks the bank's digest.
 Result<std::map<uint32_t, Bytes>> replay_event_log(const EventLog& log, uint16_t bank);

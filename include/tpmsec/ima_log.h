@@ -3,6 +3,11 @@
 // Reads the kernel's two renderings of the same list,
 //   /sys/kernel/security/ima/ascii_runtime_measurements   (parse_ascii_log)
 //   /sys/kernel/security/ima/binary_runtime_measurements  (parse_binary_log)
+// and their per-bank forms (Linux 6.10+, security/integrity/ima/ima_fs.c,
+// create_securityfs_measurement_lists): ascii_runtime_measurements_<algo> and
+// binary_runtime_measurements_<algo> for each PCR bank (sha1, sha256, sha384,
+// sha512, sm3), whose template-hash column is the bank's digest of the
+// template data rather than SHA-1 (`hash_bank` below).
 // for the kernel's built-in templates: "ima" (d|n), "ima-ng" (d-ng|n-ng),
 // "ima-ngv2" (d-ngv2|n-ng), "ima-sig" (d-ng|n-ng|sig), "ima-sigv2"
 // (d-ngv2|n-ng|sig), "ima-buf" (d-ng|n-ng|buf), "ima-modsig"
@@ -15,9 +20,16 @@
 //   template data <= 64 KiB, "ima" event names <= 255 bytes, PCR index <= 63)
 //   and every field is checked against its template's layout.
 // - Each entry's template data is rebuilt in the kernel's layout (see
-//   docs/replay.md, "Log formats") and its SHA-1 is checked against the logged
-//   template hash, except for violations (a logged hash of all zeros), for which
-//   the kernel extends 0xFF…FF into every bank.
+//   docs/replay.md, "Log formats") and its hash in the list's bank (SHA-1 for
+//   the classic lists) is checked against the logged template hash, except for
+//   violations (a logged hash of all zeros), for which the kernel extends
+//   0xFF…FF into every bank.
+// - A log read while the kernel appended to it, or copied with a stray byte at
+//   the end, ends in a partial entry: `tail` names it (offset, bytes). For the
+//   binary list that is a framing error caused by the input ending (not by an
+//   impossible length); for ascii, a last line without its '\n' that does not
+//   parse. Either is also the last Problem, so a caller that ignores `tail`
+//   still refuses it.
 // - Parsing never stops at a bad entry when the next one can still be found: a
 //   bad line or entry becomes a Problem and the good ones are kept, so a caller
 //   may either skip bad entries (replay `entries`) or stop at the first one
@@ -44,7 +56,7 @@
 
 namespace tpmsec::ima {
 
-inline constexpr size_t kTemplateHashSize = 20;        // SHA-1, the log's template-hash column
+inline constexpr size_t kTemplateHashSize = 20;        // SHA-1, the classic lists' template-hash column
 inline constexpr size_t kMaxTemplateNameLength = 255;  // bytes of a template name
 inline constexpr size_t kMaxTemplateDataSize = 64 * 1024;
 inline constexpr size_t kEventNameLenMax = 255;  // IMA_EVENT_NAME_LEN_MAX: the "ima" template's n field
@@ -57,7 +69,7 @@ enum class LogFormat { kAscii, kBinary };
 struct Entry {
   uint32_t pcr = 0;
   std::string template_name;  // "ima", "ima-ng", "ima-ngv2", "ima-sig", "ima-sigv2", "ima-buf", "ima-modsig", "evm-sig"
-  Bytes template_hash;        // as logged: SHA-1 of template_data, all zero for a violation
+  Bytes template_hash;        // as logged: H_hash_bank(template_data), all zero for a violation
   bool violation = false;     // template_hash is all zero: 0xFF…FF is extended instead
 
   // The template's fields.
@@ -95,13 +107,24 @@ struct Problem {
   Error error{ErrorKind::kParse, ""};
 };
 
+// A partial entry at the end of the input.
+struct Tail {
+  size_t offset = 0;  // where it starts
+  size_t bytes = 0;   // to the end of the input
+};
+
 struct ParsedLog {
   LogFormat format = LogFormat::kAscii;
+  // The bank of the template-hash column: sha1 for the classic lists, the
+  // file's bank for a per-bank list (0 when no entry was read).
+  uint16_t hash_bank = 0;
   std::vector<Entry> entries;     // the good entries, in log order
   std::vector<Problem> problems;  // the rejected ones, in log order
   // False when parsing had to stop before the end of the input (binary framing
   // error); the last Problem says where.
   bool complete = true;
+  // Set when the input ends in a partial entry (above); problems.back() is it.
+  std::optional<Tail> tail;
 
   bool ok() const { return problems.empty(); }
   // The entries before the first problem (all of them when there is none): what
@@ -113,17 +136,27 @@ struct ParsedLog {
 // neither (or empty).
 std::optional<LogFormat> detect_format(ByteView content);
 
+// The bank a per-bank list's file name gives: "…/ascii_runtime_measurements_
+// sha256" is sha256 ("_sm3" and "_sm3_256" are sm3_256, "_tpm_alg_N" the
+// algorithm with hex id N); nullopt for any other name (the classic lists).
+std::optional<uint16_t> bank_from_file_name(std::string_view path);
+
 // Parses ascii_runtime_measurements: one entry per '\n'-terminated line
 // ("PCR template-hash template-name field…"); empty lines are ignored.
-ParsedLog parse_ascii_log(std::string_view text);
+// `hash_bank`: the template-hash column's bank; without it, the first line's
+// column size decides (20 bytes sha1, 32 sha256, 48 sha384, 64 sha512: an
+// sm3_256 list must be named, by its file name or the caller).
+ParsedLog parse_ascii_log(std::string_view text, std::optional<uint16_t> hash_bank = std::nullopt);
 
 // Parses binary_runtime_measurements. Messages number entries from 0 in file
-// order, bad ones included ("entry 3 at offset 412: …").
-ParsedLog parse_binary_log(ByteView data);
+// order, bad ones included ("entry 3 at offset 412: …"). Without `hash_bank`,
+// the size of the first entry's hash is the one (20, 32, 48 or 64 bytes, the
+// smallest first) after which a supported template's name follows.
+ParsedLog parse_binary_log(ByteView data, std::optional<uint16_t> hash_bank = std::nullopt);
 
 // detect_format() then the matching parser; kParse when `content` is empty or
 // neither format.
-Result<ParsedLog> parse_log(ByteView content);
+Result<ParsedLog> parse_log(ByteView content, std::optional<uint16_t> hash_bank = std::nullopt);
 
 // The digest the kernel extends into bank `bank` (a TPM_ALG_ID) for `entry`:
 // H_bank(template_data), or 0xFF repeated to the bank's digest size for a

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -79,16 +80,24 @@ PricedRun price_run(const ReplayRun& run, const TraceLog& log, const LatencyProf
 // An IMA log as a workload: the digests the kernel would extend into `bank`,
 // one per entry. With `skip_bad` the bad entries are left out; otherwise the
 // workload stops before the first one, and `stopped_at` says where and why.
+// A partial entry at the end (ima::ParsedLog::tail) is no bad entry: it is
+// left out and named in `tail`, for the caller to warn about or refuse.
+// `hash_bank`: the template-hash column's bank when the caller knows it (a
+// per-bank list's file name, ima::bank_from_file_name).
 struct ImaWorkload {
   ima::LogFormat format = ima::LogFormat::kAscii;
+  uint16_t hash_bank = 0;            // the template-hash column's bank
+  std::optional<ima::Tail> tail;     // a partial entry at the end
   size_t entries = 0;                       // good entries in the log
   std::map<std::string, size_t> templates;  // good entries by template name
   size_t violations = 0;
   std::vector<Bytes> digests;
+  std::vector<ima::Entry> kept;  // the entries `digests` come from, in order
   std::vector<ima::Problem> problems;
   std::optional<ima::Problem> stopped_at;
 };
-Result<ImaWorkload> ima_workload(ByteView log, uint16_t bank, bool skip_bad);
+Result<ImaWorkload> ima_workload(ByteView log, uint16_t bank, bool skip_bad,
+                                 std::optional<uint16_t> hash_bank = std::nullopt);
 
 }  // namespace tpmsec
 

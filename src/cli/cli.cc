@@ -208,7 +208,7 @@ Result<uint32_t> parse_pcr_index(const std::string& text) {
 
 Result<uint16_t> parse_bank(const std::string& text) {
   auto bank = hash_from_name(text);
-  if (!bank) return usage_error(fmt::format("unknown PCR bank '{}' (expected sha1, sha256, sha384 or sha512)", text));
+  if (!bank) return usage_error(fmt::format("unknown PCR bank '{}' (expected sha1, sha256, sha384, sha512 or sm3_256)", text));
   return *bank;
 }
 

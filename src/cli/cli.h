@@ -53,6 +53,7 @@ void register_profiles(CLI::App& app, Action* action);
 void register_profile(CLI::App& app, Action* action);
 void register_policy(CLI::App& app, Action* action);
 void register_replay(CLI::App& app, Action* action);
+void register_verify(CLI::App& app, Action* action);
 void register_predict(CLI::App& app, Action* action);
 void register_trace(CLI::App& app, Action* action);
 void register_compare(CLI::App& app, Action* action);

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   register_profile(app, &action);
   register_policy(app, &action);
   register_replay(app, &action);
+  register_verify(app, &action);
   register_predict(app, &action);
   register_trace(app, &action);
   register_compare(app, &action);

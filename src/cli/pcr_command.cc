@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "audited_read.h"
 #include "cli.h"
 #include "progress.h"
 #include "protection_options.h"
@@ -140,11 +141,8 @@ void register_pcr(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read));
       Bytes value;
       if (read->protect == "audit") {
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, read->protection.factory(t.open.tpm(), t.open.transport(), t.open.info(),
-                                                                              SymDef::aes128_cfb()));
-        TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kAudit | attr::kContinueSession));
-        Auth audit{session.get(), {}};
-        TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index, std::span<const Auth>(&audit, 1)));
+        TPMSEC_ASSIGN_OR_RETURN(auto reads, AuditedPcrReads::start(t.open, read->protection));
+        TPMSEC_ASSIGN_OR_RETURN(value, reads->read(t.bank, t.index));
       } else {
         TPMSEC_RETURN_IF_ERROR(read->protection.verify_given_anchor(t.open.tpm(), t.open.transport(), t.open.info()));
         TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index));

@@ -74,11 +74,14 @@ constexpr std::string_view kWhenLowering =
 class Deadline {
  public:
   Deadline(double seconds, const std::atomic<bool>* also)
-      : thread_([this, seconds, also] {
-          auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+      : thread_([this, end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(seconds)),
+                 also] {
+          // Wake at the deadline itself (not on the next 50 ms poll, which a
+          // short limit would never reach), and every 50 ms for a signal.
           std::unique_lock<std::mutex> lock(mu_);
           while (!done_ && !expired_) {
-            cv_.wait_for(lock, std::chrono::milliseconds(50));
+            cv_.wait_until(lock, std::min(end, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
             if (std::chrono::steady_clock::now() >= end || also->load()) expired_ = true;
           }
         }) {}
@@ -167,6 +170,16 @@ void register_show(CLI::App* policy, Action* action) {
                  d.extend, model, 0, prevents(d.extend) ? ProtectionFloor::kPrevention : ProtectionFloor::kNone)) {
           fmt::print("{:<12}{}\n", "caution", note);
         }
+      }
+      if (!prevents(d.extend) || d.lifted_extend) {
+        // Where prevention is over budget, detection at plain cost remains:
+        // checking the PCRs against the logs after the fact.
+        fmt::print("{:<12}prevention is over this rule's budget: `tpmsec verify --eventlog "
+                   "/sys/kernel/security/tpm0/binary_bios_measurements --ima "
+                   "/sys/kernel/security/ima/ascii_runtime_measurements --tpm device:/dev/tpmrm0` on a timer "
+                   "detects a tampered extend (exit 3) at plain extend cost; `tpmsec predict --ima LOG` gives "
+                   "each strategy's boot time on this TPM's profile (docs/replay.md)\n",
+                   "detection");
       }
       fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
       fmt::print("{:<12}{}\n", "rests on", fmt::join(d.rests_on, "; "));

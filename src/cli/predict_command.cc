@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "log_input.h"
 #include "progress.h"
 #include "strategy_option.h"
 #include "tpmsec/predict.h"
@@ -41,9 +42,8 @@ void register_predict(CLI::App& app, Action* action) {
       PredictOptions options;
       TPMSEC_ASSIGN_OR_RETURN(options.strategies, parse_strategy_list(o->strategies));
       TPMSEC_ASSIGN_OR_RETURN(options.profiles, as_input(load_profiles(o->profiles)));
-      TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o->ima, kMaxLogBytes));
-      auto workload = ima_workload(as_bytes(content), alg::kSha256, o->skip_bad);
-      if (!workload.ok()) return usage_error(fmt::format("{}: {}", o->ima, workload.error().message()));
+      TPMSEC_ASSIGN_OR_RETURN(ImaWorkload loaded, load_ima_workload(o->ima, alg::kSha256, o->skip_bad, false));
+      const ImaWorkload* workload = &loaded;
       if (workload->stopped_at) {
         return usage_error(fmt::format("{}: {} (--skip-bad leaves bad entries out)", o->ima,
                                        workload->stopped_at->error.message()));

@@ -4,10 +4,12 @@
 #include <algorithm>
 
 #include "cli.h"
+#include "log_input.h"
 #include "progress.h"
 #include "protection_options.h"
 #include "strategy_option.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
 #include "tpmsec/event_log.h"
 #include "tpmsec/openmetrics.h"
 #include "tpmsec/pcr.h"
@@ -26,6 +28,7 @@ struct ReplayCliOptions {
   bool force_pcr = false;
   std::string bank = "sha256";
   bool skip_bad = false;
+  bool strict = false;
   uint32_t checkpoint_every = 100;
   std::string json;
   std::string openmetrics;
@@ -93,9 +96,8 @@ Status check_target_pcr(const ReplayCliOptions& o) {
 }
 
 Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
-  TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o.ima, kMaxLogBytes));
-  auto workload = ima_workload(as_bytes(content), bank, o.skip_bad);
-  if (!workload.ok()) return usage_error(fmt::format("{}: {}", o.ima, workload.error().message()));
+  TPMSEC_ASSIGN_OR_RETURN(ImaWorkload loaded, load_ima_workload(o.ima, bank, o.skip_bad, o.strict));
+  const ImaWorkload* workload = &loaded;
   for (const ima::Problem& p : workload->problems) {
     if (o.skip_bad) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
   }
@@ -160,13 +162,16 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
 }
 
 Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
-  TPMSEC_ASSIGN_OR_RETURN(std::string content, read_file(o.eventlog, kMaxLogBytes));
-  auto log = event_log::parse_event_log(as_bytes(content));
-  if (!log.ok()) return input_file_error(Error(log.error().kind(), fmt::format("{}: {}", o.eventlog, log.error().message())));
+  TPMSEC_ASSIGN_OR_RETURN(event_log::EventLog parsed, load_event_log(o.eventlog));
+  const event_log::EventLog* log = &parsed;
   auto computed = event_log::replay_event_log(*log, bank);
   if (!computed.ok() && computed.error().kind() == ErrorKind::kUnsupported) {
+    // Suggest only the banks that would work: in the log, hashable, not this one.
     std::vector<std::string> banks;
-    for (uint16_t b : log->banks()) banks.emplace_back(hash_name(b));
+    for (uint16_t b : log->banks()) {
+      if (b != bank && crypto::hash(b, {}).ok()) banks.emplace_back(hash_name(b));
+    }
+    if (banks.empty()) return usage_error(fmt::format("{}: {}", o.eventlog, computed.error().message()));
     return usage_error(fmt::format("{}: {} (give --bank {})", o.eventlog, computed.error().message(),
                                    fmt::join(banks, " or --bank ")));
   }
@@ -220,23 +225,30 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
       TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, done, false));
       return runtime_error("interrupted");
     }
-    // The log's value; PCR 0 after a StartupLocality event starts from the
-    // locality, which a reset PCR 16/23 cannot: there the TPM is checked
-    // against the chain from zeros and the log's own value is shown apart.
+    // The log's value. PCR 0 after an H-CRTM or a StartupLocality event
+    // starts from a locality, which a reset PCR 16/23 cannot: the TPM then
+    // reproduces the chain from zeros, which is not the log's value, so the
+    // row says "chain" (never "match") and shows the log's own value.
     const Bytes& from_log = computed->at(source);
-    bool locality_start = source == 0 && log->startup_locality && *log->startup_locality != 0;
-    bool match = run.verified && (locality_start || run.actual == from_log);
+    bool locality_start = source == 0 && log->pcr0_locality() != 0;
+    Bytes from_zeros(from_log.size(), 0);
+    for (const Bytes& d : digests) {
+      TPMSEC_ASSIGN_OR_RETURN(from_zeros, pcr_extended_value(bank, from_zeros, d));
+    }
+    bool match = run.verified && run.actual == (locality_start ? from_zeros : from_log);
     all_match &= match;
     fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
-               match ? "match" : "DIFFERS", to_hex(run.actual));
+               !match ? "DIFFERS" : locality_start ? "chain" : "match", to_hex(run.actual));
     if (locality_start) {
-      fmt::print(report_stream({o.json, o.openmetrics}), "{:<34}(PCR 0 starts from locality {}; the log's value is {})\n", "", *log->startup_locality,
-                 to_hex(from_log));
+      fmt::print(report_stream({o.json, o.openmetrics}),
+                 "{:<34}(the chain from zeros: PCR 0 starts from locality {}{}; the log's value is {})\n", "",
+                 log->pcr0_locality(), log->hcrtm ? " (H-CRTM)" : "", to_hex(from_log));
     }
     nlohmann::json j = run_json(run);
     j["source_pcr"] = source;
     j["log_value"] = to_hex(from_log);
-    j["match"] = match;
+    j["match"] = match && !locality_start;
+    j["chain_match"] = match;
     runs.push_back(j);
   }
   if (!o.json.empty()) {
@@ -259,8 +271,9 @@ void register_replay(CLI::App& app, Action* action) {
       "replay", "Extend a real measurement log (IMA or firmware event log) through a strategy, time it, and check "
                 "the PCR against the log");
   auto ima = sub->add_option("--ima", o->ima,
-                             "IMA log: ascii_runtime_measurements or binary_runtime_measurements (templates ima, "
-                             "ima-ng, ima-ngv2, ima-sig, ima-sigv2, ima-buf, ima-modsig, evm-sig)");
+                             "IMA log: ascii_runtime_measurements or binary_runtime_measurements, or a per-bank list "
+                             "(ascii_runtime_measurements_sha256, …: the template-hash bank from the name) (templates "
+                             "ima, ima-ng, ima-ngv2, ima-sig, ima-sigv2, ima-buf, ima-modsig, evm-sig)");
   auto ev = sub->add_option("--eventlog", o->eventlog,
                             "TCG crypto-agile firmware event log (/sys/kernel/security/tpm0/binary_bios_measurements)");
   ima->excludes(ev);
@@ -271,8 +284,11 @@ void register_replay(CLI::App& app, Action* action) {
       ->check(CLI::Range(0, 23))
       ->capture_default_str();
   sub->add_flag("--force-pcr", o->force_pcr, "Allow a PCR that cannot be reset, PCR 10 included (changes it for good)");
-  sub->add_option("--bank", o->bank, "PCR bank (sha1, sha256, sha384, sha512)")->capture_default_str();
+  sub->add_option("--bank", o->bank, "PCR bank (sha1, sha256, sha384, sha512, sm3_256)")->capture_default_str();
   sub->add_flag("--skip-bad", o->skip_bad, "IMA: leave out malformed entries (each is reported) instead of stopping");
+  sub->add_flag("--strict", o->strict,
+                "IMA: refuse a log that ends in a partial entry (by default the whole entries are replayed and the "
+                "tail is named in a warning)");
   sub->add_option("--checkpoint-every", o->checkpoint_every, "checkpoint strategy: audited read every N extends")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();

@@ -26,17 +26,18 @@ int hash_index(uint16_t hash_alg) {
     case alg::kSha256: return 1;
     case alg::kSha384: return 2;
     case alg::kSha512: return 3;
+    case alg::kSm3_256: return 4;  // PCR banks of Chinese-market TPMs
     default: return -1;
   }
 }
-constexpr size_t kHashCount = 4;
+constexpr size_t kHashCount = 5;
 
 struct Algorithms {
   std::array<MdPtr, kHashCount> md;
   CipherPtr aes128_cfb, aes192_cfb, aes256_cfb;
 
   Algorithms() {
-    static constexpr const char* kMdNames[kHashCount] = {"SHA1", "SHA2-256", "SHA2-384", "SHA2-512"};
+    static constexpr const char* kMdNames[kHashCount] = {"SHA1", "SHA2-256", "SHA2-384", "SHA2-512", "SM3"};
     for (size_t i = 0; i < kHashCount; ++i) md[i].reset(EVP_MD_fetch(nullptr, kMdNames[i], nullptr));
     aes128_cfb.reset(EVP_CIPHER_fetch(nullptr, "AES-128-CFB", nullptr));
     aes192_cfb.reset(EVP_CIPHER_fetch(nullptr, "AES-192-CFB", nullptr));

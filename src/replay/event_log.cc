@@ -197,6 +197,11 @@ const Bytes* Event::digest_for(uint16_t algorithm) const {
   return nullptr;
 }
 
+uint8_t EventLog::pcr0_locality() const {
+  if (hcrtm) return kHcrtmLocality;
+  return startup_locality.value_or(0);
+}
+
 std::vector<uint16_t> EventLog::banks() const {
   std::vector<uint16_t> out;
   for (const AlgorithmSize& a : spec_id.algorithms) out.push_back(a.algorithm);
@@ -217,6 +222,15 @@ Status note_event(EventLog& log, const Event& e, bool* pcr0_extended) {
     if (log.startup_locality) return parse_error(where + ": a second StartupLocality event");
     if (*pcr0_extended) return parse_error(where + ": StartupLocality event after PCR 0 was extended");
     log.startup_locality = e.data.back();
+  }
+  if (e.event_type == kEvEfiHcrtmEvent && e.pcr == 0) {
+    // The H-CRTM measured before the firmware ran: _TPM_Hash_Start reset PCR 0
+    // to locality 4 (TPM 2.0 Part 1 §34.3), and the firmware logs that
+    // measurement first. After another PCR 0 extend the start is unknowable.
+    std::string where = fmt::format("event {} at offset {}", e.index, e.offset);
+    if (log.hcrtm) return parse_error(where + ": a second H-CRTM event in PCR 0");
+    if (*pcr0_extended) return parse_error(where + ": H-CRTM event after PCR 0 was extended");
+    log.hcrtm = true;
   }
   if (e.event_type != kEvNoAction && e.pcr == 0) *pcr0_extended = true;
   return ok_status();

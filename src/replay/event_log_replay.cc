@@ -19,9 +19,9 @@ Result<std::map<uint32_t, Bytes>> replay_event_log(const EventLog& log, uint16_t
     return unsupported_error(fmt::format("tpmsec cannot hash the log's bank 0x{:04x}", bank));
   }
   std::map<uint32_t, Bytes> pcrs;
-  if (log.startup_locality) {
+  if (log.startup_locality || log.hcrtm) {
     Bytes initial(listed->digest_size, 0);
-    initial.back() = *log.startup_locality;
+    initial.back() = log.pcr0_locality();
     pcrs.emplace(0, std::move(initial));
   }
   for (const Event& e : log.events) {

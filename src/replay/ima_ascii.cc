@@ -1,6 +1,7 @@
 // ascii_runtime_measurements: one line per entry, as the kernel's
-// ima_ascii_measurements_show prints it: "%2d %s %s" (PCR, SHA-1 template hash,
-// template name), then " FIELD" for each template field. A field may be empty
+// ima_ascii_measurements_show prints it: "%2d %s %s" (PCR, template hash in
+// the list's bank: SHA-1 in the classic list, template name), then " FIELD"
+// for each template field. A field may be empty
 // (an unsigned file's sig), so the line is split on every single space.
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 
 #include "replay/ima_template.h"
 #include "replay/printable.h"
+#include "tpmsec/constants.h"
 #include "tpmsec/ima_log.h"
 
 namespace tpmsec::ima {
@@ -45,7 +47,9 @@ Result<uint32_t> parse_pcr(std::string_view text) {
   return pcr;
 }
 
-Result<Entry> parse_line(std::string_view line) {
+// `hash_bank`: the list's, once known; set from the first line's column
+// when it is not.
+Result<Entry> parse_line(std::string_view line, std::optional<uint16_t>& hash_bank) {
   if (line.size() > kMaxLineLength) {
     return parse_error(fmt::format("line is {} bytes long, at most {} allowed", line.size(), kMaxLineLength));
   }
@@ -61,9 +65,13 @@ Result<Entry> parse_line(std::string_view line) {
   TPMSEC_ASSIGN_OR_RETURN(entry.pcr, parse_pcr(parts[0]));
 
   Result<Bytes> hash = from_hex(parts[1]);
-  if (!hash.ok() || parts[1].size() != 2 * kTemplateHashSize) {
-    return parse_error(fmt::format("template hash '{}' is not {} hex digits", printable(parts[1]),
-                                   2 * kTemplateHashSize));
+  std::optional<uint16_t> bank = hash_bank;
+  if (hash.ok() && !bank) bank = internal::bank_of_hash_size(hash->size());
+  if (!hash.ok() || !bank || hash->size() != digest_size(*bank)) {
+    return parse_error(bank ? fmt::format("template hash '{}' is not {} hex digits ({})", printable(parts[1]),
+                                          2 * *digest_size(*bank), hash_name(*bank))
+                            : fmt::format("template hash '{}' is not 40, 64, 96 or 128 hex digits",
+                                          printable(parts[1])));
   }
   entry.template_hash = std::move(*hash);
 
@@ -81,25 +89,33 @@ Result<Entry> parse_line(std::string_view line) {
   for (size_t i = 0; i < fields; ++i) {
     TPMSEC_RETURN_IF_ERROR(internal::decode_ascii_field(layout->fields[i], parts[3 + i], entry));
   }
-  TPMSEC_RETURN_IF_ERROR(internal::finish_entry(*layout, entry));
+  TPMSEC_RETURN_IF_ERROR(internal::finish_entry(*layout, *bank, entry));
+  hash_bank = bank;
   return entry;
 }
 
 }  // namespace
 
-ParsedLog parse_ascii_log(std::string_view text) {
+ParsedLog parse_ascii_log(std::string_view text, std::optional<uint16_t> hash_bank) {
   ParsedLog log;
   log.format = LogFormat::kAscii;
+  if (hash_bank && !digest_size(*hash_bank)) {
+    log.problems.push_back(
+        Problem{0, 0, 0, parse_error(fmt::format("template-hash bank 0x{:04x} is unknown", *hash_bank))});
+    log.complete = false;
+    return log;
+  }
   size_t line_number = 0;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
+    const bool unterminated = end == std::string_view::npos;
+    if (unterminated) end = text.size();
     std::string_view line = text.substr(start, end - start);
     // A log copied through another system may end its lines with CRLF.
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     ++line_number;
     if (!line.empty()) {
-      Result<Entry> entry = parse_line(line);
+      Result<Entry> entry = parse_line(line, hash_bank);
       if (entry.ok()) {
         entry->line = line_number;
         entry->offset = start;
@@ -107,10 +123,14 @@ ParsedLog parse_ascii_log(std::string_view text) {
       } else {
         log.problems.push_back(Problem{log.entries.size(), line_number, start,
                                        entry.error().with_context(fmt::format("line {}", line_number))});
+        // The kernel ends every line: a last one without its '\n' that does
+        // not parse was cut short.
+        if (unterminated) log.tail = Tail{start, text.size() - start};
       }
     }
     start = end + 1;
   }
+  log.hash_bank = hash_bank.value_or(0);
   return log;
 }
 

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 
+#include "replay/ima_template.h"
 #include "replay/little_endian.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -16,7 +19,8 @@ namespace {
 
 bool is_hex_digit(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-// "NN <40 hex> " with optional leading spaces: the start of an ascii line.
+// "NN <hex> " with optional leading spaces, the hex of a template-hash size:
+// the start of an ascii line.
 bool looks_ascii(ByteView content) {
   size_t i = 0;
   while (i < content.size() && content[i] == ' ') ++i;
@@ -24,22 +28,26 @@ bool looks_ascii(ByteView content) {
   while (i < content.size() && content[i] >= '0' && content[i] <= '9') ++i, ++digits;
   if (digits == 0 || digits > 3 || i >= content.size() || content[i] != ' ') return false;
   ++i;
-  if (content.size() - i < 2 * kTemplateHashSize + 1) return false;
-  for (size_t k = 0; k < 2 * kTemplateHashSize; ++k) {
-    if (!is_hex_digit(content[i + k])) return false;
-  }
-  return content[i + 2 * kTemplateHashSize] == ' ';
+  size_t hex = 0;
+  while (i + hex < content.size() && is_hex_digit(content[i + hex])) ++hex;
+  if (i + hex >= content.size() || content[i + hex] != ' ') return false;
+  return std::any_of(std::begin(internal::kHashSizes), std::end(internal::kHashSizes),
+                     [&](size_t size) { return hex == 2 * size; });
 }
 
-// A plausible first binary entry: a small PCR index and a printable template name.
+// A plausible first binary entry: a small PCR index and a printable template
+// name after a template hash of one of the sizes.
 bool looks_binary(ByteView content) {
-  Reader r(content);
-  uint32_t pcr = replay_internal::read_le32(r, "PCR index");
-  r.bytes(kTemplateHashSize, "template hash");
-  uint32_t name_length = replay_internal::read_le32(r, "template name length");
-  if (!r.ok() || pcr > kMaxPcrIndex || name_length == 0 || name_length > kMaxTemplateNameLength) return false;
-  ByteView name = r.bytes(name_length, "template name");
-  return r.ok() && std::all_of(name.begin(), name.end(), [](uint8_t c) { return c > 0x20 && c < 0x7f; });
+  for (size_t size : internal::kHashSizes) {
+    Reader r(content);
+    uint32_t pcr = replay_internal::read_le32(r, "PCR index");
+    r.bytes(size, "template hash");
+    uint32_t name_length = replay_internal::read_le32(r, "template name length");
+    if (!r.ok() || pcr > kMaxPcrIndex || name_length == 0 || name_length > kMaxTemplateNameLength) continue;
+    ByteView name = r.bytes(name_length, "template name");
+    if (r.ok() && std::all_of(name.begin(), name.end(), [](uint8_t c) { return c > 0x20 && c < 0x7f; })) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -55,14 +63,36 @@ std::optional<LogFormat> detect_format(ByteView content) {
   return std::nullopt;
 }
 
-Result<ParsedLog> parse_log(ByteView content) {
+std::optional<uint16_t> bank_from_file_name(std::string_view path) {
+  size_t slash = path.rfind('/');
+  std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  for (std::string_view prefix : {"ascii_runtime_measurements_", "binary_runtime_measurements_"}) {
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    std::string_view algo = name.substr(prefix.size());
+    // The kernel names a bank by hash_algo_name[] ("sm3" for SM3-256), and
+    // one it cannot hash by its TPM algorithm id ("tpm_alg_%x").
+    if (algo == "sm3") return alg::kSm3_256;
+    constexpr std::string_view kTpmAlg = "tpm_alg_";
+    if (algo.substr(0, kTpmAlg.size()) == kTpmAlg) {
+      std::string_view hex = algo.substr(kTpmAlg.size());
+      uint16_t id = 0;
+      auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), id, 16);
+      if (hex.empty() || ec != std::errc() || end != hex.data() + hex.size()) return std::nullopt;
+      return id;
+    }
+    return hash_from_name(algo);
+  }
+  return std::nullopt;
+}
+
+Result<ParsedLog> parse_log(ByteView content, std::optional<uint16_t> hash_bank) {
   if (content.empty()) return parse_error("the IMA log is empty");
   std::optional<LogFormat> format = detect_format(content);
   if (!format) return parse_error("not an IMA log: neither the ascii nor the binary measurement list");
   if (*format == LogFormat::kAscii) {
-    return parse_ascii_log(std::string_view(reinterpret_cast<const char*>(content.data()), content.size()));
+    return parse_ascii_log(std::string_view(reinterpret_cast<const char*>(content.data()), content.size()), hash_bank);
   }
-  return parse_binary_log(content);
+  return parse_binary_log(content, hash_bank);
 }
 
 Result<Bytes> extend_digest(const Entry& entry, uint16_t bank) {

@@ -373,7 +373,14 @@ Status decode_binary_field(Field field, ByteView data, Entry& entry) {
   return parse_error("unknown field");
 }
 
-Status finish_entry(const TemplateLayout& layout, Entry& entry) {
+std::optional<uint16_t> bank_of_hash_size(size_t size) {
+  for (uint16_t bank : {alg::kSha1, alg::kSha256, alg::kSha384, alg::kSha512}) {
+    if (digest_size(bank) == size) return bank;
+  }
+  return std::nullopt;
+}
+
+Status finish_entry(const TemplateLayout& layout, uint16_t hash_bank, Entry& entry) {
   Bytes data;
   if (layout.name == "ima") {
     // Not length-prefixed; the name is zero-padded to IMA_EVENT_NAME_LEN_MAX + 1.
@@ -394,10 +401,10 @@ Status finish_entry(const TemplateLayout& layout, Entry& entry) {
 
   entry.violation = std::all_of(entry.template_hash.begin(), entry.template_hash.end(), [](uint8_t b) { return b == 0; });
   if (entry.violation) return ok_status();
-  TPMSEC_ASSIGN_OR_RETURN(Bytes sha1, crypto::hash(alg::kSha1, {entry.template_data}));
-  if (sha1 != entry.template_hash) {
-    return integrity_error(fmt::format("template hash {} does not match the template data (SHA-1 {})",
-                                       to_hex(entry.template_hash), to_hex(sha1)));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes computed, crypto::hash(hash_bank, {entry.template_data}));
+  if (computed != entry.template_hash) {
+    return integrity_error(fmt::format("template hash {} does not match the template data ({} {})",
+                                       to_hex(entry.template_hash), hash_name(hash_bank), to_hex(computed)));
   }
   return ok_status();
 }

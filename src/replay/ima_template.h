@@ -4,6 +4,7 @@
 #ifndef TPMSEC_REPLAY_IMA_TEMPLATE_H_
 #define TPMSEC_REPLAY_IMA_TEMPLATE_H_
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,8 +55,15 @@ Status decode_binary_field(Field field, ByteView data, Entry& entry);
 
 // Rebuilds entry.template_data from the decoded fields in the kernel's layout
 // (ima_calc_field_array_hash_tfm), bounds it, and checks the template hash
-// (setting entry.violation when it is all zero). kIntegrity on a mismatch.
-Status finish_entry(const TemplateLayout& layout, Entry& entry);
+// against its hash in `hash_bank` (setting entry.violation when it is all
+// zero). kIntegrity on a mismatch.
+Status finish_entry(const TemplateLayout& layout, uint16_t hash_bank, Entry& entry);
+
+// The bank a template-hash column of `size` bytes is taken for when the list
+// does not name it: sha1, sha256, sha384, sha512; nullopt for other sizes.
+std::optional<uint16_t> bank_of_hash_size(size_t size);
+// The template-hash sizes bank_of_hash_size knows, smallest first.
+inline constexpr size_t kHashSizes[] = {20, 32, 48, 64};
 
 }  // namespace tpmsec::ima::internal
 

@@ -17,6 +17,7 @@ const char* openssl_name(uint16_t alg) {
     case 0x000B: return "SHA256";
     case 0x000C: return "SHA384";
     case 0x000D: return "SHA512";
+    case 0x0012: return "SM3";
     default: return nullptr;
   }
 }
@@ -152,8 +153,8 @@ Bytes ima_template_data(const ImaRecord& r) {
 }
 
 Bytes ima_template_hash(const ImaRecord& r) {
-  if (r.violation) return Bytes(20, 0);
-  return openssl_digest(kSha1, ima_template_data(r));
+  if (r.violation) return Bytes(openssl_digest(r.hash_bank, {}).size(), 0);
+  return openssl_digest(r.hash_bank, ima_template_data(r));
 }
 
 std::string ima_ascii_line(const ImaRecord& r) {

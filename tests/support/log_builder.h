@@ -19,7 +19,7 @@
 namespace tpmsec::testing {
 
 // OpenSSL's digest of `data` with the algorithm of TPM_ALG_ID `alg`
-// (sha1, sha256, sha384, sha512).
+// (sha1, sha256, sha384, sha512, sm3_256).
 Bytes openssl_digest(uint16_t alg, ByteView data);
 // H(old ‖ digest) with OpenSSL.
 Bytes openssl_extend(uint16_t alg, ByteView old_value, ByteView digest);
@@ -37,6 +37,9 @@ struct ImaRecord {
   std::string event_name;
   Bytes extra;             // sig (ima-sig) or buf (ima-buf)
   bool violation = false;  // logged with a zero template hash
+  // The template-hash column's bank: sha1 in the classic lists, the file's
+  // bank in a per-bank list (ascii_runtime_measurements_sha256, …).
+  uint16_t hash_bank = 0x0004;
 };
 
 // A record of template `template_name` with contents varied by `seed`.
@@ -46,7 +49,8 @@ ImaRecord ima_violation(const std::string& template_name, const std::string& nam
 
 // The bytes the kernel hashes for the template hash (ima_calc_field_array_hash_tfm).
 Bytes ima_template_data(const ImaRecord& r);
-// The logged template hash: SHA-1 of the template data, zeros for a violation.
+// The logged template hash: the template data's hash in r.hash_bank (SHA-1
+// in the classic lists), zeros for a violation.
 Bytes ima_template_hash(const ImaRecord& r);
 // One line of ascii_runtime_measurements, without the newline.
 std::string ima_ascii_line(const ImaRecord& r);
