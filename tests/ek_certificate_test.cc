@@ -267,7 +267,7 @@ TEST_F(EkCertificateTest, ALeafInTheBundleIsNoAnchor) {
   ASSERT_TRUE(testing::make_key(*dir_, "rogue-ca", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"}).ok());
   ASSERT_TRUE(testing::issue_certificate(*dir_, ca_spec("rogue-ca", path("rogue-ca.key"), "")).ok());
   auto leaf = issue("rogue-ek", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"},
-                    [this](testing::CertificateSpec& c) {
+                    [](testing::CertificateSpec& c) {
                       c.issuer_cert = path("rogue-ca.pem");
                       c.issuer_key = path("rogue-ca.key");
                     });
@@ -296,7 +296,7 @@ TEST_F(EkCertificateTest, ALeafInTheBundleIsNoAnchor) {
 // (the intermediate is not in the bundle).
 TEST_F(EkCertificateTest, ChainsThroughAnIntermediateToARoot) {
   auto ek = issue("ek-under-intermediate", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"},
-                  [this](testing::CertificateSpec& c) {
+                  [](testing::CertificateSpec& c) {
                     c.issuer_cert = path("intermediate.pem");
                     c.issuer_key = path("intermediate.key");
                   });
