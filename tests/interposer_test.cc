@@ -32,12 +32,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/attacker.h"
 #include "support/direct_tpm.h"
@@ -51,6 +53,7 @@
 #include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/salt.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/tracing.h"
 #include "tpmsec/transport.h"
@@ -61,6 +64,8 @@ namespace {
 constexpr uint32_t kPcr = 16;
 // TPM_RC_SESSION_HANDLES (Part 2 §6.6.3: RC_VER1 + 0x005).
 constexpr uint32_t kRcSessionHandles = 0x105;
+// TPM_RC_ATTRIBUTES (Part 2 §6.6.3: RC_FMT1 + 0x002).
+constexpr uint32_t kRcAttributes = 0x082;
 
 Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_bytes(text)); }
 
@@ -110,6 +115,90 @@ Bytes forged_success(const CommandFrame& command) {
     r.sessions.push_back(out);
   }
   return build_response(r);
+}
+
+// The CreatePrimary in `hierarchy` sent with its template passed through
+// `rewrite`; with `restore_answer`, the answer is put back to what the client
+// asked for (its template, the TPM's unique, the name recomputed), so that
+// nothing but an authenticated read can tell. Counts the rewrites.
+Rule rewrite_create_primary(uint32_t hierarchy, std::function<void(Public&)> rewrite, bool restore_answer,
+                            size_t* rewritten) {
+  return [=](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    if (c.code != cmd::CreatePrimary::kInfo.code) return pass(c, tpm);
+    auto f = parse_command(c.bytes);
+    if (!f.ok() || f->handles.size() != 1 || f->handles[0] != hierarchy) return pass(c, tpm);
+    cmd::CreatePrimary asked;
+    Reader r(f->parameters);
+    unmarshal(r, asked.in_sensitive);
+    unmarshal(r, asked.in_public);
+    unmarshal(r, asked.outside_info);
+    unmarshal(r, asked.creation_pcr);
+    if (!r.status().ok() || r.remaining() != 0) return pass(c, tpm);
+    cmd::CreatePrimary sent = asked;
+    rewrite(sent.in_public.public_area);
+    Writer w;
+    marshal_all(w, sent.params());
+    f->parameters = *w.finish();
+    ++*rewritten;
+    auto rsp = tpm.transmit(build_command(*f));
+    if (!rsp.ok()) return Reply::close();
+    if (!restore_answer) return Reply::answer(std::move(*rsp));
+    auto answer = parse_response(*rsp, c.code);
+    if (!answer.ok() || answer->code != rc::kSuccess) return Reply::answer(std::move(*rsp));
+    cmd::CreatePrimary::Response made;
+    Reader rr(answer->parameters);
+    unmarshal_all(rr, made.params());
+    if (!rr.status().ok()) return Reply::answer(std::move(*rsp));
+    Public shown = asked.in_public.public_area;
+    shown.unique_x = made.out_public.public_area.unique_x;
+    shown.unique_y = made.out_public.public_area.unique_y;
+    made.out_public.public_area = shown;
+    made.name.bytes = compute_name(shown).value();
+    Writer rw;
+    marshal_all(rw, made.params());
+    answer->parameters = *rw.finish();
+    return Reply::answer(build_response(*answer));
+  };
+}
+
+// TPM2_ECDH_ZGen (Part 3 §14.5; tpmsec never sends it): the TPM's shared
+// point for the key at `handle` and the ephemeral point of an ECC
+// encrypted salt (TPM2B(Q_e.x) || TPM2B(Q_e.y), i.e. a TPMS_ECC_POINT).
+struct ZGen {
+  uint32_t rc = 0;
+  Bytes z;  // the shared point's x coordinate: the Z of the salt's KDFe
+};
+ZGen ecdh_zgen(Transport& transport, uint32_t handle, ByteView encrypted_salt) {
+  constexpr uint32_t kEcdhZGen = 0x154;
+  Writer w;
+  w.u16(static_cast<uint16_t>(encrypted_salt.size()));
+  w.bytes(encrypted_salt);
+  auto rsp = transport.transmit(password_command(kEcdhZGen, {handle}, *w.finish()));
+  if (!rsp.ok()) {
+    ADD_FAILURE() << "ECDH_ZGen: " << rsp.error().message();
+    return {~0u, {}};
+  }
+  ZGen out;
+  out.rc = response_code_of(*rsp);
+  if (out.rc != rc::kSuccess) return out;
+  Reader r(*rsp);
+  (void)r.bytes(10, "header");
+  (void)r.u32("parameterSize");
+  Reader point = r.sized("outPoint");
+  ByteView x = point.tpm2b("outPoint.x");
+  out.z.assign(x.begin(), x.end());
+  EXPECT_TRUE(point.ok() && r.ok()) << "an ECDH_ZGen answer that does not parse";
+  return out;
+}
+
+// What whoever holds Z learns of a salt encrypted to `key` (salt.h):
+// KDFe(nameAlg, Z, "SECRET", Q_e.x, Q_key.x, digest bits).
+Bytes salt_from(ByteView z, ByteView encrypted_salt, const Public& key) {
+  Reader r(encrypted_salt);
+  ByteView ephemeral_x = r.tpm2b("Q_e.x");
+  auto salt = crypto::kdfe(key.name_alg, z, "SECRET", ephemeral_x, key.unique_x, 256);
+  if (!salt.ok()) return {};
+  return Bytes(salt->view().begin(), salt->view().end());
 }
 
 // ---- Forged identity ----
@@ -1005,10 +1094,16 @@ class SaltKeyTest : public InterposerTest {
   // A key of the attacker's in the TPM: the SRK template with other unique
   // bytes, so another key pair; persisted at `handle` when non-zero.
   static Result<cmd::CreatePrimary::Response> other_key(Tpm& tpm, uint32_t handle) {
+    Public other = null_key_template(SaltKind::kEcc);
+    other.unique_x = Bytes(32, 0x42);
+    return plant(tpm, other, handle);
+  }
+  // A primary of `tmpl` in the owner hierarchy, made by the TPM; persisted
+  // at `handle` when non-zero.
+  static Result<cmd::CreatePrimary::Response> plant(Tpm& tpm, const Public& tmpl, uint32_t handle) {
     cmd::CreatePrimary c;
     c.primary_handle = NamedHandle::of(rh::kOwner);
-    c.in_public.public_area = null_key_template(SaltKind::kEcc);
-    c.in_public.public_area.unique_x = Bytes(32, 0x42);
+    c.in_public.public_area = tmpl;
     TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c, {Auth::password()}));
     if (handle) {
       auto persisted = tpm.run(
@@ -1113,6 +1208,168 @@ TEST_F(SaltKeyTest, AForgedPublicAreaIsNeverPinned) {
   auto info = through_proxy({"info"});
   EXPECT_NE(info.out.find("none pinned"), std::string::npos) << info.out;
   expect_no_handles("a forged ReadPublic");
+}
+
+// An unrestricted decryption key, as a local TPM user can make one: by the
+// TPM (fixedTPM, fixedParent, sensitiveDataOrigin, all the checks tpmsec
+// made before issue 21), with no symmetric definition (an unrestricted key
+// has none).
+Public unrestricted_template() {
+  Public p = null_key_template(SaltKind::kEcc);
+  p.attributes &= ~object_attr::kRestricted;
+  p.symmetric = SymDef{};
+  return p;
+}
+
+// A local TPM user plants an unrestricted decryption key at 0x81000001
+// before the operator pins "the SRK". Whoever may use such a key has the TPM
+// compute any session's salt from its encrypted salt (ECDH_ZGen, shown here
+// on the real TPM), so a session salted to it is readable and forgeable; the
+// SRK-template key the fixture made refuses the same command. Pinning the
+// planted key is refused (exit 3, saying why), nothing is pinned, the extend
+// that follows is salted to nothing of the attacker's (refused for want of
+// an anchor: exit 2, PCR unchanged), and the key stays where it was, since
+// tpmsec did not make it.
+TEST_F(SaltKeyTest, APlantedUnrestrictedKeyIsNeverPinned) {
+  {
+    Direct d(swtpm_->spec());
+    ASSERT_TRUE(d.ok());
+    auto srk = d.tpm().run(cmd::ReadPublic{NamedHandle::of(kDefaultSaltKeyHandle)});
+    ASSERT_TRUE(srk.ok()) << srk.error().message();
+    auto salted = make_salt_ecc(srk->out_public.public_area, {});
+    ASSERT_TRUE(salted.ok()) << salted.error().message();
+    ZGen refused = ecdh_zgen(d.transport(), kDefaultSaltKeyHandle, salted->encrypted_salt);
+    EXPECT_EQ(rc_base(refused.rc), kRcAttributes) << fmt::format("0x{:03x}", refused.rc);
+  }
+  auto removed = through_proxy({"provision", "--remove", "--salt-key"});
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed);
+  {
+    Direct d(swtpm_->spec());
+    ASSERT_TRUE(d.ok());
+    auto planted = plant(d.tpm(), unrestricted_template(), kDefaultSaltKeyHandle);
+    ASSERT_TRUE(planted.ok()) << planted.error().message();
+    const Public& key = planted->out_public.public_area;
+    // The attack this closes: a salt made for the planted key, as a session's
+    // would be, is recovered through the TPM by whoever may use the key.
+    auto salted = make_salt_ecc(key, {});
+    ASSERT_TRUE(salted.ok()) << salted.error().message();
+    ZGen z = ecdh_zgen(d.transport(), kDefaultSaltKeyHandle, salted->encrypted_salt);
+    ASSERT_EQ(z.rc, rc::kSuccess) << fmt::format("0x{:03x}", z.rc);
+    EXPECT_EQ(to_hex(salt_from(z.z, salted->encrypted_salt, key)), to_hex(salted->salt.view()));
+  }
+  std::string before = pcr();
+  auto r = through_proxy({"provision", "--salt-key", "--null-name", genuine_name_hex()});
+  EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+  EXPECT_NE(r.err.find("0x81000001 cannot be the salt key: the key is not a restricted decryption key"),
+            std::string::npos)
+      << r.err;
+  auto info = through_proxy({"info"});
+  EXPECT_NE(info.out.find("none pinned"), std::string::npos) << info.out;
+  auto extend = through_proxy(extend_args("per-command", {}));
+  EXPECT_EQ(extend.exit_code, kExitUsage) << describe(extend);
+  EXPECT_EQ(pcr(), before);
+  expect_no_handles("pinning a planted unrestricted key");
+  Direct d(swtpm_->spec());
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d.tpm().run(cmd::ReadPublic{NamedHandle::of(kDefaultSaltKeyHandle)}).ok())
+      << "tpmsec evicted a key it did not make";
+}
+
+// An interposer rewrites the template of the CreatePrimary that `provision
+// --salt-key --create` sends, and puts the answer back to the template asked
+// for (name recomputed), so the unauthenticated answer shows nothing. The TPM
+// made, and tpmsec persisted, a key it did not ask for: the audited
+// ReadPublic shows it. Refused (exit 3, naming what differs), nothing pinned,
+// the key made evicted again, nothing loaded, the PCR unchanged.
+TEST_F(SaltKeyTest, ARewrittenCreateTemplateIsNeverPinned) {
+  auto removed = through_proxy({"provision", "--remove", "--salt-key"});
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed);
+  struct Variant {
+    const char* what;
+    std::function<void(Public&)> rewrite;
+    const char* said;
+  };
+  const std::vector<Variant> variants{
+      {"restricted cleared", [](Public& p) { p = unrestricted_template(); }, "not a restricted decryption key"},
+      {"AES-256 in place of AES-128", [](Public& p) { p.symmetric.key_bits = 256; }, "not AES-128 CFB"},
+      {"an authPolicy added", [](Public& p) { p.auth_policy = digest_of("the attacker's policy"); },
+       "differs from the template sent in: authPolicy"},
+      {"noDA cleared", [](Public& p) { p.attributes &= ~object_attr::kNoDa; },
+       "differs from the template sent in: objectAttributes"},
+  };
+  const std::string before = pcr();
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.what);
+    size_t rewritten = 0;
+    proxy_->set_rule(rewrite_create_primary(rh::kOwner, v.rewrite, /*restore_answer=*/true, &rewritten));
+    auto r = through_proxy({"provision", "--salt-key", "--create", "--null-name", genuine_name_hex()});
+    EXPECT_EQ(rewritten, 1u);
+    EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+    EXPECT_NE(r.err.find(v.said), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the key made was evicted again"), std::string::npos) << r.err;
+    proxy_->set_rule(nullptr);
+    auto info = through_proxy({"info"});
+    EXPECT_NE(info.out.find("none pinned"), std::string::npos) << info.out;
+    {
+      Direct d(swtpm_->spec());
+      ASSERT_TRUE(d.ok());
+      auto left = d.tpm().run(cmd::ReadPublic{NamedHandle::of(kDefaultSaltKeyHandle)});
+      ASSERT_FALSE(left.ok()) << "a key made from a rewritten template stayed at 0x81000001";
+      EXPECT_EQ(rc_base(left.error().tpm_rc()), rc::kHandle) << left.error().message();
+    }
+    expect_no_handles("a rewritten salt key template");
+    EXPECT_EQ(pcr(), before);
+  }
+  // Unrewritten, the same command makes and pins the key (the fixture's TearDown removes it).
+  auto made = through_proxy({"provision", "--salt-key", "--create", "--null-name", genuine_name_hex()});
+  EXPECT_EQ(made.exit_code, 0) << describe(made);
+}
+
+// The null key at a first use (--tofu, nothing pinned yet): an interposer
+// rewrites its template (restricted cleared, as for the salt key above), so
+// the TPM makes an unrestricted key. Its public area is not the template:
+// refused (exit 3), the PCR unchanged, nothing pinned, so that a clean first
+// use afterwards pins the genuine key and extends.
+TEST_F(InterposerTest, AFirstUseRefusesANullKeyMadeFromARewrittenTemplate) {
+  size_t rewritten = 0;
+  proxy_->set_rule(rewrite_create_primary(rh::kNull, [](Public& p) { p = unrestricted_template(); },
+                                          /*restore_answer=*/false, &rewritten));
+  std::string before = pcr();
+  auto r = through_proxy(extend_args("per-command", {"--tofu"}));
+  EXPECT_GT(rewritten, 0u);
+  EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+  EXPECT_NE(r.err.find("does not match the template"), std::string::npos) << r.err;
+  EXPECT_EQ(pcr(), before);
+  expect_no_handles("a rewritten null key template");
+  proxy_->set_rule(nullptr);
+  auto clean = through_proxy(extend_args("per-command", {"--tofu"}));
+  EXPECT_EQ(clean.exit_code, 0) << describe(clean);
+  auto pinned = through_proxy(extend_args("per-command", {"--null-name", genuine_name_hex()}));
+  EXPECT_EQ(pinned.exit_code, 0) << describe(pinned);
+}
+
+// What `provision` keeps outlives the boot: the first use of one boot (an
+// interposer's included) may not decide it. --tofu is a usage error (exit 2,
+// one line naming the anchors provision takes) before any TPM command, and
+// nothing is kept or defined.
+TEST_F(InterposerTest, ProvisionRefusesTofu) {
+  using Args = std::vector<std::string>;
+  for (const Args& args : {Args{"provision", "--tofu"}, Args{"provision", "--salt-key", "--tofu"},
+                           Args{"provision", "--salt-key", "--create", "--tofu"}}) {
+    SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+    auto r = through_proxy(args);
+    EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
+    for (const char* anchor : {"--null-name", "--ek-ca", "the kernel's pin"}) {
+      EXPECT_NE(r.err.find(anchor), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(proxy_->connections(), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(state_dir_));
+  Direct d(swtpm_->spec());
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d.tpm().run(cmd::NvReadPublic{NamedHandle::of(kDefaultBindIndex)}).ok());
+  EXPECT_FALSE(d.tpm().run(cmd::ReadPublic{NamedHandle::of(kDefaultSaltKeyHandle)}).ok());
 }
 
 }  // namespace

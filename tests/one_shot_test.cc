@@ -149,6 +149,8 @@ TEST_F(OneShot, AProvisionedBindSecretMakesItTwoCommands) {
     args.insert(args.end(), tpm.begin(), tpm.end());
     return run_tpmsec(args, env);
   };
+  // --tofu is refused before anything is kept (the embedded TPM needs no anchor at all).
+  EXPECT_EQ(with({"provision", "--tofu"}).exit_code, 2);
   auto provisioned = with({"provision"});
   ASSERT_EQ(provisioned.exit_code, 0) << describe(provisioned);
   EXPECT_EQ(with({"provision"}).exit_code, 2);  // already

@@ -1,6 +1,8 @@
 // Where the CLI's outputs go: regular files replaced atomically; devices,
-// FIFOs and standard output written through; symlinks followed, never
-// replaced; every write checked (exit 1, one line), paths checked up front.
+// FIFOs and standard output written through; a symlink in the caller's own
+// directory followed, never replaced (one planted in a directory others can
+// write: files_test); every write checked (exit 1, one line), paths checked
+// up front.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <cstring>
 #include <memory>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -320,14 +321,15 @@ TEST(MakeSalt, RsaRandomSaltDecryptsWithOpenSslOaep) {
 
 // What may be pinned as a persistent salt key (salt_key.h): the null key of
 // the libtpms transcript is such a key; each property it needs, taken away,
-// makes it one the salt could leak to.
+// makes it one the salt could leak to. Without restricted, whoever may use
+// the key has the TPM decrypt any session's salt (RSA_Decrypt, ECDH_ZGen).
 TEST(SaltKeyPublic, OnlyAKeyMadeInsideTheTpmMayTakeTheSalt) {
   json create = transcript_step("CreatePrimary(RH_NULL, ECC P-256)");
   auto key = unmarshal_exact<Public>(J(create["outPublic"]), "outPublic");
   ASSERT_TRUE(key.ok());
   EXPECT_TRUE(check_salt_key_public(*key).ok());
   for (uint32_t needed : {object_attr::kFixedTpm, object_attr::kFixedParent, object_attr::kSensitiveDataOrigin,
-                          object_attr::kDecrypt}) {
+                          object_attr::kDecrypt, object_attr::kRestricted}) {
     SCOPED_TRACE(needed);
     Public p = *key;
     p.attributes &= ~needed;
@@ -341,6 +343,34 @@ TEST(SaltKeyPublic, OnlyAKeyMadeInsideTheTpmMayTakeTheSalt) {
   Public sha1 = *key;
   sha1.name_alg = alg::kSha1;
   EXPECT_FALSE(check_salt_key_public(sha1).ok());
+}
+
+// A restricted decryption key is a storage key: one that also signs is not
+// (the TPM makes none, but a kept file could say so), and its symmetric
+// definition is the SRK template's, AES-128 CFB.
+TEST(SaltKeyPublic, OnlyARestrictedStorageKeyWithTheSrkSymmetricMayTakeTheSalt) {
+  json create = transcript_step("CreatePrimary(RH_NULL, ECC P-256)");
+  auto key = unmarshal_exact<Public>(J(create["outPublic"]), "outPublic");
+  ASSERT_TRUE(key.ok());
+  Public unrestricted = *key;
+  unrestricted.attributes &= ~object_attr::kRestricted;
+  Status st = check_salt_key_public(unrestricted);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity);
+  EXPECT_NE(st.error().message().find("not a restricted decryption key"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("ECDH_ZGen"), std::string::npos) << st.error().message();
+  Public signs = *key;
+  signs.attributes |= object_attr::kSign;
+  EXPECT_FALSE(check_salt_key_public(signs).ok());
+  for (SymDef other : {SymDef{alg::kAes, 256, alg::kCfb}, SymDef{}, SymDef{alg::kAes, 128, alg::kCtr}}) {
+    SCOPED_TRACE(fmt::format("{:04x} {} {:04x}", other.algorithm, other.key_bits, other.mode));
+    Public p = *key;
+    p.symmetric = other;
+    Status refused = check_salt_key_public(p);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().kind(), ErrorKind::kIntegrity);
+    EXPECT_NE(refused.error().message().find("AES-128 CFB"), std::string::npos) << refused.error().message();
+  }
 }
 
 // A kept salt key whose file was edited to a key that can leave the TPM is
@@ -366,15 +396,20 @@ TEST(SaltKeyStore, KeepsWhatItPinnedAndRefusesAnEditedFile) {
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->has_value());
 
-  Public weak = *pub;
-  weak.attributes &= ~object_attr::kFixedTpm;
-  std::string text = testing::slurp(store.path("swtpm:port=1"));
-  std::string old_hex = to_hex(marshal_to_bytes(*pub).value());
-  text.replace(text.find(old_hex), old_hex.size(), to_hex(marshal_to_bytes(weak).value()));
-  std::ofstream(store.path("swtpm:port=1"), std::ios::trunc) << text;
-  auto edited = store.get("swtpm:port=1");
-  ASSERT_FALSE(edited.ok());
-  EXPECT_EQ(edited.error().kind(), ErrorKind::kParse);
+  // Edited to a key that can leave the TPM, and to an unrestricted one.
+  const std::string kept = testing::slurp(store.path("swtpm:port=1"));
+  for (uint32_t taken : {object_attr::kFixedTpm, object_attr::kRestricted}) {
+    SCOPED_TRACE(taken);
+    Public weak = *pub;
+    weak.attributes &= ~taken;
+    std::string text = kept;
+    std::string old_hex = to_hex(marshal_to_bytes(*pub).value());
+    text.replace(text.find(old_hex), old_hex.size(), to_hex(marshal_to_bytes(weak).value()));
+    std::ofstream(store.path("swtpm:port=1"), std::ios::trunc) << text;
+    auto edited = store.get("swtpm:port=1");
+    ASSERT_FALSE(edited.ok());
+    EXPECT_EQ(edited.error().kind(), ErrorKind::kParse);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -15,7 +15,10 @@
 // an anchor the user trusted then; and the key's attributes, which say the
 // TPM made it and it cannot leave (fixedTPM, fixedParent,
 // sensitiveDataOrigin): a key whose private part someone imported could be
-// read by that someone, so such a key is refused.
+// read by that someone, so such a key is refused. It must also be a
+// restricted decryption key, as an SRK is: the TPM decrypts any session's
+// encrypted salt for whoever may use an unrestricted one (TPM2_RSA_Decrypt,
+// TPM2_ECDH_ZGen), and refuses both for a restricted key.
 #ifndef TPMSEC_SALT_KEY_H_
 #define TPMSEC_SALT_KEY_H_
 
@@ -44,9 +47,11 @@ struct PersistentSaltKey {
   NamedHandle named() const { return {handle, name}; }
 };
 
-// Whether `p` may serve as a salt key: a decrypt key made inside the TPM and
-// bound to it (fixedTPM, fixedParent, sensitiveDataOrigin), ECC P-256 or
-// RSA-2048, SHA-256 names. kIntegrity naming what is wrong otherwise.
+// Whether `p` may serve as a salt key: a restricted decryption key (decrypt
+// and restricted set, sign clear; symmetric AES-128 CFB, the SRK
+// template's) made inside the TPM and bound to it (fixedTPM, fixedParent,
+// sensitiveDataOrigin), ECC P-256 or RSA-2048, SHA-256 names. kIntegrity
+// naming what is wrong otherwise. A kept file is held to the same check.
 Status check_salt_key_public(const Public& p);
 
 // Where pinned salt keys live: STATE_DIR/salt-key/, one file per TPM string.
@@ -72,8 +77,12 @@ Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle)
 
 // Makes a salt key at `handle` (free): CreatePrimary in the owner hierarchy
 // with the null key's template (the TCG SRK template that systemd also
-// uses), EvictControl to `handle`, then pin_salt_key. Owner authorization
-// is the empty password, as on a Linux machine that never took ownership.
+// uses), EvictControl to `handle`, then pin_salt_key, and the pinned public
+// area (the audited one, not CreatePrimary's unauthenticated answer) must
+// be that template in every field but unique: kIntegrity otherwise (a
+// rewritten template). On any failure after EvictControl the key is
+// evicted again. Owner authorization is the empty password, as on a Linux
+// machine that never took ownership.
 Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t handle, SaltKind kind);
 
 // EvictControl of the persistent key at `handle` (owner authorization).

@@ -17,6 +17,7 @@
 
 #include "tpmsec/calibration.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/files.h"
 #include "tpmsec/pin_store.h"
 
 namespace tpmsec::cli {
@@ -120,70 +121,11 @@ void OpenTpm::keep(const SessionFactory* factory) {
   if (Status st = cache->put_null_key(key.snapshot()); !st.ok()) warn_not_kept(st.error());
 }
 
-namespace {
-
-Error write_error(const std::string& path, int err) {
-  return runtime_error(fmt::format("cannot write {}: {}", path == "-" ? "standard output" : path, std::strerror(err)));
-}
-
-// Writes all of `content` to `fd`; the errno of a failure, else 0.
-int write_all(int fd, const std::string& content) {
-  for (size_t off = 0; off < content.size();) {
-    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : EIO;
-    off += static_cast<size_t>(n);
-  }
-  return 0;
-}
-
-}  // namespace
-
 Status write_file(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    std::fflush(stdout);
-    if (int err = write_all(STDOUT_FILENO, content)) return write_error(path, err);
-    return ok_status();
-  }
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;  // follows a symlink
-  if (!exists && errno != ENOENT) return write_error(path, errno);
-  if (exists && !S_ISREG(st.st_mode)) {
-    // A device, FIFO or socket (or /dev/stdout): written through, never replaced.
-    if (S_ISDIR(st.st_mode)) return write_error(path, EISDIR);
-    int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return write_error(path, errno);
-    int err = write_all(fd, content);
-    if (::close(fd) != 0 && err == 0) err = errno;
-    if (err) return write_error(path, err);
-    return ok_status();
-  }
-  // A regular file, or a new one: a temporary file beside the real target
-  // (a symlink's target, so the link itself is never replaced), renamed over
-  // it, so an interrupted run never leaves a half-written file.
-  std::string target = path;
-  struct stat lst {};
-  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    if (!exists) return runtime_error(fmt::format("cannot write {}: a symbolic link to a missing file", path));
-    char* real = ::realpath(path.c_str(), nullptr);
-    if (!real) return write_error(path, errno);
-    target = real;
-    std::free(real);
-  }
-  std::string tmp = target + ".XXXXXX";
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return write_error(path, errno);
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));
-  int err = write_all(fd, content);
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
-  if (err) {
-    ::unlink(tmp.c_str());
-    return write_error(path, err);
-  }
-  return ok_status();
+  // Replaced through a temporary file, or written in place when standard
+  // output, a device or FIFO; a link another user could have planted is
+  // never followed (include/tpmsec/files.h).
+  return files::write_output(path, content);
 }
 
 std::FILE* report_stream(const std::vector<std::string>& outputs) {
@@ -194,40 +136,11 @@ Status check_outputs(const std::vector<std::string>& paths) {
   std::vector<std::string> seen;
   for (const std::string& path : paths) {
     if (path.empty()) continue;
-    std::string key = path;
-    if (path == "-") {
-      // "-" and /dev/stdout (or the file standard output is redirected to)
-      // are one output.
-      struct stat st {};
-      if (::fstat(STDOUT_FILENO, &st) == 0) key = fmt::format("{}:{}", st.st_dev, st.st_ino);
-    } else {
-      struct stat st {};
-      struct stat lst {};
-      if (::stat(path.c_str(), &st) != 0 && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        // write_file follows a link and never replaces it: a dangling one
-        // would fail only after the whole run.
-        return usage_error(fmt::format("{}: a symbolic link to a missing file", path));
-      }
-      if (::stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return usage_error(fmt::format("{}: is a directory", path));
-        if (::access(path.c_str(), W_OK) != 0) {
-          return usage_error(fmt::format("{}: not writable: {}", path, std::strerror(errno)));
-        }
-        key = fmt::format("{}:{}", st.st_dev, st.st_ino);
-      } else {
-        std::filesystem::path parent = std::filesystem::path(path).parent_path();
-        if (parent.empty()) parent = ".";
-        std::error_code ec;
-        if (!std::filesystem::is_directory(parent, ec)) {
-          return usage_error(fmt::format("{}: directory {} does not exist", path, parent.string()));
-        }
-        if (::access(parent.c_str(), W_OK) != 0) {
-          return usage_error(fmt::format("{}: directory {} is not writable", path, parent.string()));
-        }
-        key = std::filesystem::weakly_canonical(path, ec).string();
-        if (ec) key = path;
-      }
-    }
+    // write_file()'s own decision, so what it would refuse after the run is
+    // refused now (a dangling link, a directory, a planted link to a device);
+    // "-" and /dev/stdout (or the file standard output goes to) are one output.
+    TPMSEC_ASSIGN_OR_RETURN(files::OutputPlan plan, files::plan_output(path));
+    const std::string& key = plan.identity;
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return usage_error(fmt::format("{} is given for two outputs", path == "-" ? "standard output (-)" : path));
     }

@@ -124,15 +124,18 @@ void warn_not_kept(const Error& e);
 // provenance warning when emulating.
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option);
 
-// Writes `content` to an output path: "-" is standard output; a device, FIFO
-// or socket is written through; a regular file (or a symlink's regular
-// target) is replaced through a temporary file and a rename, so an
-// interrupted run never leaves a half-written file. Every write and close is
-// checked: a failure is one runtime error naming the path.
+// Writes `content` to an output path by files::write_output()
+// (include/tpmsec/files.h): "-" is standard output; a device or FIFO is
+// written through; a regular file is replaced through a temporary file and a
+// rename, so an interrupted run never leaves a half-written file; a symlink
+// is followed only in a directory nobody but root and the caller can write.
+// Every write and close is checked: a failure is one runtime error naming
+// the path.
 Status write_file(const std::string& path, const std::string& content);
-// Checks output paths before any work: each writable (an existing file, or a
-// new one in an existing writable directory), and no two the same file (or
-// both "-"); empty paths are skipped. Usage errors name the path.
+// Checks output paths before any work (files::plan_output): each writable
+// (an existing file, or a new one in an existing writable directory), none
+// refused by the symlink rule, and no two the same file (or both "-"); empty
+// paths are skipped. Usage errors name the path.
 Status check_outputs(const std::vector<std::string>& paths);
 // Where a command's human-readable report goes: standard error when one of
 // its outputs is "-" (standard output then carries only that output), else

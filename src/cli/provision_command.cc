@@ -88,7 +88,9 @@ void register_provision(CLI::App& app, Action* action) {
       "provision",
       "Define a bind secret in the TPM once (an NV index whose authValue only this host knows, kept in the state "
       "directory): protected commands then start sessions bound to it, without a salt; or, with --salt-key, pin a "
-      "persistent salt key (docs/threat-model.md)");
+      "persistent salt key. The session that carries it is salted to an anchor: --null-name, --ek-ca, or on "
+      "device: the kernel's pin (the embedded TPM needs none); --tofu is refused, since what is kept outlives the "
+      "boot whose first use it would trust (docs/threat-model.md)");
   o->tpm.add_to(sub);
   o->protection.add_to(sub);
   sub->add_option("--nv-index", o->nv_index, "The NV index to define (owner range)")->capture_default_str();
@@ -110,6 +112,13 @@ void register_provision(CLI::App& app, Action* action) {
   sub->callback([o, action] {
     *action = [o]() -> Status {
       const bool salt_key = o->salt_key_option->count() > 0;
+      if (o->protection.tofu) {
+        // What is provisioned is kept for good: the first use of one boot
+        // (whatever answered then, an interposer included) must not decide it.
+        return usage_error(
+            "provision does not take --tofu: what it keeps outlives this boot, so give an anchor: --null-name, "
+            "--ek-ca, or on device: the kernel's pin (the embedded TPM needs none)");
+      }
       if (o->create && !salt_key) return usage_error("--create goes with --salt-key");
       if (o->create && o->remove) return usage_error("give --create or --remove, not both");
       TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_handle(o->nv_index, ht::kNvIndex, "--nv-index",

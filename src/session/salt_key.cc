@@ -19,11 +19,48 @@ namespace {
 constexpr uint32_t kMadeInside = object_attr::kFixedTpm | object_attr::kFixedParent |
                                  object_attr::kSensitiveDataOrigin;
 
+// A restricted decryption key, as an SRK is (TPM 2.0 Part 1, restricted
+// decryption keys): the TPM decrypts with it only secrets of its own
+// formats, each under its own KDF label (a salt "SECRET", a credential
+// "IDENTITY", a duplicate "DUPLICATE"), and never returns a decrypted value
+// or a shared point: TPM2_RSA_Decrypt and TPM2_ECDH_ZGen refuse it
+// (TPM_RC_ATTRIBUTES, Part 3), so no one can have it recover a salt. Of
+// these two bits only restricted may be set (decrypt is checked first).
+constexpr uint32_t kStorageKey = object_attr::kRestricted | object_attr::kSign;
+
 bool persistent(uint32_t handle) { return (handle >> 24) == ht::kPersistent; }
 
 Status check_persistent(uint32_t handle) {
   if (persistent(handle)) return ok_status();
   return usage_error(fmt::format("0x{:08x} is not a persistent handle (0x81xxxxxx)", handle));
+}
+
+// The fields of `made` that differ from `asked`, but for unique (the key
+// the TPM generated), comma-separated; empty when it is the key asked for.
+std::string differences(const Public& made, const Public& asked) {
+  std::string out;
+  auto note = [&](bool differs, const char* field) {
+    if (differs) out += fmt::format("{}{}", out.empty() ? "" : ", ", field);
+  };
+  note(made.type != asked.type, "type");
+  note(made.name_alg != asked.name_alg, "nameAlg");
+  note(made.attributes != asked.attributes, "objectAttributes");
+  note(made.auth_policy != asked.auth_policy, "authPolicy");
+  note(!(made.symmetric == asked.symmetric), "symmetric");
+  note(!(made.scheme == asked.scheme), "scheme");
+  note(made.curve != asked.curve, "curveID");
+  note(!(made.kdf == asked.kdf), "kdf");
+  note(made.key_bits != asked.key_bits, "keyBits");
+  note(made.exponent != asked.exponent, "exponent");
+  return out;
+}
+
+Status check_made_as_asked(const Public& made, const Public& asked, uint32_t handle) {
+  std::string fields = differences(made, asked);
+  if (fields.empty()) return ok_status();
+  return integrity_error(fmt::format("the key made at 0x{:08x} is not the one asked for (it differs from the "
+                                     "template sent in: {}; rewritten on the way to the TPM?)",
+                                     handle, fields));
 }
 
 }  // namespace
@@ -40,6 +77,17 @@ Status check_salt_key_public(const Public& p) {
         "set): someone else may know its private part, so a salt encrypted to it is not secret");
   }
   if (!(p.attributes & object_attr::kDecrypt)) return integrity_error("the key is not a decryption key");
+  if ((p.attributes & kStorageKey) != object_attr::kRestricted) {
+    return integrity_error(
+        "the key is not a restricted decryption key (restricted set, sign clear, as an SRK is): whoever may use it "
+        "can have the TPM decrypt any session's encrypted salt (RSA_Decrypt, ECDH_ZGen), so every session salted "
+        "to it could be read and forged");
+  }
+  if (!(p.symmetric == SymDef::aes128_cfb())) {
+    return integrity_error(fmt::format("the key's symmetric definition is not AES-128 CFB, the SRK template's (got "
+                                       "algorithm 0x{:04x}, {} bits, mode 0x{:04x})",
+                                       p.symmetric.algorithm, p.symmetric.key_bits, p.symmetric.mode));
+  }
   if (p.type == alg::kEcc) {
     if (p.curve != curve::kNistP256) return integrity_error("the ECC key is not on NIST P-256");
     return crypto::check_point_on_curve(p.curve, crypto::EccPoint{p.unique_x, p.unique_y});
@@ -150,11 +198,24 @@ Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t hand
     }
     return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
   }
+  // The CreatePrimary answer proves nothing (an interposer can have rewritten
+  // the template on the way in and the public area on the way out): what
+  // must equal the template is the public area the audited ReadPublic
+  // returns, the one that is pinned.
   auto pinned = pin_salt_key(factory, handle);
-  if (!pinned.ok()) {
+  Status as_asked = status_of(pinned);
+  if (pinned.ok()) as_asked = check_made_as_asked(pinned->public_area, c.in_public.public_area, handle);
+  if (!as_asked.ok()) {
     // Nothing half-made stays behind: the key is ours, so it goes again.
-    (void)tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle}, {Auth::password()});
-    return pinned.error();
+    auto gone = tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle},
+                        {Auth::password()});
+    const Error& e = as_asked.error();
+    return Error(e.kind(),
+                 fmt::format("{}; {}", e.message(),
+                             gone.ok() ? "the key made was evicted again"
+                                       : fmt::format("evicting the key made failed too: evict 0x{:08x} by hand",
+                                                     handle)),
+                 e.tpm_rc(), e.reason());
   }
   pinned->created = true;
   return pinned;

@@ -1,20 +1,16 @@
 #include "state_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/files.h"
 #include "tpmsec/text.h"
 #include "tpmsec/wire.h"
 
@@ -33,18 +29,9 @@ std::optional<uint32_t> handle_value(const std::string& text) {
 }
 
 Result<std::string> read(const std::string& path, bool* missing) {
-  *missing = false;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *missing = errno == ENOENT;
-    if (*missing) return std::string();
-    return runtime_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  }
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxBytes) return parse_error(fmt::format("{}: not a tpmsec state file (too large)", path));
-  return text;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> text, files::read_private(path, kMaxBytes));
+  *missing = !text.has_value();
+  return text.value_or(std::string());
 }
 
 std::map<std::string, std::string> parse_lines(const std::string& text) {
@@ -57,31 +44,11 @@ std::map<std::string, std::string> parse_lines(const std::string& text) {
   return out;
 }
 
-Status make_private_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
-  if (::chmod(dir.c_str(), 0700) != 0) {
-    return runtime_error(fmt::format("cannot restrict {} to its owner: {}", dir, std::strerror(errno)));
-  }
-  return ok_status();
-}
+Status make_private_dir(const std::string& dir) { return files::make_private_dir(dir); }
 
 Status write_private(const std::string& dir, const std::string& path, const std::string& text) {
-  TPMSEC_RETURN_IF_ERROR(make_private_dir(dir));
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  bool ok = ::fchmod(fd, 0600) == 0 &&
-            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  int saved = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok) saved = errno;
-    ::unlink(tmp.c_str());
-    return runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(saved)));
-  }
-  return ok_status();
+  TPMSEC_RETURN_IF_ERROR(files::make_private_dir(dir));
+  return files::write_private(path, text);
 }
 
 Result<bool> remove(const std::string& path) {

@@ -16,14 +16,17 @@ namespace tpmsec::state_file {
 inline constexpr size_t kMaxBytes = 16384;
 
 // The file's text; empty with *missing set when it does not exist. Larger
-// than kMaxBytes is kParse naming the file.
+// than kMaxBytes is kParse naming the file; a symbolic link is refused, never
+// followed (files::read_private).
 Result<std::string> read(const std::string& path, bool* missing);
 // "key=value" lines; lines without '=' are ignored, a later key wins.
 std::map<std::string, std::string> parse_lines(const std::string& text);
-// Creates `dir` (and parents) and restricts it to its owner (0700).
+// Creates `dir` (and parents) 0700, or checks an existing one and restricts
+// it to its owner (files::make_private_dir: refused when others can write it).
 Status make_private_dir(const std::string& dir);
-// Writes `text` to `path` (mode 0600) through a synced temporary file and a
-// rename, after making its directory private.
+// Writes `text` to `path` (mode 0600, whatever the umask) through a synced
+// temporary file and a rename, after making its directory private
+// (files::write_private).
 Status write_private(const std::string& dir, const std::string& path, const std::string& text);
 // The file name of what is kept for TPM string `tpm` (which can hold any
 // character): the first 16 bytes of its SHA-256, in hex.

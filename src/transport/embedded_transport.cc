@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -16,6 +15,7 @@
 
 #include "startup.h"
 #include "tpmsec/commands.h"
+#include "tpmsec/files.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transports.h"
 #include "tpmsec/wire.h"
@@ -34,6 +34,9 @@ NvStore g_nv;
 
 std::string blob_path(const char* name) { return g_nv.dir + "/tpmsec-" + name + ".blob"; }
 
+// Far above what libtpms keeps (its NV is 128 KiB); a larger file is not its state.
+constexpr size_t kMaxBlobBytes = size_t{16} << 20;
+
 TPM_RESULT nv_init() { return TPM_SUCCESS; }
 
 TPM_RESULT nv_load(unsigned char** data, uint32_t* length, uint32_t, const char* name) {
@@ -49,21 +52,13 @@ TPM_RESULT nv_load(unsigned char** data, uint32_t* length, uint32_t, const char*
 TPM_RESULT nv_store(const unsigned char* data, uint32_t length, uint32_t, const char* name) {
   g_nv.blobs[name] = Bytes(data, data + length);
   if (g_nv.dir.empty()) return TPM_SUCCESS;
-  // Write-then-rename so a crash never leaves a torn blob.
+  // 0600 in the 0700 state directory, written whole or not at all; a link
+  // planted at the name is replaced, never followed (files::write_private).
   std::string path = blob_path(name);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), length);
-    if (!out) {
-      g_nv.write_error = "cannot write " + tmp;
-      return TPM_FAIL;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    g_nv.write_error = "cannot rename " + tmp + ": " + ec.message();
+  Status st = files::write_private(
+      path, std::string_view(reinterpret_cast<const char*>(data), length));
+  if (!st.ok()) {
+    g_nv.write_error = st.error().message();
     return TPM_FAIL;
   }
   return TPM_SUCCESS;
@@ -123,12 +118,13 @@ class EmbeddedTransport final : public Transport {
           return usage_error(fmt::format("embedded TPM state {}: directory {} does not exist", state_dir_,
                                          parent.string()));
         }
-        std::filesystem::create_directory(dir, ec);
-        if (ec) return runtime_error(fmt::format("cannot create state directory {}: {}", state_dir_, ec.message()));
       }
+      // The seeds and secrets live here: a 0700 directory (created so, or an
+      // existing one nobody else can write), 0600 files, no symlink followed.
+      TPMSEC_RETURN_IF_ERROR(files::make_private_dir(state_dir_));
       for (const char* name : {"permall", "volatilestate", "savestate"}) {
-        std::ifstream in(blob_path(name), std::ios::binary);
-        if (in) g_nv.blobs[name] = Bytes(std::istreambuf_iterator<char>(in), {});
+        TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> blob, files::read_private(blob_path(name), kMaxBlobBytes));
+        if (blob) g_nv.blobs[name] = Bytes(blob->begin(), blob->end());
       }
     }
     if (TPMLIB_ChooseTPMVersion(TPMLIB_TPM_VERSION_2) != TPM_SUCCESS) {
