@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "support/ek_provisioning.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/ek_certificate.h"
@@ -24,16 +27,52 @@ using crypto::CertifiedKey;
 
 class EkCertificateTest : public ::testing::Test {
  protected:
+  // A root CA, an intermediate under it, and EK certificates the root issues
+  // for keys of each type (support/ek_provisioning.h makes them with openssl).
   static void SetUpTestSuite() {
     if (!testing::have_program("openssl")) return;
     char tmpl[] = "/tmp/tpmsec-ekcert-XXXXXX";
     if (!::mkdtemp(tmpl)) return;
     dir_ = new std::string(tmpl);
-    // Self-signed: each is its own anchor when listed in a bundle.
-    make_cert("p256", {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"});
-    make_cert("p384", {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"});
-    make_cert("rsa2048", {"-newkey", "rsa:2048"});
-    make_cert("ed25519", {"-newkey", "ed25519"});
+    Status made = make_certificates();
+    if (!made.ok()) *failure_ = made.error().message();
+  }
+  static Status make_certificates() {
+    const std::vector<std::string> p256{"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"};
+    for (const char* ca : {"root", "other-root"}) {
+      TPMSEC_ASSIGN_OR_RETURN(testing::KeyFiles key, testing::make_key(*dir_, ca, p256));
+      TPMSEC_RETURN_IF_ERROR(status_of(testing::issue_certificate(*dir_, ca_spec(ca, key.private_key, ""))));
+    }
+    TPMSEC_ASSIGN_OR_RETURN(testing::KeyFiles intermediate, testing::make_key(*dir_, "intermediate", p256));
+    testing::CertificateSpec spec = ca_spec("intermediate", path("root.key"), path("root.pem"));
+    spec.public_key = intermediate.public_key;
+    TPMSEC_RETURN_IF_ERROR(status_of(testing::issue_certificate(*dir_, spec)));
+    struct Leaf {
+      const char* name;
+      std::vector<std::string> args;
+    };
+    for (const Leaf& leaf : {Leaf{"p256", p256}, Leaf{"p384", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"}},
+                             Leaf{"rsa2048", {"-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"}},
+                             Leaf{"ed25519", {"-algorithm", "ED25519"}}}) {
+      TPMSEC_RETURN_IF_ERROR(status_of(issue(leaf.name, leaf.args, {})));
+    }
+    return ok_status();
+  }
+  // An EK certificate (unless `edit` makes it something else) issued by the
+  // root for a new key.
+  static Result<testing::CertificateFiles> issue(const std::string& name, const std::vector<std::string>& key_args,
+                                                 const std::function<void(testing::CertificateSpec&)>& edit) {
+    TPMSEC_ASSIGN_OR_RETURN(testing::KeyFiles key, testing::make_key(*dir_, name, key_args));
+    testing::CertificateSpec spec{name, key.public_key, path("root.pem"), path("root.key")};
+    if (edit) edit(spec);
+    return testing::issue_certificate(*dir_, spec);
+  }
+  static testing::CertificateSpec ca_spec(const std::string& name, const std::string& key, const std::string& issuer) {
+    testing::CertificateSpec spec{name, "", issuer, key};
+    spec.ca = true;
+    spec.key_usage = "keyCertSign, cRLSign";
+    spec.extended_key_usage.clear();
+    return spec;
   }
   static void TearDownTestSuite() {
     if (dir_) fs::remove_all(*dir_);
@@ -43,19 +82,10 @@ class EkCertificateTest : public ::testing::Test {
 
   void SetUp() override {
     if (!dir_) GTEST_SKIP() << "the openssl command is not installed (it makes the test certificates)";
+    ASSERT_EQ(*failure_, "");
     for (const char* name : {"p256", "p384", "rsa2048", "ed25519"}) {
       ASSERT_TRUE(fs::exists(path(std::string(name) + ".der"))) << "openssl did not make the " << name << " certificate";
     }
-  }
-
-  static void make_cert(const std::string& name, std::vector<std::string> key_args) {
-    std::vector<std::string> argv{"openssl", "req", "-x509", "-nodes", "-days", "1", "-subj", "/CN=tpmsec test " + name,
-                                  "-keyout", path(name + ".key"), "-out", path(name + ".pem")};
-    argv.insert(argv.end(), key_args.begin(), key_args.end());
-    auto r = testing::run_command(argv);
-    if (r.exit_code != 0) return;
-    (void)testing::run_command({"openssl", "x509", "-in", path(name + ".pem"), "-outform", "DER", "-out",
-                                path(name + ".der")});
   }
 
   static std::string path(const std::string& name) { return (fs::path(*dir_) / name).string(); }
@@ -81,9 +111,11 @@ class EkCertificateTest : public ::testing::Test {
   }
 
   static std::string* dir_;
+  static std::string* failure_;
 };
 
 std::string* EkCertificateTest::dir_ = nullptr;
+std::string* EkCertificateTest::failure_ = new std::string();
 
 // ---- The CA bundle ----
 
@@ -125,17 +157,17 @@ TEST_F(EkCertificateTest, FileWithoutACertificateIsAUsageError) {
 }
 
 TEST_F(EkCertificateTest, LoadsEveryCertificateOfAFileOrADirectory) {
-  std::ifstream a(path("p256.pem")), b(path("rsa2048.pem"));
+  std::ifstream a(path("root.pem")), b(path("other-root.pem"));
   std::string both((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
   both.append(std::istreambuf_iterator<char>(b), std::istreambuf_iterator<char>());
   EXPECT_EQ(load(write("both.pem", both)).size(), 2u);
-  EXPECT_EQ(load(bundle_dir("two", {"p256.pem", "rsa2048.pem"})).size(), 2u);
+  EXPECT_EQ(load(bundle_dir("two", {"root.pem", "other-root.pem"})).size(), 2u);
 }
 
 // ---- Verification ----
 
 TEST_F(EkCertificateTest, VerifiesAgainstTheBundleAndReturnsTheKey) {
-  CaBundle bundle = load(bundle_dir("anchors", {"p256.pem", "rsa2048.pem"}));
+  CaBundle bundle = load(bundle_dir("anchors", {"root.pem"}));
   auto ecc = crypto::verify_ek_certificate(der("p256"), bundle);
   ASSERT_TRUE(ecc.ok()) << ecc.error().message();
   EXPECT_EQ(ecc->type, alg::kEcc);
@@ -150,7 +182,7 @@ TEST_F(EkCertificateTest, VerifiesAgainstTheBundleAndReturnsTheKey) {
 }
 
 TEST_F(EkCertificateTest, CertificateOfAnotherIssuerIsAnIntegrityError) {
-  CaBundle bundle = load(path("rsa2048.pem"));
+  CaBundle bundle = load(path("other-root.pem"));
   auto r = crypto::verify_ek_certificate(der("p256"), bundle);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
@@ -172,6 +204,111 @@ TEST_F(EkCertificateTest, MalformedDerIsAParseError) {
   auto t = crypto::certificate_public_key(trailing);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().kind(), ErrorKind::kParse);
+}
+
+// ---- What makes a certificate an EK certificate (issue 21) ----
+
+// Certificates the trusted root signed that are not EK certificates: each
+// certifies a key someone holds, and each is refused naming why.
+TEST_F(EkCertificateTest, OnlyAnEkCertificateOfTheCaIsAccepted) {
+  CaBundle bundle = load(path("root.pem"));
+  const std::vector<std::string> p256{"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"};
+  const std::vector<std::string> rsa{"-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"};
+  struct Case {
+    const char* name;
+    std::vector<std::string> key;
+    std::function<void(testing::CertificateSpec&)> edit;
+    const char* reason;
+  };
+  std::vector<Case> cases{
+      {"tls-server", p256,
+       [](testing::CertificateSpec& c) {
+         c.key_usage = "digitalSignature, keyAgreement";
+         c.extended_key_usage = "serverAuth";
+       },
+       "tcg-kp-EKCertificate"},
+      {"no-eku", p256, [](testing::CertificateSpec& c) { c.extended_key_usage.clear(); }, "tcg-kp-EKCertificate"},
+      {"ca-with-ek-eku", p256,
+       [](testing::CertificateSpec& c) {
+         c.ca = true;
+         c.key_usage = "keyCertSign, keyAgreement";
+       },
+       "CA certificate"},
+      {"ecc-signing-only", p256, [](testing::CertificateSpec& c) { c.key_usage = "digitalSignature"; }, "keyAgreement"},
+      {"rsa-signing-only", rsa, [](testing::CertificateSpec& c) { c.key_usage = "digitalSignature"; },
+       "keyEncipherment"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto cert = issue(c.name, c.key, c.edit);
+    ASSERT_TRUE(cert.ok()) << cert.error().message();
+    auto r = crypto::verify_ek_certificate(cert->der, bundle);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
+    EXPECT_NE(r.error().message().find(c.reason), std::string::npos) << r.error().message();
+  }
+  // The same key as an EK certificate passes; with no keyUsage at all too.
+  for (const char* name : {"ek-with-usage", "ek-without-usage"}) {
+    SCOPED_TRACE(name);
+    auto cert = issue(name, p256, [name](testing::CertificateSpec& c) {
+      if (std::string(name) == "ek-without-usage") c.key_usage.clear();
+    });
+    ASSERT_TRUE(cert.ok()) << cert.error().message();
+    auto r = crypto::verify_ek_certificate(cert->der, bundle);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+  }
+}
+
+// A leaf certificate filed in the bundle anchors nothing, itself included:
+// only CA certificates are kept, and chains end at a self-signed one.
+TEST_F(EkCertificateTest, ALeafInTheBundleIsNoAnchor) {
+  // An EK certificate issued by a CA the operator does not trust (the
+  // attacker's), then filed in the bundle next to the genuine root.
+  ASSERT_TRUE(testing::make_key(*dir_, "rogue-ca", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"}).ok());
+  ASSERT_TRUE(testing::issue_certificate(*dir_, ca_spec("rogue-ca", path("rogue-ca.key"), "")).ok());
+  auto leaf = issue("rogue-ek", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"},
+                    [](testing::CertificateSpec& c) {
+                      c.issuer_cert = path("rogue-ca.pem");
+                      c.issuer_key = path("rogue-ca.key");
+                    });
+  ASSERT_TRUE(leaf.ok()) << leaf.error().message();
+  CaBundle bundle = load(bundle_dir("with-a-leaf", {"root.pem", "rogue-ek.pem"}));
+  EXPECT_EQ(bundle.size(), 1u) << "the leaf was kept as an anchor";
+  auto r = crypto::verify_ek_certificate(leaf->der, bundle);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
+  // A self-signed leaf too.
+  auto self = testing::issue_certificate(*dir_, testing::CertificateSpec{"self-ek", "", "", path("rogue-ca.key")});
+  ASSERT_TRUE(self.ok()) << self.error().message();
+  CaBundle with_self = load(bundle_dir("with-self", {"root.pem", "self-ek.pem"}));
+  auto s = crypto::verify_ek_certificate(self->der, with_self);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind(), ErrorKind::kIntegrity);
+  // A bundle of leaves only has nothing to vouch with: the operator's mistake.
+  auto only = CaBundle::load(path("rogue-ek.pem"));
+  ASSERT_FALSE(only.ok());
+  EXPECT_EQ(only.error().kind(), ErrorKind::kUsage);
+  EXPECT_NE(only.error().message().find("no CA certificate"), std::string::npos) << only.error().message();
+}
+
+// root -> intermediate -> EK: the bundle holding both verifies it; the
+// intermediate alone is no anchor (no partial chains), nor the root alone
+// (the intermediate is not in the bundle).
+TEST_F(EkCertificateTest, ChainsThroughAnIntermediateToARoot) {
+  auto ek = issue("ek-under-intermediate", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"},
+                  [](testing::CertificateSpec& c) {
+                    c.issuer_cert = path("intermediate.pem");
+                    c.issuer_key = path("intermediate.key");
+                  });
+  ASSERT_TRUE(ek.ok()) << ek.error().message();
+  auto ok = crypto::verify_ek_certificate(ek->der, load(bundle_dir("chain", {"root.pem", "intermediate.pem"})));
+  EXPECT_TRUE(ok.ok()) << ok.error().message();
+  for (const char* alone : {"intermediate.pem", "root.pem"}) {
+    SCOPED_TRACE(alone);
+    auto r = crypto::verify_ek_certificate(ek->der, load(path(alone)));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
+  }
 }
 
 // ---- The EK's public area ----

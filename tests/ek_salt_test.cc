@@ -6,20 +6,27 @@
 // left are read straight from swtpm.
 //
 // Outcomes:
-//   genuine EK, the right CA (directory, or the intermediate alone): exit 0, PCR extended
-//   EK certificate from another CA: exit 3, PCR unchanged
+//   genuine EK, the right CA (root and intermediate): exit 0, PCR extended
+//   EK certificate from another CA, or a bundle of the intermediate alone: exit 3, PCR unchanged
+//   a certificate of the right CA that is not an EK certificate (a TLS
+//     server's, a CA's) or chains to a leaf filed in the bundle, certifying
+//     the interposer's key: exit 3, PCR unchanged (issue 21)
+//   a relay to another genuine TPM of the same CA (the twin): exit 3 once
+//     the EK is pinned, and on first use with the kernel's null-key pin
 //   no EK certificate at the index: a clear error naming it and the other anchors
 //   CreatePrimary(ENDORSEMENT) answered with another key (ECC, RSA): exit 3, PCR unchanged
 //   the genuine EK's name, but StartAuthSession's key handle swapped: exit 3, PCR unchanged
 //   a TPM Reset between sessions: the EK is created again, same name, sessions work
 //
-// One provisioned swtpm for the suite (stopped by PID), a fresh interposer
-// per test; nothing depends on timing.
+// Two provisioned swtpms for the suite (stopped by PID): the genuine one and
+// its twin, certified by the same CA; a fresh interposer per test; nothing
+// depends on timing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -31,6 +38,7 @@
 #include "support/log_builder.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "support/test_tpm.h"
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/ek_key.h"
@@ -39,6 +47,7 @@
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transports.h"
 
 namespace tpmsec::testing {
 namespace {
@@ -62,7 +71,7 @@ class EkSaltTest : public ::testing::Test {
       return;
     }
     *work_ = tmpl;
-    for (const char* name : {"genuine", "other"}) fs::create_directories(fs::path(*work_) / name);
+    for (const char* name : {"genuine", "other", "twin"}) fs::create_directories(fs::path(*work_) / name);
     auto genuine = provision_tpm((fs::path(*work_) / "genuine").string());
     // A second manufacturer: only its CA is used, as the wrong trust anchor.
     auto other = provision_tpm((fs::path(*work_) / "other").string());
@@ -72,18 +81,31 @@ class EkSaltTest : public ::testing::Test {
     }
     *genuine_ = *genuine;
     *other_ = *other;
-    swtpm_->use_state_dir(genuine_->state_dir);
-    if (!swtpm_->start()) {
-      *failure_ = swtpm_->error();
+    // Another genuine TPM of the same manufacturer: what a relay reaches.
+    auto twin = provision_tpm((fs::path(*work_) / "twin").string(), genuine_);
+    if (!twin.ok()) {
+      *failure_ = "swtpm_setup (twin): " + twin.error().message();
       return;
     }
-    Direct d(swtpm_->spec());
-    if (!d.ok()) return;
-    Status added = add_ecc_p256_ek_certificate(d.tpm(), *genuine_, *work_);
-    if (!added.ok()) *failure_ = "adding the ECC P-256 EK certificate: " + added.error().message();
+    *twin_ = *twin;
+    for (auto [process, tpm] : {std::pair{swtpm_, genuine_}, std::pair{twin_swtpm_, twin_}}) {
+      process->use_state_dir(tpm->state_dir);
+      if (!process->start()) {
+        *failure_ = process->error();
+        return;
+      }
+      Direct d(process->spec());
+      if (!d.ok()) return;
+      Status added = add_ecc_p256_ek_certificate(d.tpm(), *genuine_, (fs::path(tpm->state_dir).parent_path()).string());
+      if (!added.ok()) {
+        *failure_ = "adding the ECC P-256 EK certificate: " + added.error().message();
+        return;
+      }
+    }
   }
   static void TearDownTestSuite() {
     swtpm_->stop();  // by PID
+    twin_swtpm_->stop();
     if (!work_->empty()) fs::remove_all(*work_);
   }
 
@@ -96,8 +118,9 @@ class EkSaltTest : public ::testing::Test {
   }
   void TearDown() override {
     if (proxy_) proxy_->stop();
-    if (swtpm_->running()) {
-      Direct d(swtpm_->spec());
+    for (SwtpmProcess* process : {swtpm_, twin_swtpm_}) {
+      if (!process->running()) continue;
+      Direct d(process->spec());
       if (d.ok()) {
         for (uint32_t h : list_handles(d.tpm())) (void)d.tpm().run(cmd::FlushContext{h});
       }
@@ -111,8 +134,8 @@ class EkSaltTest : public ::testing::Test {
     EXPECT_TRUE(left.empty()) << what << ": " << left.size() << " handles left loaded";
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }
-  std::string pcr() {
-    Direct d(swtpm_->spec());
+  std::string pcr(SwtpmProcess* process = swtpm_) {
+    Direct d(process->spec());
     if (!d.ok()) return "";
     auto rsp = d.tpm().run(cmd::PcrRead{PcrSelectionList{{PcrSelection::single(alg::kSha256, kPcr)}}});
     EXPECT_TRUE(rsp.ok()) << rsp.error().message();
@@ -131,28 +154,49 @@ class EkSaltTest : public ::testing::Test {
     return run_tpmsec(args);
   }
   // The CLI through the interposer; returns once its connection is closed.
-  CommandResult through_proxy(std::vector<std::string> args) {
+  CommandResult through_proxy(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
     args.insert(args.end(), {"--tpm", proxy_->spec()});
-    CommandResult r = run_tpmsec(args);
+    CommandResult r = run_tpmsec(args, env);
     proxy_->wait_idle();
     return r;
   }
+  // A state directory of the test's own (pins start empty).
+  std::vector<std::string> fresh_state() {
+    std::string dir = *work_ + "/state-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir);
+    return {"TPMSEC_STATE_DIR=" + dir, "TPMSEC_BOOT_ID=boot-1"};
+  }
+  // A rule that relays every command to the twin (its own connection,
+  // opened at the first command; `twin` closes it).
+  static Rule relay_to_twin(std::unique_ptr<Direct>& twin, size_t& relayed) {
+    return [&twin, &relayed](const ProxiedCommand& c, Upstream&) -> Reply {
+      if (!twin) twin = std::make_unique<Direct>(twin_swtpm_->spec());
+      if (!twin->ok()) return Reply::close();
+      auto rsp = twin->transport().transmit(c.bytes);
+      ++relayed;
+      return rsp.ok() ? Reply::answer(*rsp) : Reply::close();
+    };
+  }
 
   static SwtpmProcess* swtpm_;
+  static SwtpmProcess* twin_swtpm_;
   static std::string* work_;
   static std::string* skip_;
   static std::string* failure_;
   static ProvisionedTpm* genuine_;
   static ProvisionedTpm* other_;
+  static ProvisionedTpm* twin_;
   std::unique_ptr<Interposer> proxy_;
 };
 
 SwtpmProcess* EkSaltTest::swtpm_ = new SwtpmProcess();
+SwtpmProcess* EkSaltTest::twin_swtpm_ = new SwtpmProcess();
 std::string* EkSaltTest::work_ = new std::string();
 std::string* EkSaltTest::skip_ = new std::string();
 std::string* EkSaltTest::failure_ = new std::string();
 ProvisionedTpm* EkSaltTest::genuine_ = new ProvisionedTpm();
 ProvisionedTpm* EkSaltTest::other_ = new ProvisionedTpm();
+ProvisionedTpm* EkSaltTest::twin_ = new ProvisionedTpm();
 
 // ---- The genuine TPM ----
 
@@ -165,8 +209,6 @@ TEST_F(EkSaltTest, GenuineEkAndTheRightCaExtend) {
       {"auto salt: the ECC EK", {"--ek-ca", genuine_->trust_dir}},
       {"--salt ecc", {"--ek-ca", genuine_->trust_dir, "--salt", "ecc"}},
       {"--salt rsa", {"--ek-ca", genuine_->trust_dir, "--salt", "rsa"}},
-      // The intermediate alone is an anchor (X509_V_FLAG_PARTIAL_CHAIN).
-      {"the intermediate as a file", {"--ek-ca", genuine_->issuer_cert}},
   };
   // Through the interposer, passing everything, to see where the salt key
   // comes from: the endorsement hierarchy, never the null one.
@@ -182,7 +224,8 @@ TEST_F(EkSaltTest, GenuineEkAndTheRightCaExtend) {
     SCOPED_TRACE(c.what);
     hierarchies.clear();
     std::string before = pcr();
-    auto r = through_proxy(extend_args(c.options));
+    // A state directory of its own: each case is a first use (no EK pinned).
+    auto r = through_proxy(extend_args(c.options), fresh_state());
     EXPECT_EQ(r.exit_code, 0) << describe(r);
     EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
     EXPECT_EQ(hierarchies, std::vector<uint32_t>{rh::kEndorsement});
@@ -372,6 +415,258 @@ TEST_F(EkSaltTest, SwappedSaltKeyHandleIsRefused) {
     expect_no_handles("swapped salt key");
   }
   EXPECT_GT(swapped, 0u);
+}
+
+// The operator's bundle holds the manufacturer's intermediate but not its
+// root: no partial chains, so nothing anchors the EK certificate (issue 21).
+TEST_F(EkSaltTest, TheIntermediateAloneIsNoAnchor) {
+  std::string before = pcr();
+  auto r = direct(extend_args({"--ek-ca", genuine_->issuer_cert}));
+  EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+  EXPECT_NE(r.err.find("does not verify"), std::string::npos) << describe(r);
+  EXPECT_EQ(pcr(), before);
+  expect_no_handles("intermediate alone");
+}
+
+// ---- Certificates that are not EK certificates (issue 21) ----
+
+// Each certificate certifies the interposer's own P-256 key; the interposer
+// serves it as the TPM's ECC EK certificate (NV_ReadPublic and NV_Read of
+// 0x01C0000A) and plays that EK (NullKeyAttacker on the endorsement
+// hierarchy): accepted, it would recover every salt and extend its own
+// digest. The control shows it would: an EK certificate the trusted CA
+// issued for the attacker's key wins (that is the CA's own compromise, which
+// no client check can catch). Everything else is refused before a session
+// is salted: exit 3, PCR unchanged.
+TEST_F(EkSaltTest, CertificatesThatAreNotEkCertificatesAreRefused) {
+  const std::vector<std::string> p256{"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"};
+  std::string dir = *work_ + "/planted";
+  fs::create_directories(dir);
+  AttackerOptions options{attacker_digest()};
+  options.hierarchy = rh::kEndorsement;
+  // The attacker's own CA, whose EK-style leaf ends up filed in the bundle.
+  auto rogue = make_key(dir, "rogue-ca", p256);
+  ASSERT_TRUE(rogue.ok()) << rogue.error().message();
+  CertificateSpec rogue_ca{"rogue-ca", "", "", rogue->private_key, true, "keyCertSign, cRLSign", ""};
+  auto rogue_cert = issue_certificate(dir, rogue_ca);
+  ASSERT_TRUE(rogue_cert.ok()) << rogue_cert.error().message();
+
+  struct Case {
+    std::string what;
+    CertificateSpec spec;  // public_key: the attacker's, filled in below
+    bool leaf_in_bundle = false;
+    const char* refusal = nullptr;  // nullptr: the control, accepted
+  };
+  CertificateSpec trusted{"", "", genuine_->issuer_cert, genuine_->signing_key};
+  std::vector<Case> cases;
+  CertificateSpec tls = trusted;
+  tls.name = "tls-server";
+  tls.key_usage = "digitalSignature, keyAgreement";
+  tls.extended_key_usage = "serverAuth";
+  cases.push_back({"a TLS server certificate of the trusted CA", tls, false, "tcg-kp-EKCertificate"});
+  CertificateSpec ca = trusted;
+  ca.name = "ca-with-ek-eku";
+  ca.ca = true;
+  ca.key_usage = "keyCertSign, keyAgreement";
+  cases.push_back({"a CA certificate with the EK usage", ca, false, "CA certificate"});
+  CertificateSpec leaf{"filed-leaf", "", rogue_cert->pem, rogue->private_key};
+  cases.push_back({"an EK certificate filed in the bundle as its own anchor", leaf, true, "does not verify"});
+  CertificateSpec control = trusted;
+  control.name = "control-ek";
+  cases.push_back({"control: an EK certificate of the trusted CA", control, false, nullptr});
+
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto attacker = NullKeyAttacker::create(options);
+    ASSERT_TRUE(attacker.ok()) << attacker.error().message();
+    auto key = ecc_p256_public_key_file(dir, "attacker-" + c.spec.name, (*attacker)->public_area());
+    ASSERT_TRUE(key.ok()) << key.error().message();
+    c.spec.public_key = *key;
+    auto cert = issue_certificate(dir, c.spec);
+    ASSERT_TRUE(cert.ok()) << cert.error().message();
+    std::string bundle = genuine_->trust_dir;
+    if (c.leaf_in_bundle) {
+      bundle = dir + "/bundle-with-leaf";
+      fs::create_directories(bundle);
+      fs::copy(genuine_->trust_dir, bundle, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+      fs::copy_file(cert->pem, bundle + "/filed-leaf.pem", fs::copy_options::overwrite_existing);
+    }
+    size_t served = 0;
+    proxy_->set_rule(serve_ek_certificate(kEkCertIndexEccP256, cert->der, (*attacker)->rule(), &served));
+    std::string before = pcr();
+    auto r = through_proxy(extend_args({"--ek-ca", bundle}), fresh_state());
+    EXPECT_GT(served, 0u) << "the planted certificate was not read";
+    EXPECT_EQ((*attacker)->error(), "");
+    if (c.refusal) {
+      EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+      EXPECT_NE(r.err.find(c.refusal), std::string::npos) << describe(r);
+      EXPECT_EQ(pcr(), before);
+      EXPECT_EQ((*attacker)->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << describe(r);
+      EXPECT_EQ(pcr(), extended_hex(before, attacker_digest())) << "the control attack did not take";
+      EXPECT_GT((*attacker)->counters().salts_recovered, 0u);
+    }
+  }
+}
+
+// ---- A relay to another genuine TPM (issue 21) ----
+
+// The interposer relays everything to the twin, a genuine TPM certified by
+// the same CA: its EK certificate verifies as well as the genuine one's.
+// Once the genuine EK is pinned (first verified use), the twin's EK is
+// refused: exit 3, neither PCR changed. Forgetting the pin on purpose (a
+// replaced TPM) makes the next use a first use again: a relay present at a
+// first use wins, as TOFU (docs/threat-model.md).
+TEST_F(EkSaltTest, RelayToAnotherGenuineTpmIsRefusedOnceTheEkIsPinned) {
+  const auto state = fresh_state();
+  std::string before = pcr(), twin_before = pcr(twin_swtpm_);
+  auto first = through_proxy(extend_args({"--ek-ca", genuine_->trust_dir}), state);
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  EXPECT_NE(first.err.find("pinned the EK"), std::string::npos) << describe(first);
+  EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
+  auto again = through_proxy(extend_args({"--ek-ca", genuine_->trust_dir}), state);
+  EXPECT_EQ(again.exit_code, 0) << describe(again);
+  EXPECT_EQ(again.err.find("pinned the EK"), std::string::npos) << "the pin was taken again: " << describe(again);
+
+  std::unique_ptr<Direct> twin;
+  size_t relayed = 0;
+  proxy_->set_rule(relay_to_twin(twin, relayed));
+  // --salt rsa: no RSA EK is pinned yet, but the TPM holding the RSA EK
+  // must show the pinned ECC EK in a session salted to it.
+  for (std::vector<std::string> args : {extend_args({"--ek-ca", genuine_->trust_dir}),
+                                        extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "ecc"}),
+                                        extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "rsa"}),
+                                        std::vector<std::string>{"random", "16", "--ek-ca", genuine_->trust_dir}}) {
+    SCOPED_TRACE(args[0] + " " + args.back());
+    before = pcr();
+    auto r = through_proxy(args, state);
+    twin.reset();
+    EXPECT_EQ(r.exit_code, kExitIntegrity) << describe(r);
+    EXPECT_NE(r.err.find("pinned"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("null-key --forget"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(pcr(), before);
+    EXPECT_EQ(pcr(twin_swtpm_), twin_before);
+  }
+  EXPECT_GT(relayed, 0u);
+
+  // The genuine TPM's RSA EK, first used now, shows the pinned ECC EK.
+  proxy_->set_rule(nullptr);
+  before = pcr();
+  auto rsa = through_proxy(extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "rsa"}), state);
+  EXPECT_EQ(rsa.exit_code, 0) << describe(rsa);
+  EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
+  expect_no_handles("the RSA EK's first use");
+
+  proxy_->set_rule(relay_to_twin(twin, relayed));
+  auto forget = run_tpmsec({"null-key", "--forget", "--tpm", proxy_->spec()}, state);
+  EXPECT_EQ(forget.exit_code, 0) << describe(forget);
+  EXPECT_NE(forget.err.find("forgot the --ek-ca EK pin"), std::string::npos) << describe(forget);
+  auto tofu = through_proxy(extend_args({"--ek-ca", genuine_->trust_dir}), state);
+  twin.reset();
+  EXPECT_EQ(tofu.exit_code, 0) << describe(tofu);
+  EXPECT_EQ(pcr(twin_swtpm_), extended_hex(twin_before, client_digest())) << "the documented limit changed";
+}
+
+// A device: TPM with the kernel's pin of its null key (what Linux exports
+// as /sys/class/tpm/tpm0/null_name): the TPM holding the certified EK must
+// show that null key in a session salted to the EK. A relay to the twin is
+// refused on the very first use, before anything is pinned; this machine's
+// TPM passes and the proof is reported for the state directory, which then
+// spares it for the rest of the boot. The device is a socketpair served
+// by the interposer's client connection (support/test_tpm.h DeviceServer).
+TEST_F(EkSaltTest, KernelPinCatchesARelayOnFirstUse) {
+  auto name = run_tpmsec({"null-key", "--tpm", swtpm_->spec()});
+  ASSERT_EQ(name.exit_code, 0) << describe(name);
+  auto kernel_pin = from_hex(name.out.substr(0, name.out.find('\n')));
+  ASSERT_TRUE(kernel_pin.ok());
+
+  std::unique_ptr<Direct> twin;
+  size_t relayed = 0, null_primaries = 0;
+  Rule relay = relay_to_twin(twin, relayed);
+  bool to_twin = false;
+  proxy_->set_rule([&](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    auto f = parse_command(c.bytes);
+    if (f.ok() && c.code == cmd::CreatePrimary::kInfo.code && f->handles[0] == rh::kNull) ++null_primaries;
+    return to_twin ? relay(c, tpm) : pass(c, tpm);
+  });
+  struct Outcome {
+    Status status;
+    std::vector<EkPin> verified;
+  };
+  auto create = [&](std::vector<EkPin> pins) -> Outcome {
+    Outcome out;
+    DeviceServer device;
+    std::string error;
+    auto backend = open_transport(proxy_->spec());
+    if (!backend.ok() || !device.start(&error, std::move(*backend))) {
+      out.status = runtime_error("cannot start the device: " + error);
+      return out;
+    }
+    auto transport = device_from_fd(device.take_client_fd(), "/dev/tpm0");
+    Tpm tpm(*transport);
+    ProtectionConfig config;
+    config.ek_ca = genuine_->trust_dir;
+    config.pinned_null_name = *kernel_pin;
+    config.pin_origin = "the kernel's pin";
+    config.ek_pins = std::move(pins);
+    config.on_ek_verified = [&out](const EkPin& ek) {
+      out.verified.push_back(ek);
+      return ok_status();
+    };
+    auto factory = SessionFactory::create(tpm, config);
+    out.status = status_of(factory);
+    if (factory.ok()) {
+      auto session = (*factory)->start(attr::kContinueSession);
+      if (!session.ok()) out.status = session.error();
+    }
+    return out;
+  };
+
+  // First use, relayed to the twin: refused, nothing reported to pin.
+  to_twin = true;
+  std::string twin_before = pcr(twin_swtpm_);
+  Outcome relayed_first = create({});
+  proxy_->wait_idle();
+  twin.reset();
+  ASSERT_FALSE(relayed_first.status.ok());
+  EXPECT_EQ(relayed_first.status.error().kind(), ErrorKind::kIntegrity) << relayed_first.status.error().message();
+  EXPECT_NE(relayed_first.status.error().message().find("the kernel's pin"), std::string::npos)
+      << relayed_first.status.error().message();
+  EXPECT_TRUE(relayed_first.verified.empty()) << "the twin's EK was reported for pinning";
+  EXPECT_GT(relayed, 0u);
+  EXPECT_EQ(null_primaries, 1u);
+  EXPECT_EQ(pcr(twin_swtpm_), twin_before);
+
+  // This machine's TPM: proven, and reported so.
+  to_twin = false;
+  null_primaries = 0;
+  Outcome genuine = create({});
+  proxy_->wait_idle();
+  ASSERT_TRUE(genuine.status.ok()) << genuine.status.error().message();
+  ASSERT_EQ(genuine.verified.size(), 1u);
+  EXPECT_TRUE(genuine.verified[0].null_key_proven);
+  EXPECT_EQ(null_primaries, 1u);
+  expect_no_handles("the null-key proof");
+
+  // Proven this boot: no proof again, nothing new to report.
+  null_primaries = 0;
+  Outcome kept = create({genuine.verified[0]});
+  proxy_->wait_idle();
+  EXPECT_TRUE(kept.status.ok()) << kept.status.error().message();
+  EXPECT_TRUE(kept.verified.empty());
+  EXPECT_EQ(null_primaries, 0u);
+
+  // A pin whose proof is of another boot: proven again.
+  EkPin stale = genuine.verified[0];
+  stale.null_key_proven = false;
+  Outcome reproven = create({stale});
+  proxy_->wait_idle();
+  EXPECT_TRUE(reproven.status.ok()) << reproven.status.error().message();
+  EXPECT_EQ(null_primaries, 1u);
+  ASSERT_EQ(reproven.verified.size(), 1u);
+  EXPECT_TRUE(reproven.verified[0].null_key_proven);
 }
 
 }  // namespace

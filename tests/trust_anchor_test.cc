@@ -11,6 +11,7 @@
 
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/ek_pin.h"
 #include "tpmsec/kernel_pin.h"
 #include "tpmsec/pin_store.h"
 
@@ -189,6 +190,45 @@ TEST(PinStore, MalformedPinFileIsAnErrorNamingIt) {
   auto r = store.get("swtpm:path=/x", "ecc");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find(store.path("swtpm:path=/x", "ecc")), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The EK pins (--ek-ca): kept whole per TPM string and key type, 0600 in a
+// 0700 directory, a malformed file an error naming it and how to forget
+// it, and forget() dropping both key types.
+TEST(EkPinStore, KeepsChecksAndForgets) {
+  std::string dir = temp_dir("ek-pins");
+  EkPinStore store(dir);
+  const std::string tpm = "swtpm:host=127.0.0.1,port=1";
+  Bytes ek{0, 0x0b, 1, 2}, null_name{0, 0x0b, 3};
+  ASSERT_TRUE(store.put(tpm, SaltKind::kEcc, {ek, "", {}}).ok());
+  ASSERT_TRUE(store.put(tpm, SaltKind::kRsa, {ek, "boot-1", null_name}).ok());
+  auto ecc = store.get(tpm, SaltKind::kEcc);
+  ASSERT_TRUE(ecc.ok()) << ecc.error().message();
+  ASSERT_TRUE(ecc->has_value());
+  EXPECT_EQ((*ecc)->name, ek);
+  EXPECT_EQ((*ecc)->null_boot, "");
+  auto rsa = store.get(tpm, SaltKind::kRsa);
+  ASSERT_TRUE(rsa.ok() && rsa->has_value());
+  EXPECT_EQ((*rsa)->null_boot, "boot-1");
+  EXPECT_EQ((*rsa)->null_name, null_name);
+  EXPECT_EQ(std::filesystem::status(store.path(tpm, SaltKind::kEcc)).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(std::filesystem::status(store.dir()).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+  EXPECT_FALSE(store.get("another TPM", SaltKind::kEcc)->has_value());
+
+  std::ofstream(store.path(tpm, SaltKind::kEcc)) << "tpm=swtpm:host=other\nsalt=ecc\nname=000b01\n";
+  auto bad = store.get(tpm, SaltKind::kEcc);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find(store.path(tpm, SaltKind::kEcc)), std::string::npos);
+  EXPECT_NE(bad.error().message().find("null-key --forget"), std::string::npos);
+
+  auto forgot = store.forget(tpm);
+  ASSERT_TRUE(forgot.ok());
+  EXPECT_TRUE(*forgot);
+  EXPECT_FALSE(store.get(tpm, SaltKind::kRsa)->has_value());
+  EXPECT_FALSE(*store.forget(tpm));
   std::filesystem::remove_all(dir);
 }
 

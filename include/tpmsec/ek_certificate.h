@@ -3,12 +3,20 @@
 // certifies. The key is what a salted session's salt is encrypted to; the
 // certificate is what makes it the TPM's key rather than a bus interposer's.
 //
-// Verification (OpenSSL 3, X509_verify_cert):
-//   - trust anchors are every certificate in the bundle; an intermediate the
-//     operator lists counts as an anchor (X509_V_FLAG_PARTIAL_CHAIN), so a
-//     bundle need not reach the manufacturer's root;
-//   - no purpose or extended key usage is required: EK certificates carry the
-//     TCG's tcg-kp-EKCertificate (2.23.133.8.1), which no OpenSSL purpose names;
+// Verification (OpenSSL 3, X509_verify_cert, then the EK profile here):
+//   - only the bundle's CA certificates (basicConstraints cA=TRUE) are kept;
+//     a leaf certificate filed in the bundle vouches for nothing, itself
+//     included. The chain must end at a self-signed CA of the bundle (no
+//     X509_V_FLAG_PARTIAL_CHAIN), through intermediates the bundle holds: a
+//     bundle of the manufacturer's intermediate alone is refused, list its
+//     root with it;
+//   - the certificate must be an EK certificate, not merely one the CA
+//     signed (a TLS server certificate of the same CA, whose key someone
+//     holds, would otherwise pass as a TPM's EK): the extended key usage
+//     tcg-kp-EKCertificate (2.23.133.8.1, EK Credential Profile §3.2, Extended Key Usage),
+//     not a CA (basicConstraints absent or cA=FALSE), and a key usage, when
+//     present, that an EK has (keyEncipherment for RSA, keyAgreement for
+//     ECC). OpenSSL names no purpose for that EKU, so it is checked here;
 //   - validity periods are enforced (OpenSSL's default). An expired EK
 //     certificate or CA is refused rather than trusted, at the cost of TPMs
 //     whose manufacturer let a CA lapse; the operator can then anchor with
@@ -34,12 +42,14 @@ namespace tpmsec::crypto {
 // Certificates the operator trusts to vouch for EK certificates.
 class CaBundle {
  public:
-  // Every certificate in a PEM file (one or more), or in each regular file
-  // of a directory (not recursive). A file that holds no certificate, or an
-  // unreadable or malformed one, fails with kUsage naming it; so does a
-  // bundle with no certificate at all.
+  // The CA certificates of a PEM file (one or more certificates), or of each
+  // regular file of a directory (not recursive); other certificates are
+  // read and left out. A file that holds no certificate, or an unreadable or
+  // malformed one, fails with kUsage naming it; so does a bundle with no CA
+  // certificate at all.
   static Result<CaBundle> load(const std::string& file_or_dir);
 
+  // How many CA certificates it holds.
   size_t size() const { return count_; }
   x509_store_st* store() const { return store_.get(); }
 
@@ -63,8 +73,9 @@ struct CertifiedKey {
 
 // Parses a DER certificate (as read from the TPM's NV) and verifies it
 // against `bundle`. A certificate that does not parse is kParse; one that
-// does not verify (unknown issuer, bad signature, expired) is kIntegrity,
-// with OpenSSL's reason and the certificate's subject and issuer.
+// does not verify (unknown issuer, bad signature, expired) or is not an EK
+// certificate (see above) is kIntegrity, with the reason and the
+// certificate's subject and issuer.
 Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle);
 
 // The same key read without verifying anything: for tests and diagnostics.

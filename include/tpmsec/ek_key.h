@@ -22,6 +22,11 @@
 // loaded again for each session; it is created again, and its name checked,
 // when the TPM refuses the context (after a TPM Reset). The endorsement seed
 // survives resets, so the name never legitimately changes.
+//
+// What the certificate does not prove is that the TPM is this machine's: a
+// relay to another genuine TPM of the same CA passes everything above. The
+// session factory holds the EK to its pin (ek_pin.h) and, on a device: TPM,
+// to the kernel's null-key pin (session_factory.h).
 #ifndef TPMSEC_EK_KEY_H_
 #define TPMSEC_EK_KEY_H_
 

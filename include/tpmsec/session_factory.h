@@ -8,9 +8,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "tpmsec/bind_secret.h"
 #include "tpmsec/ek_key.h"
+#include "tpmsec/ek_pin.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/salt_key.h"
@@ -31,13 +34,32 @@ struct ProtectionConfig {
   //   pinned_null_name  the null key must have this name (the kernel's
   //                     /sys/class/tpm/tpmN/null_name, --null-name, a TOFU pin);
   //   ek_ca             salt to the TPM's endorsement key, proven by its EK
-  //                     certificate chaining to this CA bundle (file or directory);
+  //                     certificate chaining to this CA bundle (file or directory),
+  //                     held to ek_pins and to a kernel pin (below);
   //   trust_first_use   accept the first null key seen (tests; --tofu, which
   //                     keeps it with on_first_use; measurement commands).
   // With none of them, create() refuses (kUsage) on a transport with a bus.
   std::optional<Bytes> pinned_null_name;
   std::string pin_origin;  // where the pin came from, for the mismatch error
   std::string ek_ca;
+  // With ek_ca: the EKs pinned for this TPM by earlier verified uses
+  // (ek_pin.h). The EK of a pinned kind must have the pinned name, else
+  // kIntegrity: a relay to another genuine TPM of the same CA. With no
+  // --salt, a pinned kind is used (ECC first) rather than whichever
+  // certificate the TPM shows now. ek_pin_origin says how to forget a pin.
+  //
+  // With ek_ca and pinned_null_name (the kernel's pin of a device: TPM),
+  // the TPM holding the certified EK must also be the one the kernel
+  // pinned: in a session salted to the EK, CreatePrimary(TPM_RH_NULL) must
+  // answer with the pinned name (the response HMAC, which only the EK's
+  // holder can compute, covers it). Skipped when the EK's pin says it was
+  // proven this boot (EkPin::null_key_proven).
+  std::vector<EkPin> ek_pins;
+  std::string ek_pin_origin;
+  // Called when an EK was verified with no pin of its kind (its first use),
+  // or the null-key proof above was made: the CLI keeps it in the state
+  // directory. A failure fails create().
+  std::function<Status(const EkPin& verified)> on_ek_verified;
   bool trust_first_use = false;
   // Called once with the name of a null key accepted on first use, before
   // any session is salted to it (--tofu keeps it in the state directory).

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "tpmsec/bind_secret.h"
+#include "tpmsec/ek_pin.h"
 #include "tpmsec/kernel_pin.h"
 #include "tpmsec/pin_store.h"
 #include "tpmsec/salt_key.h"
@@ -17,6 +20,53 @@ std::string device_path_of(const Transport& transport) {
   auto spec = parse_transport_spec(transport.describe());
   if (!spec.ok() || spec->scheme != "device") return "";
   return spec->path.empty() ? "/dev/tpm0" : spec->path;
+}
+
+// --ek-ca: the EKs pinned for this TPM string (ek_pin.h), and the hook that
+// pins one on its first verified use and records a kernel-pin proof.
+Status pin_ek(const Transport& transport, ProtectionConfig& config) {
+  EkPinStore store(default_state_dir());
+  std::string tpm = transport.describe();
+  // The boot matters only to a kernel pin's proof (device: TPMs).
+  std::string boot;
+  if (config.pinned_null_name) {
+    TPMSEC_ASSIGN_OR_RETURN(boot, host_boot_id());
+  }
+  for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) {
+    TPMSEC_ASSIGN_OR_RETURN(std::optional<EkPinStore::Record> record, store.get(tpm, kind));
+    if (!record) continue;
+    bool proven = config.pinned_null_name && record->null_boot == boot && record->null_name == *config.pinned_null_name;
+    config.ek_pins.push_back(EkPin{kind, record->name, proven});
+  }
+  config.ek_pin_origin = fmt::format("if this TPM was replaced on purpose, forget its EK pin ({}) with 'tpmsec null-key "
+                                     "--forget --tpm {}'",
+                                     store.dir(), tpm);
+  // Every factory of this process sees the same EK: one pin, one name.
+  auto seen = std::make_shared<std::map<SaltKind, Bytes>>();
+  std::optional<Bytes> null_name = config.pinned_null_name;
+  config.on_ek_verified = [store, tpm, boot, null_name, seen](const EkPin& ek) mutable -> Status {
+    auto [at, first] = seen->emplace(ek.kind, ek.name);
+    if (!first && at->second != ek.name) {
+      return integrity_error(fmt::format("the EK changed from {} to {} within one run", to_hex(at->second),
+                                         to_hex(ek.name)));
+    }
+    TPMSEC_ASSIGN_OR_RETURN(std::optional<EkPinStore::Record> record, store.get(tpm, ek.kind));
+    if (record && record->name != ek.name) {
+      return integrity_error(fmt::format("the EK pinned for {} in {} is {}, not {}", tpm, store.path(tpm, ek.kind),
+                                         to_hex(record->name), to_hex(ek.name)));
+    }
+    EkPinStore::Record updated = record ? *record : EkPinStore::Record{ek.name, "", {}};
+    if (ek.null_key_proven && null_name) {
+      updated.null_boot = boot;
+      updated.null_name = *null_name;
+    }
+    if (!record) {
+      fmt::print(stderr, "tpmsec: pinned the EK {} for {} on its first verified use (in {})\n", to_hex(ek.name), tpm,
+                 store.path(tpm, ek.kind));
+    }
+    return store.put(tpm, ek.kind, updated);
+  };
+  return ok_status();
 }
 
 }  // namespace
@@ -38,9 +88,11 @@ void ProtectionOptions::add_to(CLI::App* sub) {
   // The path is checked here (exit 2 when missing); its certificates when a
   // session is first salted.
   sub->add_option("--ek-ca", ek_ca,
-                  "Salt sessions to the TPM's endorsement key, proven by its EK certificate chaining to this CA "
-                  "bundle (a PEM file or a directory of PEM files). A certificate that does not verify, or an EK "
-                  "that is not the certified key, is an integrity failure (exit 3)")
+                  "Salt sessions to the TPM's endorsement key, proven by its EK certificate (EK extended key usage, "
+                  "not a CA) chaining to a root CA of this bundle (a PEM file or a directory of PEM files). The EK "
+                  "is pinned for this TPM string on first use and, for device: TPMs, tied to the kernel's null_name "
+                  "pin. A certificate that does not verify, an EK that is not the certified key, or another EK than "
+                  "the pinned one is an integrity failure (exit 3); forget the pin with 'tpmsec null-key --forget'")
       ->check(CLI::ExistingPath)
       ->option_text("FILE|DIR");
   sub->add_flag("--unsalted", unsalted,
@@ -135,6 +187,7 @@ Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, c
   }
   if (unsalted && !ek_ca.empty()) return usage_error("--ek-ca salts sessions to the EK: it cannot go with --unsalted");
   config.ek_ca = ek_ca;
+  if (!ek_ca.empty()) TPMSEC_RETURN_IF_ERROR(pin_ek(transport, config));
   if (unsalted) fmt::print(stderr, "tpmsec: warning: unsalted session: no protection against a bus interposer\n");
   return config;
 }

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "protection_options.h"
+#include "tpmsec/ek_pin.h"
 #include "tpmsec/pin_store.h"
 
 namespace tpmsec::cli {
@@ -73,7 +74,8 @@ void register_null_key(CLI::App& app, Action* action) {
   o->protection.add_null_name_to(sub, "Check against this pinned name (hex or file); exit 3 if it differs");
   sub->add_flag("--forget", o->forget,
                 "Forget the --tofu pins (and the null key kept for one-shot commands) for this TPM string, after "
-                "a TPM reset you caused; prints nothing else and talks to no TPM");
+                "a TPM reset you caused, and the --ek-ca EK pin, after replacing the TPM; prints nothing else and "
+                "talks to no TPM");
   sub->callback([o, action] {
     *action = [o]() -> Status {
       if (o->forget) {
@@ -82,10 +84,12 @@ void register_null_key(CLI::App& app, Action* action) {
         TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
         PinStore store(default_state_dir());
         TPMSEC_ASSIGN_OR_RETURN(bool forgot, store.forget(t->describe()));
+        TPMSEC_ASSIGN_OR_RETURN(bool forgot_ek, EkPinStore(default_state_dir()).forget(t->describe()));
         // What one-shot commands kept of this TPM goes with the pin.
         TPMSEC_RETURN_IF_ERROR(status_of(SessionCache(default_state_dir(), t->describe(), "").forget()));
         fmt::print(stderr, "tpmsec: {} for {}\n", forgot ? "forgot the --tofu pin" : "no --tofu pin kept",
                    t->describe());
+        if (forgot_ek) fmt::print(stderr, "tpmsec: forgot the --ek-ca EK pin for {}\n", t->describe());
         return ok_status();
       }
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));

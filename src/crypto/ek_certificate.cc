@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -44,8 +45,21 @@ Result<std::string> read_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Adds every PEM certificate of `path` to `store`; returns how many.
-Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path) {
+// tcg-kp-EKCertificate (TCG EK Credential Profile for TPM Family 2.0, §3.2):
+// the extended key usage that says "this certifies a TPM's endorsement key".
+constexpr char kEkCertificateEku[] = "2.23.133.8.1";
+
+// basicConstraints present with cA=TRUE: what may vouch for other
+// certificates. (OpenSSL's X509_check_ca also accepts version 1 roots and
+// keyCertSign without basicConstraints; an anchor here must say it is one.)
+bool is_ca(X509* cert) {
+  uint32_t flags = X509_get_extension_flags(cert);  // also caches the extensions
+  return (flags & EXFLAG_BCONS) != 0 && (flags & EXFLAG_CA) != 0;
+}
+
+// Adds every CA certificate of a PEM file to `store`; returns how many
+// certificates the file held (`*cas`: how many of them were CAs).
+Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path, size_t* cas) {
   TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path));
   BioPtr bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   if (!bio) return internal::openssl_error("BIO_new_mem_buf");
@@ -68,8 +82,14 @@ Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path
       return usage_error(fmt::format("CA file {} is not a valid PEM certificate bundle: {}", path.string(),
                                      reason.message()));
     }
-    if (X509_STORE_add_cert(store, cert.get()) != 1) {
-      return internal::openssl_error(fmt::format("adding certificate {} of {}", count + 1, path.string()));
+    // Only a CA is an anchor or an intermediate: a leaf certificate in the
+    // bundle (an EK or TLS certificate filed there by mistake) vouches for
+    // nothing, not even for itself.
+    if (is_ca(cert.get())) {
+      if (X509_STORE_add_cert(store, cert.get()) != 1) {
+        return internal::openssl_error(fmt::format("adding certificate {} of {}", count + 1, path.string()));
+      }
+      ++*cas;
     }
     ++count;
   }
@@ -186,12 +206,18 @@ Result<CaBundle> CaBundle::load(const std::string& file_or_dir) {
   CaBundle bundle;
   bundle.store_.reset(X509_STORE_new(), X509_STORE_free);
   if (!bundle.store_) return internal::openssl_error("X509_STORE_new");
+  size_t certificates = 0;
   for (const fs::path& f : files) {
-    TPMSEC_ASSIGN_OR_RETURN(size_t n, add_pem_file(bundle.store_.get(), f));
-    bundle.count_ += n;
+    TPMSEC_ASSIGN_OR_RETURN(size_t n, add_pem_file(bundle.store_.get(), f, &bundle.count_));
+    certificates += n;
   }
-  // Every certificate listed is an anchor, intermediates included; see the header.
-  X509_STORE_set_flags(bundle.store_.get(), X509_V_FLAG_PARTIAL_CHAIN);
+  if (bundle.count_ == 0) {
+    return usage_error(fmt::format("CA bundle {} holds {} certificates but no CA certificate (basicConstraints "
+                                   "cA=TRUE): nothing in it can vouch for an EK certificate",
+                                   file_or_dir, certificates));
+  }
+  // No X509_V_FLAG_PARTIAL_CHAIN: a chain ends at a self-signed CA of the
+  // bundle; see the header.
   return bundle;
 }
 
@@ -199,6 +225,49 @@ Result<CertifiedKey> certificate_public_key(ByteView der) {
   TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, parse_der(der));
   return key_of(cert.get());
 }
+
+namespace {
+
+// What makes a certificate an EK certificate rather than any certificate
+// the CA signed (EK Credential Profile §3.2): the tcg-kp-EKCertificate
+// extended key usage, not a CA, and a key usage (when present) that lets an
+// EK do what it does, decrypt a salt (keyEncipherment for RSA, keyAgreement
+// for ECC).
+Status check_ek_profile(X509* cert, const CertifiedKey& key) {
+  auto refuse = [&](const std::string& why) {
+    return integrity_error(fmt::format("the certificate (subject {}, issuer {}) is not an EK certificate: {}",
+                                       x509_name(X509_get_subject_name(cert)),
+                                       x509_name(X509_get_issuer_name(cert)), why));
+  };
+  uint32_t flags = X509_get_extension_flags(cert);
+  if (flags & EXFLAG_INVALID) return refuse("its extensions do not parse");
+  if (flags & EXFLAG_CA) return refuse("it is a CA certificate (basicConstraints cA=TRUE)");
+  bool has_ek_eku = false;
+  if (flags & EXFLAG_XKUSAGE) {
+    int critical = 0;
+    Owned<EXTENDED_KEY_USAGE, EXTENDED_KEY_USAGE_free> eku(static_cast<EXTENDED_KEY_USAGE*>(
+        X509_get_ext_d2i(cert, NID_ext_key_usage, &critical, nullptr)));
+    Owned<ASN1_OBJECT, ASN1_OBJECT_free> wanted(OBJ_txt2obj(kEkCertificateEku, 1));
+    if (!wanted) return internal::openssl_error("OBJ_txt2obj");
+    for (int i = 0; eku && i < sk_ASN1_OBJECT_num(eku.get()); ++i) {
+      if (OBJ_cmp(sk_ASN1_OBJECT_value(eku.get(), i), wanted.get()) == 0) has_ek_eku = true;
+    }
+  }
+  ERR_clear_error();
+  if (!has_ek_eku) return refuse(fmt::format("no extended key usage tcg-kp-EKCertificate ({})", kEkCertificateEku));
+  if (flags & EXFLAG_KUSAGE) {
+    uint32_t usage = X509_get_key_usage(cert);
+    if (key.type == alg::kRsa && !(usage & KU_KEY_ENCIPHERMENT)) {
+      return refuse("its key usage lacks keyEncipherment, which an RSA EK needs to decrypt a salt");
+    }
+    if (key.type == alg::kEcc && !(usage & KU_KEY_AGREEMENT)) {
+      return refuse("its key usage lacks keyAgreement, which an ECC EK needs to derive a salt");
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle) {
   if (bundle.store() == nullptr) return usage_error("no CA bundle loaded");
@@ -217,7 +286,9 @@ Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle)
                                        x509_name(X509_get_issuer_name(cert.get())),
                                        X509_verify_cert_error_string(err)));
   }
-  return key_of(cert.get());
+  TPMSEC_ASSIGN_OR_RETURN(CertifiedKey key, key_of(cert.get()));
+  TPMSEC_RETURN_IF_ERROR(check_ek_profile(cert.get(), key));
+  return key;
 }
 
 }  // namespace tpmsec::crypto

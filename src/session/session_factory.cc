@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 
 namespace tpmsec {
@@ -35,6 +36,111 @@ std::optional<NullKey> usable_kept_key(const Tpm& tpm, const ProtectionConfig& c
   return std::move(*key);
 }
 
+// StartAuthSession salted to `salt_key` (a NullKey or an EkKey: anything
+// with load(), named() and public_area()), loaded for just this command.
+// `loaded`: the key already loaded (its first use after a CreatePrimary).
+template <class SaltKey>
+Result<std::unique_ptr<HmacSession>> start_salted(Tpm& tpm, SaltKey& salt_key, SessionOptions options,
+                                                  ScopedHandle loaded = {}) {
+  ScopedHandle key = std::move(loaded);
+  if (!key) {
+    TPMSEC_ASSIGN_OR_RETURN(key, salt_key.load(tpm));
+  }
+  NamedHandle key_handle = salt_key.named(key.get());
+  options.tpm_key = &key_handle;
+  options.tpm_key_public = &salt_key.public_area();
+  auto session = HmacSession::start(tpm, options);
+  // The key is flushed whether or not the session started; a session error
+  // is the one worth reporting.
+  Status flushed = key.flush();
+  if (!session.ok()) return session;
+  TPMSEC_RETURN_IF_ERROR(flushed);
+  return session;
+}
+
+
+// The name of the primary `area` makes in `hierarchy`, as the TPM holding
+// `ek` reports it: CreatePrimary authorized by a session salted to the EK
+// (empty hierarchy authorization). Only the holder of the certified private
+// key can recover that salt, and the response HMAC (computed with the
+// session key) covers outName: an answer relayed from another TPM, or
+// forged, does not verify (kIntegrity from Tpm). The session ends with the
+// command (no continueSession) and the object is flushed.
+Result<Bytes> name_shown_by_ek_holder(Tpm& tpm, EkKey& ek, const ProtectionConfig& config, uint32_t hierarchy,
+                                      const Public& area) {
+  SessionOptions options;
+  options.auth_hash = config.auth_hash;
+  options.symmetric = config.symmetric;
+  options.attributes = 0;
+  options.random = config.random;
+  TPMSEC_ASSIGN_OR_RETURN(auto session, start_salted(tpm, ek, options));
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(hierarchy);
+  c.in_public.public_area = area;
+  auto rsp = tpm.run(c, {Auth{session.get(), {}}});
+  if (!rsp.ok()) return rsp.error().with_context("CreatePrimary in a session salted to the EK");
+  ScopedHandle created(tpm, rsp->object_handle);
+  TPMSEC_RETURN_IF_ERROR(created.flush());
+  return rsp->name.bytes;
+}
+
+const EkPin* pin_of(const ProtectionConfig& config, SaltKind kind) {
+  for (const EkPin& pin : config.ek_pins) {
+    if (pin.kind == kind) return &pin;
+  }
+  return nullptr;
+}
+
+// The EK its certificate proves (ECC or RSA as asked; else a kind pinned
+// for this TPM, ECC first; else whichever certificate the TPM has, ECC
+// first), held to its pin and, with a kernel pin, to the null key.
+Result<EkKey> anchored_ek(Tpm& tpm, const ProtectionConfig& config, const TpmInfo* info) {
+  std::optional<SaltKind> kind = config.salt;
+  if (!kind && pin_of(config, SaltKind::kEcc)) kind = SaltKind::kEcc;
+  if (!kind && pin_of(config, SaltKind::kRsa)) kind = SaltKind::kRsa;
+  TPMSEC_ASSIGN_OR_RETURN(EkKey key, kind ? EkKey::create(tpm, *kind, config.ek_ca)
+                                          : EkKey::create_preferred(tpm, config.ek_ca));
+  const EkPin* pin = pin_of(config, key.kind());
+  if (pin && pin->name != key.name()) {
+    return integrity_error(fmt::format("the TPM's certified EK is {}, but this TPM's EK was pinned as {}: another "
+                                       "genuine TPM answers in its place (a relay on the bus){}",
+                                       to_hex(key.name()), to_hex(pin->name),
+                                       config.ek_pin_origin.empty() ? "" : "; " + config.ek_pin_origin));
+  }
+  // The first use of one kind while the other is pinned: the TPM holding
+  // the new EK must hold the pinned one too, or a relay could pin another
+  // TPM's EK of the other kind.
+  for (const EkPin& other : config.ek_pins) {
+    if (pin || other.kind == key.kind()) continue;
+    TPMSEC_ASSIGN_OR_RETURN(Bytes shown,
+                            name_shown_by_ek_holder(tpm, key, config, rh::kEndorsement, ek_template(other.kind)));
+    if (shown != other.name) {
+      return integrity_error(fmt::format("the TPM holding the certified EK has another {} EK ({}) than the one "
+                                         "pinned for this TPM ({}): the commands are relayed to another TPM{}",
+                                         other.kind == SaltKind::kEcc ? "ECC" : "RSA", to_hex(shown),
+                                         to_hex(other.name),
+                                         config.ek_pin_origin.empty() ? "" : "; " + config.ek_pin_origin));
+    }
+  }
+  bool prove = config.pinned_null_name && !(pin && pin->null_key_proven);
+  if (prove) {
+    // The kernel pins the null key of its own choice of type: ECC P-256
+    // when the TPM has it (as choose_salt), whatever the EK's type.
+    SaltKind null_kind = info ? choose_salt(*info) : SaltKind::kEcc;
+    TPMSEC_ASSIGN_OR_RETURN(Bytes shown,
+                            name_shown_by_ek_holder(tpm, key, config, rh::kNull, null_key_template(null_kind)));
+    if (shown != *config.pinned_null_name) {
+      return integrity_error(fmt::format("the TPM holding the certified EK has null key {}, not {} pinned by {}: "
+                                         "the commands are relayed to another TPM",
+                                         to_hex(shown), to_hex(*config.pinned_null_name), config.pin_origin));
+    }
+  }
+  if ((!pin || prove) && config.on_ek_verified) {
+    TPMSEC_RETURN_IF_ERROR(config.on_ek_verified(EkPin{key.kind(), key.name(), prove}));
+  }
+  return key;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const ProtectionConfig& config,
@@ -60,10 +166,7 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
     return f;
   }
   if (!config.unsalted && !config.ek_ca.empty()) {
-    // Salted to the EK its certificate proves: ECC or RSA as asked, else
-    // whichever certificate the TPM has (ECC first).
-    TPMSEC_ASSIGN_OR_RETURN(EkKey key, config.salt ? EkKey::create(tpm, *config.salt, config.ek_ca)
-                                                   : EkKey::create_preferred(tpm, config.ek_ca));
+    TPMSEC_ASSIGN_OR_RETURN(EkKey key, anchored_ek(tpm, config, info));
     f->config_.salt = key.kind();
     f->ek_key_ = std::move(key);
   } else if (!config.unsalted) {
@@ -121,31 +224,6 @@ Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes) {
   return session;
 }
 
-namespace {
-
-// StartAuthSession salted to `salt_key` (a NullKey or an EkKey: anything
-// with load(), named() and public_area()), loaded for just this command.
-// `loaded`: the key already loaded (its first use after a CreatePrimary).
-template <class SaltKey>
-Result<std::unique_ptr<HmacSession>> start_salted(Tpm& tpm, SaltKey& salt_key, SessionOptions options,
-                                                  ScopedHandle loaded = {}) {
-  ScopedHandle key = std::move(loaded);
-  if (!key) {
-    TPMSEC_ASSIGN_OR_RETURN(key, salt_key.load(tpm));
-  }
-  NamedHandle key_handle = salt_key.named(key.get());
-  options.tpm_key = &key_handle;
-  options.tpm_key_public = &salt_key.public_area();
-  auto session = HmacSession::start(tpm, options);
-  // The key is flushed whether or not the session started; a session error
-  // is the one worth reporting.
-  Status flushed = key.flush();
-  if (!session.ok()) return session;
-  TPMSEC_RETURN_IF_ERROR(flushed);
-  return session;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t attributes) {
   SessionOptions options;

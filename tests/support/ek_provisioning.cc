@@ -63,15 +63,15 @@ bool have_swtpm_setup() {
          have_program("swtpm_cert");
 }
 
-Result<ProvisionedTpm> provision_tpm(const std::string& work_dir) {
+Result<ProvisionedTpm> provision_tpm(const std::string& work_dir, const ProvisionedTpm* same_ca) {
   ProvisionedTpm p;
   fs::path work(work_dir);
   p.state_dir = (work / "state").string();
-  p.ca_dir = (work / "ca").string();
+  p.ca_dir = same_ca ? same_ca->ca_dir : (work / "ca").string();
   p.trust_dir = (work / "trust").string();
-  p.signing_key = (work / "ca" / "signkey.pem").string();
-  p.issuer_cert = (work / "ca" / "issuercert.pem").string();
-  p.root_cert = (work / "ca" / "swtpm-localca-rootca-cert.pem").string();
+  p.signing_key = (fs::path(p.ca_dir) / "signkey.pem").string();
+  p.issuer_cert = (fs::path(p.ca_dir) / "issuercert.pem").string();
+  p.root_cert = (fs::path(p.ca_dir) / "swtpm-localca-rootca-cert.pem").string();
   std::error_code ec;
   for (const std::string& d : {p.state_dir, p.ca_dir, p.trust_dir}) {
     fs::create_directories(d, ec);
@@ -82,7 +82,7 @@ Result<ProvisionedTpm> provision_tpm(const std::string& work_dir) {
   TPMSEC_RETURN_IF_ERROR(write_text(localca_conf, fmt::format("statedir = {}\nsigningkey = {}\nissuercert = {}\n"
                                                               "certserial = {}\n",
                                                               p.ca_dir, p.signing_key, p.issuer_cert,
-                                                              (work / "ca" / "certserial").string())));
+                                                              (fs::path(p.ca_dir) / "certserial").string())));
   fs::path setup_conf = work / "swtpm_setup.conf";
   TPMSEC_RETURN_IF_ERROR(write_text(setup_conf, fmt::format("create_certs_tool = /usr/bin/swtpm_localca\n"
                                                             "create_certs_tool_config = {}\n",
@@ -90,7 +90,7 @@ Result<ProvisionedTpm> provision_tpm(const std::string& work_dir) {
   TPMSEC_RETURN_IF_ERROR(run({"swtpm_setup", "--tpm2", "--tpmstate", p.state_dir, "--create-ek-cert", "--config",
                               setup_conf.string(), "--overwrite", "--pcr-banks", "sha256"}));
   for (const std::string& cert : {p.root_cert, p.issuer_cert}) {
-    fs::copy_file(cert, fs::path(p.trust_dir) / fs::path(cert).filename(), ec);
+    fs::copy_file(cert, fs::path(p.trust_dir) / fs::path(cert).filename(), fs::copy_options::overwrite_existing, ec);
     if (ec) return runtime_error(fmt::format("cannot copy {}: {}", cert, ec.message()));
   }
   return p;
@@ -131,6 +131,89 @@ Status add_ecc_p256_ek_certificate(Tpm& tpm, const ProvisionedTpm& ca, const std
     TPMSEC_RETURN_IF_ERROR(run_password_command(t, kNvWrite, {rh::kPlatform, kEkCertIndexEccP256}, write_params));
   }
   return ok_status();
+}
+
+Result<KeyFiles> make_key(const std::string& dir, const std::string& name, const std::vector<std::string>& algorithm_args) {
+  KeyFiles k{(fs::path(dir) / (name + ".key")).string(), (fs::path(dir) / (name + ".pub")).string()};
+  std::vector<std::string> argv{"openssl", "genpkey", "-out", k.private_key};
+  argv.insert(argv.end(), algorithm_args.begin(), algorithm_args.end());
+  TPMSEC_RETURN_IF_ERROR(run(argv));
+  TPMSEC_RETURN_IF_ERROR(run({"openssl", "pkey", "-in", k.private_key, "-pubout", "-out", k.public_key}));
+  return k;
+}
+
+Result<std::string> ecc_p256_public_key_file(const std::string& dir, const std::string& name, const Public& key) {
+  if (key.type != alg::kEcc || key.curve != curve::kNistP256 || key.unique_x.size() != 32 || key.unique_y.size() != 32) {
+    return usage_error("not an ECC P-256 public area");
+  }
+  // SubjectPublicKeyInfo (RFC 5480 §2) of id-ecPublicKey on prime256v1, then
+  // the uncompressed point 04 || x || y.
+  Bytes spki = *from_hex("3059301306072a8648ce3d020106082a8648ce3d03010703420004");
+  spki.insert(spki.end(), key.unique_x.begin(), key.unique_x.end());
+  spki.insert(spki.end(), key.unique_y.begin(), key.unique_y.end());
+  fs::path der = fs::path(dir) / (name + ".pub.der");
+  {
+    std::ofstream out(der, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(spki.data()), static_cast<std::streamsize>(spki.size()));
+    if (!out) return runtime_error("cannot write " + der.string());
+  }
+  std::string pem = (fs::path(dir) / (name + ".pub")).string();
+  TPMSEC_RETURN_IF_ERROR(run({"openssl", "pkey", "-pubin", "-inform", "DER", "-in", der.string(), "-out", pem}));
+  return pem;
+}
+
+Result<CertificateFiles> issue_certificate(const std::string& dir, const CertificateSpec& spec) {
+  fs::path base = fs::path(dir) / spec.name;
+  std::string extensions = fmt::format("[ext]\nbasicConstraints = critical, CA:{}\nsubjectKeyIdentifier = hash\n",
+                                       spec.ca ? "TRUE" : "FALSE");
+  if (!spec.key_usage.empty()) extensions += "keyUsage = critical, " + spec.key_usage + "\n";
+  if (!spec.extended_key_usage.empty()) extensions += "extendedKeyUsage = " + spec.extended_key_usage + "\n";
+  fs::path ext_file = base.string() + ".ext";
+  TPMSEC_RETURN_IF_ERROR(write_text(ext_file, extensions));
+  CertificateFiles out{base.string() + ".pem", {}};
+  std::vector<std::string> argv{"openssl", "x509", "-new", "-subj", "/CN=tpmsec test " + spec.name, "-days", "1",
+                                "-extfile", ext_file.string(), "-extensions", "ext", "-out", out.pem};
+  if (spec.issuer_cert.empty()) {
+    argv.insert(argv.end(), {"-key", spec.issuer_key});
+  } else {
+    argv.insert(argv.end(), {"-CA", spec.issuer_cert, "-CAkey", spec.issuer_key});
+  }
+  if (!spec.public_key.empty()) argv.insert(argv.end(), {"-force_pubkey", spec.public_key});
+  TPMSEC_RETURN_IF_ERROR(run(argv));
+  std::string der = base.string() + ".der";
+  TPMSEC_RETURN_IF_ERROR(run({"openssl", "x509", "-in", out.pem, "-outform", "DER", "-out", der}));
+  TPMSEC_ASSIGN_OR_RETURN(out.der, read_binary(der));
+  return out;
+}
+
+Rule serve_ek_certificate(uint32_t nv_index, Bytes der, Rule next, size_t* served) {
+  return [nv_index, der = std::move(der), next = std::move(next), served](const ProxiedCommand& c,
+                                                                           Upstream& tpm) -> Reply {
+    auto f = parse_command(c.bytes);
+    bool ours = f.ok() && !f->handles.empty() && f->handles.back() == nv_index &&
+                (c.code == cmd::NvReadPublic::kInfo.code || c.code == cmd::NvRead::kInfo.code);
+    if (!ours) return next ? next(c, tpm) : pass(c, tpm);
+    ResponseFrame r;
+    Writer w;
+    if (c.code == cmd::NvReadPublic::kInfo.code) {
+      cmd::NvReadPublic::Response rsp;
+      rsp.nv_public.nv_public = NvPublic{nv_index, alg::kSha256, kEkCertNvAttributes | nv_attr::kWritten, {},
+                                         static_cast<uint16_t>(der.size())};
+      rsp.nv_name.bytes = compute_name(rsp.nv_public.nv_public).value();
+      marshal_all(w, rsp.params());
+    } else {
+      Reader reader(f->parameters);
+      uint16_t size = reader.u16("size"), offset = reader.u16("offset");
+      if (!reader.ok() || size_t{offset} + size > der.size()) return Reply::close();
+      cmd::NvRead::Response rsp;
+      rsp.data.bytes.assign(der.begin() + offset, der.begin() + offset + size);
+      marshal_all(w, rsp.params());
+      r.sessions.push_back(password_response_entry());
+      if (served) ++*served;
+    }
+    r.parameters = w.finish().value();
+    return Reply::answer(build_response(r));
+  };
 }
 
 }  // namespace tpmsec::testing

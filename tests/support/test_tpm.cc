@@ -19,13 +19,17 @@ std::string kind_name(TpmKind kind) {
   return "?";
 }
 
-bool DeviceServer::start(std::string* error) {
-  auto backend = open_embedded();
-  if (!backend.ok()) {
-    *error = backend.error().message();
-    return false;
+bool DeviceServer::start(std::string* error, std::unique_ptr<Transport> backend) {
+  if (backend) {
+    backend_ = std::move(backend);
+  } else {
+    auto embedded = open_embedded();
+    if (!embedded.ok()) {
+      *error = embedded.error().message();
+      return false;
+    }
+    backend_ = std::move(*embedded);
   }
-  backend_ = std::move(*backend);
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     *error = "socketpair failed";

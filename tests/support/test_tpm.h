@@ -25,8 +25,9 @@ std::string kind_name(TpmKind kind);
 // Serves TPM commands arriving on one end of a socketpair from the embedded TPM.
 class DeviceServer {
  public:
-  // Opens the embedded TPM and starts serving; client_fd() is the device end.
-  bool start(std::string* error);
+  // Opens the embedded TPM (or serves `backend`, e.g. a swtpm or an
+  // interposer) and starts serving; take_client_fd() is the device end.
+  bool start(std::string* error, std::unique_ptr<Transport> backend = nullptr);
   ~DeviceServer();
   int take_client_fd();
   Transport* backend() { return backend_.get(); }
