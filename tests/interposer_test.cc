@@ -907,6 +907,74 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
   }
 }
 
+// The baseline listing is not authenticated: an interposer hides another
+// client's handle from it, then makes a creating command's outcome unknown
+// (the TPM ran it; its response is cut in half), so that the sweep that
+// follows sees the hidden handle as a stray. A failed command can only have
+// left a handle of the kind it creates, and the sweep flushes only that
+// kind: the hidden object survives a lost StartAuthSession, the hidden
+// session a lost null-key load, and the client's own stray is still flushed.
+TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
+  struct Case {
+    const char* what;
+    bool hide_session;  // else the foreign object
+  };
+  for (const Case& k : {Case{"object hidden, StartAuthSession lost", false},
+                        Case{"session hidden, the null key's load lost", true}}) {
+    SCOPED_TRACE(k.what);
+    Foreign foreign;
+    {
+      Direct d(swtpm_->spec());
+      ASSERT_TRUE(d.ok());
+      foreign = load_foreign(d.tpm());
+    }
+    ASSERT_NE(foreign.object, 0u);
+    ASSERT_NE(foreign.session, 0u);
+    const uint32_t hidden = k.hide_session ? foreign.session : foreign.object;
+    auto lost = std::make_shared<bool>(false);
+    auto hid = std::make_shared<int>(0);
+    proxy_->set_rule([&k, hidden, lost, hid](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+      Reply r = pass(c, tpm);
+      if (!r.response) return r;
+      const bool creates_the_kind =
+          k.hide_session ? (c.code == cmd::CreatePrimary::kInfo.code || c.code == cmd::ContextLoad::kInfo.code)
+                         : c.code == cmd::StartAuthSession::kInfo.code;
+      if (creates_the_kind && !*lost) {
+        *lost = true;
+        Bytes half(r.response->begin(), r.response->begin() + std::max<size_t>(10, r.response->size() / 2));
+        store_be32(half.data() + 2, static_cast<uint32_t>(half.size()));
+        return Reply::answer(std::move(half));
+      }
+      if (c.code != cmd::GetCapability::kInfo.code || *lost) return r;
+      // Before the loss: every listing leaves the hidden handle out.
+      auto f = parse_response(*r.response, c.code);
+      if (!f.ok() || f->code != rc::kSuccess || f->parameters.size() < 9 ||
+          load_be32(f->parameters.data() + 1) != cap::kHandles) {
+        return r;
+      }
+      Bytes& p = f->parameters;
+      for (size_t i = 9; i + 4 <= p.size(); i += 4) {
+        if (load_be32(p.data() + i) != hidden) continue;
+        p.erase(p.begin() + static_cast<std::ptrdiff_t>(i), p.begin() + static_cast<std::ptrdiff_t>(i) + 4);
+        store_be32(p.data() + 5, load_be32(p.data() + 5) - 1);
+        ++*hid;
+        r.response = build_response(*f);
+        break;
+      }
+      return r;
+    });
+    auto r = through_proxy(extend_args("per-command", {"--null-name", genuine_name_hex()}));
+    EXPECT_TRUE(*lost) << describe(r);
+    EXPECT_GE(*hid, 1) << "the baseline was not listed; " << describe(r);
+    std::vector<uint32_t> left = handles();
+    EXPECT_EQ(std::set<uint32_t>(left.begin(), left.end()), (std::set<uint32_t>{foreign.object, foreign.session}))
+        << "the foreign handles are " << hex_handles({foreign.object, foreign.session}) << ", left loaded: "
+        << hex_handles(left) << "; " << describe(r);
+    Direct d(swtpm_->spec());
+    for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
+  }
+}
+
 // A provisioned bind secret (tpmsec provision) in place of a salt key: the
 // session key depends on an authValue the bus never carried in the clear.
 class BindSecretTest : public InterposerTest {
