@@ -22,6 +22,13 @@
 // failed attempt's session is gone (flushing it again while it is listed),
 // and does not retry when it cannot: once a session is gone no command for
 // it can ever run (a new session under the same handle has another key).
+// Only that listing proves it, never a handle (no HMAC covers one: an
+// interposer can rename the audit session to the failed one's handle). The
+// audit session is started before the failed session is flushed, and one
+// whose answer names that handle anyway is replaced by a second started
+// while it holds the handle (ExtendStream::start_audit_apart_from), so a
+// session listed under the handle is always the failed one
+// (tests/batch_failure_test.cc, ARenamedAuditSessionNeverAppliesADigestTwice).
 // No extend is applied twice (tests/strategy_fault_test.cc,
 // AWithheldExtendIsNeverAppliedTwice). When extend() returns an error, each
 // command it sent for the digest has run or can never run, except in one
@@ -181,9 +188,15 @@ class ExtendStream {
   Result<Bytes> audited_read();
   // The same, through the session the first extend will use.
   Result<Bytes> read_with_first_session();
-  // Proves through audited listings that `session` (a failed attempt's) is
-  // no longer in the TPM, flushing it again while it is.
+  // Flushes `session` (a failed attempt's, which extend_once() left to it)
+  // and proves through audited listings that it is no longer in the TPM,
+  // flushing it again while it is.
   Status retire(uint32_t session);
+  // Makes audit_session_ a session whose handle, as named, is not in `slot`
+  // (starting one before the session in `slot` is flushed).
+  Status start_audit_apart_from(uint32_t slot);
+  // Whether an audited listing shows a session in `slot`.
+  Result<bool> slot_listed(uint32_t slot);
   // Did `digest` land on top of expected_? Fails closed if the PCR is neither.
   Result<bool> landed(ByteView digest);
   // A session-start failure: accept a reset when allowed, else propagate.
