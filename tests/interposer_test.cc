@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -1181,6 +1182,109 @@ TEST_F(SaltKeyTest, AForgedPublicAreaIsNeverPinned) {
   auto info = through_proxy({"info"});
   EXPECT_NE(info.out.find("none pinned"), std::string::npos) << info.out;
   expect_no_handles("a forged ReadPublic");
+}
+
+// ---- i. --read-back ----
+
+// `pcr extend --read-back` reads the PCR through an audit session and
+// compares it with the value read (audited) before the extend, extended by
+// the digest: what it prints is what the TPM holds, and the value it
+// should. The rule acts on the last PCR_Read of a run (the read-back),
+// counted in a genuine run first.
+class ReadBack : public InterposerTest {
+ protected:
+  const std::vector<std::string> kStrategies{"", "per-command", "resident", "plain", "checkpoint"};
+  std::vector<std::string> args(const std::string& strategy) {
+    auto a = extend_args(strategy, {"--null-name", genuine_name_hex()});
+    a.push_back("--read-back");
+    return a;
+  }
+  // PCR_Reads in a genuine run of `strategy` (which must succeed).
+  size_t reads_in(const std::string& strategy) {
+    auto reads = std::make_shared<size_t>(0);
+    proxy_->set_rule([reads](const ProxiedCommand& c, Upstream& tpm) {
+      if (c.code == cmd::PcrRead::kInfo.code) ++*reads;
+      return pass(c, tpm);
+    });
+    auto r = through_proxy(args(strategy));
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    proxy_->set_rule(nullptr);
+    return *reads;
+  }
+  // `act` runs on the last PCR_Read of a run that has `reads` of them.
+  void on_read_back(size_t reads, std::function<Reply(const ProxiedCommand&, Upstream&)> act) {
+    auto seen = std::make_shared<size_t>(0);
+    proxy_->set_rule([=](const ProxiedCommand& c, Upstream& tpm) {
+      if (c.code == cmd::PcrRead::kInfo.code && ++*seen == reads) return act(c, tpm);
+      return pass(c, tpm);
+    });
+  }
+};
+
+TEST_F(ReadBack, PrintsTheVerifiedValue) {
+  for (const std::string& strategy : kStrategies) {
+    SCOPED_TRACE(strategy.empty() ? "default policy" : strategy);
+    std::string before = pcr();
+    auto r = through_proxy(args(strategy));
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
+    EXPECT_EQ(r.out, pcr() + "\n") << describe(r);
+    expect_no_handles("a read-back");
+  }
+}
+
+// The read-back's response rewritten on the bus: its audit HMAC fails.
+TEST_F(ReadBack, ARewrittenReadBackIsAnIntegrityFailure) {
+  for (const std::string& strategy : kStrategies) {
+    SCOPED_TRACE(strategy.empty() ? "default policy" : strategy);
+    const size_t reads = reads_in(strategy);
+    ASSERT_GE(reads, 2u) << "the read-back and the read before the extend";
+    std::string before = pcr();
+    const std::string forged_value = to_hex(digest_of("the value the interposer wants shown"));
+    auto rewritten = std::make_shared<bool>(false);
+    on_read_back(reads, [=](const ProxiedCommand& c, Upstream& tpm) {
+      Reply reply = pass(c, tpm);
+      if (!reply.response) return reply;
+      auto f = parse_response(*reply.response, c.code);
+      if (!f.ok() || f->code != rc::kSuccess || f->parameters.size() < 32) return reply;
+      Bytes value = *from_hex(forged_value);
+      std::copy(value.begin(), value.end(), f->parameters.end() - 32);
+      reply.response = build_response(*f);
+      *rewritten = true;
+      return reply;
+    });
+    auto r = through_proxy(args(strategy));
+    EXPECT_TRUE(*rewritten);
+    EXPECT_EQ(r.exit_code, 3) << describe(r);
+    EXPECT_EQ(r.out.find(forged_value), std::string::npos) << describe(r);
+    EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
+    expect_no_handles("a rewritten read-back");
+  }
+}
+
+// Another client extends the PCR just before the read-back: the TPM's value
+// is genuinely not the one the extend made, and the read-back says so.
+TEST_F(ReadBack, AnExtendInBetweenIsAMismatch) {
+  const Bytes foreign = digest_of("another client's extend");
+  for (const std::string& strategy : kStrategies) {
+    SCOPED_TRACE(strategy.empty() ? "default policy" : strategy);
+    const size_t reads = reads_in(strategy);
+    std::string before = pcr();
+    on_read_back(reads, [=](const ProxiedCommand& c, Upstream& tpm) {
+      auto injected = tpm.transmit(extend_command(kPcr, foreign));
+      if (!injected.ok() || response_code_of(*injected) != rc::kSuccess) return Reply::close();
+      return pass(c, tpm);
+    });
+    auto r = through_proxy(args(strategy));
+    const std::string expected = extended_hex(before, client_digest());
+    const std::string actual = extended_hex(expected, foreign);
+    EXPECT_EQ(pcr(), actual);
+    EXPECT_EQ(r.exit_code, 3) << describe(r);
+    EXPECT_NE(r.err.find(fmt::format("PCR 16 reads back {}, not the {}", actual, expected)), std::string::npos)
+        << describe(r);
+    EXPECT_TRUE(r.out.empty()) << describe(r);
+    expect_no_handles("a read-back after a foreign extend");
+  }
 }
 
 }  // namespace

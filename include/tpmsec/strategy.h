@@ -121,6 +121,11 @@ struct StreamOptions {
   // succeeded before it is known to have landed (its response HMAC says so).
   // checkpoint always reads (it needs the starting value), plain never does.
   bool recover = true;
+  // `pcr extend --read-back`: the stream reads the PCR through an audit
+  // session at open() whatever the other options say (plain too, through a
+  // session of its own), so that read_back() can compare the value it reads
+  // at the end with the one the extends should have made.
+  bool read_back = false;
   ProtectionConfig protection;
 };
 
@@ -170,6 +175,11 @@ class ExtendStream {
   Status checkpoint();
   // Ends the stream: a final checkpoint (checkpoint strategy), sessions flushed.
   Status finish();
+  // StreamOptions::read_back, in place of finish() (which it does): an
+  // audited read of the PCR, which must equal expected() (the authenticated
+  // opening value extended by every digest the stream applied); a different
+  // value is kIntegrity, naming both.
+  Result<Bytes> read_back();
 
   StrategyKind kind() const { return kind_; }
   const StreamStats& stats() const { return stats_; }

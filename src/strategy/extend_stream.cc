@@ -20,8 +20,8 @@ constexpr int kMaxFlushes = 3;
 Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
                                                          const TpmInfo* info) {
   std::unique_ptr<ExtendStream> s(new ExtendStream(tpm, kind, options));
-  if (kind != StrategyKind::kPlain) {
-    // Checkpoints and landed-checks read the PCR through salted audit sessions.
+  if (kind != StrategyKind::kPlain || options.read_back) {
+    // Checkpoints, landed-checks and read-backs read the PCR through salted audit sessions.
     TPMSEC_ASSIGN_OR_RETURN(s->factory_, SessionFactory::create(tpm, options.protection, info));
   }
   const bool preventing = prevents(kind);
@@ -29,13 +29,13 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
                                                         s->factory_.get()));
   // Without the starting value a failure whose outcome is unknown is not
   // retried (strategy.h: StreamOptions::recover).
-  if (preventing && (options.one_shot || !options.recover)) return s;
+  if (preventing && (options.one_shot || !options.recover) && !options.read_back) return s;
   if (preventing && options.read_with_first_session) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->read_with_first_session());
-  } else if (kind != StrategyKind::kPlain) {
+  } else if (s->factory_) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
   }
-  s->start_known_ = kind != StrategyKind::kPlain;
+  s->start_known_ = s->factory_ != nullptr;
   return s;
 }
 
@@ -82,8 +82,10 @@ Status ExtendStream::with_audit(const std::function<Status(const Auth&)>& use) {
 
 void ExtendStream::release_audit() {
   // checkpoint keeps its audit session loaded between checkpoints (one TPM
-  // command per checkpoint); the others start one for the rare read.
-  if (kind_ != StrategyKind::kCheckpoint && !hold_audit_) audit_session_.reset();
+  // command per checkpoint), plain with read_back from its opening read to
+  // the read-back; the others start one for the rare read.
+  const bool keep = kind_ == StrategyKind::kCheckpoint || (kind_ == StrategyKind::kPlain && options_.read_back);
+  if (!keep && !hold_audit_) audit_session_.reset();
 }
 
 Result<Bytes> ExtendStream::audited_read() {
@@ -324,6 +326,29 @@ Status ExtendStream::checkpoint() {
       "checkpoint mismatch on PCR {}: expected {}, TPM has {}; {} extend{} since the last good checkpoint; {}",
       options_.pcr, to_hex(m.expected), to_hex(m.actual), m.extends_since_good, m.extends_since_good == 1 ? "" : "s",
       marker_note));
+}
+
+Result<Bytes> ExtendStream::read_back() {
+  if (!start_known_) return usage_error("the stream was not opened to read back (StreamOptions::read_back)");
+  TPMSEC_RETURN_IF_ERROR(checkpoint());
+  // The audit session (kept since open() by plain and checkpoint) ends with
+  // this read: no FlushContext follows it.
+  Bytes actual;
+  Status st = with_audit([&](const Auth& audit) -> Status {
+    audit_session_->set_attributes(attr::kAudit);
+    TPMSEC_ASSIGN_OR_RETURN(actual, pcr_read(*tpm_, options_.bank, options_.pcr, std::span<const Auth>(&audit, 1)));
+    return ok_status();
+  });
+  audit_session_.reset();
+  lifecycle_->invalidate();
+  if (!st.ok()) return st.error().with_context("audited read-back");
+  if (actual != expected_) {
+    return integrity_error(fmt::format("PCR {} reads back {}, not the {} the extend{} should have made from the value "
+                                       "read before: something else extended it, or an extend was not applied",
+                                       options_.pcr, to_hex(actual), to_hex(expected_),
+                                       stats_.extends == 1 ? "" : "s"));
+  }
+  return actual;
 }
 
 Status ExtendStream::finish() {
