@@ -95,18 +95,24 @@ TEST(BatchExtend, OneStreamPaysTheSteadyStatePerDigest) {
   struct Case {
     std::vector<std::string> args;
     int max_commands;
+    bool read_back = true;
   };
   // Set-up: 4 GetCapability, null key, session, checkpoint's audited reads, flushes.
+  // plain is counted without --read-back: its read-back is audited, so it
+  // brings a salted session (null key, StartAuthSession) and an opening
+  // audited read into a stream that otherwise has no session at all
+  // (EveryStrategyExtendsEachLineOnce checks plain's read-back value).
   for (const Case& c : {Case{{"--strategy", "resident"}, kDigests + 20},
                         Case{{"--strategy", "checkpoint", "--checkpoint-every", "0"}, kDigests + 20},
                         Case{{"--strategy", "checkpoint", "--checkpoint-every", "50"}, kDigests + 24},
-                        Case{{"--strategy", "plain"}, kDigests + 8}}) {
+                        Case{{"--strategy", "plain"}, kDigests + 8, false}}) {
     SCOPED_TRACE(c.args[1]);
-    std::vector<std::string> args{"pcr", "extend", "16", "-", "--emulate", "slb9670", "--read-back"};
+    std::vector<std::string> args{"pcr", "extend", "16", "-", "--emulate", "slb9670"};
+    if (c.read_back) args.push_back("--read-back");
     args.insert(args.end(), c.args.begin(), c.args.end());
     auto r = run_tpmsec(args, {}, &input);
     ASSERT_EQ(r.exit_code, 0) << describe(r);
-    EXPECT_EQ(r.out, chained(1, kDigests) + "\n");
+    EXPECT_EQ(r.out, c.read_back ? chained(1, kDigests) + "\n" : "");
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.err, m, std::regex("emulated slb9670: ([0-9]+) TPM commands"))) << r.err;
     int commands = std::stoi(m[1]);

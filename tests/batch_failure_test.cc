@@ -8,8 +8,10 @@
 // straight from swtpm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -229,6 +231,109 @@ TEST_F(BatchFailure, AFailedLastExtendLeavesNoHandle) {
       EXPECT_EQ(pcr(), chained(executed ? kDigests : kDigests - 1)) << describe(r);
       expect_no_handles("a failed last extend");
     }
+  }
+}
+
+}  // namespace
+}  // namespace tpmsec::testing
+
+namespace tpmsec::testing {
+namespace {
+
+// The audit: the interposer withholds the second PCR_Extend (answering an
+// error), keeps its session alive (every FlushContext of it is answered
+// success and not sent), and renames the next new session on the bus, the
+// audit session tpmsec starts to learn whether the extend landed, to the
+// withheld session's handle (no HMAC covers a session handle), translating
+// that name back on the way to the TPM. If tpmsec took the name as proof
+// that the old session is gone, it would retry, and the withheld command,
+// replayed later, would land the digest a second time.
+struct RenamedAuditSession {
+  size_t extends = 0;
+  std::optional<Bytes> withheld;
+  uint32_t victim = 0;   // the withheld command's session
+  uint32_t renamed = 0;  // the real handle of the session renamed to `victim`
+  int flushes_dropped = 0;
+};
+
+Reply rename_audit_session(RenamedAuditSession& a, const ProxiedCommand& c, Upstream& tpm) {
+  if (c.code == cmd::PcrExtend::kInfo.code && a.extends++ == 1) {
+    auto f = parse_command(c.bytes);
+    if (!f.ok() || f->sessions.empty()) return Reply::close();
+    a.withheld = c.bytes;
+    a.victim = f->sessions[0].handle;
+    ResponseFrame error;
+    error.code = rc::kFailure;
+    return Reply::answer(build_response(error));
+  }
+  if (!a.withheld) return pass(c, tpm);
+  if (c.code == cmd::FlushContext::kInfo.code && c.bytes.size() == 14 && load_be32(c.bytes.data() + 10) == a.victim) {
+    ++a.flushes_dropped;
+    ResponseFrame ok;
+    ok.code = rc::kSuccess;
+    return Reply::answer(build_response(ok));
+  }
+  if (c.code == cmd::StartAuthSession::kInfo.code && a.renamed == 0) {
+    Reply r = pass(c, tpm);
+    if (!r.response) return r;
+    auto f = parse_response(*r.response, c.code);
+    if (!f.ok() || f->code != rc::kSuccess || f->handles.size() != 1) return r;
+    a.renamed = f->handles[0];
+    f->handles[0] = a.victim;
+    r.response = build_response(*f);
+    return r;
+  }
+  if (a.renamed == 0) return pass(c, tpm);
+  // The renamed session's commands reach the TPM under its real handle.
+  auto f = parse_command(c.bytes);
+  if (!f.ok()) return pass(c, tpm);
+  bool changed = false;
+  for (SessionEntry& s : f->sessions) {
+    if (s.handle == a.victim) {
+      s.handle = a.renamed;
+      changed = true;
+    }
+  }
+  if (!changed) return pass(c, tpm);
+  ProxiedCommand rewritten = c;
+  rewritten.bytes = build_command(*f);
+  return pass(rewritten, tpm);
+}
+
+TEST_F(BatchFailure, ARenamedAuditSessionNeverAppliesADigestTwice) {
+  std::vector<std::string> prefixes;  // the PCR after digests 1..k, k = 0..kDigests
+  for (int k = 0; k <= kDigests; ++k) prefixes.push_back(chained(k));
+  for (const std::string& strategy : kPreventing) {
+    SCOPED_TRACE(strategy.empty() ? "policy default" : strategy);
+    ASSERT_NO_FATAL_FAILURE(reset_pcr());
+    auto attack = std::make_shared<RenamedAuditSession>();
+    proxy_->set_rule(
+        [attack](const ProxiedCommand& c, Upstream& tpm) { return rename_audit_session(*attack, c, tpm); });
+    auto args = strategy_args(strategy);
+    args.push_back("--recover");
+    auto r = batch(args);
+    proxy_->set_rule(nullptr);
+    ASSERT_TRUE(attack->withheld.has_value()) << describe(r);
+    EXPECT_NE(attack->renamed, 0u) << "the attack renamed no session; " << describe(r);
+    // The interposer replays the withheld command, straight to the TPM.
+    {
+      Direct d(swtpm_->spec());
+      ASSERT_TRUE(d.ok());
+      (void)d.tpm().transport().transmit(*attack->withheld);
+    }
+    const std::string after = pcr();
+    auto k = std::find(prefixes.begin(), prefixes.end(), after);
+    EXPECT_NE(k, prefixes.end()) << "PCR 16 holds " << after << ": not digests 1..k once each; " << describe(r);
+    if (r.exit_code == 0) {
+      EXPECT_EQ(after, chained(kDigests)) << describe(r);
+    } else {
+      EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 3) << describe(r);
+      EXPECT_NE(r.err.find("still in the TPM"), std::string::npos) << describe(r);
+    }
+    // The withheld command's session may be left alive by the interposer: flush whatever is left.
+    Direct d(swtpm_->spec());
+    ASSERT_TRUE(d.ok());
+    for (uint32_t h : list_handles(d.tpm())) (void)d.tpm().run(cmd::FlushContext{h});
   }
 }
 

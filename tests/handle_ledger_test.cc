@@ -102,6 +102,28 @@ TEST(HandleLedgerRules, StraysAreTrackedHandlesNeitherOwnedNorForeign) {
   EXPECT_EQ(ledger.strays(listed), (std::vector<uint32_t>{0x80000001, 0x02000004}));
 }
 
+// A failed command can only have left a handle of the kind it creates: the
+// sweep it asks for covers that kind alone (a foreign handle of the other
+// kind, hidden from the unauthenticated baseline, is never at stake).
+TEST(HandleLedgerRules, ASweepCoversOnlyTheKindThatMayHaveLeftAStray) {
+  HandleLedger ledger;
+  EXPECT_FALSE(ledger.sweep_pending());
+  ledger.need_sweep(ht::kHmacSession);
+  EXPECT_TRUE(ledger.sweep_pending());
+  EXPECT_TRUE(ledger.sweep_pending(ht::kHmacSession));
+  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));  // saved sessions are listed as 0x03
+  EXPECT_FALSE(ledger.sweep_pending(ht::kTransient));
+  ledger.swept();
+  EXPECT_FALSE(ledger.sweep_pending());
+  ledger.need_sweep(ht::kTransient);
+  EXPECT_TRUE(ledger.sweep_pending(ht::kTransient));
+  EXPECT_FALSE(ledger.sweep_pending(ht::kHmacSession));
+  ledger.need_sweep(0x81);  // a persistent handle is never swept
+  EXPECT_FALSE(ledger.sweep_pending(0x81));
+  ledger.need_sweep(ht::kPolicySession);
+  EXPECT_TRUE(ledger.sweep_pending(ht::kHmacSession));
+}
+
 // ---------------------------------------------------------------------------
 // Against the real TPM, with an attacker between tpmsec and it.
 

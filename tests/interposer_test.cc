@@ -996,6 +996,74 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
   }
 }
 
+// The baseline listing is not authenticated: an interposer hides another
+// client's handle from it, then makes a creating command's outcome unknown
+// (the TPM ran it; its response is cut in half), so that the sweep that
+// follows sees the hidden handle as a stray. A failed command can only have
+// left a handle of the kind it creates, and the sweep flushes only that
+// kind: the hidden object survives a lost StartAuthSession, the hidden
+// session a lost null-key load, and the client's own stray is still flushed.
+TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
+  struct Case {
+    const char* what;
+    bool hide_session;  // else the foreign object
+  };
+  for (const Case& k : {Case{"object hidden, StartAuthSession lost", false},
+                        Case{"session hidden, the null key's load lost", true}}) {
+    SCOPED_TRACE(k.what);
+    Foreign foreign;
+    {
+      Direct d(swtpm_->spec());
+      ASSERT_TRUE(d.ok());
+      foreign = load_foreign(d.tpm());
+    }
+    ASSERT_NE(foreign.object, 0u);
+    ASSERT_NE(foreign.session, 0u);
+    const uint32_t hidden = k.hide_session ? foreign.session : foreign.object;
+    auto lost = std::make_shared<bool>(false);
+    auto hid = std::make_shared<int>(0);
+    proxy_->set_rule([&k, hidden, lost, hid](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+      Reply r = pass(c, tpm);
+      if (!r.response) return r;
+      const bool creates_the_kind =
+          k.hide_session ? (c.code == cmd::CreatePrimary::kInfo.code || c.code == cmd::ContextLoad::kInfo.code)
+                         : c.code == cmd::StartAuthSession::kInfo.code;
+      if (creates_the_kind && !*lost) {
+        *lost = true;
+        Bytes half(r.response->begin(), r.response->begin() + std::max<size_t>(10, r.response->size() / 2));
+        store_be32(half.data() + 2, static_cast<uint32_t>(half.size()));
+        return Reply::answer(std::move(half));
+      }
+      if (c.code != cmd::GetCapability::kInfo.code || *lost) return r;
+      // Before the loss: every listing leaves the hidden handle out.
+      auto f = parse_response(*r.response, c.code);
+      if (!f.ok() || f->code != rc::kSuccess || f->parameters.size() < 9 ||
+          load_be32(f->parameters.data() + 1) != cap::kHandles) {
+        return r;
+      }
+      Bytes& p = f->parameters;
+      for (size_t i = 9; i + 4 <= p.size(); i += 4) {
+        if (load_be32(p.data() + i) != hidden) continue;
+        p.erase(p.begin() + static_cast<std::ptrdiff_t>(i), p.begin() + static_cast<std::ptrdiff_t>(i) + 4);
+        store_be32(p.data() + 5, load_be32(p.data() + 5) - 1);
+        ++*hid;
+        r.response = build_response(*f);
+        break;
+      }
+      return r;
+    });
+    auto r = through_proxy(extend_args("per-command", {"--null-name", genuine_name_hex()}));
+    EXPECT_TRUE(*lost) << describe(r);
+    EXPECT_GE(*hid, 1) << "the baseline was not listed; " << describe(r);
+    std::vector<uint32_t> left = handles();
+    EXPECT_EQ(std::set<uint32_t>(left.begin(), left.end()), (std::set<uint32_t>{foreign.object, foreign.session}))
+        << "the foreign handles are " << hex_handles({foreign.object, foreign.session}) << ", left loaded: "
+        << hex_handles(left) << "; " << describe(r);
+    Direct d(swtpm_->spec());
+    for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
+  }
+}
+
 // A provisioned bind secret (tpmsec provision) in place of a salt key: the
 // session key depends on an authValue the bus never carried in the clear.
 class BindSecretTest : public InterposerTest {
@@ -1370,6 +1438,109 @@ TEST_F(InterposerTest, ProvisionRefusesTofu) {
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d.tpm().run(cmd::NvReadPublic{NamedHandle::of(kDefaultBindIndex)}).ok());
   EXPECT_FALSE(d.tpm().run(cmd::ReadPublic{NamedHandle::of(kDefaultSaltKeyHandle)}).ok());
+}
+
+// ---- i. --read-back ----
+
+// `pcr extend --read-back` reads the PCR through an audit session and
+// compares it with the value read (audited) before the extend, extended by
+// the digest: what it prints is what the TPM holds, and the value it
+// should. The rule acts on the last PCR_Read of a run (the read-back),
+// counted in a genuine run first.
+class ReadBack : public InterposerTest {
+ protected:
+  const std::vector<std::string> kStrategies{"", "per-command", "resident", "plain", "checkpoint"};
+  std::vector<std::string> args(const std::string& strategy) {
+    auto a = extend_args(strategy, {"--null-name", genuine_name_hex()});
+    a.push_back("--read-back");
+    return a;
+  }
+  // PCR_Reads in a genuine run of `strategy` (which must succeed).
+  size_t reads_in(const std::string& strategy) {
+    auto reads = std::make_shared<size_t>(0);
+    proxy_->set_rule([reads](const ProxiedCommand& c, Upstream& tpm) {
+      if (c.code == cmd::PcrRead::kInfo.code) ++*reads;
+      return pass(c, tpm);
+    });
+    auto r = through_proxy(args(strategy));
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    proxy_->set_rule(nullptr);
+    return *reads;
+  }
+  // `act` runs on the last PCR_Read of a run that has `reads` of them.
+  void on_read_back(size_t reads, std::function<Reply(const ProxiedCommand&, Upstream&)> act) {
+    auto seen = std::make_shared<size_t>(0);
+    proxy_->set_rule([=](const ProxiedCommand& c, Upstream& tpm) {
+      if (c.code == cmd::PcrRead::kInfo.code && ++*seen == reads) return act(c, tpm);
+      return pass(c, tpm);
+    });
+  }
+};
+
+TEST_F(ReadBack, PrintsTheVerifiedValue) {
+  for (const std::string& strategy : kStrategies) {
+    SCOPED_TRACE(strategy.empty() ? "default policy" : strategy);
+    std::string before = pcr();
+    auto r = through_proxy(args(strategy));
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
+    EXPECT_EQ(r.out, pcr() + "\n") << describe(r);
+    expect_no_handles("a read-back");
+  }
+}
+
+// The read-back's response rewritten on the bus: its audit HMAC fails.
+TEST_F(ReadBack, ARewrittenReadBackIsAnIntegrityFailure) {
+  for (const std::string& strategy : kStrategies) {
+    SCOPED_TRACE(strategy.empty() ? "default policy" : strategy);
+    const size_t reads = reads_in(strategy);
+    ASSERT_GE(reads, 2u) << "the read-back and the read before the extend";
+    std::string before = pcr();
+    const std::string forged_value = to_hex(digest_of("the value the interposer wants shown"));
+    auto rewritten = std::make_shared<bool>(false);
+    on_read_back(reads, [=](const ProxiedCommand& c, Upstream& tpm) {
+      Reply reply = pass(c, tpm);
+      if (!reply.response) return reply;
+      auto f = parse_response(*reply.response, c.code);
+      if (!f.ok() || f->code != rc::kSuccess || f->parameters.size() < 32) return reply;
+      Bytes value = *from_hex(forged_value);
+      std::copy(value.begin(), value.end(), f->parameters.end() - 32);
+      reply.response = build_response(*f);
+      *rewritten = true;
+      return reply;
+    });
+    auto r = through_proxy(args(strategy));
+    EXPECT_TRUE(*rewritten);
+    EXPECT_EQ(r.exit_code, 3) << describe(r);
+    EXPECT_EQ(r.out.find(forged_value), std::string::npos) << describe(r);
+    EXPECT_EQ(pcr(), extended_hex(before, client_digest()));
+    expect_no_handles("a rewritten read-back");
+  }
+}
+
+// Another client extends the PCR just before the read-back: the TPM's value
+// is genuinely not the one the extend made, and the read-back says so.
+TEST_F(ReadBack, AnExtendInBetweenIsAMismatch) {
+  const Bytes foreign = digest_of("another client's extend");
+  for (const std::string& strategy : kStrategies) {
+    SCOPED_TRACE(strategy.empty() ? "default policy" : strategy);
+    const size_t reads = reads_in(strategy);
+    std::string before = pcr();
+    on_read_back(reads, [=](const ProxiedCommand& c, Upstream& tpm) {
+      auto injected = tpm.transmit(extend_command(kPcr, foreign));
+      if (!injected.ok() || response_code_of(*injected) != rc::kSuccess) return Reply::close();
+      return pass(c, tpm);
+    });
+    auto r = through_proxy(args(strategy));
+    const std::string expected = extended_hex(before, client_digest());
+    const std::string actual = extended_hex(expected, foreign);
+    EXPECT_EQ(pcr(), actual);
+    EXPECT_EQ(r.exit_code, 3) << describe(r);
+    EXPECT_NE(r.err.find(fmt::format("PCR 16 reads back {}, not the {}", actual, expected)), std::string::npos)
+        << describe(r);
+    EXPECT_TRUE(r.out.empty()) << describe(r);
+    expect_no_handles("a read-back after a foreign extend");
+  }
 }
 
 }  // namespace

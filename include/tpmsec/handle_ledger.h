@@ -15,8 +15,11 @@
 // When a creating command's outcome is unknown (lost, unparseable,
 // unauthenticated, or an error code that may be forged after the TPM ran it),
 // or a flush of an owned handle did not clearly succeed, a sweep is pending:
-// the handles the TPM lists that are neither owned nor foreign are strays
-// and are flushed. This assumes the TPM's handles are shared with nobody who
+// the handles of that kind (transient objects, or sessions) the TPM lists
+// that are neither owned nor foreign are strays and are flushed. A command
+// can only have left a handle of the kind it creates, so the sweep lists
+// and flushes that kind only (a session's ContextLoad creates nothing).
+// This assumes the TPM's handles are shared with nobody who
 // creates new ones while this Tpm lives (true for the embedded TPM, for
 // swtpm, which serves one connection at a time, and for /dev/tpm0, which
 // admits one opener; the kernel's own commands run under the chip lock and it
@@ -33,9 +36,12 @@
 // that is neither owned nor foreign (an unused number) is adopted; it turns
 // out when the handle is used or flushed (TPM_RC_HANDLE: the flush then
 // sweeps, finding the real one). The baseline and the listings of a sweep
-// are not authenticated either: a forged listing can only make tpmsec flush
-// handles outside baseline and owned (nobody's, by the assumption above),
-// or make it leave some behind. An interposer can always cause leaks by
+// are not authenticated either (the baseline comes before any session that
+// could authenticate it): an interposer that hides another client's handle
+// from the baseline makes it a stray, flushed by a sweep of its kind. Kept
+// to the failed command's kind, a sweep never flushes a hidden handle of the
+// other kind; one of the same kind is indistinguishable from tpmsec's own
+// stray through any listing (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
 // dropping commands (a FlushContext answered with a forged success without
 // reaching the TPM leaves its handle behind unnoticed, until a later sweep
 // finds it), and can flush anything itself; what it cannot do is make tpmsec
@@ -82,15 +88,23 @@ class HandleLedger {
   // Of `listed`, the tracked handles neither owned nor foreign.
   std::vector<uint32_t> strays(std::span<const uint32_t> listed) const;
 
-  bool sweep_pending() const { return sweep_pending_; }
-  void need_sweep() { sweep_pending_ = true; }
-  void swept() { sweep_pending_ = false; }
+  // A creating command for a handle of `type` (ht::kTransient or a session
+  // type) may have left one nobody received, or a flush of such a handle did
+  // not clearly succeed: the next sweep lists and flushes strays of that kind
+  // (transient objects, or sessions), and only of the kinds so named.
+  void need_sweep(uint8_t type);
+  bool sweep_pending() const { return pending_ != 0; }
+  // Whether the pending sweep covers handles of `type`'s kind.
+  bool sweep_pending(uint8_t type) const { return (pending_ & kind_bit(type)) != 0; }
+  void swept() { pending_ = 0; }
 
  private:
+  static uint8_t kind_bit(uint8_t type);
+
   std::set<uint32_t> owned_;
   std::set<uint32_t> foreign_;
   bool has_baseline_ = false;
-  bool sweep_pending_ = false;
+  uint8_t pending_ = 0;  // kind_bit()s of the kinds a sweep must cover
 };
 
 }  // namespace tpmsec

@@ -22,6 +22,13 @@
 // failed attempt's session is gone (flushing it again while it is listed),
 // and does not retry when it cannot: once a session is gone no command for
 // it can ever run (a new session under the same handle has another key).
+// Only that listing proves it, never a handle (no HMAC covers one: an
+// interposer can rename the audit session to the failed one's handle). The
+// audit session is started before the failed session is flushed, and one
+// whose answer names that handle anyway is replaced by a second started
+// while it holds the handle (ExtendStream::start_audit_apart_from), so a
+// session listed under the handle is always the failed one
+// (tests/batch_failure_test.cc, ARenamedAuditSessionNeverAppliesADigestTwice).
 // No extend is applied twice (tests/strategy_fault_test.cc,
 // AWithheldExtendIsNeverAppliedTwice). When extend() returns an error, each
 // command it sent for the digest has run or can never run, except in one
@@ -114,6 +121,11 @@ struct StreamOptions {
   // succeeded before it is known to have landed (its response HMAC says so).
   // checkpoint always reads (it needs the starting value), plain never does.
   bool recover = true;
+  // `pcr extend --read-back`: the stream reads the PCR through an audit
+  // session at open() whatever the other options say (plain too, through a
+  // session of its own), so that read_back() can compare the value it reads
+  // at the end with the one the extends should have made.
+  bool read_back = false;
   ProtectionConfig protection;
 };
 
@@ -163,6 +175,11 @@ class ExtendStream {
   Status checkpoint();
   // Ends the stream: a final checkpoint (checkpoint strategy), sessions flushed.
   Status finish();
+  // StreamOptions::read_back, in place of finish() (which it does): an
+  // audited read of the PCR, which must equal expected() (the authenticated
+  // opening value extended by every digest the stream applied); a different
+  // value is kIntegrity, naming both.
+  Result<Bytes> read_back();
 
   StrategyKind kind() const { return kind_; }
   const StreamStats& stats() const { return stats_; }
@@ -181,9 +198,15 @@ class ExtendStream {
   Result<Bytes> audited_read();
   // The same, through the session the first extend will use.
   Result<Bytes> read_with_first_session();
-  // Proves through audited listings that `session` (a failed attempt's) is
-  // no longer in the TPM, flushing it again while it is.
+  // Flushes `session` (a failed attempt's, which extend_once() left to it)
+  // and proves through audited listings that it is no longer in the TPM,
+  // flushing it again while it is.
   Status retire(uint32_t session);
+  // Makes audit_session_ a session whose handle, as named, is not in `slot`
+  // (starting one before the session in `slot` is flushed).
+  Status start_audit_apart_from(uint32_t slot);
+  // Whether an audited listing shows a session in `slot`.
+  Result<bool> slot_listed(uint32_t slot);
   // Did `digest` land on top of expected_? Fails closed if the PCR is neither.
   Result<bool> landed(ByteView digest);
   // A session-start failure: accept a reset when allowed, else propagate.

@@ -62,7 +62,7 @@ class Tpm {
     static_assert(handles.size() == C::kInfo.handle_count, "handles() disagrees with kInfo");
     if constexpr (C::kInfo.creates_handle) TPMSEC_RETURN_IF_ERROR(before_creating());
     auto executed = execute(C::kInfo, handles, *params.finish(), auths);
-    if (!executed.ok()) return after_failure(C::kInfo, executed.error());
+    if (!executed.ok()) return after_failure(C::kInfo, created_by(command), executed.error());
     RawResponse raw = std::move(*executed);
     typename C::Response response;
     auto response_handles = response.handles();
@@ -73,11 +73,12 @@ class Tpm {
     unmarshal_all(r, response.params());
     r.expect_end(C::kInfo.name);
     if (!r.ok()) {
-      return after_failure(C::kInfo, r.status().error().with_context(std::string(C::kInfo.name) + " response"));
+      return after_failure(C::kInfo, created_by(command),
+                           r.status().error().with_context(std::string(C::kInfo.name) + " response"));
     }
     if constexpr (C::kInfo.creates_handle) {
       Status adopted = ledger_.adopt(C::kInfo.name, command.created(), raw.handles[0]);
-      if (!adopted.ok()) return after_failure(C::kInfo, adopted.error());
+      if (!adopted.ok()) return after_failure(C::kInfo, command.created(), adopted.error());
     }
     if constexpr (std::is_same_v<C, cmd::FlushContext>) ledger_.forget(command.flush_handle);
     return response;
@@ -100,7 +101,12 @@ class Tpm {
   Status flush(uint32_t handle);
   // The TPM ended the handle itself, as an authenticated response said (a
   // session used without continueSession): ownership ends, nothing is sent.
+  // Also for a handle the caller flushes itself later, with flush_forgotten().
   void forget(uint32_t handle) { ledger_.forget(handle); }
+  // FlushContext of a handle this Tpm owned and forget() let go of before it
+  // was flushed; as flush(), a sweep of its kind follows when the flush does
+  // not clearly succeed, and TPM_RC_HANDLE/VALUE counts as flushed.
+  Status flush_forgotten(uint32_t handle);
   // Flushes the strays when a sweep is pending (see handle_ledger.h); a no-op
   // otherwise. Failed creations and flushes run it themselves; call it to
   // retry one that could not complete (the TPM was unreachable).
@@ -116,9 +122,17 @@ class Tpm {
   // (unless in_process() or private_handles()).
   Status before_creating();
   // A failure of `info`: unless it was refused before sending (kUsage), a
-  // creating command may have left a handle nobody owns, so it sweeps.
-  // Returns `error`.
-  Error after_failure(const CommandInfo& info, Error error);
+  // creating command may have left a handle of created.type nobody owns, so
+  // it sweeps strays of that kind. Returns `error`.
+  Error after_failure(const CommandInfo& info, const CreatedHandle& created, Error error);
+  template <class C>
+  static CreatedHandle created_by(const C& command) {
+    if constexpr (C::kInfo.creates_handle) {
+      return command.created();
+    } else {
+      return {};
+    }
+  }
   Result<RawResponse> execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                    const Bytes& parameters, std::span<const Auth> auths);
 

@@ -177,7 +177,9 @@ void register_pcr(CLI::App& app, Action* action) {
                 "batch costs Linux's one-shot sequence plus one command per further digest, and such a failure "
                 "stops it, naming the line");
   extend->progress.add_to(ext);
-  ext->add_flag("--read-back", extend->read_back, "Read the PCR afterwards and print its new value");
+  ext->add_flag("--read-back", extend->read_back,
+                "Read the PCR afterwards through an audit session, check it is the value read (audited) before "
+                "extended by the digest(s) given, and print it (a mismatch is exit 3)");
   ext->add_flag("--force-pcr", extend->force_pcr,
                 "Allow PCRs 0-15 of a device: TPM (they cannot be reset: what a verifier sees stays changed)");
   ext->callback([extend, action] {
@@ -217,6 +219,7 @@ void register_pcr(CLI::App& app, Action* action) {
       // A batch reads the PCR first only when asked (--recover); without it
       // a failure whose outcome is unknown stops the batch (strategy.h).
       options.recover = !batch || extend->recover;
+      options.read_back = extend->read_back;
       TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.transport(), t.open.info(), SymDef::aes128_cfb()));
       if (t.open.cache) {
         options.protection.kept_null_key = t.open.cache->null_key(
@@ -247,9 +250,18 @@ void register_pcr(CLI::App& app, Action* action) {
       // session first, so it can verify the result and a failed extend is
       // never retried blindly; the others do not retry one (strategy.h).
       TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(t.open.tpm(), kind, options, &t.open.info()));
+      // --read-back ends the stream with an audited read, compared with the
+      // value read (audited) at open() extended by each digest: exit 3 on a
+      // mismatch.
+      std::optional<Bytes> read_back;
+      auto finish = [&]() -> Status {
+        if (!extend->read_back) return stream->finish();
+        TPMSEC_ASSIGN_OR_RETURN(read_back, stream->read_back());
+        return ok_status();
+      };
       if (!batch) {
         TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
-        TPMSEC_RETURN_IF_ERROR(stream->finish());
+        TPMSEC_RETURN_IF_ERROR(finish());
         t.open.keep(stream->factory());
       } else {
         // One stream for every line: the session (and the null key) are set
@@ -293,7 +305,7 @@ void register_pcr(CLI::App& app, Action* action) {
           pending = std::move(following);
         }
         bar.finish();
-        TPMSEC_RETURN_IF_ERROR(stream->finish());
+        TPMSEC_RETURN_IF_ERROR(finish());
         t.open.keep(stream->factory());
         const bool interrupted = stop.flag()->load();
         std::string cost;
@@ -309,10 +321,7 @@ void register_pcr(CLI::App& app, Action* action) {
         }
         if (interrupted) return runtime_error("interrupted");
       }
-      if (extend->read_back) {
-        TPMSEC_ASSIGN_OR_RETURN(Bytes value, pcr_read(t.open.tpm(), t.bank, t.index));
-        fmt::print("{}\n", to_hex(value));
-      }
+      if (read_back) fmt::print("{}\n", to_hex(*read_back));
       return ok_status();
     };
   });

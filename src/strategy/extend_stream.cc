@@ -20,8 +20,8 @@ constexpr int kMaxFlushes = 3;
 Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
                                                          const TpmInfo* info) {
   std::unique_ptr<ExtendStream> s(new ExtendStream(tpm, kind, options));
-  if (kind != StrategyKind::kPlain) {
-    // Checkpoints and landed-checks read the PCR through salted audit sessions.
+  if (kind != StrategyKind::kPlain || options.read_back) {
+    // Checkpoints, landed-checks and read-backs read the PCR through salted audit sessions.
     TPMSEC_ASSIGN_OR_RETURN(s->factory_, SessionFactory::create(tpm, options.protection, info));
   }
   const bool preventing = prevents(kind);
@@ -29,13 +29,13 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
                                                         s->factory_.get()));
   // Without the starting value a failure whose outcome is unknown is not
   // retried (strategy.h: StreamOptions::recover).
-  if (preventing && (options.one_shot || !options.recover)) return s;
+  if (preventing && (options.one_shot || !options.recover) && !options.read_back) return s;
   if (preventing && options.read_with_first_session) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->read_with_first_session());
-  } else if (kind != StrategyKind::kPlain) {
+  } else if (s->factory_) {
     TPMSEC_ASSIGN_OR_RETURN(s->expected_, s->audited_read());
   }
-  s->start_known_ = kind != StrategyKind::kPlain;
+  s->start_known_ = s->factory_ != nullptr;
   return s;
 }
 
@@ -82,8 +82,10 @@ Status ExtendStream::with_audit(const std::function<Status(const Auth&)>& use) {
 
 void ExtendStream::release_audit() {
   // checkpoint keeps its audit session loaded between checkpoints (one TPM
-  // command per checkpoint); the others start one for the rare read.
-  if (kind_ != StrategyKind::kCheckpoint && !hold_audit_) audit_session_.reset();
+  // command per checkpoint), plain with read_back from its opening read to
+  // the read-back; the others start one for the rare read.
+  const bool keep = kind_ == StrategyKind::kCheckpoint || (kind_ == StrategyKind::kPlain && options_.read_back);
+  if (!keep && !hold_audit_) audit_session_.reset();
 }
 
 Result<Bytes> ExtendStream::audited_read() {
@@ -97,29 +99,76 @@ Result<Bytes> ExtendStream::audited_read() {
   return value;
 }
 
+Status ExtendStream::start_audit_apart_from(uint32_t slot) {
+  if (audit_session_ && audit_session_->usable() && HandleLedger::slot(audit_session_->handle()) != slot) {
+    return ok_status();
+  }
+  audit_session_.reset();
+  TPMSEC_ASSIGN_OR_RETURN(audit_session_, factory_->start(attr::kAudit | attr::kContinueSession));
+  if (HandleLedger::slot(audit_session_->handle()) != slot) return ok_status();
+  // Its response names the failed session's slot. Either the TPM had ended
+  // that session (the extend ran without continueSession) and gave the slot
+  // out again, or an interposer renamed the handle: a response handle proves
+  // nothing, so a second session is started while this one holds the slot
+  // (the TPM cannot give it out twice, and the ledger refuses the name), and
+  // this one is flushed under the name it was given, which ends whatever
+  // holds the slot: this session, or the failed one.
+  auto other = factory_->start(attr::kAudit | attr::kContinueSession);
+  audit_session_.reset();
+  if (!other.ok()) return other.error();
+  audit_session_ = std::move(*other);
+  return ok_status();
+}
+
+Result<bool> ExtendStream::slot_listed(uint32_t slot) {
+  for (int attempt = 0;; ++attempt) {
+    TPMSEC_RETURN_IF_ERROR(start_audit_apart_from(slot));
+    Auth audit{audit_session_.get(), {}};
+    bool listed = false;
+    Status st = ok_status();
+    for (uint32_t first : {ht::kFirstLoadedSession, kFirstSavedSession}) {
+      auto handles = tpm_->list_handles(first, std::span<const Auth>(&audit, 1));
+      if (!handles.ok()) {
+        st = handles.error();
+        break;
+      }
+      for (uint32_t h : *handles) listed = listed || HandleLedger::slot(h) == slot;
+    }
+    if (st.ok()) return listed;
+    audit_session_.reset();
+    // The audit session may have been flushed or evicted: one rebuild.
+    if (st.error().kind() == ErrorKind::kIntegrity || attempt == 1) return st.error();
+  }
+}
+
 Status ExtendStream::retire(uint32_t session) {
   uint8_t type = static_cast<uint8_t>(session >> 24);
   if (type != ht::kHmacSession && type != ht::kPolicySession) return ok_status();  // password: nothing to retire
   const uint32_t slot = HandleLedger::slot(session);
+  // The audit session is started before the failed one is flushed, so the
+  // TPM cannot hand it the failed session's handle; one that is named so
+  // anyway is not used (start_audit_apart_from).
+  Status started = start_audit_apart_from(slot);
+  (void)tpm_->flush_forgotten(session);
+  if (!started.ok() && started.error().kind() == ErrorKind::kTpm) {
+    // No room for another session while the failed one is loaded (a chip's
+    // few session slots): with it flushed, once more. The TPM may now give
+    // out its handle, and start_audit_apart_from still uses no session named
+    // in it; the listing below is what proves it gone either way.
+    started = start_audit_apart_from(slot);
+  }
+  TPMSEC_RETURN_IF_ERROR(started);
   for (int flushes = 1;; ++flushes) {
-    bool listed = false;
-    TPMSEC_RETURN_IF_ERROR(with_audit([&](const Auth& audit) -> Status {
-      // The audit session itself may have been given the freed handle: then
-      // the old session is gone (this one verified, so its handle is its own).
-      bool reused = HandleLedger::slot(audit.session->handle()) == slot;
-      listed = false;
-      for (uint32_t first : {ht::kFirstLoadedSession, kFirstSavedSession}) {
-        TPMSEC_ASSIGN_OR_RETURN(auto handles, tpm_->list_handles(first, std::span<const Auth>(&audit, 1)));
-        for (uint32_t h : handles) listed = listed || (HandleLedger::slot(h) == slot && !reused);
-      }
-      return ok_status();
-    }));
+    // Only an authenticated listing without the slot proves the session
+    // gone; the listing session's own slot is elsewhere, whatever handle the
+    // TPM really gave it, so a listed slot is the failed session's.
+    TPMSEC_ASSIGN_OR_RETURN(bool listed, slot_listed(slot));
     if (!listed) return ok_status();
     if (flushes == kMaxFlushes) break;
-    // Its FlushContext did not take. The ledger let go of it then; the
-    // authenticated listing says it is still there and it was ours.
+    // Its FlushContext did not take; the authenticated listing says it is
+    // still there, and it was ours.
     ++stats_.reflushes;
-    (void)tpm_->run(cmd::FlushContext{session});
+    (void)tpm_->flush_forgotten(session);
   }
   return integrity_error(fmt::format(
       "session 0x{:08x} is still in the TPM after {} FlushContext: an interposer may be holding back a command "
@@ -169,7 +218,13 @@ Status ExtendStream::extend_once(ByteView digest, Last last, uint32_t* session_h
   }
   Status st = pcr_extend(*tpm_, options_.bank, options_.pcr, digest, Auth{session, {}});
   if (st.ok()) return lifecycle_->release();
-  lifecycle_->invalidate();  // flushes the session
+  if (HmacSession* hmac = lifecycle_->current(); hmac && hmac->handle() == *session_handle) {
+    // Not flushed here: retire() flushes it once its audit session is
+    // started, so that the TPM cannot give that session this one's handle.
+    hmac->abandon();
+    tpm_->forget(*session_handle);
+  }
+  lifecycle_->invalidate();
   return st;
 }
 
@@ -206,6 +261,7 @@ Status ExtendStream::extend(ByteView digest, Last last) {
     if (st.ok()) break;
     const Error& e = st.error();
     if (kind_ == StrategyKind::kPlain || e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kUnsupported) {
+      if (session >> 24 == ht::kHmacSession) (void)tpm_->flush_forgotten(session);
       return st;
     }
     if (!start_known_) {
@@ -270,6 +326,29 @@ Status ExtendStream::checkpoint() {
       "checkpoint mismatch on PCR {}: expected {}, TPM has {}; {} extend{} since the last good checkpoint; {}",
       options_.pcr, to_hex(m.expected), to_hex(m.actual), m.extends_since_good, m.extends_since_good == 1 ? "" : "s",
       marker_note));
+}
+
+Result<Bytes> ExtendStream::read_back() {
+  if (!start_known_) return usage_error("the stream was not opened to read back (StreamOptions::read_back)");
+  TPMSEC_RETURN_IF_ERROR(checkpoint());
+  // The audit session (kept since open() by plain and checkpoint) ends with
+  // this read: no FlushContext follows it.
+  Bytes actual;
+  Status st = with_audit([&](const Auth& audit) -> Status {
+    audit_session_->set_attributes(attr::kAudit);
+    TPMSEC_ASSIGN_OR_RETURN(actual, pcr_read(*tpm_, options_.bank, options_.pcr, std::span<const Auth>(&audit, 1)));
+    return ok_status();
+  });
+  audit_session_.reset();
+  lifecycle_->invalidate();
+  if (!st.ok()) return st.error().with_context("audited read-back");
+  if (actual != expected_) {
+    return integrity_error(fmt::format("PCR {} reads back {}, not the {} the extend{} should have made from the value "
+                                       "read before: something else extended it, or an extend was not applied",
+                                       options_.pcr, to_hex(actual), to_hex(expected_),
+                                       stats_.extends == 1 ? "" : "s"));
+  }
+  return actual;
 }
 
 Status ExtendStream::finish() {

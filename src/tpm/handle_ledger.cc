@@ -29,6 +29,13 @@ uint32_t HandleLedger::slot(uint32_t handle) {
   return is_session(handle) ? ht::kFirstHmacSession | (handle & 0x00FFFFFF) : handle;
 }
 
+uint8_t HandleLedger::kind_bit(uint8_t type) {
+  if (type == ht::kTransient) return 1;
+  return type == ht::kHmacSession || type == ht::kPolicySession ? 2 : 0;
+}
+
+void HandleLedger::need_sweep(uint8_t type) { pending_ |= kind_bit(type); }
+
 void HandleLedger::set_baseline(std::span<const uint32_t> present) {
   foreign_.clear();
   for (uint32_t h : present) {

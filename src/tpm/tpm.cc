@@ -47,10 +47,17 @@ bool handle_gone(const Error& e) {
 Status Tpm::flush(uint32_t handle) {
   if (!ledger_.owns(handle)) return ok_status();
   ledger_.forget(handle);
+  return flush_forgotten(handle);
+}
+
+Status Tpm::flush_forgotten(uint32_t handle) {
+  if (ledger_.owns(handle) || ledger_.foreign(handle) || !HandleLedger::tracked(handle)) {
+    return usage_error(fmt::format("0x{:08x} is not a handle this Tpm let go of", handle));
+  }
   auto r = run(cmd::FlushContext{handle});
   if (r.ok()) return ok_status();
   // Not clearly flushed: if it is still there it is a stray now.
-  ledger_.need_sweep();
+  ledger_.need_sweep(static_cast<uint8_t>(handle >> 24));
   (void)sweep();
   if (handle_gone(r.error())) return ok_status();
   return r.error();
@@ -89,6 +96,9 @@ Status Tpm::sweep() {
   }
   Status result = ok_status();
   for (uint32_t first : kListedRanges) {
+    // Only the kinds a failure may have left a stray of: a hidden foreign
+    // handle of another kind is never at stake.
+    if (!ledger_.sweep_pending(static_cast<uint8_t>(first >> 24))) continue;
     auto listed = list_handles(first);
     if (!listed.ok()) return listed.error();
     for (uint32_t h : ledger_.strays(*listed)) {
@@ -116,11 +126,13 @@ Status Tpm::before_creating() {
   return ok_status();
 }
 
-Error Tpm::after_failure(const CommandInfo& info, Error error) {
+Error Tpm::after_failure(const CommandInfo& info, const CreatedHandle& created, Error error) {
   // kUsage: refused before anything was sent. Otherwise the TPM may have
-  // created a handle that nobody received.
-  if (info.creates_handle && error.kind() != ErrorKind::kUsage) {
-    ledger_.need_sweep();
+  // created a handle of created.type that nobody received, except for a
+  // session's ContextLoad, which creates nothing: the session keeps its
+  // handle and stays owned, loaded or saved.
+  if (info.creates_handle && error.kind() != ErrorKind::kUsage && !created.reloads) {
+    ledger_.need_sweep(created.type);
     (void)sweep();
   }
   return error;
