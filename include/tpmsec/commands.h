@@ -478,7 +478,6 @@ inline constexpr CommandName kOtherCommandNames[] = {
     {0x196, "Policy_AC_SendSelect"},
     {0x197, "CertifyX509"},
     {0x198, "ACT_SetTimeout"},
-    {0x198, "LAST"},
     {0x199, "ECC_Encrypt"},
     {0x19A, "ECC_Decrypt"},
     {0x19B, "PolicyCapability"},
