@@ -20,6 +20,7 @@
 #define TPMSEC_LATENCY_MODEL_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -363,6 +364,15 @@ class LatencyTransport final : public Transport {
   int64_t real_ns() const { return real_ns_; }          // total real time it replaced
   // The slot enforcement between this and the wrapped TPM.
   SlotLimitTransport& slots() { return *slots_; }
+  // Real time (`tpmsec emulate --clock real`): from now on each transmit()
+  // returns only once its modelled time has also passed on the host's
+  // steady clock, as the chip would answer; the clock is still adjusted by
+  // modelled - real, so it reads the same as without. `*cut_short` turning
+  // true ends a wait early (a signal stopping a server); nullptr: none.
+  void pace_in_real_time(const std::atomic<bool>* cut_short) {
+    paced_ = true;
+    cut_short_ = cut_short;
+  }
 
  private:
   Transport& inner_;
@@ -370,6 +380,8 @@ class LatencyTransport final : public Transport {
   LatencyModel model_;
   VirtualClock& clock_;
   std::optional<ModelledLatency> last_;
+  bool paced_ = false;
+  const std::atomic<bool>* cut_short_ = nullptr;
   size_t commands_ = 0;
   int64_t modelled_ns_ = 0;
   int64_t real_ns_ = 0;

@@ -31,6 +31,8 @@ inline constexpr uint32_t kTesting = 0x90A;
 inline constexpr uint32_t kRetry = 0x922;
 inline constexpr uint32_t kNvUnavailable = 0x923;
 inline constexpr uint32_t kCommandCode = 0x143;
+inline constexpr uint32_t kCommandSize = 0x142;  // TPM_RC_COMMAND_SIZE
+inline constexpr uint32_t kBadTag = 0x01E;       // TPM_RC_BAD_TAG
 inline constexpr uint32_t kBadContext = 0x150;
 inline constexpr uint32_t kNvDefined = 0x14C;
 }  // namespace rc

@@ -14,17 +14,17 @@ namespace {
 struct Known {
   uint32_t code;
   std::string_view name;
-  uint8_t handles;
+  uint8_t handles;  // the handle area shape_of() parses (0 for the name-only codes)
 };
-// Commands tpmsec does not send but sees from other clients (emulation).
-constexpr Known kOthers[] = {{0x177, "PolicyRestart", 1}};
 
+// The one command table (commands.h): the commands tpmsec defines, then the
+// rest of TPM_CC by name.
 std::optional<Known> find(uint32_t code) {
   for (const CommandInfo& c : cmd::kAllCommands) {
     if (c.code == code) return Known{c.code, c.name, c.handle_count};
   }
-  for (const Known& k : kOthers) {
-    if (k.code == code) return k;
+  for (const cmd::CommandName& c : cmd::kOtherCommandNames) {
+    if (c.code == code) return Known{c.code, c.name, 0};
   }
   return std::nullopt;
 }

@@ -1,0 +1,45 @@
+// The 10-byte header every TPM command and response starts with (TPM 2.0
+// Part 1 §18.2: tag, commandSize/responseSize, commandCode/responseCode),
+// read from bytes that may be incomplete or hostile: nothing is trusted
+// until the tag and the size are checked, and the size is bounded by the
+// caller's limit before a byte of the body is read.
+#ifndef TPMSEC_FRAME_HEADER_H_
+#define TPMSEC_FRAME_HEADER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tpmsec/bytes.h"
+
+namespace tpmsec {
+
+inline constexpr size_t kFrameHeaderBytes = 10;
+
+struct FrameHeader {
+  uint16_t tag = 0;
+  uint32_t size = 0;  // the whole frame, header included
+  uint32_t code = 0;  // command code, or response code
+};
+
+enum class FrameCheck {
+  kIncomplete,  // fewer than 10 bytes
+  kBadTag,      // neither TPM_ST_NO_SESSIONS nor TPM_ST_SESSIONS
+  kBadSize,     // below the header's own 10 bytes, or above max_size
+  kOk,
+};
+
+struct HeaderRead {
+  FrameCheck check = FrameCheck::kIncomplete;
+  FrameHeader header;  // the fields read (tag and size also when refused)
+};
+
+// Reads the header at the start of `bytes` (which may hold more, or less).
+HeaderRead read_frame_header(ByteView bytes, size_t max_size);
+
+// A bare response header carrying `response_code` (TPM_ST_NO_SESSIONS, 10
+// bytes): how a TPM answers a command it refuses.
+Bytes error_frame(uint32_t response_code);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_FRAME_HEADER_H_

@@ -1,0 +1,49 @@
+#include "emulation/server/connection.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace tpmsec::emulation {
+
+Connection::Read Connection::read(size_t n) {
+  const size_t had = in_.size();
+  in_.resize(had + n);
+  ssize_t got;
+  do {
+    got = ::recv(fd_.get(), in_.data() + had, n, 0);
+  } while (got < 0 && errno == EINTR);
+  in_.resize(had + (got > 0 ? static_cast<size_t>(got) : 0));
+  if (got > 0) return Read::kMore;
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Read::kWouldBlock;
+  return Read::kClosed;
+}
+
+bool Connection::send(ByteView answer) {
+  out_.assign(answer.begin(), answer.end());
+  sent_ = 0;
+  return flush();
+}
+
+bool Connection::flush() {
+  while (sent_ < out_.size()) {
+    ssize_t n = ::send(fd_.get(), out_.data() + sent_, out_.size() - sent_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false;
+    sent_ += static_cast<size_t>(n);
+  }
+  out_.clear();
+  sent_ = 0;
+  return true;
+}
+
+void Connection::update_deadline(int64_t now_ns, int64_t timeout_ns) {
+  if (in_.empty() && !sending()) {
+    deadline_.reset();
+  } else if (!deadline_) {
+    deadline_ = now_ns + timeout_ns;
+  }
+}
+
+}  // namespace tpmsec::emulation

@@ -1,0 +1,150 @@
+// swtpm's control channel (swtpm's include/swtpm/tpm_ioctl.h, "commands used
+// by the non-CUSE TPMs"): a big-endian u32 command code and its request
+// fields; the answer is the response fields, starting with a u32 result
+// (TPM 1.2 codes, as swtpm answers).
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "emulation/server/channel.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec::emulation {
+namespace {
+
+constexpr uint32_t kGetCapability = 0x01, kInit = 0x02, kShutdown = 0x03, kGetTpmEstablished = 0x04,
+                   kSetLocality = 0x05, kHashStart = 0x06, kHashData = 0x07, kHashEnd = 0x08, kCancel = 0x09,
+                   kStoreVolatile = 0x0a, kResetTpmEstablished = 0x0b, kStop = 0x0e, kGetConfig = 0x0f,
+                   kSetBufferSize = 0x11;
+constexpr uint32_t kInitDeleteVolatile = 1;
+// PTM_CAP_* of what is implemented here.
+constexpr uint32_t kCaps = 1 /*INIT*/ | 2 /*SHUTDOWN*/ | 4 /*GET_TPMESTABLISHED*/ | 8 /*SET_LOCALITY*/ |
+                           0x20 /*CANCEL_TPM_CMD*/ | 0x40 /*STORE_VOLATILE*/ | 0x80 /*RESET_TPMESTABLISHED*/ |
+                           0x400 /*STOP*/ | 0x800 /*GET_CONFIG*/ | 0x2000 /*SET_BUFFERSIZE*/;
+constexpr uint32_t kResultFail = 0x09;          // TPM_FAIL
+constexpr uint32_t kResultBadParameter = 0x03;  // TPM_BAD_PARAMETER
+constexpr uint32_t kResultBadOrdinal = 0x0a;    // TPM_BAD_ORDINAL
+constexpr size_t kCode = 4;
+constexpr uint32_t kMaxHashData = kMaxCommandBytes;
+
+Bytes result(uint32_t code) { return be32(code); }
+
+// The request fields' size after the code (CMD_HASH_DATA: its length field;
+// the data follow); nullopt for a code not implemented here.
+std::optional<size_t> fields_of(uint32_t code) {
+  switch (code) {
+    case kInit:
+    case kHashData:
+    case kSetBufferSize:
+      return 4;
+    case kSetLocality:
+    case kResetTpmEstablished:
+      return 1;
+    case kGetCapability:
+    case kShutdown:
+    case kGetTpmEstablished:
+    case kHashStart:
+    case kHashEnd:
+    case kCancel:
+    case kStoreVolatile:
+    case kStop:
+    case kGetConfig:
+      return 0;
+    default:
+      return std::nullopt;
+  }
+}
+
+class SwtpmControl final : public Channel {
+ public:
+  Parse parse(ByteView buffered) const override {
+    if (buffered.size() < kCode) return Parse::more(kCode - buffered.size());
+    const uint32_t code = load_be32(buffered.data());
+    auto fields = fields_of(code);
+    if (!fields) {
+      // Its request fields are unknown: the framing is lost.
+      return Parse::refuse(result(kResultBadOrdinal),
+                           fmt::format("control: unknown command 0x{:x}: TPM_BAD_ORDINAL, connection closed", code));
+    }
+    size_t size = kCode + *fields;
+    if (buffered.size() < size) return Parse::more(size - buffered.size());
+    if (code == kHashData) {
+      const uint32_t n = load_be32(buffered.data() + kCode);
+      if (n > kMaxHashData) {
+        return Parse::refuse(result(kResultBadParameter),
+                             fmt::format("control: CMD_HASH_DATA of {} bytes refused: connection closed", n));
+      }
+      size += n;
+      if (buffered.size() < size) return Parse::more(size - buffered.size());
+    }
+    return Parse::request();
+  }
+
+  Parse truncated(ByteView buffered) const override {
+    if (buffered.size() < kCode) return Parse::refuse({}, "");
+    return Parse::refuse(result(kResultBadParameter), "control channel: truncated request: error answer, connection closed");
+  }
+
+  Served serve(ByteView request, ChipPort& chip) const override {
+    const uint32_t code = load_be32(request.data());
+    const uint8_t* fields = request.data() + kCode;
+    Writer w;
+    switch (code) {
+      case kGetCapability:
+        w.u32(0);
+        w.u32(kCaps);
+        break;
+      case kInit: {
+        Status s = chip.tpm_init(load_be32(fields) & kInitDeleteVolatile);
+        chip.log(s.ok() ? "control: _TPM_Init (CMD_INIT)" : "control: CMD_INIT failed: " + s.error().message());
+        w.u32(s.ok() ? 0 : kResultFail);
+        break;
+      }
+      case kShutdown:
+      case kStop:
+        chip.power_off();
+        chip.log(code == kStop ? "control: TPM stopped (CMD_STOP)" : "control: CMD_SHUTDOWN: stopping");
+        if (code == kShutdown) chip.stop_serving();
+        w.u32(0);
+        break;
+      case kGetTpmEstablished:
+        w.u32(0);
+        w.u8(0);
+        break;
+      case kSetLocality:
+      case kResetTpmEstablished:
+        if (fields[0] > 4) {
+          chip.log(fmt::format("control: locality {} refused", fields[0]));
+          w.u32(kResultBadParameter);
+          break;
+        }
+        if (code == kSetLocality) chip.set_locality(fields[0]);
+        w.u32(0);
+        break;
+      case kGetConfig:
+        w.u32(0);
+        w.u32(0);  // no file or migration key
+        break;
+      case kSetBufferSize:
+        w.u32(0);
+        w.u32(kMaxCommandBytes);
+        w.u32(kMaxCommandBytes);
+        w.u32(kMaxCommandBytes);
+        break;
+      default:  // CMD_HASH_START/DATA/END (no DRTM sequence is modelled), CMD_CANCEL, CMD_STORE_VOLATILE
+        w.u32(0);
+        break;
+    }
+    auto answer = w.finish();
+    return {answer.ok() ? std::move(*answer) : result(kResultFail), false};
+  }
+
+  bool carries_commands() const override { return false; }
+};
+
+}  // namespace
+
+std::unique_ptr<Channel> swtpm_control_channel() { return std::make_unique<SwtpmControl>(); }
+
+}  // namespace tpmsec::emulation
