@@ -591,7 +591,7 @@ Left handles_left(uint16_t port) {
   Tpm tpm(**transport);
   auto objects = tpm.list_handles(ht::kFirstTransient);
   auto loaded = tpm.list_handles(ht::kFirstLoadedSession);
-  auto saved = tpm.list_handles(0x03000000);
+  auto saved = tpm.list_handles(ht::kFirstSavedSession);
   if (!objects.ok() || !loaded.ok() || !saved.ok()) return {0, 0, 0, "listing failed"};
   return {objects->size(), loaded->size(), saved->size(), ""};
 }

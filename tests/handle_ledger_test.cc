@@ -191,7 +191,7 @@ class LedgerAttackTest : public testing::TpmTest {
   // Transient objects, loaded and saved sessions, as the TPM lists them.
   std::set<uint32_t> handles_in_tpm() {
     std::set<uint32_t> out;
-    for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, 0x03000000u}) {
+    for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
       auto r = tpm().run(cmd::GetCapability{cap::kHandles, first, 128});
       EXPECT_TRUE(r.ok()) << r.error().message();
       if (!r.ok()) continue;

@@ -127,7 +127,7 @@ class RawClient {
   Transport& t_;
 };
 
-constexpr uint32_t kLoaded = 0x02000000, kSaved = 0x03000000, kTransient = 0x80000000;
+constexpr uint32_t kLoaded = 0x02000000, kSaved = ht::kFirstSavedSession, kTransient = 0x80000000;
 
 // ------------------------------------------------------------ enforcement
 

@@ -213,7 +213,7 @@ TEST_P(StrategyFaultTest, SavedContextSurvivesForgedRetriesOnEveryContextLoad) {
       Status st = (*stream)->extend(ds[i]);
       ASSERT_TRUE(st.ok()) << "extend " << i << ": " << st.error().message();
       size_t sessions = 0;
-      for (uint32_t first : {ht::kFirstLoadedSession, 0x03000000u}) {
+      for (uint32_t first : {ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
         auto h = tpm().run(cmd::GetCapability{cap::kHandles, first, 64});
         ASSERT_TRUE(h.ok());
         sessions += h->capability_data.handles.size();
@@ -226,7 +226,7 @@ TEST_P(StrategyFaultTest, SavedContextSurvivesForgedRetriesOnEveryContextLoad) {
     EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(chain(Bytes(32, 0), ds)));
     faults_->set_hook(nullptr);
     stream->reset();
-    for (uint32_t first : {ht::kFirstHmacSession, 0x03000000u, ht::kFirstTransient}) {
+    for (uint32_t first : {ht::kFirstHmacSession, ht::kFirstSavedSession, ht::kFirstTransient}) {
       auto h = tpm().run(cmd::GetCapability{cap::kHandles, first, 64});
       ASSERT_TRUE(h.ok());
       EXPECT_TRUE(h->capability_data.handles.empty()) << std::hex << first;

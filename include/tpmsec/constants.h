@@ -88,6 +88,8 @@ inline constexpr uint32_t kFirstTransient = 0x80000000;
 inline constexpr uint32_t kFirstHmacSession = 0x02000000;
 inline constexpr uint32_t kFirstPolicySession = 0x03000000;
 inline constexpr uint32_t kFirstLoadedSession = 0x02000000;
+// TPM_HT_SAVED_SESSION (0x03) in a TPM_CAP_HANDLES listing: the context-saved sessions.
+inline constexpr uint32_t kFirstSavedSession = 0x03000000;
 }  // namespace ht
 
 // TPM_CAP (Part 2 §6.12)

@@ -9,8 +9,6 @@ namespace tpmsec {
 namespace {
 
 constexpr std::string_view kTamperMarkerLabel = "tpmsec: checkpoint mismatch, PCR no longer trustworthy";
-// TPM_HT_SAVED_SESSION (Part 2 §7.2): the listing of context-saved sessions.
-constexpr uint32_t kFirstSavedSession = 0x03000000;
 // FlushContexts of a failed attempt's session before the stream gives up.
 constexpr int kMaxFlushes = 3;
 
@@ -126,7 +124,7 @@ Result<bool> ExtendStream::slot_listed(uint32_t slot) {
     Auth audit{audit_session_.get(), {}};
     bool listed = false;
     Status st = ok_status();
-    for (uint32_t first : {ht::kFirstLoadedSession, kFirstSavedSession}) {
+    for (uint32_t first : {ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
       auto handles = tpm_->list_handles(first, std::span<const Auth>(&audit, 1));
       if (!handles.ok()) {
         st = handles.error();

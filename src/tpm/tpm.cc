@@ -15,7 +15,7 @@ constexpr int kMaxRetries = 8;
 // TPM_CAP_HANDLES ranges the ledger lists: transient objects, loaded
 // sessions (TPM_HT_LOADED_SESSION) and saved sessions (TPM_HT_SAVED_SESSION,
 // the same 0x03 as policy sessions), Part 2 §7.2 and Part 3 §30.2.
-constexpr uint32_t kListedRanges[] = {ht::kFirstTransient, ht::kFirstLoadedSession, 0x03000000};
+constexpr uint32_t kListedRanges[] = {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession};
 constexpr uint32_t kHandlesPerPage = 128;
 constexpr int kMaxHandlePages = 8;
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "emulation/server/channel.h"
-#include "emulation/server/mssim_channels.h"
+#include "transport/mssim_protocol.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::emulation {

@@ -14,7 +14,6 @@ namespace tpmsec::emulation {
 namespace {
 constexpr uint32_t kRHandle = 1u << 28;            // TPMA_CC rHandle (Part 2 §8.9)
 constexpr uint32_t kCommandCodeBits = 0x2000FFFF;  // TPMA_CC commandIndex and V: the TPM_CC
-constexpr uint32_t kFirstSavedSession = 0x03000000;
 }  // namespace
 
 Status PrivateHandles::start() {
@@ -39,8 +38,8 @@ Result<std::vector<uint32_t>> PrivateHandles::present(bool saved_sessions) {
   std::vector<uint32_t> out;
   if (!chip_.platform().powered()) return out;
   Tpm tpm(chip_.unbilled());
-  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, kFirstSavedSession}) {
-    if (first == kFirstSavedSession && !saved_sessions) continue;
+  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
+    if (first == ht::kFirstSavedSession && !saved_sessions) continue;
     TPMSEC_ASSIGN_OR_RETURN(auto listed, tpm.list_handles(first));
     out.insert(out.end(), listed.begin(), listed.end());
   }
