@@ -5,12 +5,13 @@ namespace tpmsec {
 
 // Where the shipped data (profiles/, policy/, schema/) lives, decided once per call:
 //   1. $TPMSEC_DATA_DIR if set and non-empty;
-//   2. <directory of the running program>/../share/tpmsec, if it exists (an
-//      installed tpmsec, wherever the prefix was moved to);
-//   3. the configured install location (<prefix>/share/tpmsec), if it exists;
-//   4. the source tree's data/ (uninstalled builds), unless the build was
-//      configured with -DTPMSEC_SOURCE_DATA_FALLBACK=OFF.
-// With none found, the install location: errors then name a path a user expects.
+//   2. <directory of the running program>/share/tpmsec, if it exists: a build
+//      tree (the build links <build>/share/tpmsec to the source tree's data/);
+//   3. otherwise <directory of the running program>/../share/tpmsec: an
+//      installed tpmsec (/usr/bin/tpmsec reads /usr/share/tpmsec, a moved
+//      prefix keeps working), and a build tree's tests and benchmarks one
+//      directory below the CLI. Errors then name the path a user expects.
+// No path of the source, build or install tree is compiled in.
 std::string data_dir();
 
 }  // namespace tpmsec

@@ -12,7 +12,8 @@
 namespace tpmsec {
 
 // The null_name file of the TPM behind `device_path` (/dev/tpm0 and
-// /dev/tpmrm0 both map to tpm0), under $TPMSEC_SYSFS_ROOT (default /sys).
+// /dev/tpmrm0 both map to tpm0), under /sys ($TPMSEC_SYSFS_ROOT in test
+// builds, CMake option TPMSEC_TEST_HOOKS; release builds ignore it).
 // Empty when the path names no TPM device or the kernel exports no pin.
 std::string kernel_null_name_file(std::string_view device_path);
 

@@ -28,7 +28,8 @@ namespace tpmsec {
 std::string default_state_dir();
 
 // This host's boot id: /proc/sys/kernel/random/boot_id, or
-// $TPMSEC_BOOT_ID when set (tests simulate a reboot with it).
+// in test builds (CMake option TPMSEC_TEST_HOOKS) $TPMSEC_BOOT_ID when set
+// (tests simulate a reboot with it); release builds ignore it.
 Result<std::string> host_boot_id();
 
 class PinStore {

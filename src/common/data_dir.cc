@@ -15,26 +15,21 @@ bool is_dir(const std::filesystem::path& p) {
 
 }  // namespace
 
+// No path of the build or the install is compiled in (reproducible builds, a
+// moved prefix): everything is found from the running program's own location.
 std::string data_dir() {
   const char* env = std::getenv("TPMSEC_DATA_DIR");
   if (env && *env) return env;
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto relative = (exe.parent_path() / ".." / "share" / "tpmsec").lexically_normal();
-    if (is_dir(relative)) return relative.string();
-  }
-#ifdef TPMSEC_INSTALL_DATA_DIR
-  if (is_dir(TPMSEC_INSTALL_DATA_DIR)) return TPMSEC_INSTALL_DATA_DIR;
-#endif
-#ifdef TPMSEC_SOURCE_DATA_DIR
-  if (is_dir(TPMSEC_SOURCE_DATA_DIR)) return TPMSEC_SOURCE_DATA_DIR;
-#endif
-#ifdef TPMSEC_INSTALL_DATA_DIR
-  return TPMSEC_INSTALL_DATA_DIR;
-#else
-  return "/usr/share/tpmsec";
-#endif
+  if (ec) return "/usr/share/tpmsec";
+  const auto bin = exe.parent_path();
+  // A build tree: the build makes <build>/share/tpmsec (a link to data/), and
+  // its programs sit in <build> (the CLI) or one level below (tests, bench).
+  const auto build_tree = bin / "share" / "tpmsec";
+  const auto installed = (bin / ".." / "share" / "tpmsec").lexically_normal();
+  if (is_dir(build_tree)) return build_tree.string();
+  return installed.string();
 }
 
 }  // namespace tpmsec

@@ -37,7 +37,11 @@ std::string default_state_dir() {
 }
 
 Result<std::string> host_boot_id() {
+#ifdef TPMSEC_TEST_HOOKS
+  // Test builds only (CMake option TPMSEC_TEST_HOOKS): a release binary must
+  // not let its environment fake a reboot.
   if (std::string id = env_or_empty("TPMSEC_BOOT_ID"); !id.empty()) return id;
+#endif
   bool missing = false;
   TPMSEC_ASSIGN_OR_RETURN(std::string text, state_file::read("/proc/sys/kernel/random/boot_id", &missing));
   std::string id(trim(text));
