@@ -102,7 +102,20 @@ Status ExtendStream::start_audit_apart_from(uint32_t slot) {
     return ok_status();
   }
   audit_session_.reset();
-  TPMSEC_ASSIGN_OR_RETURN(audit_session_, factory_->start(attr::kAudit | attr::kContinueSession));
+  auto started = factory_->start(attr::kAudit | attr::kContinueSession);
+  if (!started.ok()) {
+    // A TPM Reset a test rig made (allow_reset) is accepted as with_audit
+    // accepts it; anything else fails here. The reset's own audited read
+    // may leave a session to use.
+    TPMSEC_RETURN_IF_ERROR(handle_reset(started.error()));
+    if (audit_session_ && audit_session_->usable() && HandleLedger::slot(audit_session_->handle()) != slot) {
+      return ok_status();
+    }
+    audit_session_.reset();
+    started = factory_->start(attr::kAudit | attr::kContinueSession);
+    if (!started.ok()) return started.error();
+  }
+  audit_session_ = std::move(*started);
   if (HandleLedger::slot(audit_session_->handle()) != slot) return ok_status();
   // Its response names the failed session's slot. Either the TPM had ended
   // that session (the extend ran without continueSession) and gave the slot
@@ -175,7 +188,10 @@ Status ExtendStream::retire(uint32_t session) {
 }
 
 Status ExtendStream::handle_reset(const Error& error) {
-  if (error.kind() != ErrorKind::kIntegrity || !options_.allow_reset || !factory_) return error;
+  if (error.kind() != ErrorKind::kIntegrity || error.reason() != ErrorReason::kNullKeyChanged ||
+      !options_.allow_reset || !factory_) {
+    return error;
+  }
   // --allow-reset: a test rig reset its TPM. The new null key is accepted and
   // the PCR restarts from its reset value.
   TPMSEC_RETURN_IF_ERROR(factory_->repin());
