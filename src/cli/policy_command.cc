@@ -109,6 +109,8 @@ void register_show(CLI::App* policy, Action* action) {
     ProtectionOptions protection;
     std::string policy;
     std::string measurements;
+    double budget_ms = 20;
+    uint32_t boot_extends = 12313;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
@@ -117,6 +119,15 @@ void register_show(CLI::App* policy, Action* action) {
   sub->add_option("--policy", o->policy, "Policy file (default: $TPMSEC_POLICY or data/policy/default.toml)");
   sub->add_option("--measurements", o->measurements,
                   "A `tpmsec bench --json` result of this TPM, for rules that test measured properties");
+  sub->add_option("--budget-ms", o->budget_ms,
+                  "TPM time per extend above which prevention counts as over budget, and detection (`tpmsec "
+                  "verify` on a timer, plain extends) is offered with each choice's boot time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--boot-extends", o->boot_extends,
+                  "PCR extends of one boot for those boot times (default: the LKML thread's IMA boot on an SLB9670)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(o->policy));
@@ -156,8 +167,10 @@ void register_show(CLI::App* policy, Action* action) {
       fmt::print("{:<12}null key {}, checkpoint every {}{}; cost only (docs/policy.md, \"Session tuning\")\n",
                  "sessions", null_key_load_name(d.tuning.null_key), d.tuning.checkpoint_every,
                  d.rule->null_key || d.rule->checkpoint_every ? "" : ": the defaults, the rule says nothing");
+      std::optional<StrategyCosts> boot_model;  // the profile's costs, for the detection line's boot times
       if (std::optional<LatencyProfile> profile = decision_profile(open, *d.rule)) {
         StrategyCosts model = costs_from_profile(*profile);
+        boot_model = model;
         std::vector<std::string> figures;
         for (StrategyKind k : all_strategies()) {
           if (cost_range(model, k)) figures.push_back(fmt::format("{} {}", strategy_name(k), cost_text(model, k)));
@@ -171,15 +184,41 @@ void register_show(CLI::App* policy, Action* action) {
           fmt::print("{:<12}{}\n", "caution", note);
         }
       }
-      if (!prevents(d.extend) || d.lifted_extend) {
+      // The cheapest preventing strategy's cost, where the profile gives one.
+      std::optional<double> prevention_ms;
+      if (boot_model) {
+        for (const auto& [kind, ms] : boot_model->per_extend_ms) {
+          if (prevents(kind) && (!prevention_ms || ms < *prevention_ms)) prevention_ms = ms;
+        }
+      }
+      if (!prevents(d.extend) || d.lifted_extend || (prevention_ms && *prevention_ms > o->budget_ms)) {
         // Where prevention is over budget, detection at plain cost remains:
         // checking the PCRs against the logs after the fact.
-        fmt::print("{:<12}prevention is over this rule's budget: `tpmsec verify --eventlog "
+        std::string boot;
+        if (boot_model) {
+          std::vector<std::string> choices;
+          auto add = [&](StrategyKind kind, const std::string& label) {
+            auto it = boot_model->per_extend_ms.find(kind);
+            if (it == boot_model->per_extend_ms.end()) return;
+            choices.push_back(fmt::format("{} {:.0f} s", label, it->second * o->boot_extends / 1000));
+          };
+          add(d.extend, fmt::format("{} (the decision)", strategy_name(d.extend)));
+          for (StrategyKind k : all_strategies()) {
+            if (k != d.extend && k != StrategyKind::kPlain && prevents(k)) add(k, std::string(strategy_name(k)));
+          }
+          add(StrategyKind::kPlain, "plain extends + verify on a timer");
+          boot = fmt::format("; TPM time of a boot of {} extends: {}", o->boot_extends, fmt::join(choices, ", "));
+        }
+        fmt::print("{:<12}prevention is over budget ({}): `tpmsec verify --eventlog "
                    "/sys/kernel/security/tpm0/binary_bios_measurements --ima "
                    "/sys/kernel/security/ima/ascii_runtime_measurements --tpm device:/dev/tpmrm0` on a timer "
-                   "detects a tampered extend (exit 3) at plain extend cost; `tpmsec predict --ima LOG` gives "
-                   "each strategy's boot time on this TPM's profile (docs/replay.md)\n",
-                   "detection");
+                   "detects a tampered extend (exit 3) at plain extend cost{}; `tpmsec predict --ima LOG` for "
+                   "a boot's own log (docs/replay.md)\n",
+                   "detection",
+                   prevention_ms && *prevention_ms > o->budget_ms
+                       ? fmt::format("{:.2f} ms per extend at best, {:.1f} ms budget", *prevention_ms, o->budget_ms)
+                       : std::string("the rule chose below it"),
+                   boot);
       }
       fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
       fmt::print("{:<12}{}\n", "rests on", fmt::join(d.rests_on, "; "));
