@@ -20,7 +20,8 @@ Result<std::map<uint32_t, Bytes>> replay_event_log(const EventLog& log, uint16_t
   }
   std::map<uint32_t, Bytes> pcrs;
   if (log.startup_locality || log.hcrtm) {
-    Bytes initial(listed->digest_size, 0);
+    // The bank's own size, not the one the log's Spec ID event claims.
+    Bytes initial(*digest_size(bank), 0);
     initial.back() = log.pcr0_locality();
     pcrs.emplace(0, std::move(initial));
   }

@@ -25,7 +25,7 @@ constexpr uint32_t kCaps = 1 /*INIT*/ | 2 /*SHUTDOWN*/ | 4 /*GET_TPMESTABLISHED*
 constexpr uint32_t kResultFail = 0x09;          // TPM_FAIL
 constexpr uint32_t kResultBadParameter = 0x03;  // TPM_BAD_PARAMETER
 constexpr uint32_t kResultBadOrdinal = 0x0a;    // TPM_BAD_ORDINAL
-constexpr size_t kCode = 4;
+constexpr size_t kControlCode = 4;
 constexpr uint32_t kMaxHashData = kMaxCommandBytes;
 
 Bytes result(uint32_t code) { return be32(code); }
@@ -59,7 +59,7 @@ std::optional<size_t> fields_of(uint32_t code) {
 class SwtpmControl final : public Channel {
  public:
   Parse parse(ByteView buffered) const override {
-    if (buffered.size() < kCode) return Parse::more(kCode - buffered.size());
+    if (buffered.size() < kControlCode) return Parse::more(kControlCode - buffered.size());
     const uint32_t code = load_be32(buffered.data());
     auto fields = fields_of(code);
     if (!fields) {
@@ -67,10 +67,10 @@ class SwtpmControl final : public Channel {
       return Parse::refuse(result(kResultBadOrdinal),
                            fmt::format("control: unknown command 0x{:x}: TPM_BAD_ORDINAL, connection closed", code));
     }
-    size_t size = kCode + *fields;
+    size_t size = kControlCode + *fields;
     if (buffered.size() < size) return Parse::more(size - buffered.size());
     if (code == kHashData) {
-      const uint32_t n = load_be32(buffered.data() + kCode);
+      const uint32_t n = load_be32(buffered.data() + kControlCode);
       if (n > kMaxHashData) {
         return Parse::refuse(result(kResultBadParameter),
                              fmt::format("control: CMD_HASH_DATA of {} bytes refused: connection closed", n));
@@ -82,13 +82,13 @@ class SwtpmControl final : public Channel {
   }
 
   Parse truncated(ByteView buffered) const override {
-    if (buffered.size() < kCode) return Parse::refuse({}, "");
+    if (buffered.size() < kControlCode) return Parse::refuse({}, "");
     return Parse::refuse(result(kResultBadParameter), "control channel: truncated request: error answer, connection closed");
   }
 
   Served serve(ByteView request, ChipPort& chip) const override {
     const uint32_t code = load_be32(request.data());
-    const uint8_t* fields = request.data() + kCode;
+    const uint8_t* fields = request.data() + kControlCode;
     Writer w;
     switch (code) {
       case kGetCapability:
