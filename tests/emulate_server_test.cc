@@ -140,18 +140,7 @@ class EmulateServer {
   std::string dir_;
 };
 
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int connect_to(uint16_t port) { return testing::connect_loopback(port); }
 
 // Everything the server sends until it closes the connection (at most 5 s).
 Bytes read_until_closed(int fd) {

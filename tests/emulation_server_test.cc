@@ -85,18 +85,7 @@ class InProcessServer {
   uint16_t port_ = 0;
 };
 
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int connect_to(uint16_t port) { return testing::connect_loopback(port); }
 
 // Reads exactly out.size() bytes, each within kClientTimeoutMs.
 bool read_exact(int fd, uint8_t* out, size_t n) {

@@ -167,8 +167,7 @@ class EmbeddedTransport final : public Transport {
   }
 
   Status suspend_resume() override {
-    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_shutdown(*this, su::kState));
-    if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
+    TPMSEC_RETURN_IF_ERROR(shutdown_state(*this));
     {
       std::lock_guard<std::mutex> lock(mu_);
       TPMLIB_Terminate();
@@ -176,7 +175,7 @@ class EmbeddedTransport final : public Transport {
     }
     if (TPMLIB_MainInit() != TPM_SUCCESS) return runtime_error("libtpms failed to initialise after suspend");
     initialized_ = true;
-    TPMSEC_ASSIGN_OR_RETURN(code, send_startup(*this, su::kState));
+    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_startup(*this, su::kState));
     if (code != rc::kSuccess) return runtime_error("Startup(STATE) failed: " + describe_rc(code));
     return ok_status();
   }

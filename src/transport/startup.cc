@@ -1,6 +1,7 @@
 #include "startup.h"
 
 #include "tpmsec/commands.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -31,6 +32,12 @@ Result<uint32_t> send_startup(Transport& transport, uint16_t startup_type) {
 
 Result<uint32_t> send_shutdown(Transport& transport, uint16_t shutdown_type) {
   return send_su(transport, cmd::Shutdown::kInfo.code, shutdown_type);
+}
+
+Status shutdown_state(Transport& transport) {
+  TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_shutdown(transport, su::kState));
+  if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
+  return ok_status();
 }
 
 }  // namespace tpmsec

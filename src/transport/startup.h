@@ -14,6 +14,10 @@ namespace tpmsec {
 Result<uint32_t> send_startup(Transport& transport, uint16_t startup_type);
 Result<uint32_t> send_shutdown(Transport& transport, uint16_t shutdown_type);
 
+// TPM2_Shutdown(STATE), the first half of a suspend: an error unless the
+// TPM saved its state.
+Status shutdown_state(Transport& transport);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_SRC_TRANSPORT_STARTUP_H_

@@ -52,8 +52,7 @@ class SwtpmTransport final : public Transport {
   Status reset_tpm() override { return power_cycle(su::kClear); }
 
   Status suspend_resume() override {
-    TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_shutdown(*this, su::kState));
-    if (code != rc::kSuccess) return runtime_error("Shutdown(STATE) failed: " + describe_rc(code));
+    TPMSEC_RETURN_IF_ERROR(shutdown_state(*this));
     return power_cycle(su::kState);
   }
 

@@ -51,6 +51,8 @@ class SwtpmProcess {
 // A loopback port P such that P and P+1 are both free now (0 if none found),
 // for servers with a data and a control port.
 uint16_t pick_port_pair();
+// A connected TCP socket to 127.0.0.1:port (close-on-exec), or -1.
+int connect_loopback(uint16_t port);
 // True when something accepts TCP connections on 127.0.0.1:port.
 bool can_connect(uint16_t port);
 
