@@ -914,8 +914,14 @@ struct Foreign {
   uint32_t session = 0;
 };
 
-Foreign load_foreign(Tpm& tpm) {
+// Loads them over a connection of their own, closed again before the
+// client under test connects (swtpm serves one client at a time).
+Foreign load_foreign(const std::string& spec) {
   Foreign f;
+  Direct d(spec);
+  EXPECT_TRUE(d.ok());
+  if (!d.ok()) return f;
+  Tpm& tpm = d.tpm();
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kNull);
   c.in_public.public_area = null_key_template(SaltKind::kEcc);
@@ -960,12 +966,7 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(fmt::format("{} names the foreign {}, {}", k.what, k.session ? "session" : "object", k.strategy));
-    Foreign foreign;
-    {
-      Direct d(swtpm_->spec());
-      ASSERT_TRUE(d.ok());
-      foreign = load_foreign(d.tpm());
-    }
+    Foreign foreign = load_foreign(swtpm_->spec());
     ASSERT_NE(foreign.object, 0u);
     ASSERT_NE(foreign.session, 0u);
     std::string before = pcr();
@@ -1011,12 +1012,7 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
   for (const Case& k : {Case{"object hidden, StartAuthSession lost", false},
                         Case{"session hidden, the null key's load lost", true}}) {
     SCOPED_TRACE(k.what);
-    Foreign foreign;
-    {
-      Direct d(swtpm_->spec());
-      ASSERT_TRUE(d.ok());
-      foreign = load_foreign(d.tpm());
-    }
+    Foreign foreign = load_foreign(swtpm_->spec());
     ASSERT_NE(foreign.object, 0u);
     ASSERT_NE(foreign.session, 0u);
     const uint32_t hidden = k.hide_session ? foreign.session : foreign.object;
