@@ -1,0 +1,181 @@
+// The protect path's one entry (docs/architecture.md "The protect path").
+//
+// A front end (the tpmsec CLI, the tpm2-tss TCTI, a program of its own)
+// describes what it wants — which TPM, how its sessions' keys are trusted,
+// which strategy or policy, whether to keep what earlier runs learnt — and
+// gets back an open TPM whose protection is resolved: the trust anchor, the
+// session factory, the strategy for extends and how its sessions run on this
+// chip. Everything that decides lives here, in one order; a front end only
+// parses its arguments into a ProtectRequest and words the errors
+// (Error::reason() says which advice fits).
+//
+//   ProtectRequest r;
+//   r.tpm = "device:/dev/tpmrm0";
+//   auto tpm = ProtectedTpm::open(r);            // the kernel's null_name pin, automatically
+//   auto stream = (*tpm)->extend_stream({.pcr = 16});
+//   (*stream)->extend(digest); (*stream)->finish();
+//
+// What this layer links: the core and the bus transports (device, swtpm,
+// mssim), the policy decision (toml++), nothing of measurement, emulation or
+// libtpms (scripts/check-layers). An in-process TPM (the embedded simulator)
+// is handed in already open by the caller that links it.
+#ifndef TPMSEC_PROTECT_H_
+#define TPMSEC_PROTECT_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "tpmsec/policy.h"
+#include "tpmsec/result.h"
+#include "tpmsec/session_cache.h"
+#include "tpmsec/session_factory.h"
+#include "tpmsec/strategy.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/tpm_info.h"
+#include "tpmsec/transport.h"
+
+namespace tpmsec {
+
+// How the key a session's secret is salted to (or the secret it is bound to)
+// is trusted (docs/threat-model.md "Anchors"). Resolved in this order:
+//   1. an anchor named here (NullName, EkCa, Tofu), or Unsalted;
+//   2. Automatic, on a TPM that outlives the process: what `tpmsec provision`
+//      kept for it — a bind secret (sessions bound, not salted), else a pinned
+//      persistent salt key (of the kind `salt` asks for, if it asks);
+//   3. Automatic, on a device: TPM: the kernel's null_name pin
+//      (/sys/class/tpm/tpmN/null_name), when the kernel has one;
+//   4. nothing: refused on a TPM behind a bus (ErrorReason::kNoTrustAnchor),
+//      allowed in_process() (no bus, nobody to interpose).
+namespace anchor {
+struct Automatic {};
+// The null key's pinned name: 68 hex digits, or a file in the kernel's format.
+struct NullName {
+  std::string value;
+};
+// The TPM's endorsement key, proven by its EK certificate chaining to a root
+// CA of this bundle (a PEM file or a directory); pinned per TPM string on its
+// first verified use, and tied to the kernel's pin on a device: TPM.
+struct EkCa {
+  std::string bundle;
+};
+// The null key seen first this boot, kept in the state directory.
+struct Tofu {};
+// No salt: authenticates, protects nothing against an interposer who saw the
+// session start (measurement only). Says so through the notice.
+struct Unsalted {};
+}  // namespace anchor
+using Anchor = std::variant<anchor::Automatic, anchor::NullName, anchor::EkCa, anchor::Tofu, anchor::Unsalted>;
+
+// One line the library wants a person to see (a warning, a first-use pin, the
+// rule that decided). Without one, lines go to stderr prefixed "tpmsec: ".
+using Notice = std::function<void(std::string_view line)>;
+
+struct ProtectRequest {
+  // A TPM string (transport.h); empty: the host's TPM (default_tpm()).
+  std::string tpm;
+  Anchor anchor;
+  // Unset: ECC unless the TPM lacks P-256 (then RSA). ECC on a TPM without
+  // P-256 is ErrorReason::kUnsupportedSalt.
+  std::optional<SaltKind> salt;
+  // Automatic may use what `tpmsec provision` kept. Off for what is about the
+  // salt key itself (provisioning it, printing the null key).
+  bool use_provisioned = true;
+  // The strategy for extends: set, the operator's; unset, the policy decides
+  // under its floor (policy.h).
+  std::optional<StrategyKind> strategy;
+  // The policy file; empty: $TPMSEC_POLICY, else the shipped one.
+  std::string policy;
+  // Use and update what earlier processes kept for this TPM (session_cache.h):
+  // its capabilities, its null key. Only for a TPM that outlives the process.
+  bool keep = false;
+  // Notices also say which policy rule decided and the facts it rests on.
+  bool verbose = false;
+  Notice notice;
+};
+
+// The strategy for extends on this TPM and how its sessions run there.
+struct ExtendPlan {
+  StrategyKind strategy = StrategyKind::kPerCommand;
+  SessionTuning tuning;
+};
+
+// An open TPM with its protection resolved. Owns the transport it opened (or
+// was handed) and every TPM handle it creates.
+class ProtectedTpm {
+ public:
+  // Opens request.tpm (device:, swtpm:, mssim:; an embedded: TPM string is
+  // kUsage here: open it with the caller's transport) and resolves the anchor.
+  static Result<std::unique_ptr<ProtectedTpm>> open(const ProtectRequest& request);
+  // The same over a transport the caller opened (any kind, in-process too).
+  static Result<std::unique_ptr<ProtectedTpm>> open(const ProtectRequest& request,
+                                                    std::unique_ptr<Transport> transport);
+  // Over a TPM the caller already drives (the CLI's --emulate stack): `base`
+  // names the TPM (describe(), outlives_process(), in_process()), `tpm` sends
+  // its commands, `facts` are what the policy is matched against. All three
+  // must outlive the ProtectedTpm.
+  static Result<std::unique_ptr<ProtectedTpm>> adopt(const ProtectRequest& request, Transport& base, Tpm& tpm,
+                                                     const TpmInfo& info, const TpmFacts& facts);
+  ~ProtectedTpm();
+  ProtectedTpm(const ProtectedTpm&) = delete;
+  ProtectedTpm& operator=(const ProtectedTpm&) = delete;
+
+  Tpm& tpm() { return *tpm_; }
+  const TpmInfo& info() const { return info_; }
+  // The transport the TPM string named (not a decorator).
+  Transport& transport() { return *base_; }
+  // The resolved anchor and salt, for sessions with `symmetric` parameter
+  // encryption.
+  ProtectionConfig protection(SymDef symmetric = SymDef::aes128_cfb()) const;
+  // True when a trust anchor was resolved (or none is needed in_process()).
+  bool anchored() const;
+
+  // A session factory: its null key created (or kept one loaded) and held to
+  // the anchor; kNoTrustAnchor on a bus with none.
+  Result<std::unique_ptr<SessionFactory>> factory(SymDef symmetric = SymDef::aes128_cfb());
+  // For work that opens no session: an anchor the request named is checked
+  // anyway (one CreatePrimary of the null key), never ignored.
+  Status check_named_anchor();
+
+  // The strategy for extends (the request's, else the policy's decision on
+  // this TPM, reading its identity through an audited session where a
+  // decision would lower protection) and its tuning. Notices say what a weak
+  // strategy gives up and which rule the floor overruled.
+  Result<ExtendPlan> plan_extends();
+  // An extend stream under `plan` (plan_extends()), with the resolved
+  // protection and the plan's tuning in `options` (options.protection and
+  // null_key_load are filled in here).
+  Result<std::unique_ptr<ExtendStream>> extend_stream(const ExtendPlan& plan, StreamOptions options);
+
+  // Keeps what `factory` learnt (its null key) for the next process, when
+  // the request asked to keep; a failure is a notice, never an error.
+  void keep(const SessionFactory* factory);
+  // Forgets what was kept of this boot (after a forged identity).
+  void forget_kept();
+
+ private:
+  ProtectedTpm() = default;
+  Status resolve(const ProtectRequest& request);
+  void say(std::string_view line) const;
+
+  std::unique_ptr<Transport> owned_transport_;
+  std::unique_ptr<Tpm> owned_tpm_;
+  Transport* base_ = nullptr;
+  Tpm* tpm_ = nullptr;
+  TpmInfo info_;
+  TpmFacts facts_;
+  ProtectRequest request_;
+  std::optional<SessionCache> cache_;
+  ProtectionConfig config_;  // resolved; symmetric set per use
+};
+
+// The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
+// and logs; a front end maps it to its own spelling.
+std::string_view anchor_name(const Anchor& anchor);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_PROTECT_H_
