@@ -1,15 +1,14 @@
-#include "audited_read.h"
-
+// AuditedPcrReads (protect.h): PCR reads whose responses an audit session
+// authenticates.
 #include "tpmsec/pcr.h"
+#include "tpmsec/protect.h"
 
-namespace tpmsec::cli {
+namespace tpmsec {
 
-Result<std::unique_ptr<AuditedPcrReads>> AuditedPcrReads::start(const OpenTpm& open,
-                                                                const ProtectionOptions& protection) {
+Result<std::unique_ptr<AuditedPcrReads>> ProtectedTpm::audited_pcr_reads() {
   std::unique_ptr<AuditedPcrReads> reads(new AuditedPcrReads());
-  reads->tpm_ = &open.tpm();
-  TPMSEC_ASSIGN_OR_RETURN(reads->factory_,
-                          protection.factory(open.tpm(), open.transport(), open.info(), SymDef::aes128_cfb()));
+  reads->tpm_ = tpm_;
+  TPMSEC_ASSIGN_OR_RETURN(reads->factory_, factory());
   TPMSEC_ASSIGN_OR_RETURN(reads->session_, reads->factory_->start(attr::kAudit | attr::kContinueSession));
   return reads;
 }
@@ -19,4 +18,4 @@ Result<Bytes> AuditedPcrReads::read(uint16_t bank, uint32_t index) {
   return pcr_read(*tpm_, bank, index, std::span<const Auth>(&audit, 1));
 }
 
-}  // namespace tpmsec::cli
+}  // namespace tpmsec
