@@ -266,6 +266,28 @@ class TableDriven : public ReferenceTpm {
     EXPECT_TRUE(r.ok()) << r.error().message();
     return {kIndex, r.ok() ? r->nv_name.bytes : Bytes{}};
   }
+  // An unsalted HMAC session with these attributes (nullptr and a failure if it cannot start).
+  std::unique_ptr<HmacSession> start_session(uint8_t attributes) {
+    SessionOptions options;
+    options.attributes = attributes;
+    auto session = HmacSession::start(*tpm_, options);
+    EXPECT_TRUE(session.ok()) << session.error().message();
+    return session.ok() ? std::move(*session) : nullptr;
+  }
+  // NV_Write's parameters: data (TPM2B_MAX_NV_BUFFER), offset 0.
+  Bytes write_parameters() const {
+    Writer w;
+    w.tpm2b(secret_, "data");
+    w.u16(0);
+    return *w.finish();
+  }
+  // What the pipeline refused before anything reached the TPM.
+  template <class R>
+  void expect_refused_unsent(const R& r) {
+    ASSERT_FALSE(r.ok()) << "sent and answered";
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << r.error().message();
+    EXPECT_TRUE(last_command_.empty()) << "sent anyway";
+  }
   static bool contains(const Bytes& haystack, const Bytes& needle) {
     return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
   }
@@ -279,24 +301,17 @@ class TableDriven : public ReferenceTpm {
 // NV_Read: its first response parameter a TPM2B (response_param_tpm2b): an
 // encrypt session hides it on the way back. Both parsed by the table's counts.
 TEST_F(TableDriven, EncryptsNvDataBothWays) {
-  SessionOptions options;
-  options.attributes = attr::kContinueSession | attr::kDecrypt;
-  auto session = HmacSession::start(*tpm_, options);
-  ASSERT_TRUE(session.ok()) << session.error().message();
-  Auth auth{session->get(), index_auth_};
-
+  auto session = start_session(attr::kContinueSession | attr::kDecrypt);
+  ASSERT_NE(session, nullptr);
+  Auth auth{session.get(), index_auth_};
   NamedHandle nv = index();
   const NamedHandle* handles[] = {&nv, &nv};
-  Writer write_params;
-  write_params.tpm2b(secret_, "data");
-  write_params.u16(0);  // offset
-  const CommandInfo& write = by_name("NV_Write");
-  auto written = tpm_->execute(write, handles, *write_params.finish(), {&auth, 1});
+  auto written = tpm_->execute(by_name("NV_Write"), handles, write_parameters(), {&auth, 1});
   ASSERT_TRUE(written.ok()) << written.error().message();
   EXPECT_FALSE(contains(last_command_, secret_)) << "NV_Write's data crossed the bus in the clear";
 
   nv = index();  // TPMA_NV_WRITTEN is set now: another Name
-  (*session)->set_attributes(attr::kContinueSession | attr::kEncrypt);
+  session->set_attributes(attr::kContinueSession | attr::kEncrypt);
   Writer read_params;
   read_params.u16(static_cast<uint16_t>(secret_.size()));
   read_params.u16(0);
@@ -313,23 +328,15 @@ TEST_F(TableDriven, EncryptsNvDataBothWays) {
 // The flags are what the pipeline goes by: without command_param_tpm2b the
 // same decrypt session is refused before anything is sent.
 TEST_F(TableDriven, TheFlagsDecideWhatMayBeEncrypted) {
-  SessionOptions options;
-  options.attributes = attr::kContinueSession | attr::kDecrypt;
-  auto session = HmacSession::start(*tpm_, options);
-  ASSERT_TRUE(session.ok()) << session.error().message();
-  Auth auth{session->get(), index_auth_};
+  auto session = start_session(attr::kContinueSession | attr::kDecrypt);
+  ASSERT_NE(session, nullptr);
+  Auth auth{session.get(), index_auth_};
   NamedHandle nv = index();
   const NamedHandle* handles[] = {&nv, &nv};
-  Writer params;
-  params.tpm2b(secret_, "data");
-  params.u16(0);
   CommandInfo not_tpm2b = by_name("NV_Write");
   not_tpm2b.command_param_tpm2b = false;
   last_command_.clear();
-  auto r = tpm_->execute(not_tpm2b, handles, *params.finish(), {&auth, 1});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << r.error().message();
-  EXPECT_TRUE(last_command_.empty()) << "sent anyway";
+  expect_refused_unsent(tpm_->execute(not_tpm2b, handles, write_parameters(), {&auth, 1}));
 }
 
 // auth_count: what the table says needs authorization, the TPM will not run
@@ -337,13 +344,10 @@ TEST_F(TableDriven, TheFlagsDecideWhatMayBeEncrypted) {
 TEST_F(TableDriven, TheTpmDemandsTheAuthorizationsTheTableCounts) {
   NamedHandle nv = index();
   const NamedHandle* two[] = {&nv, &nv};
-  Writer params;
-  params.tpm2b(secret_, "data");
-  params.u16(0);
   CommandInfo unauthorized = by_name("NV_Write");
   ASSERT_EQ(unauthorized.auth_count, 1);
   unauthorized.auth_count = 0;  // lie to the pipeline: send it without a session
-  auto r = tpm_->execute(unauthorized, two, *params.finish(), {});
+  auto r = tpm_->execute(unauthorized, two, write_parameters(), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().tpm_rc(), kRcAuthMissing) << r.error().message();
 
@@ -356,25 +360,20 @@ TEST_F(TableDriven, TheTpmDemandsTheAuthorizationsTheTableCounts) {
 // no_sessions: the pipeline adds no session to such a command, and the TPM
 // would refuse one (TPM_RC_AUTH_CONTEXT) -- a TCTI must not add its own.
 TEST_F(TableDriven, CommandsWithoutSessionsTakeNone) {
-  SessionOptions options;
-  options.attributes = attr::kContinueSession | attr::kAudit;
-  auto session = HmacSession::start(*tpm_, options);
-  ASSERT_TRUE(session.ok()) << session.error().message();
-  Auth audit{session->get(), {}};
+  auto session = start_session(attr::kContinueSession | attr::kAudit);
+  ASSERT_NE(session, nullptr);
+  Auth audit{session.get(), {}};
   const CommandInfo& save = by_name("ContextSave");
   ASSERT_TRUE(save.no_sessions);
-  NamedHandle s = NamedHandle::of((*session)->handle());
+  NamedHandle s = NamedHandle::of(session->handle());
   const NamedHandle* handles[] = {&s};
   last_command_.clear();
-  auto refused = tpm_->execute(save, handles, {}, {&audit, 1});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().kind(), ErrorKind::kUsage) << refused.error().message();
-  EXPECT_TRUE(last_command_.empty()) << "sent anyway";
+  expect_refused_unsent(tpm_->execute(save, handles, {}, {&audit, 1}));
 
   // The TPM's side: a session area on ContextSave, framed by hand.
   testing::CommandFrame f;
   f.code = save.code;
-  f.handles = {(*session)->handle()};
+  f.handles = {session->handle()};
   f.sessions.push_back(testing::SessionEntry{rh::kPasswordSession, {}, attr::kContinueSession, {}});
   auto answer = embedded_->transmit(testing::build_command(f));
   ASSERT_TRUE(answer.ok()) << answer.error().message();
