@@ -23,8 +23,8 @@
 namespace tpmsec {
 namespace {
 
-constexpr CreatedHandle kTransient{ht::kTransient};
-constexpr CreatedHandle kHmacSession{ht::kHmacSession};
+const CreatedHandle kTransient{ht::kTransient};
+const CreatedHandle kHmacSession{ht::kHmacSession};
 
 TEST(HandleLedgerRules, AdoptsANewHandleOfTheExpectedType) {
   HandleLedger ledger;
@@ -111,7 +111,8 @@ TEST(HandleLedgerRules, ASweepCoversOnlyTheKindThatMayHaveLeftAStray) {
   ledger.need_sweep(ht::kHmacSession);
   EXPECT_TRUE(ledger.sweep_pending());
   EXPECT_TRUE(ledger.sweep_pending(ht::kHmacSession));
-  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));  // saved sessions are listed as 0x03
+  // A lost HMAC session is a loaded HMAC session: a policy session is never at stake.
+  EXPECT_FALSE(ledger.sweep_pending(ht::kPolicySession));
   EXPECT_FALSE(ledger.sweep_pending(ht::kTransient));
   ledger.swept();
   EXPECT_FALSE(ledger.sweep_pending());
@@ -121,7 +122,24 @@ TEST(HandleLedgerRules, ASweepCoversOnlyTheKindThatMayHaveLeftAStray) {
   ledger.need_sweep(0x81);  // a persistent handle is never swept
   EXPECT_FALSE(ledger.sweep_pending(0x81));
   ledger.need_sweep(ht::kPolicySession);
-  EXPECT_TRUE(ledger.sweep_pending(ht::kHmacSession));
+  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));
+  EXPECT_FALSE(ledger.sweep_pending(ht::kHmacSession));
+  // An object is swept by the Name it was expected to have, and only then.
+  ledger.swept();
+  ledger.need_sweep(CreatedHandle{ht::kTransient, 0, Bytes{0x00, 0x0b, 1}});
+  ledger.need_sweep(CreatedHandle{ht::kTransient});
+  EXPECT_EQ(ledger.pending().names, (std::vector<Bytes>{Bytes{0x00, 0x0b, 1}}));
+  // A flush that did not clearly succeed: that handle again, and for a
+  // session the loaded sessions of its type.
+  ledger.swept();
+  ledger.need_flush(0x03000002);
+  EXPECT_EQ(ledger.pending().unflushed, (std::set<uint32_t>{0x03000002}));
+  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));
+  EXPECT_FALSE(ledger.sweep_pending(ht::kHmacSession));
+  ledger.swept();
+  ledger.need_flush(0x80000001);
+  EXPECT_FALSE(ledger.sweep_pending(ht::kTransient));
+  EXPECT_TRUE(ledger.sweep_pending());
 }
 
 // ---------------------------------------------------------------------------

@@ -1060,6 +1060,34 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
   }
 }
 
+// The argument for what a sweep may still flush (docs/threat-model.md,
+// "Handles"): FlushContext needs no authorization (Part 3 §28.4, "Auth
+// Index: None"), so the interposer flushes another client's object and
+// session itself. It injects one FlushContext per handle, with no session and
+// no key, ahead of the client's first command, and the TPM obeys.
+TEST_F(InterposerTest, AnInterposerFlushesAnotherClientsHandleItself) {
+  Foreign foreign = load_foreign(swtpm_->spec());
+  ASSERT_NE(foreign.object, 0u);
+  ASSERT_NE(foreign.session, 0u);
+  auto injected = std::make_shared<std::vector<uint32_t>>();
+  proxy_->set_rule([&foreign, injected](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    if (injected->empty()) {
+      for (uint32_t h : {foreign.object, foreign.session}) {
+        Bytes flush = {0x80, 0x01, 0, 0, 0, 14, 0, 0, 0x01, 0x65, 0, 0, 0, 0};  // TPM_ST_NO_SESSIONS
+        store_be32(flush.data() + 10, h);
+        auto r = tpm.transmit(flush);
+        if (r.ok() && r->size() == 10 && load_be32(r->data() + 6) == rc::kSuccess) injected->push_back(h);
+      }
+    }
+    return pass(c, tpm);
+  });
+  auto r = through_proxy(extend_args("per-command", {"--null-name", genuine_name_hex()}));
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(*injected, (std::vector<uint32_t>{foreign.object, foreign.session}));
+  std::vector<uint32_t> left = handles();
+  EXPECT_TRUE(left.empty()) << "left loaded: " << hex_handles(left);
+}
+
 // A provisioned bind secret (tpmsec provision) in place of a salt key: the
 // session key depends on an authValue the bus never carried in the clear.
 class BindSecretTest : public InterposerTest {

@@ -14,11 +14,22 @@
 //
 // When a creating command's outcome is unknown (lost, unparseable,
 // unauthenticated, or an error code that may be forged after the TPM ran it),
-// or a flush of an owned handle did not clearly succeed, a sweep is pending:
-// the handles of that kind (transient objects, or sessions) the TPM lists
-// that are neither owned nor foreign are strays and are flushed. A command
-// can only have left a handle of the kind it creates, so the sweep lists
-// and flushes that kind only (a session's ContextLoad creates nothing).
+// or a flush of an owned handle did not clearly succeed, a sweep is pending.
+// A handle whose flush did not clearly succeed is flushed again (it was this
+// Tpm's). Otherwise a sweep flushes a stray (a listed handle neither owned
+// nor foreign) only where it can be the one the failed command created:
+//   sessions  a StartAuthSession leaves a loaded session of the type it
+//             asked for: only loaded sessions listed with that type (0x02…
+//             HMAC, 0x03… policy; Part 3 §30.2 lists loaded sessions by
+//             type) are flushed, never a saved one or one of the other type;
+//   objects   a CreatePrimary, Load or object ContextLoad leaves an object
+//             with the Name the caller expected (CreatedHandle::name): a
+//             stray is flushed only when its Name, read through an audited
+//             ReadPublic (Tpm::set_identifier), is that Name, and only when
+//             no more strays carry it than creations of it were lost (two
+//             copies of the same key: which one is ours cannot be told).
+//             Any other object stray is left loaded, with a warning.
+// A session's ContextLoad creates nothing (the session keeps its handle).
 // This assumes the TPM's handles are shared with nobody who
 // creates new ones while this Tpm lives (true for the embedded TPM, for
 // swtpm, which serves one connection at a time, and for /dev/tpm0, which
@@ -36,12 +47,14 @@
 // that is neither owned nor foreign (an unused number) is adopted; it turns
 // out when the handle is used or flushed (TPM_RC_HANDLE: the flush then
 // sweeps, finding the real one). The baseline and the listings of a sweep
-// are not authenticated either (the baseline comes before any session that
-// could authenticate it): an interposer that hides another client's handle
-// from the baseline makes it a stray, flushed by a sweep of its kind. Kept
-// to the failed command's kind, a sweep never flushes a hidden handle of the
-// other kind; one of the same kind is indistinguishable from tpmsec's own
-// stray through any listing (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
+// are not authenticated (the baseline comes before any session that could
+// authenticate it): an interposer can hide another client's handle from it.
+// Such a hidden object is flushed only if it has the Name of the object
+// tpmsec lost; a hidden loaded session of the type tpmsec lost is flushed
+// (a lost session cannot be proven one's own: its key needs the lost
+// nonceTPM). Neither gives an interposer anything: FlushContext needs no
+// authorization (Part 3 §28.4), so it can flush any handle itself
+// (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
 // dropping commands (a FlushContext answered with a forged success without
 // reaching the TPM leaves its handle behind unnoticed, until a later sweep
 // finds it), and can flush anything itself; what it cannot do is make tpmsec
@@ -88,23 +101,40 @@ class HandleLedger {
   // Of `listed`, the tracked handles neither owned nor foreign.
   std::vector<uint32_t> strays(std::span<const uint32_t> listed) const;
 
-  // A creating command for a handle of `type` (ht::kTransient or a session
-  // type) may have left one nobody received, or a flush of such a handle did
-  // not clearly succeed: the next sweep lists and flushes strays of that kind
-  // (transient objects, or sessions), and only of the kinds so named.
-  void need_sweep(uint8_t type);
-  bool sweep_pending() const { return pending_ != 0; }
-  // Whether the pending sweep covers handles of `type`'s kind.
-  bool sweep_pending(uint8_t type) const { return (pending_ & kind_bit(type)) != 0; }
-  void swept() { pending_ = 0; }
+  // What a sweep must do.
+  struct Sweep {
+    uint8_t kinds = 0;             // kind_bit()s: objects, HMAC sessions, policy sessions
+    std::vector<Bytes> names;      // Names of objects a failed command may have left
+    std::set<uint32_t> unflushed;  // this Tpm's handles whose flush did not clearly succeed
+    bool empty() const { return kinds == 0 && unflushed.empty(); }
+  };
 
- private:
+  // A creating command for `created` may have left a handle nobody received:
+  // the next sweep covers its kind (an object with created.name, or a loaded
+  // session of created.type).
+  void need_sweep(const CreatedHandle& created);
+  void need_sweep(uint8_t type) { need_sweep(CreatedHandle{type}); }
+  // The flush of `handle`, this Tpm's, did not clearly succeed: the sweep
+  // flushes it again; for a session also the loaded sessions of its type (the
+  // response that named it may have been forged, the real one elsewhere).
+  void need_flush(uint32_t handle);
+  bool sweep_pending() const { return !pending_.empty(); }
+  // Whether the pending sweep covers handles of `type` (a type, not a kind:
+  // HMAC and policy sessions are swept apart).
+  bool sweep_pending(uint8_t type) const { return (pending_.kinds & kind_bit(type)) != 0; }
+  const Sweep& pending() const { return pending_; }
+  // Hands the pending sweep over to be done; give back what is left undone.
+  Sweep take_sweep();
+  void give_back(Sweep undone);
+  void swept() { pending_ = {}; }
+
   static uint8_t kind_bit(uint8_t type);
 
+ private:
   std::set<uint32_t> owned_;
   std::set<uint32_t> foreign_;
   bool has_baseline_ = false;
-  uint8_t pending_ = 0;  // kind_bit()s of the kinds a sweep must cover
+  Sweep pending_;
 };
 
 }  // namespace tpmsec

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -56,8 +58,8 @@ Status Tpm::flush_forgotten(uint32_t handle) {
   }
   auto r = run(cmd::FlushContext{handle});
   if (r.ok()) return ok_status();
-  // Not clearly flushed: if it is still there it is a stray now.
-  ledger_.need_sweep(static_cast<uint8_t>(handle >> 24));
+  // Not clearly flushed: if it is still there, the sweep flushes it again.
+  ledger_.need_flush(handle);
   (void)sweep();
   if (handle_gone(r.error())) return ok_status();
   return r.error();
@@ -87,26 +89,104 @@ Result<std::vector<uint32_t>> Tpm::list_handles(uint32_t first, std::span<const 
 }
 
 Status Tpm::sweep() {
-  if (!ledger_.sweep_pending()) return ok_status();
+  if (sweeping_ || !ledger_.sweep_pending()) return ok_status();
   if (transport_->private_handles()) {
     // The kernel flushes this client's handles when it closes; session
     // handles there are not ours alone, so nothing listed is known to be ours.
     ledger_.swept();
     return ok_status();
   }
+  sweeping_ = true;
+  HandleLedger::Sweep job = ledger_.take_sweep();
+  Status result = flush_unflushed(job);
+  if (Status st = sweep_sessions(job); !st.ok()) result = st;
+  if (Status st = sweep_objects(job); !st.ok()) result = st;
+  sweeping_ = false;
+  ledger_.give_back(std::move(job));
+  return result;
+}
+
+Status Tpm::flush_unflushed(HandleLedger::Sweep& job) {
   Status result = ok_status();
-  for (uint32_t first : kListedRanges) {
-    // Only the kinds a failure may have left a stray of: a hidden foreign
-    // handle of another kind is never at stake.
-    if (!ledger_.sweep_pending(static_cast<uint8_t>(first >> 24))) continue;
-    auto listed = list_handles(first);
-    if (!listed.ok()) return listed.error();
-    for (uint32_t h : ledger_.strays(*listed)) {
-      auto r = run(cmd::FlushContext{h});
-      if (!r.ok() && !handle_gone(r.error())) result = r.error();
+  for (auto it = job.unflushed.begin(); it != job.unflushed.end();) {
+    auto r = run(cmd::FlushContext{*it});
+    if (r.ok() || handle_gone(r.error())) {
+      it = job.unflushed.erase(it);
+    } else {
+      result = r.error();
+      ++it;
     }
   }
-  if (result.ok()) ledger_.swept();
+  return result;
+}
+
+Status Tpm::sweep_sessions(HandleLedger::Sweep& job) {
+  const uint8_t sessions = HandleLedger::kind_bit(ht::kHmacSession) | HandleLedger::kind_bit(ht::kPolicySession);
+  if ((job.kinds & sessions) == 0) return ok_status();
+  // A session a lost StartAuthSession created is loaded (nobody could save
+  // it), and listed with its type: a saved session, or one of the other
+  // type, is never at stake.
+  TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(ht::kFirstLoadedSession));
+  Status result = ok_status();
+  for (uint32_t h : ledger_.strays(listed)) {
+    if ((job.kinds & HandleLedger::kind_bit(static_cast<uint8_t>(h >> 24))) == 0) continue;
+    auto r = run(cmd::FlushContext{h});
+    if (!r.ok() && !handle_gone(r.error())) result = r.error();
+  }
+  if (result.ok()) job.kinds &= static_cast<uint8_t>(~sessions);
+  return result;
+}
+
+Status Tpm::sweep_objects(HandleLedger::Sweep& job) {
+  const uint8_t objects = HandleLedger::kind_bit(ht::kTransient);
+  if ((job.kinds & objects) == 0) return ok_status();
+  TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(ht::kFirstTransient));
+  // Each stray's authenticated Name, when one was expected and can be read.
+  std::map<Bytes, std::vector<uint32_t>> named;
+  std::vector<uint32_t> unproven;
+  Status result = ok_status();
+  for (uint32_t h : ledger_.strays(listed)) {
+    if (job.names.empty() || !identify_) {
+      unproven.push_back(h);
+      continue;
+    }
+    auto name = identify_(h);
+    if (name.ok()) {
+      if (std::find(job.names.begin(), job.names.end(), *name) != job.names.end()) {
+        named[*name].push_back(h);
+      } else {
+        unproven.push_back(h);
+      }
+    } else if (name.error().kind() == ErrorKind::kUsage) {
+      unproven.push_back(h);
+    } else if (!handle_gone(name.error())) {
+      result = name.error();  // not identified this time: tried again at the next sweep
+    }
+  }
+  for (auto& [name, handles] : named) {
+    const auto lost = static_cast<size_t>(std::count(job.names.begin(), job.names.end(), name));
+    if (handles.size() > lost) {
+      // More copies of the key than creations lost: which are ours cannot be told.
+      unproven.insert(unproven.end(), handles.begin(), handles.end());
+      continue;
+    }
+    for (uint32_t h : handles) {
+      auto r = run(cmd::FlushContext{h});
+      if (!r.ok() && !handle_gone(r.error())) result = r.error();
+      job.names.erase(std::find(job.names.begin(), job.names.end(), name));
+    }
+  }
+  for (uint32_t h : unproven) {
+    fmt::print(stderr,
+               "tpmsec: warning: transient object 0x{:08x} left loaded: a command creating an object lost its "
+               "answer, and nothing authenticated shows that 0x{:08x} is the object it created rather than another "
+               "client's\n",
+               h, h);
+  }
+  if (result.ok()) {
+    job.kinds &= static_cast<uint8_t>(~objects);
+    job.names.clear();
+  }
   return result;
 }
 
@@ -132,7 +212,7 @@ Error Tpm::after_failure(const CommandInfo& info, const CreatedHandle& created, 
   // session's ContextLoad, which creates nothing: the session keeps its
   // handle and stays owned, loaded or saved.
   if (info.creates_handle && error.kind() != ErrorKind::kUsage && !created.reloads) {
-    ledger_.need_sweep(created.type);
+    ledger_.need_sweep(created);
     (void)sweep();
   }
   return error;
