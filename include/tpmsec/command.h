@@ -46,10 +46,6 @@ struct CreatedHandle {
   // A session's ContextLoad: a session keeps its handle while saved (Part 1
   // §30), so the response must name exactly this one, and nothing new exists.
   uint32_t reloads = 0;
-  // An object: the Name it will have, when the caller knows it (a pinned
-  // null key, a context or public area of its own); empty otherwise. Only an
-  // object whose authenticated Name is this one is ever swept (handle_ledger.h).
-  Bytes name;
 };
 
 // A handle in a command together with its Name (Part 1 §16), which enters

@@ -111,9 +111,7 @@ struct CreatePrimary {
   PcrSelectionList creation_pcr;
   auto handles() const { return std::tie(primary_handle); }
   auto params() const { return std::tie(in_sensitive, in_public, outside_info, creation_pcr); }
-  // Not sent: the Name the new object will have, when known (CreatedHandle::name).
-  Bytes expected_name;
-  CreatedHandle created() const { return {ht::kTransient, 0, expected_name}; }
+  CreatedHandle created() const { return {ht::kTransient}; }
   struct Response {
     uint32_t object_handle = 0;
     PublicArea out_public;
@@ -155,9 +153,7 @@ struct Load {
   PublicArea in_public;
   auto handles() const { return std::tie(parent_handle); }
   auto params() const { return std::tie(in_private, in_public); }
-  // Not sent: the Name the new object will have, when known (CreatedHandle::name).
-  Bytes expected_name;
-  CreatedHandle created() const { return {ht::kTransient, 0, expected_name}; }
+  CreatedHandle created() const { return {ht::kTransient}; }
   struct Response {
     uint32_t object_handle = 0;
     Tpm2bName name;
@@ -288,14 +284,12 @@ struct ContextLoad {
   Context context;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(context); }
-  // Not sent: the Name the new object will have, when known (CreatedHandle::name).
-  Bytes expected_name;
   // An object context loads under a new transient handle; a session context
   // under the handle it was saved from.
   CreatedHandle created() const {
     uint8_t type = static_cast<uint8_t>(context.saved_handle >> 24);
     if (type == ht::kHmacSession || type == ht::kPolicySession) return {type, context.saved_handle};
-    return {ht::kTransient, 0, expected_name};
+    return {ht::kTransient};
   }
   struct Response {
     uint32_t loaded_handle = 0;

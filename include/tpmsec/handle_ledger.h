@@ -15,20 +15,18 @@
 // When a creating command's outcome is unknown (lost, unparseable,
 // unauthenticated, or an error code that may be forged after the TPM ran it),
 // or a flush of an owned handle did not clearly succeed, a sweep is pending.
-// A handle whose flush did not clearly succeed is flushed again (it was this
-// Tpm's). Otherwise a sweep flushes a stray (a listed handle neither owned
-// nor foreign) only where it can be the one the failed command created:
-//   sessions  a StartAuthSession leaves a loaded session of the type it
-//             asked for: only loaded sessions listed with that type (0x02…
-//             HMAC, 0x03… policy; Part 3 §30.2 lists loaded sessions by
-//             type) are flushed, never a saved one or one of the other type;
-//   objects   a CreatePrimary, Load or object ContextLoad leaves an object
-//             with the Name the caller expected (CreatedHandle::name): a
-//             stray is flushed only when its Name, read through an audited
-//             ReadPublic (Tpm::set_identifier), is that Name, and only when
-//             no more strays carry it than creations of it were lost (two
-//             copies of the same key: which one is ours cannot be told).
-//             Any other object stray is left loaded, with a warning.
+// A handle whose flush did not clearly succeed is flushed again by number
+// (it was this Tpm's). The strays (listed handles neither owned nor foreign)
+// a sweep flushes are those of the kind the failed command creates:
+//   objects   after a CreatePrimary, Load or object ContextLoad, or an
+//             object's flush: the transient objects;
+//   sessions  after a StartAuthSession, or a session's flush: over a bus,
+//             only the loaded sessions of that session's type (the TPM lists
+//             loaded sessions by type, 0x02… HMAC, 0x03… policy; Part 3
+//             §30.2), never a saved one or one of the other type: a lost
+//             session is loaded (nobody received its handle to save it);
+//             in process (no bus: the baseline cannot have been tampered
+//             with) every session not owned, loaded or saved, as always.
 // A session's ContextLoad creates nothing (the session keeps its handle).
 // This assumes the TPM's handles are shared with nobody who
 // creates new ones while this Tpm lives (true for the embedded TPM, for
@@ -49,11 +47,11 @@
 // sweeps, finding the real one). The baseline and the listings of a sweep
 // are not authenticated (the baseline comes before any session that could
 // authenticate it): an interposer can hide another client's handle from it.
-// Such a hidden object is flushed only if it has the Name of the object
-// tpmsec lost; a hidden loaded session of the type tpmsec lost is flushed
-// (a lost session cannot be proven one's own: its key needs the lost
-// nonceTPM). Neither gives an interposer anything: FlushContext needs no
-// authorization (Part 3 §28.4), so it can flush any handle itself
+// Such a hidden handle survives a sweep of another kind or session type; one
+// of the very kind the failed command creates is flushed (tpmsec's own
+// stray and it look the same through every listing). That gives an
+// interposer nothing: FlushContext needs no authorization (Part 3 §28.4), so
+// it can flush any handle itself
 // (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
 // dropping commands (a FlushContext answered with a forged success without
 // reaching the TPM leaves its handle behind unnoticed, until a later sweep
@@ -104,19 +102,17 @@ class HandleLedger {
   // What a sweep must do.
   struct Sweep {
     uint8_t kinds = 0;             // kind_bit()s: objects, HMAC sessions, policy sessions
-    std::vector<Bytes> names;      // Names of objects a failed command may have left
     std::set<uint32_t> unflushed;  // this Tpm's handles whose flush did not clearly succeed
     bool empty() const { return kinds == 0 && unflushed.empty(); }
   };
 
-  // A creating command for `created` may have left a handle nobody received:
-  // the next sweep covers its kind (an object with created.name, or a loaded
-  // session of created.type).
-  void need_sweep(const CreatedHandle& created);
-  void need_sweep(uint8_t type) { need_sweep(CreatedHandle{type}); }
+  // A creating command for a handle of `type` (ht::kTransient or a session
+  // type) may have left one nobody received: the next sweep covers that type
+  // (transient objects, or loaded sessions of that session type).
+  void need_sweep(uint8_t type) { pending_.kinds |= kind_bit(type); }
   // The flush of `handle`, this Tpm's, did not clearly succeed: the sweep
-  // flushes it again; for a session also the loaded sessions of its type (the
-  // response that named it may have been forged, the real one elsewhere).
+  // flushes it again by number, and covers its type too (the response that
+  // named it may have been forged, the real one elsewhere).
   void need_flush(uint32_t handle);
   bool sweep_pending() const { return !pending_.empty(); }
   // Whether the pending sweep covers handles of `type` (a type, not a kind:

@@ -103,9 +103,8 @@ class NullKey {
   std::string name_hex() const;
 
  private:
-  // CreatePrimary + checks; returns the loaded handle. `pinned`: the name
-  // it must have, when pinned (a lost answer's key is then known by it).
-  Result<ScopedHandle> create_checked(Tpm& tpm, Bytes* name, Public* out_public, const Bytes* pinned);
+  // CreatePrimary + checks; returns the loaded handle.
+  Result<ScopedHandle> create_checked(Tpm& tpm, Bytes* name, Public* out_public);
   // create_checked, then the name must be name_ (or, restored without a pin, becomes it).
   Result<ScopedHandle> recreate(Tpm& tpm);
   Status save_and_flush(Tpm& tpm, ScopedHandle handle);

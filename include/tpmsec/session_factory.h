@@ -127,18 +127,6 @@ class SessionFactory {
   Tpm& tpm() { return *tpm_; }
   const ProtectionConfig& config() const { return config_; }
 
-  // ReadPublic of `handle` in an audit session of this factory (its key an
-  // interposer cannot compute), the reported name checked against the public
-  // area. The name enters cpHash, so it is first read as anyone would,
-  // unauthenticated; what the audited read returns is what counts. kUsage
-  // when sessions are not keyed(). While the factory lives, its Tpm's sweep
-  // identifies object strays with it (Tpm::set_identifier).
-  Result<cmd::ReadPublic::Response> read_public_audited(uint32_t handle);
-
-  ~SessionFactory();
-  SessionFactory(const SessionFactory&) = delete;
-  SessionFactory& operator=(const SessionFactory&) = delete;
-
  private:
   Result<std::unique_ptr<HmacSession>> start_unchecked(uint8_t attributes);
   SessionFactory(Tpm& tpm, ProtectionConfig config) : tpm_(&tpm), config_(std::move(config)) {}
@@ -151,7 +139,6 @@ class SessionFactory {
   // NullKeyLoad::kRecreate: the key create() made, still loaded, for the
   // first session (then flushed by it, or here if no session starts).
   ScopedHandle loaded_null_key_;
-  Tpm::Identifier previous_identifier_;  // given back to the Tpm by the destructor
 };
 
 }  // namespace tpmsec

@@ -8,11 +8,9 @@
 #define TPMSEC_TPM_H_
 
 #include <array>
-#include <functional>
 #include <initializer_list>
 #include <span>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "tpmsec/command.h"
@@ -119,15 +117,6 @@ class Tpm {
   // types are returned.
   Result<std::vector<uint32_t>> list_handles(uint32_t first, std::span<const Auth> auths = {});
 
-  // How a sweep proves an object stray is the one a failed command created:
-  // the authenticated Name of `handle` (an audited ReadPublic in a session an
-  // interposer cannot forge; SessionFactory installs one). Errors: kUsage,
-  // no authenticated session (the stray is left, with a warning); the TPM's
-  // TPM_RC_HANDLE, gone; any other, the sweep is tried again later. Without
-  // one, no object stray is ever flushed. Returns the one it replaces.
-  using Identifier = std::function<Result<Bytes>(uint32_t handle)>;
-  Identifier set_identifier(Identifier identify) { return std::exchange(identify_, std::move(identify)); }
-
  private:
   // Before a creating command: a pending sweep, then the baseline once
   // (unless in_process() or private_handles()).
@@ -145,6 +134,7 @@ class Tpm {
     }
   }
   // The parts of a sweep; each removes from `job` what it finished.
+  Status sweep_in_process(HandleLedger::Sweep& job);
   Status flush_unflushed(HandleLedger::Sweep& job);
   Status sweep_sessions(HandleLedger::Sweep& job);
   Status sweep_objects(HandleLedger::Sweep& job);
@@ -153,8 +143,6 @@ class Tpm {
 
   Transport* transport_;
   HandleLedger ledger_;
-  Identifier identify_;
-  bool sweeping_ = false;  // the identifier's own commands never start a sweep inside one
 };
 
 }  // namespace tpmsec

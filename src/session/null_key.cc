@@ -69,10 +69,9 @@ Result<Bytes> parse_null_name(const std::string& hex_or_path) {
   return name;
 }
 
-Result<ScopedHandle> NullKey::create_checked(Tpm& tpm, Bytes* name, Public* out_public, const Bytes* pinned) {
+Result<ScopedHandle> NullKey::create_checked(Tpm& tpm, Bytes* name, Public* out_public) {
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kNull);
-  if (pinned) c.expected_name = *pinned;  // the pin: what a lost answer's key is known by
   c.in_public.public_area = null_key_template(kind_);
   // The ledger checked the handle (a transient object, not one in use) and owns it.
   TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c, {Auth::password()}));
@@ -112,8 +111,7 @@ Result<NullKey> NullKey::create_loaded(Tpm& tpm, SaltKind kind, std::optional<By
                                        const std::string& pin_origin, ScopedHandle* loaded) {
   NullKey key;
   key.kind_ = kind;
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle,
-                          key.create_checked(tpm, &key.name_, &key.public_, pinned_name ? &*pinned_name : nullptr));
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, key.create_checked(tpm, &key.name_, &key.public_));
   if (pinned_name && *pinned_name != key.name_) {
     return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM){}",
                                        to_hex(key.name_), to_hex(*pinned_name),
@@ -136,7 +134,7 @@ Result<NullKey> NullKey::create(Tpm& tpm, SaltKind kind, std::optional<Bytes> pi
 Result<ScopedHandle> NullKey::recreate(Tpm& tpm) {
   Bytes name;
   Public pub;
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_checked(tpm, &name, &pub, accept_new_name_ ? nullptr : &name_));
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_checked(tpm, &name, &pub));
   if (name != name_ && accept_new_name_) {
     // A restored snapshot of an in-process TPM that was reset since: no bus,
     // so the new key is the TPM's own.
@@ -153,9 +151,7 @@ Result<ScopedHandle> NullKey::recreate(Tpm& tpm) {
 
 Result<ScopedHandle> NullKey::load(Tpm& tpm) {
   if (load_ == NullKeyLoad::kRecreate) return recreate(tpm);
-  cmd::ContextLoad load{context_};
-  load.expected_name = name_;
-  auto loaded = tpm.run(load);
+  auto loaded = tpm.run(cmd::ContextLoad{context_});
   if (loaded.ok()) return ScopedHandle(tpm, loaded->loaded_handle);
   if (loaded.error().kind() != ErrorKind::kTpm) return loaded.error();
   // The context no longer loads (TPM_RC_INTEGRITY after a reset): recreate
@@ -185,7 +181,7 @@ Result<NullKey> NullKey::restore(const Snapshot& snapshot, bool pinned) {
 }
 
 Status NullKey::repin(Tpm& tpm) {
-  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_checked(tpm, &name_, &public_, nullptr));
+  TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, create_checked(tpm, &name_, &public_));
   changed_ = true;
   if (load_ == NullKeyLoad::kRecreate) return handle.flush();
   return save_and_flush(tpm, std::move(handle));

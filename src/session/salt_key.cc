@@ -146,19 +146,31 @@ Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle)
     return usage_error("pinning a salt key needs a salted or bound session: an unsalted audit session is forgeable "
                        "by an interposer who saw it start");
   }
-  auto rsp = factory.read_public_audited(handle);
-  if (!rsp.ok()) {
-    if (rc_base(rsp.error().tpm_rc()) == rc::kHandle) {
+  Tpm& tpm = factory.tpm();
+  // The name goes into the audited command's cpHash, so it is read first,
+  // as anyone would, unauthenticated. The audited read then returns what the
+  // TPM holds under its HMAC: that, not the first answer, is what is pinned.
+  auto first = tpm.run(cmd::ReadPublic{NamedHandle::of(handle)});
+  if (!first.ok()) {
+    if (rc_base(first.error().tpm_rc()) == rc::kHandle) {
       return usage_error(fmt::format("no key at 0x{:08x}: give the handle of an existing persistent key, or "
                                      "--create to make one",
                                      handle));
     }
-    return rsp.error();
+    return first.error().with_context(fmt::format("ReadPublic(0x{:08x})", handle));
   }
+  TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kAudit));
+  Auth audit{session.get(), {}};
+  auto rsp = tpm.run(cmd::ReadPublic{NamedHandle{handle, first->name.bytes}}, std::span<const Auth>(&audit, 1));
+  if (!rsp.ok()) return rsp.error().with_context(fmt::format("audited ReadPublic(0x{:08x})", handle));
   PersistentSaltKey k;
   k.handle = handle;
   k.public_area = rsp->out_public.public_area;
-  k.name = rsp->name.bytes;
+  TPMSEC_ASSIGN_OR_RETURN(k.name, compute_name(k.public_area));
+  if (k.name != rsp->name.bytes) {
+    return integrity_error(fmt::format("the TPM reports the name {} for 0x{:08x}, but its public area hashes to {}",
+                                       to_hex(rsp->name.bytes), handle, to_hex(k.name)));
+  }
   if (Status st = check_salt_key_public(k.public_area); !st.ok()) {
     return Error(st.error().kind(), fmt::format("0x{:08x} cannot be the salt key: {}", handle, st.error().message()));
   }

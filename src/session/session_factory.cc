@@ -147,12 +147,6 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
                                                                const TpmInfo* info) {
   if (!has_trust_anchor(config) && !tpm.transport().in_process()) return missing_trust_anchor_error();
   std::unique_ptr<SessionFactory> f(new SessionFactory(tpm, config));
-  // From now on a sweep can prove an object stray its own: by its Name, read
-  // in an audit session of this factory (once it has a key to salt one to).
-  f->previous_identifier_ = tpm.set_identifier([p = f.get()](uint32_t handle) -> Result<Bytes> {
-    TPMSEC_ASSIGN_OR_RETURN(auto rsp, p->read_public_audited(handle));
-    return rsp.name.bytes;
-  });
   if (config.bind) {
     // Bound to the provisioned secret: the key needs no salt.
     if (config.unsalted || !config.ek_ca.empty()) {
@@ -221,30 +215,6 @@ Status check_session_cipher(Tpm& tpm, HmacSession& session) {
 }
 
 }  // namespace
-
-SessionFactory::~SessionFactory() {
-  loaded_null_key_ = ScopedHandle();
-  (void)tpm_->set_identifier(std::move(previous_identifier_));
-}
-
-Result<cmd::ReadPublic::Response> SessionFactory::read_public_audited(uint32_t handle) {
-  if (!keyed()) {
-    return usage_error("an audited read needs a salted or bound session: an unsalted audit session is forgeable by "
-                       "an interposer who saw it start");
-  }
-  auto first = tpm_->run(cmd::ReadPublic{NamedHandle::of(handle)});
-  if (!first.ok()) return first.error().with_context(fmt::format("ReadPublic(0x{:08x})", handle));
-  TPMSEC_ASSIGN_OR_RETURN(auto session, start(attr::kAudit));
-  Auth audit{session.get(), {}};
-  auto rsp = tpm_->run(cmd::ReadPublic{NamedHandle{handle, first->name.bytes}}, std::span<const Auth>(&audit, 1));
-  if (!rsp.ok()) return rsp.error().with_context(fmt::format("audited ReadPublic(0x{:08x})", handle));
-  TPMSEC_ASSIGN_OR_RETURN(Bytes computed, compute_name(rsp->out_public.public_area));
-  if (computed != rsp->name.bytes) {
-    return integrity_error(fmt::format("the TPM reports the name {} for 0x{:08x}, but its public area hashes to {}",
-                                       to_hex(rsp->name.bytes), handle, to_hex(computed)));
-  }
-  return rsp;
-}
 
 Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes) {
   TPMSEC_ASSIGN_OR_RETURN(auto session, start_unchecked(attributes));

@@ -38,16 +38,10 @@ uint8_t HandleLedger::kind_bit(uint8_t type) {
   }
 }
 
-void HandleLedger::need_sweep(const CreatedHandle& created) {
-  uint8_t bit = kind_bit(created.type);
-  pending_.kinds |= bit;
-  if (bit == kind_bit(ht::kTransient) && !created.name.empty()) pending_.names.push_back(created.name);
-}
-
 void HandleLedger::need_flush(uint32_t handle) {
   if (!tracked(handle)) return;
   pending_.unflushed.insert(handle);
-  if (is_session(handle)) pending_.kinds |= kind_bit(static_cast<uint8_t>(handle >> 24));
+  need_sweep(static_cast<uint8_t>(handle >> 24));
 }
 
 HandleLedger::Sweep HandleLedger::take_sweep() {
@@ -58,7 +52,6 @@ HandleLedger::Sweep HandleLedger::take_sweep() {
 
 void HandleLedger::give_back(Sweep undone) {
   pending_.kinds |= undone.kinds;
-  pending_.names.insert(pending_.names.end(), undone.names.begin(), undone.names.end());
   pending_.unflushed.insert(undone.unflushed.begin(), undone.unflushed.end());
 }
 

@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
-#include <map>
 #include <optional>
 #include <thread>
 
@@ -58,7 +56,8 @@ Status Tpm::flush_forgotten(uint32_t handle) {
   }
   auto r = run(cmd::FlushContext{handle});
   if (r.ok()) return ok_status();
-  // Not clearly flushed: if it is still there, the sweep flushes it again.
+  // Not clearly flushed: if it is still there, the sweep flushes it again;
+  // if the response that named it was forged, the real one is a stray.
   ledger_.need_flush(handle);
   (void)sweep();
   if (handle_gone(r.error())) return ok_status();
@@ -89,20 +88,44 @@ Result<std::vector<uint32_t>> Tpm::list_handles(uint32_t first, std::span<const 
 }
 
 Status Tpm::sweep() {
-  if (sweeping_ || !ledger_.sweep_pending()) return ok_status();
+  if (!ledger_.sweep_pending()) return ok_status();
   if (transport_->private_handles()) {
     // The kernel flushes this client's handles when it closes; session
     // handles there are not ours alone, so nothing listed is known to be ours.
     ledger_.swept();
     return ok_status();
   }
-  sweeping_ = true;
   HandleLedger::Sweep job = ledger_.take_sweep();
-  Status result = flush_unflushed(job);
-  if (Status st = sweep_sessions(job); !st.ok()) result = st;
-  if (Status st = sweep_objects(job); !st.ok()) result = st;
-  sweeping_ = false;
+  Status result = ok_status();
+  if (transport_->in_process()) {
+    result = sweep_in_process(job);
+  } else {
+    result = flush_unflushed(job);
+    if (Status st = sweep_sessions(job); !st.ok()) result = st;
+    if (Status st = sweep_objects(job); !st.ok()) result = st;
+  }
   ledger_.give_back(std::move(job));
+  return result;
+}
+
+Status Tpm::sweep_in_process(HandleLedger::Sweep& job) {
+  // No bus: nobody can hide a handle from the baseline or forge a listing,
+  // and nobody else creates handles here. Every handle of a kind at stake
+  // that is not owned is a stray, and flushed.
+  const uint8_t sessions = HandleLedger::kind_bit(ht::kHmacSession) | HandleLedger::kind_bit(ht::kPolicySession);
+  uint8_t kinds = job.kinds;
+  for (uint32_t h : job.unflushed) kinds |= HandleLedger::kind_bit(static_cast<uint8_t>(h >> 24));
+  if (kinds & sessions) kinds |= sessions;
+  Status result = ok_status();
+  for (uint32_t first : kListedRanges) {
+    if ((kinds & HandleLedger::kind_bit(static_cast<uint8_t>(first >> 24))) == 0) continue;
+    TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(first));
+    for (uint32_t h : ledger_.strays(listed)) {
+      auto r = run(cmd::FlushContext{h});
+      if (!r.ok() && !handle_gone(r.error())) result = r.error();
+    }
+  }
+  if (result.ok()) job = {};
   return result;
 }
 
@@ -141,52 +164,12 @@ Status Tpm::sweep_objects(HandleLedger::Sweep& job) {
   const uint8_t objects = HandleLedger::kind_bit(ht::kTransient);
   if ((job.kinds & objects) == 0) return ok_status();
   TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(ht::kFirstTransient));
-  // Each stray's authenticated Name, when one was expected and can be read.
-  std::map<Bytes, std::vector<uint32_t>> named;
-  std::vector<uint32_t> unproven;
   Status result = ok_status();
   for (uint32_t h : ledger_.strays(listed)) {
-    if (job.names.empty() || !identify_) {
-      unproven.push_back(h);
-      continue;
-    }
-    auto name = identify_(h);
-    if (name.ok()) {
-      if (std::find(job.names.begin(), job.names.end(), *name) != job.names.end()) {
-        named[*name].push_back(h);
-      } else {
-        unproven.push_back(h);
-      }
-    } else if (name.error().kind() == ErrorKind::kUsage) {
-      unproven.push_back(h);
-    } else if (!handle_gone(name.error())) {
-      result = name.error();  // not identified this time: tried again at the next sweep
-    }
+    auto r = run(cmd::FlushContext{h});
+    if (!r.ok() && !handle_gone(r.error())) result = r.error();
   }
-  for (auto& [name, handles] : named) {
-    const auto lost = static_cast<size_t>(std::count(job.names.begin(), job.names.end(), name));
-    if (handles.size() > lost) {
-      // More copies of the key than creations lost: which are ours cannot be told.
-      unproven.insert(unproven.end(), handles.begin(), handles.end());
-      continue;
-    }
-    for (uint32_t h : handles) {
-      auto r = run(cmd::FlushContext{h});
-      if (!r.ok() && !handle_gone(r.error())) result = r.error();
-      job.names.erase(std::find(job.names.begin(), job.names.end(), name));
-    }
-  }
-  for (uint32_t h : unproven) {
-    fmt::print(stderr,
-               "tpmsec: warning: transient object 0x{:08x} left loaded: a command creating an object lost its "
-               "answer, and nothing authenticated shows that 0x{:08x} is the object it created rather than another "
-               "client's\n",
-               h, h);
-  }
-  if (result.ok()) {
-    job.kinds &= static_cast<uint8_t>(~objects);
-    job.names.clear();
-  }
+  if (result.ok()) job.kinds &= static_cast<uint8_t>(~objects);
   return result;
 }
 
@@ -212,7 +195,7 @@ Error Tpm::after_failure(const CommandInfo& info, const CreatedHandle& created, 
   // session's ContextLoad, which creates nothing: the session keeps its
   // handle and stays owned, loaded or saved.
   if (info.creates_handle && error.kind() != ErrorKind::kUsage && !created.reloads) {
-    ledger_.need_sweep(created);
+    ledger_.need_sweep(created.type);
     (void)sweep();
   }
   return error;
