@@ -104,14 +104,16 @@ TEST(HandleLedgerRules, StraysAreTrackedHandlesNeitherOwnedNorForeign) {
 
 // A failed command can only have left a handle of the kind it creates: the
 // sweep it asks for covers that kind alone (a foreign handle of the other
-// kind, hidden from the unauthenticated baseline, is never at stake).
+// kind, hidden from the unauthenticated baseline, is never at stake), and
+// for a session that session type alone (a lost session is loaded, and the
+// TPM lists loaded sessions by type).
 TEST(HandleLedgerRules, ASweepCoversOnlyTheKindThatMayHaveLeftAStray) {
   HandleLedger ledger;
   EXPECT_FALSE(ledger.sweep_pending());
   ledger.need_sweep(ht::kHmacSession);
   EXPECT_TRUE(ledger.sweep_pending());
   EXPECT_TRUE(ledger.sweep_pending(ht::kHmacSession));
-  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));  // saved sessions are listed as 0x03
+  EXPECT_FALSE(ledger.sweep_pending(ht::kPolicySession));
   EXPECT_FALSE(ledger.sweep_pending(ht::kTransient));
   ledger.swept();
   EXPECT_FALSE(ledger.sweep_pending());
@@ -121,7 +123,22 @@ TEST(HandleLedgerRules, ASweepCoversOnlyTheKindThatMayHaveLeftAStray) {
   ledger.need_sweep(0x81);  // a persistent handle is never swept
   EXPECT_FALSE(ledger.sweep_pending(0x81));
   ledger.need_sweep(ht::kPolicySession);
-  EXPECT_TRUE(ledger.sweep_pending(ht::kHmacSession));
+  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));
+  EXPECT_FALSE(ledger.sweep_pending(ht::kHmacSession));
+  // A flush that did not clearly succeed: that handle again by number, and
+  // its type (the response that named it may have been forged).
+  ledger.swept();
+  ledger.need_flush(0x03000002);
+  EXPECT_EQ(ledger.pending().unflushed, (std::set<uint32_t>{0x03000002}));
+  EXPECT_TRUE(ledger.sweep_pending(ht::kPolicySession));
+  EXPECT_FALSE(ledger.sweep_pending(ht::kHmacSession));
+  ledger.swept();
+  ledger.need_flush(0x80000001);
+  EXPECT_EQ(ledger.pending().unflushed, (std::set<uint32_t>{0x80000001}));
+  EXPECT_TRUE(ledger.sweep_pending(ht::kTransient));
+  ledger.swept();
+  ledger.need_flush(0x81000001);  // not tracked: never flushed
+  EXPECT_FALSE(ledger.sweep_pending());
 }
 
 // ---------------------------------------------------------------------------
@@ -356,6 +373,65 @@ TEST_P(LedgerAttackTest, TheSuccessPathSendsNothingExtra) {
     EXPECT_EQ(log.codes(), expected);
     EXPECT_EQ(t.ledger().owned_count(), 0u);
   }
+}
+
+// What the session sweep relies on (Part 3 §30.2): GetCapability(
+// TPM_CAP_HANDLES, 0x02000000) lists the loaded sessions with their type,
+// an HMAC session as 0x02…, a policy session as 0x03…, and no saved one.
+TEST_P(LedgerAttackTest, LoadedSessionsAreListedByType) {
+  cmd::StartAuthSession hmac;
+  hmac.nonce_caller.bytes = Bytes(32, 1);
+  cmd::StartAuthSession policy = hmac;
+  policy.session_type = se::kPolicy;
+  auto h = tpm().run(hmac);
+  auto p = tpm().run(policy);
+  auto saved = tpm().run(hmac);
+  ASSERT_TRUE(h.ok() && p.ok() && saved.ok());
+  ASSERT_TRUE(tpm().run(cmd::ContextSave{NamedHandle::of(saved->session_handle)}).ok());
+  EXPECT_EQ(h->session_handle >> 24, ht::kHmacSession);
+  EXPECT_EQ(p->session_handle >> 24, ht::kPolicySession);
+  auto listed = tpm().list_handles(ht::kFirstLoadedSession);
+  ASSERT_TRUE(listed.ok()) << listed.error().message();
+  EXPECT_EQ(*listed, (std::vector<uint32_t>{h->session_handle, p->session_handle}));
+  for (uint32_t handle : {h->session_handle, p->session_handle, saved->session_handle}) {
+    EXPECT_TRUE(tpm().run(cmd::FlushContext{handle}).ok()) << std::hex << handle;
+  }
+}
+
+// A foreign policy session the victim's baseline does not show (created
+// after it: what hiding it from the listing amounts to) survives a lost
+// HMAC StartAuthSession: the sweep flushes the victim's stray HMAC session
+// and no policy session. (A foreign HMAC session hidden that way would be
+// flushed: docs/threat-model.md, "Handles".)
+TEST_P(LedgerAttackTest, AHiddenPolicySessionSurvivesALostHmacSession) {
+  auto f = factory();
+  ASSERT_TRUE(f);
+  auto first = f->start(0);  // takes the baseline
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  first->reset();
+  const std::set<uint32_t> before = handles_in_tpm();
+  cmd::StartAuthSession policy;
+  policy.nonce_caller.bytes = Bytes(32, 2);
+  policy.session_type = se::kPolicy;
+  auto theirs = tpm().run(policy);
+  ASSERT_TRUE(theirs.ok()) << theirs.error().message();
+  ASSERT_EQ(theirs->session_handle >> 24, ht::kPolicySession);
+
+  auto fired = std::make_shared<bool>(false);
+  faults_->set_hook([fired](size_t, uint32_t code, ByteView) {
+    if (*fired || code != cmd::StartAuthSession::kInfo.code) return Fault::pass();
+    *fired = true;
+    return Fault::fail(true);  // the TPM ran it; the answer is lost
+  });
+  auto lost = f->start(0);
+  faults_->set_hook(nullptr);
+  ASSERT_TRUE(*fired);
+  ASSERT_FALSE(lost.ok());
+  std::set<uint32_t> expected = before;
+  expected.insert(HandleLedger::slot(theirs->session_handle));
+  EXPECT_EQ(handles_in_tpm(), expected);
+  EXPECT_FALSE(victim_->ledger().sweep_pending());
+  EXPECT_TRUE(tpm().run(cmd::FlushContext{theirs->session_handle}).ok());
 }
 
 // Applies `fault` to the next command with `code` while armed, once.

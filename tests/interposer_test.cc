@@ -915,8 +915,9 @@ struct Foreign {
 };
 
 // Loads them over a connection of their own, closed again before the
-// client under test connects (swtpm serves one client at a time).
-Foreign load_foreign(const std::string& spec) {
+// client under test connects (swtpm serves one client at a time). The
+// session is of `session_type` (se::kHmac or se::kPolicy).
+Foreign load_foreign(const std::string& spec, uint8_t session_type = se::kHmac) {
   Foreign f;
   Direct d(spec);
   EXPECT_TRUE(d.ok());
@@ -931,6 +932,7 @@ Foreign load_foreign(const std::string& spec) {
   cmd::StartAuthSession s;
   s.nonce_caller.bytes = digest_of("another client's nonce");
   s.symmetric = SymDef::aes128_cfb();
+  s.session_type = session_type;
   auto session = tpm.run(s);
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (session.ok()) f.session = session->session_handle;
@@ -1002,17 +1004,22 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
 // (the TPM ran it; its response is cut in half), so that the sweep that
 // follows sees the hidden handle as a stray. A failed command can only have
 // left a handle of the kind it creates, and the sweep flushes only that
-// kind: the hidden object survives a lost StartAuthSession, the hidden
-// session a lost null-key load, and the client's own stray is still flushed.
+// kind, and of sessions only the loaded ones of the type it asked for: the
+// hidden object survives a lost StartAuthSession, the hidden session a lost
+// null-key load, a hidden policy session a lost HMAC StartAuthSession, and
+// the client's own stray is still flushed.
 TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
   struct Case {
     const char* what;
     bool hide_session;  // else the foreign object
+    uint8_t session_type;
+    bool lose_session;  // lose the StartAuthSession (else the null key's load)
   };
-  for (const Case& k : {Case{"object hidden, StartAuthSession lost", false},
-                        Case{"session hidden, the null key's load lost", true}}) {
+  for (const Case& k : {Case{"object hidden, StartAuthSession lost", false, se::kHmac, true},
+                        Case{"session hidden, the null key's load lost", true, se::kHmac, false},
+                        Case{"policy session hidden, HMAC StartAuthSession lost", true, se::kPolicy, true}}) {
     SCOPED_TRACE(k.what);
-    Foreign foreign = load_foreign(swtpm_->spec());
+    Foreign foreign = load_foreign(swtpm_->spec(), k.session_type);
     ASSERT_NE(foreign.object, 0u);
     ASSERT_NE(foreign.session, 0u);
     const uint32_t hidden = k.hide_session ? foreign.session : foreign.object;
@@ -1022,8 +1029,8 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
       Reply r = pass(c, tpm);
       if (!r.response) return r;
       const bool creates_the_kind =
-          k.hide_session ? (c.code == cmd::CreatePrimary::kInfo.code || c.code == cmd::ContextLoad::kInfo.code)
-                         : c.code == cmd::StartAuthSession::kInfo.code;
+          !k.lose_session ? (c.code == cmd::CreatePrimary::kInfo.code || c.code == cmd::ContextLoad::kInfo.code)
+                          : c.code == cmd::StartAuthSession::kInfo.code;
       if (creates_the_kind && !*lost) {
         *lost = true;
         Bytes half(r.response->begin(), r.response->begin() + std::max<size_t>(10, r.response->size() / 2));
@@ -1058,6 +1065,34 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
     Direct d(swtpm_->spec());
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }
+}
+
+// The argument for what a sweep may still flush (docs/threat-model.md,
+// "Handles"): FlushContext needs no authorization (Part 3 §28.4, "Auth
+// Index: None"), so the interposer flushes another client's object and
+// session itself. It injects one FlushContext per handle, with no session and
+// no key, ahead of the client's first command, and the TPM obeys.
+TEST_F(InterposerTest, AnInterposerFlushesAnotherClientsHandleItself) {
+  Foreign foreign = load_foreign(swtpm_->spec());
+  ASSERT_NE(foreign.object, 0u);
+  ASSERT_NE(foreign.session, 0u);
+  auto injected = std::make_shared<std::vector<uint32_t>>();
+  proxy_->set_rule([&foreign, injected](const ProxiedCommand& c, Upstream& tpm) -> Reply {
+    if (injected->empty()) {
+      for (uint32_t h : {foreign.object, foreign.session}) {
+        Bytes flush = {0x80, 0x01, 0, 0, 0, 14, 0, 0, 0x01, 0x65, 0, 0, 0, 0};  // TPM_ST_NO_SESSIONS
+        store_be32(flush.data() + 10, h);
+        auto r = tpm.transmit(flush);
+        if (r.ok() && r->size() == 10 && load_be32(r->data() + 6) == rc::kSuccess) injected->push_back(h);
+      }
+    }
+    return pass(c, tpm);
+  });
+  auto r = through_proxy(extend_args("per-command", {"--null-name", genuine_name_hex()}));
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(*injected, (std::vector<uint32_t>{foreign.object, foreign.session}));
+  std::vector<uint32_t> left = handles();
+  EXPECT_TRUE(left.empty()) << "left loaded: " << hex_handles(left);
 }
 
 // A provisioned bind secret (tpmsec provision) in place of a salt key: the

@@ -14,11 +14,20 @@
 //
 // When a creating command's outcome is unknown (lost, unparseable,
 // unauthenticated, or an error code that may be forged after the TPM ran it),
-// or a flush of an owned handle did not clearly succeed, a sweep is pending:
-// the handles of that kind (transient objects, or sessions) the TPM lists
-// that are neither owned nor foreign are strays and are flushed. A command
-// can only have left a handle of the kind it creates, so the sweep lists
-// and flushes that kind only (a session's ContextLoad creates nothing).
+// or a flush of an owned handle did not clearly succeed, a sweep is pending.
+// A handle whose flush did not clearly succeed is flushed again by number
+// (it was this Tpm's). The strays (listed handles neither owned nor foreign)
+// a sweep flushes are those of the kind the failed command creates:
+//   objects   after a CreatePrimary, Load or object ContextLoad, or an
+//             object's flush: the transient objects;
+//   sessions  after a StartAuthSession, or a session's flush: over a bus,
+//             only the loaded sessions of that session's type (the TPM lists
+//             loaded sessions by type, 0x02… HMAC, 0x03… policy; Part 3
+//             §30.2), never a saved one or one of the other type: a lost
+//             session is loaded (nobody received its handle to save it);
+//             in process (no bus: the baseline cannot have been tampered
+//             with) every session not owned, loaded or saved, as always.
+// A session's ContextLoad creates nothing (the session keeps its handle).
 // This assumes the TPM's handles are shared with nobody who
 // creates new ones while this Tpm lives (true for the embedded TPM, for
 // swtpm, which serves one connection at a time, and for /dev/tpm0, which
@@ -36,12 +45,14 @@
 // that is neither owned nor foreign (an unused number) is adopted; it turns
 // out when the handle is used or flushed (TPM_RC_HANDLE: the flush then
 // sweeps, finding the real one). The baseline and the listings of a sweep
-// are not authenticated either (the baseline comes before any session that
-// could authenticate it): an interposer that hides another client's handle
-// from the baseline makes it a stray, flushed by a sweep of its kind. Kept
-// to the failed command's kind, a sweep never flushes a hidden handle of the
-// other kind; one of the same kind is indistinguishable from tpmsec's own
-// stray through any listing (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
+// are not authenticated (the baseline comes before any session that could
+// authenticate it): an interposer can hide another client's handle from it.
+// Such a hidden handle survives a sweep of another kind or session type; one
+// of the very kind the failed command creates is flushed (tpmsec's own
+// stray and it look the same through every listing). That gives an
+// interposer nothing: FlushContext needs no authorization (Part 3 §28.4), so
+// it can flush any handle itself
+// (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
 // dropping commands (a FlushContext answered with a forged success without
 // reaching the TPM leaves its handle behind unnoticed, until a later sweep
 // finds it), and can flush anything itself; what it cannot do is make tpmsec
@@ -88,23 +99,38 @@ class HandleLedger {
   // Of `listed`, the tracked handles neither owned nor foreign.
   std::vector<uint32_t> strays(std::span<const uint32_t> listed) const;
 
-  // A creating command for a handle of `type` (ht::kTransient or a session
-  // type) may have left one nobody received, or a flush of such a handle did
-  // not clearly succeed: the next sweep lists and flushes strays of that kind
-  // (transient objects, or sessions), and only of the kinds so named.
-  void need_sweep(uint8_t type);
-  bool sweep_pending() const { return pending_ != 0; }
-  // Whether the pending sweep covers handles of `type`'s kind.
-  bool sweep_pending(uint8_t type) const { return (pending_ & kind_bit(type)) != 0; }
-  void swept() { pending_ = 0; }
+  // What a sweep must do.
+  struct Sweep {
+    uint8_t kinds = 0;             // kind_bit()s: objects, HMAC sessions, policy sessions
+    std::set<uint32_t> unflushed;  // this Tpm's handles whose flush did not clearly succeed
+    bool empty() const { return kinds == 0 && unflushed.empty(); }
+  };
 
- private:
+  // A creating command for a handle of `type` (ht::kTransient or a session
+  // type) may have left one nobody received: the next sweep covers that type
+  // (transient objects, or loaded sessions of that session type).
+  void need_sweep(uint8_t type) { pending_.kinds |= kind_bit(type); }
+  // The flush of `handle`, this Tpm's, did not clearly succeed: the sweep
+  // flushes it again by number, and covers its type too (the response that
+  // named it may have been forged, the real one elsewhere).
+  void need_flush(uint32_t handle);
+  bool sweep_pending() const { return !pending_.empty(); }
+  // Whether the pending sweep covers handles of `type` (a type, not a kind:
+  // HMAC and policy sessions are swept apart).
+  bool sweep_pending(uint8_t type) const { return (pending_.kinds & kind_bit(type)) != 0; }
+  const Sweep& pending() const { return pending_; }
+  // Hands the pending sweep over to be done; give back what is left undone.
+  Sweep take_sweep();
+  void give_back(Sweep undone);
+  void swept() { pending_ = {}; }
+
   static uint8_t kind_bit(uint8_t type);
 
+ private:
   std::set<uint32_t> owned_;
   std::set<uint32_t> foreign_;
   bool has_baseline_ = false;
-  uint8_t pending_ = 0;  // kind_bit()s of the kinds a sweep must cover
+  Sweep pending_;
 };
 
 }  // namespace tpmsec

@@ -133,6 +133,11 @@ class Tpm {
       return {};
     }
   }
+  // The parts of a sweep; each removes from `job` what it finished.
+  Status sweep_in_process(HandleLedger::Sweep& job);
+  Status flush_unflushed(HandleLedger::Sweep& job);
+  Status sweep_sessions(HandleLedger::Sweep& job);
+  Status sweep_objects(HandleLedger::Sweep& job);
   Result<RawResponse> execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                    const Bytes& parameters, std::span<const Auth> auths);
 

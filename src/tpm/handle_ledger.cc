@@ -30,11 +30,30 @@ uint32_t HandleLedger::slot(uint32_t handle) {
 }
 
 uint8_t HandleLedger::kind_bit(uint8_t type) {
-  if (type == ht::kTransient) return 1;
-  return type == ht::kHmacSession || type == ht::kPolicySession ? 2 : 0;
+  switch (type) {
+    case ht::kTransient: return 1;
+    case ht::kHmacSession: return 2;
+    case ht::kPolicySession: return 4;
+    default: return 0;
+  }
 }
 
-void HandleLedger::need_sweep(uint8_t type) { pending_ |= kind_bit(type); }
+void HandleLedger::need_flush(uint32_t handle) {
+  if (!tracked(handle)) return;
+  pending_.unflushed.insert(handle);
+  need_sweep(static_cast<uint8_t>(handle >> 24));
+}
+
+HandleLedger::Sweep HandleLedger::take_sweep() {
+  Sweep out = std::move(pending_);
+  pending_ = {};
+  return out;
+}
+
+void HandleLedger::give_back(Sweep undone) {
+  pending_.kinds |= undone.kinds;
+  pending_.unflushed.insert(undone.unflushed.begin(), undone.unflushed.end());
+}
 
 void HandleLedger::set_baseline(std::span<const uint32_t> present) {
   foreign_.clear();

@@ -56,8 +56,9 @@ Status Tpm::flush_forgotten(uint32_t handle) {
   }
   auto r = run(cmd::FlushContext{handle});
   if (r.ok()) return ok_status();
-  // Not clearly flushed: if it is still there it is a stray now.
-  ledger_.need_sweep(static_cast<uint8_t>(handle >> 24));
+  // Not clearly flushed: if it is still there, the sweep flushes it again;
+  // if the response that named it was forged, the real one is a stray.
+  ledger_.need_flush(handle);
   (void)sweep();
   if (handle_gone(r.error())) return ok_status();
   return r.error();
@@ -94,19 +95,81 @@ Status Tpm::sweep() {
     ledger_.swept();
     return ok_status();
   }
+  HandleLedger::Sweep job = ledger_.take_sweep();
+  Status result = ok_status();
+  if (transport_->in_process()) {
+    result = sweep_in_process(job);
+  } else {
+    result = flush_unflushed(job);
+    if (Status st = sweep_sessions(job); !st.ok()) result = st;
+    if (Status st = sweep_objects(job); !st.ok()) result = st;
+  }
+  ledger_.give_back(std::move(job));
+  return result;
+}
+
+Status Tpm::sweep_in_process(HandleLedger::Sweep& job) {
+  // No bus: nobody can hide a handle from the baseline or forge a listing,
+  // and nobody else creates handles here. Every handle of a kind at stake
+  // that is not owned is a stray, and flushed.
+  const uint8_t sessions = HandleLedger::kind_bit(ht::kHmacSession) | HandleLedger::kind_bit(ht::kPolicySession);
+  uint8_t kinds = job.kinds;
+  for (uint32_t h : job.unflushed) kinds |= HandleLedger::kind_bit(static_cast<uint8_t>(h >> 24));
+  if (kinds & sessions) kinds |= sessions;
   Status result = ok_status();
   for (uint32_t first : kListedRanges) {
-    // Only the kinds a failure may have left a stray of: a hidden foreign
-    // handle of another kind is never at stake.
-    if (!ledger_.sweep_pending(static_cast<uint8_t>(first >> 24))) continue;
-    auto listed = list_handles(first);
-    if (!listed.ok()) return listed.error();
-    for (uint32_t h : ledger_.strays(*listed)) {
+    if ((kinds & HandleLedger::kind_bit(static_cast<uint8_t>(first >> 24))) == 0) continue;
+    TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(first));
+    for (uint32_t h : ledger_.strays(listed)) {
       auto r = run(cmd::FlushContext{h});
       if (!r.ok() && !handle_gone(r.error())) result = r.error();
     }
   }
-  if (result.ok()) ledger_.swept();
+  if (result.ok()) job = {};
+  return result;
+}
+
+Status Tpm::flush_unflushed(HandleLedger::Sweep& job) {
+  Status result = ok_status();
+  for (auto it = job.unflushed.begin(); it != job.unflushed.end();) {
+    auto r = run(cmd::FlushContext{*it});
+    if (r.ok() || handle_gone(r.error())) {
+      it = job.unflushed.erase(it);
+    } else {
+      result = r.error();
+      ++it;
+    }
+  }
+  return result;
+}
+
+Status Tpm::sweep_sessions(HandleLedger::Sweep& job) {
+  const uint8_t sessions = HandleLedger::kind_bit(ht::kHmacSession) | HandleLedger::kind_bit(ht::kPolicySession);
+  if ((job.kinds & sessions) == 0) return ok_status();
+  // A session a lost StartAuthSession created is loaded (nobody could save
+  // it), and listed with its type: a saved session, or one of the other
+  // type, is never at stake.
+  TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(ht::kFirstLoadedSession));
+  Status result = ok_status();
+  for (uint32_t h : ledger_.strays(listed)) {
+    if ((job.kinds & HandleLedger::kind_bit(static_cast<uint8_t>(h >> 24))) == 0) continue;
+    auto r = run(cmd::FlushContext{h});
+    if (!r.ok() && !handle_gone(r.error())) result = r.error();
+  }
+  if (result.ok()) job.kinds &= static_cast<uint8_t>(~sessions);
+  return result;
+}
+
+Status Tpm::sweep_objects(HandleLedger::Sweep& job) {
+  const uint8_t objects = HandleLedger::kind_bit(ht::kTransient);
+  if ((job.kinds & objects) == 0) return ok_status();
+  TPMSEC_ASSIGN_OR_RETURN(auto listed, list_handles(ht::kFirstTransient));
+  Status result = ok_status();
+  for (uint32_t h : ledger_.strays(listed)) {
+    auto r = run(cmd::FlushContext{h});
+    if (!r.ok() && !handle_gone(r.error())) result = r.error();
+  }
+  if (result.ok()) job.kinds &= static_cast<uint8_t>(~objects);
   return result;
 }
 

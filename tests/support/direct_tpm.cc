@@ -34,8 +34,12 @@ std::vector<uint32_t> list_handles(Tpm& tpm) {
     auto rsp = tpm.run(cmd::GetCapability{cap::kHandles, first, 64});
     EXPECT_TRUE(rsp.ok()) << rsp.error().message();
     if (!rsp.ok()) continue;
+    // A loaded policy session is listed under 0x02000000 as 0x03… (Part 3
+    // §30.2; LedgerAttackTest.LoadedSessionsAreListedByType): sessions of
+    // both types count for both session ranges.
     for (uint32_t h : rsp->capability_data.handles) {
-      if ((h >> 24) == (first >> 24)) out.push_back(h);
+      const bool session = (h >> 24) == ht::kHmacSession || (h >> 24) == ht::kPolicySession;
+      if (first == ht::kFirstTransient ? (h >> 24) == ht::kTransient : session) out.push_back(h);
     }
   }
   return out;
