@@ -153,7 +153,10 @@ Status HmacSession::verify(const VerifyInput& in) {
   }
   TPMSEC_ASSIGN_OR_RETURN(Bytes rp_hash, compute_rp_hash(auth_hash_, in.response_code, in.info->code, in.parameters));
   uint8_t attrs = in.auth.attributes;  // as the TPM returned it (may add auditExclusive)
-  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hmac(auth_hash_, last_hmac_key_.view(),
+  SecretBytes changed_key;
+  if (in.new_auth_value) changed_key = key_with(*in.new_auth_value);
+  ByteView key = in.new_auth_value ? changed_key.view() : last_hmac_key_.view();
+  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hmac(auth_hash_, key,
                                                        {rp_hash, in.auth.nonce, nonce_caller_, ByteView(&attrs, 1)}));
   if (!crypto::constant_time_equal(expected, in.auth.hmac)) {
     usable_ = false;

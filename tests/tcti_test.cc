@@ -1,0 +1,260 @@
+// libtss2-tcti-tpmsec.so.0 with real programs on a real TPM: Debian's
+// tpm2-tools run unchanged through the TCTI (loaded by path, as tpm2-tss's
+// loader takes it) against a swtpm, with the test's interposer on the bus
+// between the TCTI and the swtpm, recording every byte or attacking.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "support/interposer.h"
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/transport.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::CommandResult;
+using testing::run_command;
+
+bool contains(ByteView haystack, ByteView needle) {
+  return !needle.empty() && std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+}
+
+class TctiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    swtpm_ = new testing::SwtpmProcess();
+    ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
+    // tpmsec's own connection sends Startup and reads the null key's name,
+    // the anchor every TCTI below is given (null-name=).
+    auto t = open_transport(swtpm_->spec());
+    ASSERT_TRUE(t.ok()) << t.error().message();
+    Tpm tpm(**t);
+    auto key = NullKey::create(tpm, SaltKind::kEcc);
+    ASSERT_TRUE(key.ok()) << key.error().message();
+    null_name_ = new std::string(key->name_hex());
+  }
+  static void TearDownTestSuite() {
+    delete swtpm_;
+    swtpm_ = nullptr;
+    delete null_name_;
+    null_name_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(swtpm_ && swtpm_->running());
+    proxy_ = std::make_unique<testing::Interposer>(swtpm_->port());
+    ASSERT_TRUE(proxy_->start().ok());
+    proxy_->set_rule([this](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+      testing::Reply reply = rule_ ? rule_(c, tpm) : testing::pass(c, tpm);
+      std::lock_guard<std::mutex> lock(mu_);
+      bus_.insert(bus_.end(), c.bytes.begin(), c.bytes.end());
+      if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
+      return reply;
+    });
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tpmsec-tcti-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    proxy_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // The TCTI by path, on the interposer's port.
+  std::string tcti(const std::string& extra = "") const {
+    return std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
+           ",null-name=" + *null_name_ + extra;
+  }
+  // tpm2-tools' own swtpm TCTI, straight to the TPM.
+  static std::string direct() { return swtpm_->tcti(); }
+
+  CommandResult tool(std::vector<std::string> argv, const std::string& via) {
+    argv.insert(argv.begin() + 1, {"-T", via});
+    auto r = run_command(argv);
+    proxy_->wait_idle();
+    return r;
+  }
+  // tpm2-tools leaves what it loaded on a TPM without a resource manager
+  // (three object slots on swtpm): flushed between tools, as without the TCTI.
+  void flush_transients() {
+    auto r = run_command({"tpm2_flushcontext", "-T", direct(), "-t"});
+    ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  }
+  Bytes bus() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bus_;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  Bytes pcr16() {
+    auto t = open_transport(swtpm_->spec());
+    EXPECT_TRUE(t.ok());
+    Tpm tpm(**t);
+    auto v = pcr_read(tpm, alg::kSha256, 16);
+    EXPECT_TRUE(v.ok()) << v.error().message();
+    return v.ok() ? *v : Bytes();
+  }
+
+  static testing::SwtpmProcess* swtpm_;
+  static std::string* null_name_;
+  std::unique_ptr<testing::Interposer> proxy_;
+  testing::Rule rule_;
+  std::mutex mu_;
+  Bytes bus_;
+  std::filesystem::path dir_;
+};
+
+testing::SwtpmProcess* TctiTest::swtpm_ = nullptr;
+std::string* TctiTest::null_name_ = nullptr;
+
+TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
+  auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti(",log=" + path("log")));
+  ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  auto random = from_hex(r.out);
+  ASSERT_TRUE(random.ok()) << r.out;
+  ASSERT_EQ(random->size(), 32u);
+  EXPECT_FALSE(contains(bus(), *random));
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=1 encrypted=1"), std::string::npos) << text;
+}
+
+TEST_F(TctiTest, PcrExtendAndReadGiveTheSameResultsAsWithout) {
+  std::string digest(64, 'c');
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
+  ASSERT_EQ(ext.exit_code, 0) << testing::describe(ext);
+  auto through = tool({"tpm2_pcrread", "sha256:16"}, tcti());
+  auto plain = run_command({"tpm2_pcrread", "-T", direct(), "sha256:16"});
+  ASSERT_EQ(through.exit_code, 0) << testing::describe(through);
+  ASSERT_EQ(plain.exit_code, 0) << testing::describe(plain);
+  EXPECT_EQ(through.out, plain.out);
+}
+
+TEST_F(TctiTest, SealAndUnsealGiveTheSameResultsAsWithout) {
+  const std::string secret = "sealed-secret-4b1d9e";
+  const std::string password = "object-password-77c2";
+  std::ofstream(path("secret")) << secret;
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
+  flush_transients();
+  auto create = tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("seal.pub"), "-r",
+                      path("seal.priv"), "-p", password},
+                     tcti());
+  ASSERT_EQ(create.exit_code, 0) << testing::describe(create);
+  flush_transients();
+  auto load = tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("seal.pub"), "-r", path("seal.priv"), "-c",
+                    path("seal.ctx")},
+                   tcti());
+  ASSERT_EQ(load.exit_code, 0) << testing::describe(load);
+  flush_transients();
+  auto unseal = tool({"tpm2_unseal", "-c", path("seal.ctx"), "-p", password}, tcti());
+  ASSERT_EQ(unseal.exit_code, 0) << testing::describe(unseal);
+  EXPECT_EQ(unseal.out, secret);
+  flush_transients();
+}
+
+// tpm2-tools 5.4 authorizes NV_Write and NV_Read with an unsalted HMAC
+// session of its own, whose HMAC covers the data as sent: the TCTI audits
+// them (its session beside the tool's) but cannot encrypt them (wrap.h).
+TEST_F(TctiTest, NvDefineWriteReadGiveTheSameResultsAsWithout) {
+  const std::string data = "nv-data-0123456789abcdef-9e8d7c";
+  std::ofstream(path("data")) << data;
+  const std::string index = "0x1500016";
+  auto def = tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(data.size()), "-a",
+                   "ownerread|ownerwrite"},
+                  tcti());
+  ASSERT_EQ(def.exit_code, 0) << testing::describe(def);
+  auto write = tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("data")}, tcti(",log=" + path("log")));
+  ASSERT_EQ(write.exit_code, 0) << testing::describe(write);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("NV_Write 0x00000137 wrapped=1 encrypted=0 passed=0"), std::string::npos) << text;
+  auto read = tool({"tpm2_nvread", index, "-C", "o", "-s", std::to_string(data.size())}, tcti());
+  ASSERT_EQ(read.exit_code, 0) << testing::describe(read);
+  EXPECT_EQ(read.out, data);
+  auto plain = run_command({"tpm2_nvread", "-T", direct(), index, "-C", "o", "-s", std::to_string(data.size())});
+  EXPECT_EQ(plain.out, data);
+  auto undef = tool({"tpm2_nvundefine", index, "-C", "o"}, tcti());
+  EXPECT_EQ(undef.exit_code, 0) << testing::describe(undef);
+}
+
+TEST_F(TctiTest, ASwappedExtendDigestFailsTheToolAndNeverReachesThePcr) {
+  Bytes before = pcr16();
+  Bytes digest(32, 0xd1), forged(32, 0xe7);
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    Bytes frame = c.bytes;
+    if (c.code == 0x182) {
+      auto at = std::search(frame.begin(), frame.end(), digest.begin(), digest.end());
+      if (at != frame.end()) std::copy(forged.begin(), forged.end(), at);
+    }
+    auto r = tpm.transmit(frame);
+    return r.ok() ? testing::Reply::answer(*r) : testing::Reply::close();
+  };
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ(pcr16(), before);
+  EXPECT_NE(pcr16(), *pcr_extended_value(alg::kSha256, before, forged));
+}
+
+TEST_F(TctiTest, AForgedResponseFailsTheToolWithOneLine) {
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    auto r = tpm.transmit(c.bytes);
+    if (!r.ok()) return testing::Reply::close();
+    Bytes forged = *r;
+    if (c.code == 0x17B && forged.size() > 40) forged[forged.size() - 40] ^= 1;
+    return testing::Reply::answer(forged);
+  };
+  auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti());
+  EXPECT_NE(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: response refused: GetRandom response: response HMAC"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(TctiTest, ADroppedResponseFailsTheToolAndExtendsOnce) {
+  Bytes before = pcr16();
+  Bytes digest(32, 0xa5);
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    auto r = tpm.transmit(c.bytes);
+    if (!r.ok() || c.code == 0x182) return testing::Reply::close();
+    return testing::Reply::answer(*r);
+  };
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ(pcr16(), *pcr_extended_value(alg::kSha256, before, digest));
+}
+
+TEST_F(TctiTest, FlushingEverySessionThroughItLeavesNothingBehind) {
+  // tpm2_flushcontext -l flushes every loaded session, the TCTI's own among
+  // them: the TCTI starts another for the next command and flushes it at
+  // finalize.
+  auto flush = tool({"tpm2_flushcontext", "-l"}, tcti(",log=" + path("log")));
+  ASSERT_EQ(flush.exit_code, 0) << testing::describe(flush);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("FlushContext 0x00000165 wrapped=0 encrypted=0 passed=1"), std::string::npos) << text;
+  auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
+  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
+    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
+    ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
+    EXPECT_EQ(left.out, "") << kind;
+  }
+}
+
+TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {
+  std::string no_anchor = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port());
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, no_anchor);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("null-name="), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ek-ca="), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tofu"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tpmsec
