@@ -20,7 +20,17 @@
 //     command, encrypt on the response) when the command has one and the
 //     caller's sessions are only passwords or none: a caller's HMAC or
 //     policy session covers the parameters as sent and its first session's
-//     HMAC would need the wrapper's nonceTPM (Part 1 §19.6.5);
+//     HMAC would need the wrapper's nonceTPM (Part 1 §19.6.5). One kind of
+//     caller session is re-signed instead: an HMAC session the caller
+//     started unsalted and unbound (its sessionKey is empty, Part 1 §19.6.8,
+//     so its HMAC key is the authValue alone) and uses with an empty
+//     authValue, as its own command HMAC must prove under the nonces the
+//     wrapper tracked from authenticated responses. tpm2-tools 5.4
+//     authorizes Create, Unseal, NV_Write and NV_Read that way. The wrapper
+//     then computes that session's command HMAC over the encrypted
+//     parameters (with its nonceTPM where the spec asks), checks the TPM's
+//     response HMAC for it, and gives the caller one over the decrypted
+//     response. With a non-empty authValue the command is audited only;
 //   - every handle's Name enters cpHash: PCRs, permanent handles and
 //     sessions are named by their handle; objects and NV indices by a name
 //     cache filled only from responses the wrapper's session authenticated
@@ -118,7 +128,15 @@ class CommandWrapper {
   Result<Bytes> unwrap_checked(ByteView response);
   void note_response_handles(const Pending& p, ByteView response);
 
+  // The caller's re-signable sessions (above).
+  class CallerNonce;
+  bool caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
+                             const AuthorizeInput& in);
+  Result<Bytes> resign_caller_entry(uint32_t handle, ByteView nonce, const AuthorizeInput& in);
+
   SessionFactory* factory_;
+  std::unique_ptr<CallerNonce> caller_nonce_;
+  std::map<uint32_t, std::unique_ptr<HmacSession>> caller_sessions_;
   std::unique_ptr<HmacSession> session_;
   std::map<uint32_t, Bytes> names_;  // authenticated Names of objects and NV indices
   std::unique_ptr<Pending> pending_;

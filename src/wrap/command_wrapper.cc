@@ -7,6 +7,7 @@
 
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/tpm.h"
@@ -44,6 +45,7 @@ constexpr uint32_t kFlushContext = 0x165;
 constexpr uint32_t kLoadExternal = 0x167;
 constexpr uint32_t kNvReadPublic = 0x169;
 constexpr uint32_t kReadPublic = 0x173;
+constexpr uint32_t kStartAuthSession = 0x176;
 constexpr uint32_t kCreateLoaded = 0x191;
 }  // namespace cc
 
@@ -148,9 +150,30 @@ struct CommandWrapper::Pending {
   std::optional<SecretBytes> new_auth_value;
   std::vector<uint32_t> handles;
   uint32_t flushed = 0;  // FlushContext's flushHandle
+  // The caller's re-signable sessions in this command: slot and handle.
+  std::vector<std::pair<size_t, uint32_t>> caller_tracked;
+  bool resigned = false;
+  // A StartAuthSession for an unsalted, unbound HMAC session: its authHash.
+  uint16_t unsalted_session_hash = 0;
 };
 
-CommandWrapper::CommandWrapper(SessionFactory& factory) : factory_(&factory) {}
+// Gives a caller's session object the caller's own nonceCaller, so that
+// HmacSession computes the caller's HMAC as the caller did.
+class CommandWrapper::CallerNonce final : public crypto::RandomSource {
+ public:
+  void set(ByteView nonce) { nonce_.assign(nonce.begin(), nonce.end()); }
+  Status fill(MutableByteView out) override {
+    if (out.size() != nonce_.size()) return usage_error("the caller's nonce is not the size of nonceTPM");
+    std::copy(nonce_.begin(), nonce_.end(), out.begin());
+    return ok_status();
+  }
+
+ private:
+  Bytes nonce_;
+};
+
+CommandWrapper::CommandWrapper(SessionFactory& factory)
+    : factory_(&factory), caller_nonce_(std::make_unique<CallerNonce>()) {}
 
 CommandWrapper::~CommandWrapper() { retire_session(/*may_exist=*/true); }
 
@@ -207,6 +230,29 @@ Result<Bytes> CommandWrapper::name_of(uint32_t handle) {
   }
   names_[handle] = *name;
   return std::move(*name);
+}
+
+bool CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
+                                           const AuthorizeInput& in) {
+  auto it = caller_sessions_.find(handle);
+  if (it == caller_sessions_.end()) return false;
+  // A session of the caller's that audits or encrypts itself stays the caller's.
+  if (attributes & ~attr::kContinueSession) return false;
+  HmacSession& s = *it->second;
+  s.set_attributes(attributes);
+  caller_nonce_->set(nonce);
+  auto entry = s.begin_command().ok() ? s.authorize(in) : Result<Bytes>(usage_error("nonce"));
+  if (entry.ok() && crypto::constant_time_equal(*entry, raw)) return true;
+  // Another authValue, or a nonce the wrapper no longer tracks: not again.
+  caller_sessions_.erase(it);
+  return false;
+}
+
+Result<Bytes> CommandWrapper::resign_caller_entry(uint32_t handle, ByteView nonce, const AuthorizeInput& in) {
+  HmacSession& s = *caller_sessions_.at(handle);
+  caller_nonce_->set(nonce);
+  TPMSEC_RETURN_IF_ERROR(s.begin_command());
+  return s.authorize(in);
 }
 
 Result<Bytes> CommandWrapper::wrap(ByteView command) {
@@ -284,6 +330,43 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     named[i] = NamedHandle{p->handles[i], std::move(*name)};
   }
   TPMSEC_RETURN_IF_ERROR(ensure_session());
+  std::vector<const NamedHandle*> handle_ptrs;
+  for (const NamedHandle& h : named) handle_ptrs.push_back(&h);
+  auto input_for = [&](size_t slot, ByteView parameters, ByteView auth_value) {
+    AuthorizeInput in;
+    in.info = &info;
+    in.handles = handle_ptrs;
+    in.parameters = parameters;
+    in.entity = slot < info.auth_count ? &named[slot] : nullptr;
+    in.auth_value = auth_value;
+    return in;
+  };
+
+  // The caller's HMAC sessions the wrapper can re-sign (wrap.h): then the
+  // caller's sessions do not stop parameter encryption.
+  bool resignable = true;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (sessions[i].handle == rh::kPasswordSession) continue;
+    if (caller_entry_verifies(sessions[i].handle, sessions[i].attributes, sessions[i].nonce, sessions[i].raw,
+                              input_for(i, params, {}))) {
+      p->caller_tracked.emplace_back(i, sessions[i].handle);
+    } else {
+      resignable = false;
+    }
+  }
+  if (caller_hmac && resignable) caller_hmac = false;
+  if (p->code == cc::kStartAuthSession && p->handles.size() == 2 && p->handles[0] == rh::kNull &&
+      p->handles[1] == rh::kNull) {
+    Reader sr(params);
+    sr.tpm2b("nonceCaller", 64);
+    ByteView salt = sr.tpm2b("encryptedSalt");
+    uint8_t type = sr.u8("sessionType");
+    uint16_t symmetric = sr.u16("symmetric.algorithm");
+    if (symmetric != alg::kNull) sr.u16("symmetric.keyBits");
+    if (symmetric != alg::kNull && symmetric != alg::kXor) sr.u16("symmetric.mode");
+    uint16_t hash = sr.u16("authHash");
+    if (sr.ok() && salt.empty() && type == se::kHmac && digest_size(hash)) p->unsalted_session_hash = hash;
+  }
 
   if (password_slot) {
     p->our_slot = *password_slot;
@@ -318,15 +401,22 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(parameters.mutable_view(), info.name));
     TPMSEC_RETURN_IF_ERROR(session_->encrypt_parameter(data, auth_value));
   }
-  std::vector<const NamedHandle*> handle_ptrs;
-  for (const NamedHandle& h : named) handle_ptrs.push_back(&h);
-  AuthorizeInput in;
-  in.info = &info;
-  in.handles = handle_ptrs;
-  in.parameters = parameters.view();
-  in.entity = authorizes ? &named[p->our_slot] : nullptr;
-  in.auth_value = auth_value;
-  TPMSEC_ASSIGN_OR_RETURN(Bytes ours, session_->authorize(in));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes ours, session_->authorize(input_for(p->our_slot, parameters.view(), auth_value)));
+  // The caller's sessions, re-signed over the parameters as sent; the first
+  // (when it is not the wrapper's) also covers the wrapper's nonceTPM for
+  // decrypt and encrypt (Part 1 §19.6.5), once when one session carries both.
+  std::vector<Bytes> resigned(sessions.size());
+  if (decrypt || p->encrypts_response) {
+    p->resigned = true;
+    for (auto [slot, handle] : p->caller_tracked) {
+      AuthorizeInput in = input_for(slot, parameters.view(), {});
+      if (slot == 0) {
+        if (decrypt) in.decrypt_nonce = session_->nonce_tpm();
+        if (p->encrypts_response && !decrypt) in.encrypt_nonce = session_->nonce_tpm();
+      }
+      TPMSEC_ASSIGN_OR_RETURN(resigned[slot], resign_caller_entry(handle, sessions[slot].nonce, in));
+    }
+  }
 
   Writer w(kMaxFrame, "command");
   w.u16(st::kSessions);
@@ -335,7 +425,8 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   for (uint32_t h : p->handles) w.u32(h);
   auto auth_mark = w.begin_size32("authorizationSize");
   for (size_t i = 0; i < p->sent_sessions; ++i) {
-    w.bytes(i == p->our_slot ? ByteView(ours) : sessions[i].raw, "TPMS_AUTH_COMMAND");
+    ByteView entry = i == p->our_slot ? ByteView(ours) : !resigned[i].empty() ? ByteView(resigned[i]) : sessions[i].raw;
+    w.bytes(entry, "TPMS_AUTH_COMMAND");
   }
   w.end_size(auth_mark);
   w.bytes(parameters.view(), "parameters");
@@ -356,7 +447,10 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   // flush, not even by a sweep (handle_ledger.h); a FlushContext the TPM
   // accepted frees its number.
   Tpm& tpm = factory_->tpm();
-  if (p.code == cc::kFlushContext && p.flushed) tpm.foreign_flushed(p.flushed);
+  if (p.code == cc::kFlushContext && p.flushed) {
+    tpm.foreign_flushed(p.flushed);
+    caller_sessions_.erase(p.flushed);
+  }
   uint8_t count = p.info ? p.info->response_handle_count : 0;
   if (p.code == cc::kContextLoad) count = 1;
   if (count == 1 && response.size() >= kFrameHeaderBytes + 4) {
@@ -449,6 +543,41 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
     TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(plain.mutable_view(), info.name));
     TPMSEC_RETURN_IF_ERROR(session_->decrypt_parameter(data, authorizes ? p.auth_value.view() : ByteView()));
   }
+  // The caller's tracked sessions: the TPM's HMAC for each checked (their
+  // nonces roll only on an answer that verifies), and re-signed over the
+  // response the caller gets.
+  std::array<Bytes, kMaxSessions> caller_entries;
+  for (auto [slot, handle] : p.caller_tracked) {
+    HmacSession& s = *caller_sessions_.at(handle);
+    const Entry& ce = entries[slot];
+    VerifyInput cin{&info, code, params, AuthResponse{ce.nonce, ce.attributes, ce.hmac}, {}};
+    Status st = s.verify(cin);
+    if (!st.ok()) {
+      caller_sessions_.erase(handle);
+      retire_session(true);
+      return st.error().with_context(std::string(info.name) + " response (the caller's session)");
+    }
+    if (p.resigned) {
+      cin.parameters = plain.view();
+      TPMSEC_ASSIGN_OR_RETURN(Bytes mac, s.response_hmac(cin));
+      Writer ew;
+      ew.tpm2b(ce.nonce, "nonce", 64);
+      ew.u8(ce.attributes);
+      ew.tpm2b(mac, "hmac", 64);
+      TPMSEC_ASSIGN_OR_RETURN(caller_entries[slot], ew.finish());
+    }
+    if (!s.usable()) caller_sessions_.erase(handle);  // ended without continueSession
+  }
+  if (p.unsalted_session_hash && info.response_handle_count == 1) {
+    Reader nr(plain.view());
+    ByteView nonce_tpm = nr.tpm2b("nonceTPM", 64);
+    if (nr.ok() && !nonce_tpm.empty()) {
+      uint32_t h = load_be32(handles.data());
+      caller_sessions_[h] = std::make_unique<HmacSession>(nullptr, h, p.unsalted_session_hash, SymDef{}, SecretBytes(),
+                                                          Bytes(nonce_tpm.begin(), nonce_tpm.end()), Bytes(), 0,
+                                                          caller_nonce_.get());
+    }
+  }
   if (std::optional<Bytes> name = name_in_response(p.code, plain.view())) {
     if (info.response_handle_count == 1) {
       names_[load_be32(handles.data())] = std::move(*name);
@@ -471,7 +600,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
     w.end_size(param_mark);
     for (size_t i = 0; i < p.sent_sessions; ++i) {
       if (i != p.our_slot) {
-        w.bytes(entries[i].raw, "TPMS_AUTH_RESPONSE");
+        w.bytes(caller_entries[i].empty() ? entries[i].raw : ByteView(caller_entries[i]), "TPMS_AUTH_RESPONSE");
       } else if (p.replaced_password) {
         // A password session's response: empty nonce, continueSession, empty hmac (Part 1 §19.8.5).
         w.u16(0);
