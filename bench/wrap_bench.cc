@@ -31,33 +31,37 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-Bytes pcr_extend_frame() {
+// A command frame: header, then what `body` writes.
+template <class Body>
+Bytes frame(uint16_t tag, uint32_t code, Body body) {
   Writer w;
-  w.u16(st::kSessions);
+  w.u16(tag);
   auto size = w.begin_total_size32("commandSize");
-  w.u32(0x182);
-  w.u32(16);
-  auto auth = w.begin_size32("authorizationSize");
-  w.u32(rh::kPasswordSession);
-  w.u16(0);
-  w.u8(attr::kContinueSession);
-  w.u16(0);
-  w.end_size(auth);
-  w.u32(1);
-  w.u16(alg::kSha256);
-  w.bytes(Bytes(32, 0x5a));
+  w.u32(code);
+  body(w);
   w.end_size(size);
   return *w.finish();
 }
 
+// PCR_Extend(16, sha256) with an empty password, as tpm2_pcrextend sends it.
+Bytes pcr_extend_frame() {
+  return frame(st::kSessions, 0x182, [](Writer& w) {
+    w.u32(16);
+    auto auth = w.begin_size32("authorizationSize");
+    w.u32(rh::kPasswordSession);
+    w.u16(0);
+    w.u8(attr::kContinueSession);
+    w.u16(0);
+    w.end_size(auth);
+    w.u32(1);
+    w.u16(alg::kSha256);
+    w.bytes(Bytes(32, 0x5a));
+  });
+}
+
+// GetRandom(32) without a session, as tpm2_getrandom sends it.
 Bytes get_random_frame() {
-  Writer w;
-  w.u16(st::kNoSessions);
-  auto size = w.begin_total_size32("commandSize");
-  w.u32(0x17B);
-  w.u16(32);
-  w.end_size(size);
-  return *w.finish();
+  return frame(st::kNoSessions, 0x17B, [](Writer& w) { w.u16(32); });
 }
 
 void wrapped(benchmark::State& state, const Bytes& command) {

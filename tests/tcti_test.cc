@@ -208,6 +208,24 @@ TEST_F(TctiTest, NvDefineWriteReadKeepDataOffTheBus) {
   EXPECT_FALSE(contains(bus(), as_bytes(data)));
 }
 
+// tpm2_changeauth authorizes with an unsalted session of its own: re-signed
+// under the empty owner authValue, with the TPM's answer under the new one
+// (HierarchyChangeAuth), then only audited under the non-empty one.
+TEST_F(TctiTest, ChangeAuthKeepsTheNewPasswordOffTheBus) {
+  const std::string password = "new-owner-password-31ab";
+  auto set = tool({"tpm2_changeauth", "-c", "o", password}, tcti(",log=" + path("log")));
+  ASSERT_EQ(set.exit_code, 0) << testing::describe(set);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("HierarchyChangeAuth 0x00000129 wrapped=1 encrypted=1 passed=0"), std::string::npos) << text;
+  auto back = tool({"tpm2_changeauth", "-c", "o", "-p", password}, tcti());
+  EXPECT_EQ(back.exit_code, 0) << testing::describe(back);
+  auto plain = run_command({"tpm2_createprimary", "-T", direct(), "-C", "o", "-c", path("p.ctx")});
+  EXPECT_EQ(plain.exit_code, 0) << "the owner password was not put back: " << testing::describe(plain);
+  flush_transients();
+  EXPECT_FALSE(contains(bus(), as_bytes(password)));
+}
+
 TEST_F(TctiTest, ASwappedExtendDigestFailsTheToolAndNeverReachesThePcr) {
   Bytes before = pcr16();
   Bytes digest(32, 0xd1), forged(32, 0xe7);

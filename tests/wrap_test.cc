@@ -13,6 +13,7 @@
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
+#include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/response_code.h"
@@ -318,6 +319,98 @@ TEST_P(WrapTest, ACallersHmacSessionKeepsItsParametersInClearAndIsAudited) {
   ASSERT_TRUE(random.ok()) << random.error().message();
   EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).passed_through, 1u);
 }
+
+// As tpm2-tools 5.4 authorizes NV_DefineSpace, Create, Unseal: an unsalted,
+// unbound HMAC session of the caller's, with the owner's empty authValue.
+class ResignTest : public WrapTest {
+ protected:
+  std::unique_ptr<HmacSession> unsalted_session() {
+    SessionOptions options;  // no salt key, no bind: the session key is empty
+    auto s = HmacSession::start(*caller_, options);
+    EXPECT_TRUE(s.ok()) << s.error().message();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  Status define(const Auth& auth, ByteView index_auth) {
+    cmd::NvDefineSpace define;
+    define.auth_handle = NamedHandle::of(rh::kOwner);
+    define.auth.bytes.assign(index_auth.begin(), index_auth.end());
+    define.public_info.nv_public.nv_index = kIndex;
+    define.public_info.nv_public.attributes = nv_attr::kAuthWrite | nv_attr::kAuthRead | nv_attr::kNoDa;
+    define.public_info.nv_public.data_size = 8;
+    return status_of(caller_->run(define, {auth}));
+  }
+  void undefine() {
+    auto nv = tpm().run(cmd::NvReadPublic{NamedHandle::of(kIndex)});
+    ASSERT_TRUE(nv.ok()) << nv.error().message();
+    auto r = tpm().run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), NamedHandle{kIndex, nv->nv_name.bytes}},
+                       {Auth::password()});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+  }
+  static constexpr uint32_t kIndex = 0x01500020;
+};
+
+TEST_P(ResignTest, TheCallersSessionWithAnEmptyAuthValueIsReSignedAndTheParameterEncrypted) {
+  auto session = unsalted_session();
+  ASSERT_TRUE(session);
+  const Bytes secret = *from_hex("5e5e5e5e0123456789abcdef5e5e5e5e");
+  ASSERT_TRUE(define(Auth{session.get(), {}}, secret).ok());
+  const WrapCounts& c = counts(cmd::NvDefineSpace::kInfo.code);
+  EXPECT_EQ(c.wrapped, 1u);
+  EXPECT_EQ(c.encrypted, 1u);
+  EXPECT_FALSE(contains(bus_bytes(), secret));
+  // The caller's session goes on: its nonces rolled as the TPM's did.
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 7), Auth{session.get(), {}}).ok());
+  undefine();
+}
+
+TEST_P(ResignTest, WithAPasswordTheCallersHmacStandsAndNothingIsEncrypted) {
+  // The owner's authValue is not empty: the caller's HMAC key is unknown to
+  // the wrapper, which audits only. (HierarchyChangeAuth re-signed under the
+  // new authValue is tcti_test's, with ESYS as the caller: tpmsec's own Tpm
+  // checks that response under the old one.)
+  const Bytes owner = *from_hex("6f776e65722d6e65772d61757468");
+  Writer params;
+  params.tpm2b(owner, "newAuth");
+  const NamedHandle owner_handle = NamedHandle::of(rh::kOwner);
+  const NamedHandle* handles[] = {&owner_handle};
+  static constexpr CommandInfo kHierarchyChangeAuth{0x129, "HierarchyChangeAuth", 1, 1, 0, true, false};
+  Auth empty = Auth::password();
+  ASSERT_TRUE(tpm().execute(kHierarchyChangeAuth, handles, *params.finish(), std::span<const Auth>(&empty, 1)).ok());
+  auto session = unsalted_session();
+  const Bytes secret = *from_hex("7a7a7a7a0123456789abcdef7a7a7a7a");
+  Status st = session ? define(Auth{session.get(), owner}, secret) : Status(usage_error("no session"));
+  EXPECT_TRUE(st.ok()) << st.error().message();
+  Writer back;
+  back.tpm2b({}, "newAuth");
+  Auth with_owner = Auth::password(owner);
+  ASSERT_TRUE(tpm().execute(kHierarchyChangeAuth, handles, *back.finish(), std::span<const Auth>(&with_owner, 1)).ok());
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(counts(cmd::NvDefineSpace::kInfo.code).wrapped, 1u);
+  EXPECT_EQ(counts(cmd::NvDefineSpace::kInfo.code).encrypted, 0u);
+  undefine();
+}
+
+TEST_P(ResignTest, AForgedResponseEntryOfTheCallersSessionIsRefused) {
+  auto session = unsalted_session();
+  ASSERT_TRUE(session);
+  rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
+    auto r = tpm.transmit(c);
+    if (!r.ok() || testing::command_code_of(c) != cmd::NvDefineSpace::kInfo.code || r->size() < 12) return r;
+    Bytes forged = *r;
+    // The wrapper's entry comes last (2+32 nonce, attributes, 2+32 HMAC):
+    // the byte before it is the last of the caller's HMAC.
+    forged[forged.size() - 70] ^= 1;
+    return forged;
+  };
+  Status st = define(Auth{session.get(), {}}, Bytes(16, 0x41));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity) << st.error().message();
+  EXPECT_NE(st.error().message().find("the caller's session"), std::string::npos) << st.error().message();
+  rule_ = nullptr;
+  undefine();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, ResignTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
 
 TEST_P(WrapTest, CountsReportNamesEachCommand) {
   ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());

@@ -65,7 +65,10 @@ Result<TctiConfig> parse_tcti_config(std::string_view config) {
       tpm += item;
     }
   }
-  out.request.tpm = tpm;
+  // Nothing named: the host's TPM through the kernel's resource manager, as
+  // tpm2-tss's device TCTI defaults to (never the TCTI's own environment,
+  // which may name this TCTI again).
+  out.request.tpm = tpm.empty() ? "device:/dev/tpmrm0" : tpm;
   if (!log_set) {
     if (const char* env = std::getenv("TPMSEC_TCTI_LOG"); env && *env) out.log = env;
   }

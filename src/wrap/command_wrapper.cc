@@ -381,7 +381,9 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   bool authorizes = p->our_slot < info.auth_count;
   bool decrypt = !caller_hmac && info.command_param_tpm2b && params.size() >= 2;
   p->encrypts_response = !caller_hmac && info.response_param_tpm2b;
-  if ((p->code == cc::kHierarchyChangeAuth || p->code == cc::kNvChangeAuth) && authorizes) {
+  // The session authorizing the entity (slot 0) is answered under its new
+  // authValue, the wrapper's or a re-signed caller's.
+  if (p->code == cc::kHierarchyChangeAuth || p->code == cc::kNvChangeAuth) {
     Reader nr(params);
     p->new_auth_value = SecretBytes(nr.tpm2b("newAuth", 64));
     if (!nr.ok()) return pass();
@@ -533,7 +535,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
   bool authorizes = p.our_slot < info.auth_count;
   VerifyInput in{&info, code, params, AuthResponse{e.nonce, e.attributes, e.hmac},
                  authorizes ? p.auth_value.view() : ByteView()};
-  if (p.new_auth_value) in.new_auth_value = p.new_auth_value->view();
+  if (p.new_auth_value && p.our_slot == 0) in.new_auth_value = p.new_auth_value->view();
   if (Status st = session_->verify(in); !st.ok()) {
     retire_session(true);
     return st.error().with_context(std::string(info.name) + " response");
@@ -551,6 +553,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
     HmacSession& s = *caller_sessions_.at(handle);
     const Entry& ce = entries[slot];
     VerifyInput cin{&info, code, params, AuthResponse{ce.nonce, ce.attributes, ce.hmac}, {}};
+    if (p.new_auth_value && slot == 0) cin.new_auth_value = p.new_auth_value->view();
     Status st = s.verify(cin);
     if (!st.ok()) {
       caller_sessions_.erase(handle);
