@@ -16,6 +16,7 @@
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/wire.h"
 
 namespace tpmsec {
 namespace {
@@ -285,6 +286,86 @@ TEST_F(TctiTest, FlushingEverySessionThroughItLeavesNothingBehind) {
   for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
     auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
     ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
+    EXPECT_EQ(left.out, "") << kind;
+  }
+}
+
+// The attacker flushes the TCTI's session just before a command reaches the
+// TPM. GetRandom changes nothing: sent again on a new session. PCR_Extend
+// does: the TPM's error goes to the tool, and the PCR is extended never.
+TEST_F(TctiTest, ASessionFlushedBehindItsBackIsNeverAReasonToApplyACommandTwice) {
+  auto flush_first = [](uint32_t code, size_t session_at) {
+    return [code, session_at, done = false](const testing::ProxiedCommand& c, testing::Upstream& tpm) mutable {
+      if (c.code == code && !done && c.bytes.size() >= session_at + 4) {
+        done = true;
+        Writer w;
+        w.u16(st::kNoSessions);
+        w.u32(14);
+        w.u32(0x165);  // FlushContext
+        w.u32(load_be32(c.bytes.data() + session_at));
+        auto flushed = tpm.transmit(*w.finish());
+        if (!flushed.ok()) return testing::Reply::close();
+      }
+      return testing::pass(c, tpm);
+    };
+  };
+  rule_ = flush_first(0x17B, 14);  // GetRandom: header, authorizationSize, then the session
+  auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",log=" + path("log")));
+  EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
+  EXPECT_EQ(random.out.size(), 16u) << random.out;
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=2 encrypted=2"), std::string::npos) << text;
+
+  Bytes before = pcr16();
+  rule_ = flush_first(0x182, 18);  // PCR_Extend: header, the PCR, authorizationSize, then the session
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + std::string(64, 'e')}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ(pcr16(), before);
+  rule_ = nullptr;
+  auto again = tool({"tpm2_pcrextend", "16:sha256=" + std::string(64, 'e')}, tcti());
+  EXPECT_EQ(again.exit_code, 0) << testing::describe(again);
+  EXPECT_EQ(pcr16(), *pcr_extended_value(alg::kSha256, before, Bytes(32, 0xee)));
+}
+
+// A broad set of tpm2-tools through the TCTI: signatures and quotes verify,
+// objects persist and go, a policy session's digest is the one without it.
+TEST_F(TctiTest, ABroadSetOfToolsWorksThroughIt) {
+  auto ok = [&](std::vector<std::string> argv) {
+    auto r = tool(argv, tcti());
+    EXPECT_EQ(r.exit_code, 0) << argv[0] << ": " << testing::describe(r);
+    flush_transients();
+    return r;
+  };
+  std::ofstream(path("msg")) << "a message to sign";
+  ok({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx"), "-Q"});
+  ok({"tpm2_create", "-C", path("prim.ctx"), "-G", "ecc", "-u", path("k.pub"), "-r", path("k.priv"), "-Q"});
+  ok({"tpm2_load", "-C", path("prim.ctx"), "-u", path("k.pub"), "-r", path("k.priv"), "-c", path("k.ctx"), "-Q"});
+  ok({"tpm2_sign", "-c", path("k.ctx"), "-g", "sha256", "-o", path("sig"), path("msg")});
+  ok({"tpm2_verifysignature", "-c", path("k.ctx"), "-g", "sha256", "-m", path("msg"), "-s", path("sig")});
+  ok({"tpm2_quote", "-c", path("k.ctx"), "-l", "sha256:16", "-q", "abcd", "-m", path("q.msg"), "-s", path("q.sig"),
+      "-o", path("q.pcrs"), "-g", "sha256", "-Q"});
+  ok({"tpm2_readpublic", "-c", path("k.ctx"), "-o", path("k.pem"), "-f", "pem", "-Q"});
+  auto check = run_command({"tpm2_checkquote", "-u", path("k.pem"), "-m", path("q.msg"), "-s", path("q.sig"), "-f",
+                            path("q.pcrs"), "-g", "sha256", "-q", "abcd"});
+  EXPECT_EQ(check.exit_code, 0) << testing::describe(check);
+  ok({"tpm2_evictcontrol", "-C", "o", "-c", path("prim.ctx"), "0x81000005", "-Q"});
+  ok({"tpm2_evictcontrol", "-C", "o", "-c", "0x81000005", "-Q"});
+  auto digest = [&](const std::string& via) {
+    auto start = run_command({"tpm2_startauthsession", "-T", via, "--policy-session", "-S", path("s.ctx")});
+    EXPECT_EQ(start.exit_code, 0) << testing::describe(start);
+    proxy_->wait_idle();
+    auto pcr = run_command({"tpm2_policypcr", "-T", via, "-S", path("s.ctx"), "-l", "sha256:16"});
+    EXPECT_EQ(pcr.exit_code, 0) << testing::describe(pcr);
+    proxy_->wait_idle();
+    auto flush = run_command({"tpm2_flushcontext", "-T", via, path("s.ctx")});
+    EXPECT_EQ(flush.exit_code, 0) << testing::describe(flush);
+    proxy_->wait_idle();
+    return pcr.out;
+  };
+  EXPECT_EQ(digest(tcti()), digest(direct()));
+  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-persistent"}) {
+    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
     EXPECT_EQ(left.out, "") << kind;
   }
 }
