@@ -1,57 +1,36 @@
-// A protected PCR extend on the embedded TPM (in-process libtpms) through the
-// public API, the way `tpmsec pcr extend --strategy per-command` does it:
-// open a transport, read the TPM's capabilities, open an ExtendStream whose
-// sessions are salted to the null key, extend, finish, and read the PCR back.
+// A protected PCR extend through the library's one entry (tpmsec/protect.h),
+// on a TPM behind a bus: protected_extend TPM [NULL_NAME], e.g.
+//   protected_extend device:/dev/tpmrm0        (the kernel's null_name pin)
+//   protected_extend swtpm:port=2321 000b...   (a pinned null key name)
 // Build: see examples/CMakeLists.txt (find_package) or examples/Makefile (pkg-config).
 #include <cstdio>
-#include <memory>
 
-#include "tpmsec/bytes.h"
-#include "tpmsec/pcr.h"
-#include "tpmsec/strategy.h"
-#include "tpmsec/tpm.h"
-#include "tpmsec/tpm_info.h"
-#include "tpmsec/transport.h"
-
-namespace {
+#include "tpmsec/protect.h"
 
 int fail(const char* what, const tpmsec::Error& e) {
   std::fprintf(stderr, "protected_extend: %s: %s\n", what, e.message().c_str());
-  return 1;
+  return e.kind() == tpmsec::ErrorKind::kIntegrity ? 3 : 1;
 }
 
-}  // namespace
-
-int main() {
+int main(int argc, char** argv) {
   using namespace tpmsec;
-  auto transport = open_transport("embedded");
-  if (!transport.ok()) return fail("open", transport.error());
-  Tpm tpm(*transport.value());
-  auto info = read_tpm_info(tpm);
-  if (!info.ok()) return fail("info", info.error());
-
+  ProtectRequest request;
+  request.tpm = argc > 1 ? argv[1] : "";  // empty: the host's TPM
+  if (argc > 2) request.anchor = anchor::NullName{argv[2]};
+  auto tpm = ProtectedTpm::open(request);
+  if (!tpm.ok()) return fail("open", tpm.error());
+  auto plan = tpm.value()->plan_extends();  // the shipped policy decides
+  if (!plan.ok()) return fail("policy", plan.error());
   StreamOptions options;
   options.pcr = 16;
-  options.bank = alg::kSha256;
   options.one_shot = true;
-  // The embedded TPM is in this process: no bus, so no salt-key anchor is
-  // needed. A TPM behind a bus needs one (ProtectionConfig, docs/threat-model.md).
-  auto stream = ExtendStream::open(tpm, StrategyKind::kPerCommand, options, &info.value());
+  options.read_back = true;  // audited reads before and after, compared
+  auto stream = tpm.value()->extend_stream(plan.value(), options);
   if (!stream.ok()) return fail("open stream", stream.error());
-
-  const Bytes digest(32, 0xab);
-  if (auto st = stream.value()->extend(digest); !st.ok()) return fail("extend", st.error());
-  if (auto st = stream.value()->finish(); !st.ok()) return fail("finish", st.error());
-
-  auto value = pcr_read(tpm, alg::kSha256, 16);
-  if (!value.ok()) return fail("read", value.error());
-  auto expected = pcr_extended_value(alg::kSha256, Bytes(32, 0), digest);
-  if (!expected.ok()) return fail("expected value", expected.error());
-  std::printf("PCR 16 (sha256) = %s\n", to_hex(value.value()).c_str());
-  if (value.value() != expected.value()) {
-    std::fprintf(stderr, "protected_extend: PCR 16 is not H(0...0 || digest)\n");
-    return 3;
-  }
-  std::printf("protected extend ok (per-command strategy, salted session)\n");
+  if (auto st = stream.value()->extend(Bytes(32, 0xab)); !st.ok()) return fail("extend", st.error());
+  auto value = stream.value()->read_back();
+  if (!value.ok()) return fail("read back", value.error());
+  std::printf("PCR 16 = %s\nprotected extend ok (%s)\n", to_hex(value.value()).c_str(),
+              std::string(strategy_name(plan.value().strategy)).c_str());
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "support/test_tpm.h"
 #include "testing/transport_doubles.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
@@ -136,7 +137,7 @@ TEST_P(WrapTest, APasswordNeverCrossesTheBus) {
   params.tpm2b(as_bytes(secret), "newAuth");
   const NamedHandle owner = NamedHandle::of(rh::kOwner);
   const NamedHandle* handles[] = {&owner};
-  static constexpr CommandInfo kHierarchyChangeAuth{0x129, "HierarchyChangeAuth", 1, 1, 0, true, false};
+  const CommandInfo& kHierarchyChangeAuth = *find_command(0x129);
   Auth empty = Auth::password();
   auto changed = caller_->execute(kHierarchyChangeAuth, handles, *params.finish(), std::span<const Auth>(&empty, 1));
   ASSERT_TRUE(changed.ok()) << changed.error().message();
@@ -373,7 +374,7 @@ TEST_P(ResignTest, WithAPasswordTheCallersHmacStandsAndNothingIsEncrypted) {
   params.tpm2b(owner, "newAuth");
   const NamedHandle owner_handle = NamedHandle::of(rh::kOwner);
   const NamedHandle* handles[] = {&owner_handle};
-  static constexpr CommandInfo kHierarchyChangeAuth{0x129, "HierarchyChangeAuth", 1, 1, 0, true, false};
+  const CommandInfo& kHierarchyChangeAuth = *find_command(0x129);
   Auth empty = Auth::password();
   ASSERT_TRUE(tpm().execute(kHierarchyChangeAuth, handles, *params.finish(), std::span<const Auth>(&empty, 1)).ok());
   auto session = unsalted_session();

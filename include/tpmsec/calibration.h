@@ -81,9 +81,7 @@ std::map<std::string, double> measured_properties(const StrategyCosts& costs);
 // kNoBus on an in_process() transport and kUnauthenticated on any other (a
 // plain GetCapability; decide_on_tpm authenticates it when a decision needs it).
 TpmFacts facts_of(const MeasuredTpm& tpm);
-// The same for a TPM opened without the measurement layer: `info` read from
-// it over `transport` (the protect path, not emulating).
-TpmFacts facts_of(const TpmInfo& info, const Transport& transport);
+// (facts_of(const TpmInfo&, const Transport&), the protect path's, is in policy.h.)
 
 // A rule for the TPM `facts` identifies (manufacturer, vendor glob, the
 // firmware's major version when known), with the decision, reason and source.

@@ -1,16 +1,18 @@
 // The TPM commands tpmsec sends, one definition each (Part 3).
-// See command.h for what a definition holds.
+// See command.h for what a definition holds; each kInfo is the command's
+// entry in the command table (command_table.h), which has every command.
 #ifndef TPMSEC_COMMANDS_H_
 #define TPMSEC_COMMANDS_H_
 
 #include "tpmsec/command.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/structures.h"
 
 namespace tpmsec::cmd {
 
 // Part 3 §9.3
 struct Startup {
-  static constexpr CommandInfo kInfo{0x144, "Startup", 0, 0, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x144>();
   uint16_t startup_type = su::kClear;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(startup_type); }
@@ -22,7 +24,7 @@ struct Startup {
 
 // Part 3 §9.4
 struct Shutdown {
-  static constexpr CommandInfo kInfo{0x145, "Shutdown", 0, 0, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x145>();
   uint16_t shutdown_type = su::kClear;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(shutdown_type); }
@@ -34,7 +36,7 @@ struct Shutdown {
 
 // Part 3 §30.2
 struct GetCapability {
-  static constexpr CommandInfo kInfo{0x17A, "GetCapability", 0, 0, 0, false, false, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x17A>();
   uint32_t capability = 0;
   uint32_t property = 0;
   uint32_t property_count = 0;
@@ -50,7 +52,7 @@ struct GetCapability {
 
 // Part 3 §16.1
 struct GetRandom {
-  static constexpr CommandInfo kInfo{0x17B, "GetRandom", 0, 0, 0, false, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x17B>();
   uint16_t bytes_requested = 0;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(bytes_requested); }
@@ -63,7 +65,7 @@ struct GetRandom {
 
 // Part 3 §22.4
 struct PcrRead {
-  static constexpr CommandInfo kInfo{0x17E, "PCR_Read", 0, 0, 0, false, false, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x17E>();
   PcrSelectionList pcr_selection_in;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(pcr_selection_in); }
@@ -78,7 +80,7 @@ struct PcrRead {
 
 // Part 3 §22.2
 struct PcrExtend {
-  static constexpr CommandInfo kInfo{0x182, "PCR_Extend", 1, 1, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x182>();
   NamedHandle pcr_handle;
   DigestValues digests;
   auto handles() const { return std::tie(pcr_handle); }
@@ -91,7 +93,7 @@ struct PcrExtend {
 
 // Part 3 §22.8
 struct PcrReset {
-  static constexpr CommandInfo kInfo{0x13D, "PCR_Reset", 1, 1, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x13D>();
   NamedHandle pcr_handle;
   auto handles() const { return std::tie(pcr_handle); }
   auto params() const { return std::tie(); }
@@ -103,7 +105,7 @@ struct PcrReset {
 
 // Part 3 §24.1
 struct CreatePrimary {
-  static constexpr CommandInfo kInfo{0x131, "CreatePrimary", 1, 1, 1, true, true, false, /*creates_handle=*/true};
+  static constexpr const CommandInfo& kInfo = command_info<0x131>();
   NamedHandle primary_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -126,7 +128,7 @@ struct CreatePrimary {
 
 // Part 3 §12.1
 struct Create {
-  static constexpr CommandInfo kInfo{0x153, "Create", 1, 1, 0, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x153>();
   NamedHandle parent_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -147,7 +149,7 @@ struct Create {
 
 // Part 3 §12.2
 struct Load {
-  static constexpr CommandInfo kInfo{0x157, "Load", 1, 1, 1, true, true, false, /*creates_handle=*/true};
+  static constexpr const CommandInfo& kInfo = command_info<0x157>();
   NamedHandle parent_handle;
   Tpm2bPrivate in_private;
   PublicArea in_public;
@@ -164,7 +166,7 @@ struct Load {
 
 // Part 3 §12.7
 struct Unseal {
-  static constexpr CommandInfo kInfo{0x15E, "Unseal", 1, 1, 0, false, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x15E>();
   NamedHandle item_handle;
   auto handles() const { return std::tie(item_handle); }
   auto params() const { return std::tie(); }
@@ -178,7 +180,7 @@ struct Unseal {
 // Part 3 §28.5. Makes the transient object_handle persistent at
 // persistent_handle, or, with object_handle = a persistent handle, evicts it.
 struct EvictControl {
-  static constexpr CommandInfo kInfo{0x120, "EvictControl", 2, 1, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x120>();
   NamedHandle auth;
   NamedHandle object_handle;
   uint32_t persistent_handle = 0;
@@ -192,7 +194,7 @@ struct EvictControl {
 
 // Part 3 §12.4
 struct ReadPublic {
-  static constexpr CommandInfo kInfo{0x173, "ReadPublic", 1, 0, 0, false, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x173>();
   NamedHandle object_handle;
   auto handles() const { return std::tie(object_handle); }
   auto params() const { return std::tie(); }
@@ -208,7 +210,7 @@ struct ReadPublic {
 // Part 3 §31.6. Needs no authorization; the index's size and attributes
 // come back unauthenticated here, so the caller bounds what it reads.
 struct NvReadPublic {
-  static constexpr CommandInfo kInfo{0x169, "NV_ReadPublic", 1, 0, 0, false, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x169>();
   NamedHandle nv_index;
   auto handles() const { return std::tie(nv_index); }
   auto params() const { return std::tie(); }
@@ -223,7 +225,7 @@ struct NvReadPublic {
 // Part 3 §31.3. `auth` is the first parameter: parameter encryption hides
 // it from the bus (tpmsec provision sends its bind secret this way).
 struct NvDefineSpace {
-  static constexpr CommandInfo kInfo{0x12A, "NV_DefineSpace", 1, 1, 0, true, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x12A>();
   NamedHandle auth_handle;
   Tpm2bDigest auth;
   NvPublicArea public_info;
@@ -237,7 +239,7 @@ struct NvDefineSpace {
 
 // Part 3 §31.4.
 struct NvUndefineSpace {
-  static constexpr CommandInfo kInfo{0x122, "NV_UndefineSpace", 2, 1, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x122>();
   NamedHandle auth_handle;
   NamedHandle nv_index;
   auto handles() const { return std::tie(auth_handle, nv_index); }
@@ -251,7 +253,7 @@ struct NvUndefineSpace {
 // Part 3 §31.13. auth_handle is the index itself or the hierarchy its
 // attributes allow (TPMA_NV_AUTHREAD, TPMA_NV_OWNERREAD).
 struct NvRead {
-  static constexpr CommandInfo kInfo{0x14E, "NV_Read", 2, 1, 0, false, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x14E>();
   NamedHandle auth_handle;
   NamedHandle nv_index;
   uint16_t size = 0;
@@ -267,7 +269,7 @@ struct NvRead {
 
 // Part 3 §28.2
 struct ContextSave {
-  static constexpr CommandInfo kInfo{0x162, "ContextSave", 1, 0, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x162>();
   NamedHandle save_handle;
   auto handles() const { return std::tie(save_handle); }
   auto params() const { return std::tie(); }
@@ -280,7 +282,7 @@ struct ContextSave {
 
 // Part 3 §28.3
 struct ContextLoad {
-  static constexpr CommandInfo kInfo{0x161, "ContextLoad", 0, 0, 1, false, false, false, /*creates_handle=*/true};
+  static constexpr const CommandInfo& kInfo = command_info<0x161>();
   Context context;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(context); }
@@ -300,7 +302,7 @@ struct ContextLoad {
 
 // Part 3 §28.4. The handle to flush is a parameter, not a handle.
 struct FlushContext {
-  static constexpr CommandInfo kInfo{0x165, "FlushContext", 0, 0, 0, false, false};
+  static constexpr const CommandInfo& kInfo = command_info<0x165>();
   uint32_t flush_handle = 0;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(flush_handle); }
@@ -312,7 +314,7 @@ struct FlushContext {
 
 // Part 3 §11.1
 struct StartAuthSession {
-  static constexpr CommandInfo kInfo{0x176, "StartAuthSession", 2, 0, 1, true, true, false, /*creates_handle=*/true};
+  static constexpr const CommandInfo& kInfo = command_info<0x176>();
   NamedHandle tpm_key = NamedHandle::of(rh::kNull);
   NamedHandle bind = NamedHandle::of(rh::kNull);
   Tpm2bDigest nonce_caller;
@@ -333,7 +335,7 @@ struct StartAuthSession {
 
 // Part 3 §15.4
 struct Hash {
-  static constexpr CommandInfo kInfo{0x17D, "Hash", 0, 0, 0, true, true, true};
+  static constexpr const CommandInfo& kInfo = command_info<0x17D>();
   Tpm2bMaxBuffer data;
   uint16_t hash_alg = alg::kSha256;
   uint32_t hierarchy = rh::kNull;
@@ -345,146 +347,6 @@ struct Hash {
     auto handles() { return std::tie(); }
     auto params() { return std::tie(out_hash, validation); }
   };
-};
-
-// Every command above: the one table tracing, emulation and reports name
-// commands by.
-inline constexpr CommandInfo kAllCommands[] = {
-    Startup::kInfo,
-    Shutdown::kInfo,
-    GetCapability::kInfo,
-    GetRandom::kInfo,
-    PcrRead::kInfo,
-    PcrExtend::kInfo,
-    PcrReset::kInfo,
-    CreatePrimary::kInfo,
-    Create::kInfo,
-    Load::kInfo,
-    Unseal::kInfo,
-    ReadPublic::kInfo,
-    EvictControl::kInfo,
-    NvReadPublic::kInfo,
-    NvDefineSpace::kInfo,
-    NvUndefineSpace::kInfo,
-    NvRead::kInfo,
-    ContextSave::kInfo,
-    ContextLoad::kInfo,
-    FlushContext::kInfo,
-    StartAuthSession::kInfo,
-    Hash::kInfo,
-};
-
-// The rest of TPM 2.0's command codes (Part 2 §6.5.2, Table 12, TPM_CC),
-// by name only: tpmsec does not send them, but other clients do through
-// `tpmsec emulate`, and traces and reports name every command. The codes of
-// kAllCommands are not repeated here (commands_test checks it).
-struct CommandName {
-  uint32_t code;
-  std::string_view name;
-};
-inline constexpr CommandName kOtherCommandNames[] = {
-    {0x11F, "NV_UndefineSpaceSpecial"},
-    {0x121, "HierarchyControl"},
-    {0x124, "ChangeEPS"},
-    {0x125, "ChangePPS"},
-    {0x126, "Clear"},
-    {0x127, "ClearControl"},
-    {0x128, "ClockSet"},
-    {0x129, "HierarchyChangeAuth"},
-    {0x12B, "PCR_Allocate"},
-    {0x12C, "PCR_SetAuthPolicy"},
-    {0x12D, "PP_Commands"},
-    {0x12E, "SetPrimaryPolicy"},
-    {0x12F, "FieldUpgradeStart"},
-    {0x130, "ClockRateAdjust"},
-    {0x132, "NV_GlobalWriteLock"},
-    {0x133, "GetCommandAuditDigest"},
-    {0x134, "NV_Increment"},
-    {0x135, "NV_SetBits"},
-    {0x136, "NV_Extend"},
-    {0x137, "NV_Write"},
-    {0x138, "NV_WriteLock"},
-    {0x139, "DictionaryAttackLockReset"},
-    {0x13A, "DictionaryAttackParameters"},
-    {0x13B, "NV_ChangeAuth"},
-    {0x13C, "PCR_Event"},
-    {0x13E, "SequenceComplete"},
-    {0x13F, "SetAlgorithmSet"},
-    {0x140, "SetCommandCodeAuditStatus"},
-    {0x141, "FieldUpgradeData"},
-    {0x142, "IncrementalSelfTest"},
-    {0x143, "SelfTest"},
-    {0x146, "StirRandom"},
-    {0x147, "ActivateCredential"},
-    {0x148, "Certify"},
-    {0x149, "PolicyNV"},
-    {0x14A, "CertifyCreation"},
-    {0x14B, "Duplicate"},
-    {0x14C, "GetTime"},
-    {0x14D, "GetSessionAuditDigest"},
-    {0x14F, "NV_ReadLock"},
-    {0x150, "ObjectChangeAuth"},
-    {0x151, "PolicySecret"},
-    {0x152, "Rewrap"},
-    {0x154, "ECDH_ZGen"},
-    {0x155, "HMAC"},
-    {0x156, "Import"},
-    {0x158, "Quote"},
-    {0x159, "RSA_Decrypt"},
-    {0x15B, "HMAC_Start"},
-    {0x15C, "SequenceUpdate"},
-    {0x15D, "Sign"},
-    {0x160, "PolicySigned"},
-    {0x163, "ECDH_KeyGen"},
-    {0x164, "EncryptDecrypt"},
-    {0x167, "LoadExternal"},
-    {0x168, "MakeCredential"},
-    {0x16A, "PolicyAuthorize"},
-    {0x16B, "PolicyAuthValue"},
-    {0x16C, "PolicyCommandCode"},
-    {0x16D, "PolicyCounterTimer"},
-    {0x16E, "PolicyCpHash"},
-    {0x16F, "PolicyLocality"},
-    {0x170, "PolicyNameHash"},
-    {0x171, "PolicyOR"},
-    {0x172, "PolicyTicket"},
-    {0x174, "RSA_Encrypt"},
-    {0x177, "VerifySignature"},
-    {0x178, "ECC_Parameters"},
-    {0x179, "FirmwareRead"},
-    {0x17C, "GetTestResult"},
-    {0x17F, "PolicyPCR"},
-    {0x180, "PolicyRestart"},
-    {0x181, "ReadClock"},
-    {0x183, "PCR_SetAuthValue"},
-    {0x184, "NV_Certify"},
-    {0x185, "EventSequenceComplete"},
-    {0x186, "HashSequenceStart"},
-    {0x187, "PolicyPhysicalPresence"},
-    {0x188, "PolicyDuplicationSelect"},
-    {0x189, "PolicyGetDigest"},
-    {0x18A, "TestParms"},
-    {0x18B, "Commit"},
-    {0x18C, "PolicyPassword"},
-    {0x18D, "ZGen_2Phase"},
-    {0x18E, "EC_Ephemeral"},
-    {0x18F, "PolicyNvWritten"},
-    {0x190, "PolicyTemplate"},
-    {0x191, "CreateLoaded"},
-    {0x192, "PolicyAuthorizeNV"},
-    {0x193, "EncryptDecrypt2"},
-    {0x194, "AC_GetCapability"},
-    {0x195, "AC_Send"},
-    {0x196, "Policy_AC_SendSelect"},
-    {0x197, "CertifyX509"},
-    {0x198, "ACT_SetTimeout"},
-    {0x199, "ECC_Encrypt"},
-    {0x19A, "ECC_Decrypt"},
-    {0x19B, "PolicyCapability"},
-    {0x19C, "PolicyParameters"},
-    {0x19D, "NV_DefineSpace2"},
-    {0x19E, "NV_ReadPublic2"},
-    {0x19F, "SetCapability"},
 };
 
 }  // namespace tpmsec::cmd

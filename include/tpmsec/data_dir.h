@@ -10,7 +10,10 @@ namespace tpmsec {
 //   3. otherwise <directory of the running program>/../share/tpmsec: an
 //      installed tpmsec (/usr/bin/tpmsec reads /usr/share/tpmsec, a moved
 //      prefix keeps working), and a build tree's tests and benchmarks one
-//      directory below the CLI. Errors then name the path a user expects.
+//      directory below the CLI. Errors then name the path a user expects;
+//   4. but when that does not exist and /usr/share/tpmsec does, the latter:
+//      a program of its own on the library (examples/protected_extend.cc)
+//      finds the distribution's data.
 // No path of the source, build or install tree is compiled in.
 std::string data_dir();
 

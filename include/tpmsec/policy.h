@@ -46,6 +46,8 @@
 
 namespace tpmsec {
 
+class Transport;
+
 // A firmware version as vendors print TPM_PT_FIRMWARE_VERSION_1: "7.85" is
 // major 7, minor 85 (the high and low 16 bits).
 struct FirmwareVersion {
@@ -188,6 +190,11 @@ struct TpmFacts {
 };
 // The identity in `info`, with identity_origin unauthenticated.
 TpmFacts facts_from_info(const TpmInfo& info);
+// The facts of a TPM opened without the measurement layer: `info` read from it
+// over `transport`; the identity is kNoBus on an in_process() transport and
+// kUnauthenticated on any other (a plain GetCapability; decide_on_tpm
+// authenticates it when a decision needs it).
+TpmFacts facts_of(const TpmInfo& info, const Transport& transport);
 
 // Why a rule did or did not match.
 struct RuleVerdict {

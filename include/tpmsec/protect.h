@@ -29,6 +29,7 @@
 #include <string_view>
 #include <variant>
 
+#include "tpmsec/hmac_session.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/result.h"
 #include "tpmsec/session_cache.h"
@@ -103,6 +104,8 @@ struct ExtendPlan {
   SessionTuning tuning;
 };
 
+class AuditedPcrReads;
+
 // An open TPM with its protection resolved. Owns the transport it opened (or
 // was handed) and every TPM handle it creates.
 class ProtectedTpm {
@@ -150,6 +153,11 @@ class ProtectedTpm {
   // null_key_load are filled in here).
   Result<std::unique_ptr<ExtendStream>> extend_stream(const ExtendPlan& plan, StreamOptions options);
 
+  // PCR reads authenticated by one audit session salted (or bound) to the
+  // anchor (`pcr read --protect audit`, `verify --tpm`): an interposer can
+  // neither fake a value nor rewrite one unnoticed.
+  Result<std::unique_ptr<AuditedPcrReads>> audited_pcr_reads();
+
   // Keeps what `factory` learnt (its null key) for the next process, when
   // the request asked to keep; a failure is a notice, never an error.
   void keep(const SessionFactory* factory);
@@ -171,6 +179,27 @@ class ProtectedTpm {
   std::optional<SessionCache> cache_;
   ProtectionConfig config_;  // resolved; symmetric set per use
 };
+
+// ProtectedTpm::audited_pcr_reads(): one audit session, continued across reads.
+class AuditedPcrReads {
+ public:
+  // PCR_Read of one PCR, its response authenticated by the session.
+  Result<Bytes> read(uint16_t bank, uint32_t index);
+
+ private:
+  friend class ProtectedTpm;
+  AuditedPcrReads() = default;
+  Tpm* tpm_ = nullptr;
+  std::unique_ptr<SessionFactory> factory_;  // outlives the session it started
+  std::unique_ptr<HmacSession> session_;
+};
+
+// The resolution ProtectedTpm makes, for code that drives a Tpm of its own
+// (the CLI's measurement commands): the anchor of `request` for the TPM behind
+// `transport` (the real one: its describe() keys the pins), as the
+// configuration of sessions with `symmetric` parameter encryption.
+Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const Transport& transport,
+                                            const TpmInfo& info, SymDef symmetric = SymDef::aes128_cfb());
 
 // The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
 // and logs; a front end maps it to its own spelling.

@@ -17,6 +17,7 @@
 #include "tpmsec/ima_log.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/measured_tpm.h"
+#include "tpmsec/openmetrics.h"
 #include "tpmsec/statistics.h"
 #include "tpmsec/strategy.h"
 
@@ -65,6 +66,12 @@ struct ReplayRun {
 
 // Extends `digests` (each the bank's digest size) into options.pcr of `tpm`.
 Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digests, const ReplayOptions& options);
+// A run as `tpmsec replay --json` writes it.
+nlohmann::json to_json(const ReplayRun& run);
+// The runs' extends as one strategy's metrics (an event log's PCRs are
+// replayed one after the other, all through the same strategy), for
+// openmetrics_text().
+StrategyMetrics replay_metrics(StrategyKind kind, const std::vector<ReplayRun>& runs);
 
 // The same run as it would have taken on `profile`: every recorded command
 // of [run.records_begin, run.records_end) priced by a fresh LatencyModel, in

@@ -31,6 +31,12 @@ enum class ErrorReason {
   // The TPM's identity read through an audited session differs from the
   // plain read: an interposer rewrote the plain one.
   kIdentityForged,
+  // A TPM behind a bus and no trust anchor for the salt key (protect.h): the
+  // front end says which of its options name one.
+  kNoTrustAnchor,
+  // ECC salt asked for on a TPM without P-256: the front end says how to ask
+  // for RSA.
+  kUnsupportedSalt,
 };
 
 class Error {

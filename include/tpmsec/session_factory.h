@@ -92,7 +92,8 @@ SaltKind choose_salt(const TpmInfo& info);
 // True when `config` names a trust anchor for the salt key (or needs none:
 // unsalted sessions protect nothing anyway and say so).
 bool has_trust_anchor(const ProtectionConfig& config);
-// The refusal for a TPM behind a bus with no anchor: which options to give.
+// The refusal for a TPM behind a bus with no anchor (kUsage, reason
+// kNoTrustAnchor): the front end adds which of its options name one.
 Error missing_trust_anchor_error();
 
 class SessionFactory {

@@ -82,8 +82,12 @@ struct TransportSpec {
 Result<TransportSpec> parse_transport_spec(std::string_view spec);
 
 // Opens the transport a TPM string names. The embedded and swtpm transports
-// start the TPM (Startup) if it needs it.
+// start the TPM (Startup) if it needs it. (tpmsec_transport_open: links the
+// embedded TPM, hence libtpms.)
 Result<std::unique_ptr<Transport>> open_transport(std::string_view spec);
+// The same for a TPM behind a bus only (device:, swtpm:, mssim:); embedded is
+// kUsage. What the protect path and the TCTI use: no libtpms.
+Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view spec);
 
 // The TPM to use when none was given, as tpm2-tools and systemd pick the
 // host's: $TPMSEC_TPM, else $TPM2TOOLS_TCTI (translated to tpmsec's syntax),

@@ -45,10 +45,10 @@
 //     restored (TPM_ST_NO_SESSIONS without parameterSize when the caller sent
 //     no sessions). An error response carries no session area and passes
 //     through unchanged.
-// Commands that already carry three sessions, cannot take one (Startup,
-// ContextSave, ContextLoad, FlushContext), lack an authorization they need,
-// or are not in the command table pass through unchanged; counts() says per
-// command code what each got.
+// Commands that already carry three sessions, cannot take one (the table's
+// no_sessions: Startup, ContextSave, ContextLoad, FlushContext, ...), lack an
+// authorization they need, or are not in the command table (a vendor's) pass
+// through unchanged; counts() says per command code what each got.
 //
 // Faults: a response the session does not authenticate, a garbled or a lost
 // one is an error (kIntegrity / kParse / kRuntime) and retires the session

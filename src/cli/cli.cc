@@ -125,18 +125,21 @@ const std::string& OpenTpm::profile() const {
 
 TpmFacts OpenTpm::facts() const { return measured ? facts_of(*measured) : facts_of(plain_info, *base); }
 
-void OpenTpm::keep(const SessionFactory* factory) {
-  if (!cache || !factory || !factory->null_key()) return;
-  const NullKey& key = *factory->null_key();
-  // A key created afresh for each session (NullKeyLoad::kRecreate) has no
-  // context to keep.
-  if (key.load_mode() == NullKeyLoad::kRecreate) return;
-  // A kept key the TPM refused: it was reset or is another TPM, so what was
-  // kept of its capabilities is read afresh next time too.
-  if (key.changed()) (void)cache->drop_info();
-  auto kept = cache->null_key(key.kind());
-  if (kept && kept->name == key.name() && kept->context == key.snapshot().context) return;
-  if (Status st = cache->put_null_key(key.snapshot()); !st.ok()) warn_not_kept(st.error());
+std::string_view advice_for(ErrorReason reason) {
+  switch (reason) {
+    case ErrorReason::kNoTrustAnchor:
+      return ". Give --ek-ca CA (the TPM's EK certificate proves its key), --null-name HEX|FILE (a pinned name, "
+             "e.g. /sys/class/tpm/tpm0/null_name) or --tofu (trust the first use of each boot)";
+    case ErrorReason::kUnsupportedSalt:
+      return ": use --salt rsa";
+    default:
+      return "";
+  }
+}
+
+Result<std::unique_ptr<ProtectedTpm>> OpenTpm::protect(ProtectRequest request) const {
+  request.keep = cache.has_value();
+  return ProtectedTpm::adopt(request, *base, tpm(), info(), facts());
 }
 
 Status write_file(const std::string& path, const std::string& content) {

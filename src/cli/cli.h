@@ -13,6 +13,7 @@
 
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/policy.h"
+#include "tpmsec/protect.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/result.h"
@@ -29,6 +30,9 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitIntegrity = 3;
 
 int exit_code_for(const Error& e);
+// What the user can do about a library error of this reason, in the CLI's
+// options (". Give --ek-ca ..."); empty when the message says it all.
+std::string_view advice_for(ErrorReason reason);
 
 // A malformed file the user gave is unusable input (exit 2), not a runtime
 // failure: library parsers say kParse, which from a TPM response means exit 1.
@@ -91,9 +95,10 @@ struct OpenTpm {
   // What one-shot protected commands keep between processes; none unless
   // opened with `keep` and the TPM outlives the process.
   std::optional<SessionCache> cache;
-  // Keeps the null key `factory` used, when it changed or was not kept yet
-  // (a failure to keep it is a warning: the command itself succeeded).
-  void keep(const SessionFactory* factory);
+  // The protect path over this TPM (protect.h): `request` resolved for it,
+  // matched against facts(); it keeps what earlier runs kept when this TPM
+  // was opened with `keep`.
+  Result<std::unique_ptr<ProtectedTpm>> protect(ProtectRequest request) const;
   // TPM time of every command run so far, on the virtual clock when emulating
   // (0 on the plain path: nothing is traced).
   double emulated_ms() const;

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     if (e.kind() == tpmsec::ErrorKind::kIntegrity) {
       fmt::print(stderr, "tpmsec: integrity failure: {}\n", e.message());
     } else {
-      fmt::print(stderr, "tpmsec: {}\n", e.message());
+      fmt::print(stderr, "tpmsec: {}{}\n", e.message(), tpmsec::cli::advice_for(e.reason()));
     }
     return exit_code_for(e);
   }

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <optional>
 
-#include "audited_read.h"
 #include "cli.h"
+#include "digest_lines.h"
 #include "progress.h"
 #include "protection_options.h"
 #include "strategy_option.h"
@@ -65,53 +65,6 @@ Result<PcrTarget> open_target(const PcrOptions& o, bool keep = false) {
   return t;
 }
 
-// Digests for a batch extend (`pcr extend INDEX -`): one hex digest per line,
-// surrounding blanks and a CR ignored, blank lines and `#` comments skipped.
-class DigestLines {
- public:
-  DigestLines(std::FILE* in, uint16_t bank) : in_(in), bank_(bank) {}
-  DigestLines(const DigestLines&) = delete;
-  DigestLines& operator=(const DigestLines&) = delete;
-  ~DigestLines() { std::free(buffer_); }
-
-  // The next digest; std::nullopt at the end of the input; a usage error
-  // naming the line for anything that is not a digest of the bank's size.
-  Result<std::optional<Bytes>> next() {
-    for (;;) {
-      errno = 0;
-      ssize_t n = getline(&buffer_, &capacity_, in_);
-      if (n < 0) {
-        if (std::ferror(in_)) return runtime_error(fmt::format("reading standard input: {}", std::strerror(errno)));
-        return std::optional<Bytes>();
-      }
-      ++line_;
-      std::string_view text(buffer_, static_cast<size_t>(n));
-      if (text.size() > kMaxLine) return bad(fmt::format("longer than {} characters", kMaxLine));
-      while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
-                               text.back() == '\t')) {
-        text.remove_suffix(1);
-      }
-      while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-      if (text.empty() || text.front() == '#') continue;
-      Result<Bytes> digest = from_hex(text);
-      if (!digest.ok()) return bad(digest.error().message());
-      if (Status st = check_digest_length(bank_, *digest); !st.ok()) return bad(st.error().message());
-      return std::optional<Bytes>(std::move(*digest));
-    }
-  }
-  size_t line() const { return line_; }
-
- private:
-  static constexpr size_t kMaxLine = 1024;
-  Error bad(const std::string& why) const { return usage_error(fmt::format("standard input line {}: {}", line_, why)); }
-
-  std::FILE* in_;
-  uint16_t bank_;
-  char* buffer_ = nullptr;
-  size_t capacity_ = 0;
-  size_t line_ = 0;
-};
-
 CLI::App* add_pcr_subcommand(CLI::App* pcr, const char* name, const char* help, const std::shared_ptr<PcrOptions>& o,
                              bool with_bank, bool changes_state = false) {
   CLI::App* sub = pcr->add_subcommand(name, help);
@@ -138,13 +91,15 @@ void register_pcr(CLI::App& app, Action* action) {
   read->protection.add_to(rd);
   rd->callback([read, action] {
     *action = [read]() -> Status {
+      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, read->protection.request());
       TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read));
+      TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
       Bytes value;
       if (read->protect == "audit") {
-        TPMSEC_ASSIGN_OR_RETURN(auto reads, AuditedPcrReads::start(t.open, read->protection));
+        TPMSEC_ASSIGN_OR_RETURN(auto reads, protect->audited_pcr_reads());
         TPMSEC_ASSIGN_OR_RETURN(value, reads->read(t.bank, t.index));
       } else {
-        TPMSEC_RETURN_IF_ERROR(read->protection.verify_given_anchor(t.open.tpm(), t.open.transport(), t.open.info()));
+        TPMSEC_RETURN_IF_ERROR(protect->check_named_anchor());
         TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index));
       }
       fmt::print("{}\n", to_hex(value));
@@ -197,9 +152,10 @@ void register_pcr(CLI::App& app, Action* action) {
         if (!choice.strategy.empty()) return usage_error("give --strategy or --protect, not both");
         choice.strategy = extend->protect == "hmac" ? "per-command" : "plain";
       }
-      if (!choice.strategy.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_strategy(choice.strategy)));
+      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, extend->protection.request());
+      TPMSEC_RETURN_IF_ERROR(choice.apply_to(request));
       if (extend->recover && !batch) return usage_error("--recover is for a batch (DIGEST -)");
-      if (extend->recover && choice.strategy == "plain") {
+      if (extend->recover && request.strategy == StrategyKind::kPlain) {
         return usage_error("--recover needs a preventing strategy: plain cannot learn whether an extend landed");
       }
       // Refused before the device is opened: nothing of it is touched.
@@ -220,36 +176,17 @@ void register_pcr(CLI::App& app, Action* action) {
       // a failure whose outcome is unknown stops the batch (strategy.h).
       options.recover = !batch || extend->recover;
       options.read_back = extend->read_back;
-      TPMSEC_ASSIGN_OR_RETURN(options.protection, extend->protection.config(t.open.transport(), t.open.info(), SymDef::aes128_cfb()));
-      if (t.open.cache) {
-        options.protection.kept_null_key = t.open.cache->null_key(
-            options.protection.salt ? *options.protection.salt : choose_salt(t.open.info()));
-      }
-      SessionTuning tuning;
-      Result<StrategyKind> resolved = choice.resolve(t.open, options.protection, &tuning);
-      if (!resolved.ok()) {
-        // An audited identity read that contradicts the kept plain one: keep
-        // nothing of this boot's reads, so the next run reads afresh.
-        if (resolved.error().reason() == ErrorReason::kIdentityForged && t.open.cache) {
-          (void)t.open.cache->forget();
-        }
-        return resolved.error();
-      }
-      const StrategyKind kind = *resolved;
-      options.protection.null_key_load = tuning.null_key;
-      if (extend->checkpoint_every_option->count() == 0) options.checkpoint_every = tuning.checkpoint_every;
+      TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
+      TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
+      const StrategyKind kind = plan.strategy;
+      if (extend->checkpoint_every_option->count() == 0) options.checkpoint_every = plan.tuning.checkpoint_every;
       if (extend->recover && kind == StrategyKind::kPlain) {
         return usage_error("--recover needs a preventing strategy, and this TPM's policy chose plain");
-      }
-      if (kind == StrategyKind::kPlain) {
-        // No session: a pin the user gave is checked anyway, never ignored.
-        TPMSEC_RETURN_IF_ERROR(
-            extend->protection.verify_given_anchor(t.open.tpm(), t.open.transport(), t.open.info()));
       }
       // checkpoint (and a --recover batch) reads the PCR through an audit
       // session first, so it can verify the result and a failed extend is
       // never retried blindly; the others do not retry one (strategy.h).
-      TPMSEC_ASSIGN_OR_RETURN(auto stream, ExtendStream::open(t.open.tpm(), kind, options, &t.open.info()));
+      TPMSEC_ASSIGN_OR_RETURN(auto stream, protect->extend_stream(plan, options));
       // --read-back ends the stream with an audited read, compared with the
       // value read (audited) at open() extended by each digest: exit 3 on a
       // mismatch.
@@ -262,7 +199,7 @@ void register_pcr(CLI::App& app, Action* action) {
       if (!batch) {
         TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
         TPMSEC_RETURN_IF_ERROR(finish());
-        t.open.keep(stream->factory());
+        protect->keep(stream->factory());
       } else {
         // One stream for every line: the session (and the null key) are set
         // up once, so each digest costs what the strategy's steady state does.
@@ -306,7 +243,7 @@ void register_pcr(CLI::App& app, Action* action) {
         }
         bar.finish();
         TPMSEC_RETURN_IF_ERROR(finish());
-        t.open.keep(stream->factory());
+        protect->keep(stream->factory());
         const bool interrupted = stop.flag()->load();
         std::string cost;
         if (!t.open.profile().empty() && done > 0) {

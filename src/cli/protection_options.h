@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "tpmsec/protect.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/transport.h"
@@ -31,21 +32,14 @@ struct ProtectionOptions {
   // check a pin: null-key).
   void add_null_name_to(CLI::App* sub, const char* help);
 
+  // What these options ask of the protect path (protect.h), which resolves
+  // the anchor: kUsage for two anchors or an empty --null-name.
+  Result<ProtectRequest> request() const;
   // The configuration these options select for the TPM behind `transport`
-  // (the real one, not a decorator: its describe() keys the TOFU pin).
-  // The salt key's anchor, strongest first: --ek-ca, --null-name, the
-  // kernel's pin (device: transports, automatic), --tofu; none is needed
-  // in_process(). Without one, SessionFactory::create refuses. What
-  // `tpmsec provision` kept for this TPM takes their place when no anchor
-  // option is given: a bind secret (sessions bound, not salted), else a
-  // pinned persistent salt key (of the kind --salt asks for, if it asks).
+  // (the real one, not a decorator: its describe() keys the pins), resolved
+  // by the protect path (resolve_protection): for commands that drive a Tpm
+  // of their own.
   Result<ProtectionConfig> config(const Transport& transport, const TpmInfo& info, SymDef symmetric) const;
-  // A session factory for `tpm`, with the null key created and pinned.
-  Result<std::unique_ptr<SessionFactory>> factory(Tpm& tpm, const Transport& transport, const TpmInfo& info,
-                                                  SymDef symmetric) const;
-  // For commands that open no session: when the user gave an anchor, check
-  // it anyway (one CreatePrimary of the null key) instead of ignoring it.
-  Status verify_given_anchor(Tpm& tpm, const Transport& transport, const TpmInfo& info) const;
   // True when the user named an anchor (--null-name, --ek-ca or --tofu).
   bool anchor_given() const;
 };

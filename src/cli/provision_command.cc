@@ -26,8 +26,7 @@ Result<uint32_t> parse_handle(const std::string& text, uint8_t type, const char*
 
 // --salt-key: pin (or --create) a persistent salt key, or with --remove
 // forget it (and evict it when tpmsec made it).
-Status provision_salt_key(OpenTpm& open, const ProtectionOptions& protection, uint32_t handle, bool create,
-                          bool remove) {
+Status provision_salt_key(OpenTpm& open, ProtectRequest request, uint32_t handle, bool create, bool remove) {
   const std::string tpm = open.transport().describe();
   SaltKeyStore store(default_state_dir());
   TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> kept, store.get(tpm));
@@ -51,9 +50,11 @@ Status provision_salt_key(OpenTpm& open, const ProtectionOptions& protection, ui
                                    "--salt-key' first",
                                    tpm, kept->handle, store.path(tpm)));
   }
-  if (protection.unsalted) return usage_error("--unsalted cannot vouch for a salt key");
-  TPMSEC_ASSIGN_OR_RETURN(auto factory, protection.factory(open.tpm(), open.transport(), open.info(),
-                                                           SymDef::aes128_cfb()));
+  if (std::holds_alternative<anchor::Unsalted>(request.anchor)) {
+    return usage_error("--unsalted cannot vouch for a salt key");
+  }
+  TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
+  TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory());
   const SaltKind kind = factory->config().salt.value_or(choose_salt(open.info()));
   TPMSEC_ASSIGN_OR_RETURN(PersistentSaltKey key,
                           create ? create_salt_key(*factory, handle, kind) : pin_salt_key(*factory, handle));
@@ -61,7 +62,7 @@ Status provision_salt_key(OpenTpm& open, const ProtectionOptions& protection, ui
     if (key.created) (void)evict_salt_key(open.tpm(), key);
     return st;
   }
-  open.keep(factory.get());
+  protect->keep(factory.get());
   fmt::print(stderr,
              "tpmsec: pinned the {} salt key at 0x{:08x} of {}{} (name {}, kept in {}); protected commands now salt "
              "their sessions to it, with no null key to load\n",
@@ -128,12 +129,13 @@ void register_provision(CLI::App& app, Action* action) {
         TPMSEC_ASSIGN_OR_RETURN(key_handle, parse_handle(o->salt_key, ht::kPersistent, "--salt-key",
                                                          "a persistent handle", kDefaultSaltKeyHandle));
       }
+      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm, /*keep=*/true));
       const std::string tpm = open.transport().describe();
       if (!open.transport().outlives_process()) {
         return usage_error(fmt::format("{} ends with this process: nothing to provision (use embedded:state=DIR)", tpm));
       }
-      if (salt_key) return provision_salt_key(open, o->protection, key_handle, o->create, o->remove);
+      if (salt_key) return provision_salt_key(open, std::move(request), key_handle, o->create, o->remove);
       BindStore store(default_state_dir());
       TPMSEC_ASSIGN_OR_RETURN(std::optional<BindSecret> kept, store.get(tpm));
       if (o->remove) {
@@ -153,14 +155,14 @@ void register_provision(CLI::App& app, Action* action) {
       if (o->protection.unsalted) {
         return usage_error("--unsalted would send the bind secret where an interposer can read it");
       }
-      TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), open.transport(), open.info(),
-                                                                  SymDef::aes128_cfb()));
+      TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
+      TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory());
       TPMSEC_ASSIGN_OR_RETURN(BindSecret secret, provision_bind_secret(*factory, index));
       if (Status st = store.put(tpm, secret); !st.ok()) {
         (void)undefine_bind_index(open.tpm(), index);
         return st;
       }
-      open.keep(factory.get());
+      protect->keep(factory.get());
       fmt::print(stderr,
                  "tpmsec: provisioned {}: NV index 0x{:08x} holds a bind secret kept in {} (readable only by its "
                  "owner); protected commands now start unsalted sessions bound to it\n",

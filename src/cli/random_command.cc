@@ -34,17 +34,18 @@ void register_random(CLI::App& app, Action* action) {
       }
       if (o->use_xor && o->protect != "encrypt") return usage_error("--xor needs --protect encrypt");
       cmd::GetRandom c{static_cast<uint16_t>(std::stoi(o->count))};
+      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
+      TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
       Bytes bytes;
       if (o->protect == "encrypt") {
-        const TpmInfo& info = open.info();
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
-        TPMSEC_ASSIGN_OR_RETURN(auto factory, o->protection.factory(open.tpm(), open.transport(), info, sym));
+        TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory(sym));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kEncrypt));
         TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm().run(c, {Auth{session.get(), {}}}));
         bytes = std::move(rsp.random_bytes.bytes);
       } else {
-        TPMSEC_RETURN_IF_ERROR(o->protection.verify_given_anchor(open.tpm(), open.transport(), open.info()));
+        TPMSEC_RETURN_IF_ERROR(protect->check_named_anchor());
         TPMSEC_ASSIGN_OR_RETURN(auto rsp, open.tpm().run(c));
         bytes = std::move(rsp.random_bytes.bytes);
       }
@@ -92,10 +93,11 @@ void register_null_key(CLI::App& app, Action* action) {
         if (forgot_ek) fmt::print(stderr, "tpmsec: forgot the --ek-ca EK pin for {}\n", t->describe());
         return ok_status();
       }
+      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig config,
-                              o->protection.config(open.transport(), open.info(), SymDef::aes128_cfb()));
-      if (!has_trust_anchor(config) && !open.transport().in_process()) {
+      TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
+      ProtectionConfig config = protect->protection();
+      if (!protect->anchored()) {
         // Printing a name is how a user learns one to pin: allowed, but said
         // to be whatever answered on the bus.
         config.trust_first_use = true;

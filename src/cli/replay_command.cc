@@ -8,6 +8,7 @@
 #include "progress.h"
 #include "protection_options.h"
 #include "strategy_option.h"
+#include "tpmsec/calibration.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/event_log.h"
@@ -35,19 +36,11 @@ struct ReplayCliOptions {
   ProgressFlags progress;
 };
 
-// The runs' extends as one strategy's metrics (an event log's PCRs are
-// replayed one after the other, all through the same strategy).
+// --openmetrics: the runs as one strategy's metrics (replay_metrics()).
 Status write_openmetrics(const ReplayCliOptions& o, const MeasuredTpm& tpm, StrategyKind kind,
                          const std::vector<ReplayRun>& runs, bool complete) {
   if (o.openmetrics.empty()) return ok_status();
-  std::vector<double> per_extend;
-  size_t commands = 0;
-  for (const ReplayRun& r : runs) {
-    per_extend.insert(per_extend.end(), r.per_extend_ms.begin(), r.per_extend_ms.end());
-    commands += r.tpm_commands;
-  }
-  StrategyMetrics m{std::string(strategy_name(kind)), summarize(per_extend),
-                    per_extend.empty() ? 0.0 : double(commands) / double(per_extend.size())};
+  StrategyMetrics m = replay_metrics(kind, runs);
   return write_file(o.openmetrics,
                     openmetrics_text(tpm.identity, tpm.base->describe(), "replay", {m}, complete));
 }
@@ -68,24 +61,6 @@ std::string describe_run(const ReplayRun& run, const MeasuredTpm& tpm) {
   return out;
 }
 
-nlohmann::json run_json(const ReplayRun& run) {
-  return {{"strategy", strategy_name(run.strategy)},
-          {"pcr", run.pcr},
-          {"bank", hash_name(run.bank)},
-          {"extends", run.extends},
-          {"total_ms", run.total_ms},
-          {"tpm_ms", run.tpm_ms},
-          {"open_ms", run.open_ms},
-          {"finish_ms", run.finish_ms},
-          {"per_extend_ms", to_json(run.per_extend)},
-          {"tpm_commands", run.tpm_commands},
-          {"initial", to_hex(run.initial)},
-          {"expected", to_hex(run.expected)},
-          {"actual", to_hex(run.actual)},
-          {"verified", run.verified},
-          {"interrupted", run.interrupted}};
-}
-
 Status check_target_pcr(const ReplayCliOptions& o) {
   if (pcr_resettable(o.pcr) || o.force_pcr) return ok_status();
   if (o.pcr == 10) {
@@ -93,6 +68,18 @@ Status check_target_pcr(const ReplayCliOptions& o) {
                        "or 23, or give --force-pcr to extend PCR 10 for real");
   }
   return usage_error(fmt::format("PCR {} cannot be reset: replay into 16 (the default) or 23, or give --force-pcr", o.pcr));
+}
+
+// The strategy for the replay's extends and the protection of its sessions,
+// decided by the protect path (protect.h) on the measured TPM.
+Result<std::pair<StrategyKind, ProtectionConfig>> plan(const ReplayCliOptions& o, MeasuredTpm& tpm) {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
+  TPMSEC_RETURN_IF_ERROR(o.strategy.apply_to(request));
+  TPMSEC_ASSIGN_OR_RETURN(auto protect, ProtectedTpm::adopt(request, *tpm.base, *tpm.tpm, tpm.info, facts_of(tpm)));
+  TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
+  ProtectionConfig protection = protect->protection();
+  protection.null_key_load = plan.tuning.null_key;
+  return std::make_pair(plan.strategy, std::move(protection));
 }
 
 Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
@@ -104,11 +91,10 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
   TPMSEC_RETURN_IF_ERROR(check_pcr(tpm->info, bank, o.pcr));
   ReplayOptions ro;
-  TPMSEC_ASSIGN_OR_RETURN(ro.protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
-  SessionTuning tuning;
-  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, ro.protection, &tuning));
-  ro.protection.null_key_load = tuning.null_key;
+  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(o, *tpm));
+  const StrategyKind kind = planned.first;
   ro.strategy = kind;
+  ro.protection = std::move(planned.second);
   ro.pcr = o.pcr;
   ro.bank = bank;
   ro.checkpoint_every = o.checkpoint_every;
@@ -144,7 +130,7 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
                         {"log", {{"path", o.ima}, {"kind", "ima"}, {"entries", workload->entries},
                                  {"rejected", workload->problems.size()}, {"violations", workload->violations}}},
                         {"tpm", tpm->identity},
-                        {"runs", nlohmann::json::array({run_json(run)})}};
+                        {"runs", nlohmann::json::array({to_json(run)})}};
     TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
   }
   TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, {run}, !run.interrupted));
@@ -188,10 +174,9 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
     by_pcr[e.pcr].push_back(*d);
   }
   TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o.protection.config(*tpm->base, tpm->info, SymDef::aes128_cfb()));
-  SessionTuning tuning;
-  TPMSEC_ASSIGN_OR_RETURN(StrategyKind kind, o.strategy.resolve(*tpm, protection, &tuning));
-  protection.null_key_load = tuning.null_key;
+  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(o, *tpm));
+  const StrategyKind kind = planned.first;
+  ProtectionConfig& protection = planned.second;
   if (!log->spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log->spec_id_note);
   fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
              log->format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"
@@ -244,7 +229,7 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
                  "{:<34}(the chain from zeros: PCR 0 starts from locality {}{}; the log's value is {})\n", "",
                  log->pcr0_locality(), log->hcrtm ? " (H-CRTM)" : "", to_hex(from_log));
     }
-    nlohmann::json j = run_json(run);
+    nlohmann::json j = to_json(run);
     j["source_pcr"] = source;
     j["log_value"] = to_hex(from_log);
     j["match"] = match && !locality_start;

@@ -9,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.h"
-#include "tpmsec/policy.h"
-#include "tpmsec/session_factory.h"
+#include "tpmsec/protect.h"
 #include "tpmsec/strategy.h"
 
 namespace tpmsec::cli {
@@ -22,23 +20,11 @@ struct StrategyOption {
   bool verbose = false;
 
   void add_to(CLI::App* sub);
-  // The strategy for PCR extends on `tpm`. A policy decision that would lower
-  // protection on the TPM's identity reads it again through an audited
-  // session from `protection` (decide_on_tpm). On stderr: plain or checkpoint
-  // named with what it gives up; a rule the floor overruled, and why; with
-  // --verbose, the rule that decided and the facts it rests on.
-  // `tuning`, when given, gets the matched rule's SessionTuning (policy.h):
-  // with --strategy too, from the rule the plain identity matches (it is
-  // cost only); the defaults when the policy cannot be read and only
-  // $TPMSEC_POLICY or the shipped one was in question.
-  Result<StrategyKind> resolve(const OpenTpm& tpm, const ProtectionConfig& protection,
-                               SessionTuning* tuning = nullptr) const;
-  Result<StrategyKind> resolve(const MeasuredTpm& tpm, const ProtectionConfig& protection,
-                               SessionTuning* tuning = nullptr) const;
-
- private:
-  Result<StrategyKind> resolve(TpmFacts facts, Tpm& tpm, const TpmInfo& info, const ProtectionConfig& protection,
-                               SessionTuning* tuning) const;
+  // Puts the choice into `request` (protect.h, whose plan_extends() decides
+  // and says on stderr what a weak strategy gives up, which rule the floor
+  // overruled and, with --verbose, the rule and the facts it rests on);
+  // kUsage for an unknown strategy.
+  Status apply_to(ProtectRequest& request) const;
 };
 
 // "all" or a comma-separated list of strategy names.

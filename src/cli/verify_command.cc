@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "audited_read.h"
 #include "cli.h"
 #include "log_input.h"
 #include "protection_options.h"
@@ -94,11 +93,14 @@ Status run_verify(const VerifyOptions& o) {
   PcrValues given;
   std::optional<verify::Quote> quote;
   std::optional<OpenTpm> open;
+  std::unique_ptr<ProtectedTpm> protect;
   std::unique_ptr<AuditedPcrReads> reads;
   if (o.tpm_given) {
+    TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
     TPMSEC_ASSIGN_OR_RETURN(OpenTpm opened, open_tpm(o.tpm));
     open.emplace(std::move(opened));
-    TPMSEC_ASSIGN_OR_RETURN(reads, AuditedPcrReads::start(*open, o.protection));
+    TPMSEC_ASSIGN_OR_RETURN(protect, open->protect(std::move(request)));
+    TPMSEC_ASSIGN_OR_RETURN(reads, protect->audited_pcr_reads());
   } else if (!o.expected.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(o.expected, size_t{1} << 20));
     auto values = verify::parse_expected_values(text);

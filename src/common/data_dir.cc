@@ -29,6 +29,9 @@ std::string data_dir() {
   const auto build_tree = bin / "share" / "tpmsec";
   const auto installed = (bin / ".." / "share" / "tpmsec").lexically_normal();
   if (is_dir(build_tree)) return build_tree.string();
+  // A program of its own on the library, outside any prefix of tpmsec's:
+  // the distribution's place.
+  if (!is_dir(installed) && is_dir("/usr/share/tpmsec")) return "/usr/share/tpmsec";
   return installed.string();
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
@@ -16,20 +17,12 @@ constexpr uint16_t kTagNoSessions = st::kNoSessions;
 constexpr uint16_t kTagSessions = st::kSessions;
 constexpr size_t kHeader = 10;
 
-// Command codes: the command table's where it has them (commands.h).
+// Command codes, from the command table (command_table.h, commands.h).
 constexpr uint32_t kCcStartAuthSession = cmd::StartAuthSession::kInfo.code;
 constexpr uint32_t kCcContextLoad = cmd::ContextLoad::kInfo.code;
 constexpr uint32_t kCcContextSave = cmd::ContextSave::kInfo.code;
 constexpr uint32_t kCcStartup = cmd::Startup::kInfo.code;
 constexpr uint32_t kCcGetCapability = cmd::GetCapability::kInfo.code;
-constexpr uint32_t kObjectLoading[] = {
-    cmd::CreatePrimary::kInfo.code,
-    cmd::Load::kInfo.code,
-    0x167,  // LoadExternal (Part 2 §6.5.2; not sent by tpmsec)
-    0x191,  // CreateLoaded
-    0x186,  // HashSequenceStart
-    0x15B,  // HMAC_Start (MAC_Start)
-};
 constexpr uint16_t kSuClear = su::kClear;
 
 constexpr uint32_t kCapHandles = cap::kHandles;
@@ -200,8 +193,12 @@ uint32_t SlotLimitTransport::decide(ByteView command) {
   const bool starts = code == kCcStartAuthSession;
   const bool loads = code == kCcContextLoad;
   const bool saves = code == kCcContextSave;
-  const bool creates_object =
-      std::find(std::begin(kObjectLoading), std::end(kObjectLoading), code) != std::end(kObjectLoading);
+  // Every command whose response handle is new, other than a session's
+  // start and a context's load, loads an object (the command table's
+  // creates_handle: CreatePrimary, Load, LoadExternal, CreateLoaded,
+  // HashSequenceStart, HMAC_Start).
+  const CommandInfo* info = find_command(code);
+  const bool creates_object = info && info->creates_handle && !starts && !loads;
   if (!starts && !loads && !saves && !creates_object) return 0;
   if (!learn_limits()) return 0;
   const SlotLimits& e = enforced_;

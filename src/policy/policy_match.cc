@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tpmsec/policy.h"
+#include "tpmsec/transport.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec {
@@ -164,6 +165,13 @@ TpmFacts facts_from_info(const TpmInfo& info) {
   f.vendor = info.vendor();
   // Both firmware properties zero: the TPM (or profile) does not say.
   if (info.firmware_version_1 != 0 || info.firmware_version_2 != 0) f.firmware = info.firmware_version();
+  return f;
+}
+
+TpmFacts facts_of(const TpmInfo& info, const Transport& transport) {
+  TpmFacts f = facts_from_info(info);
+  // read_tpm_info's plain GetCapability: authentic only where no bus carries it.
+  f.identity_origin = transport.in_process() ? FactOrigin::kNoBus : FactOrigin::kUnauthenticated;
   return f;
 }
 

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/pcr.h"
+#include "tpmsec/openmetrics.h"
 #include "tpmsec/replay.h"
 
 namespace tpmsec {
@@ -102,6 +103,35 @@ PricedRun price_run(const ReplayRun& run, const TraceLog& log, const LatencyProf
   }
   priced.per_extend = summarize(std::move(per_extend));
   return priced;
+}
+
+nlohmann::json to_json(const ReplayRun& run) {
+  return {{"strategy", strategy_name(run.strategy)},
+          {"pcr", run.pcr},
+          {"bank", hash_name(run.bank)},
+          {"extends", run.extends},
+          {"total_ms", run.total_ms},
+          {"tpm_ms", run.tpm_ms},
+          {"open_ms", run.open_ms},
+          {"finish_ms", run.finish_ms},
+          {"per_extend_ms", to_json(run.per_extend)},
+          {"tpm_commands", run.tpm_commands},
+          {"initial", to_hex(run.initial)},
+          {"expected", to_hex(run.expected)},
+          {"actual", to_hex(run.actual)},
+          {"verified", run.verified},
+          {"interrupted", run.interrupted}};
+}
+
+StrategyMetrics replay_metrics(StrategyKind kind, const std::vector<ReplayRun>& runs) {
+  std::vector<double> per_extend;
+  size_t commands = 0;
+  for (const ReplayRun& r : runs) {
+    per_extend.insert(per_extend.end(), r.per_extend_ms.begin(), r.per_extend_ms.end());
+    commands += r.tpm_commands;
+  }
+  return StrategyMetrics{std::string(strategy_name(kind)), summarize(per_extend),
+                         per_extend.empty() ? 0.0 : double(commands) / double(per_extend.size())};
 }
 
 }  // namespace tpmsec

@@ -15,10 +15,11 @@ bool has_trust_anchor(const ProtectionConfig& config) {
 }
 
 Error missing_trust_anchor_error() {
+  // The front end names its options for the anchors (ErrorReason::kNoTrustAnchor).
   return usage_error(
-      "no trust anchor for the salt key: an interposer on the bus could answer with its own key and forge every "
-      "response. Give --ek-ca CA (the TPM's EK certificate proves its key), --null-name HEX|FILE (a pinned name, "
-      "e.g. /sys/class/tpm/tpm0/null_name) or --tofu (trust the first use of each boot)");
+             "no trust anchor for the salt key: an interposer on the bus could answer with its own key and forge "
+             "every response")
+      .with_reason(ErrorReason::kNoTrustAnchor);
 }
 
 namespace {

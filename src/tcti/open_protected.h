@@ -1,5 +1,5 @@
 // The TCTI's one way to its TPM and its sessions: the protect path
-// (tpmsec/protect.h), shared with the CLI.
+// (tpmsec/protect.h, ProtectedTpm::open), the one the CLI takes.
 #ifndef TPMSEC_SRC_TCTI_OPEN_PROTECTED_H_
 #define TPMSEC_SRC_TCTI_OPEN_PROTECTED_H_
 
@@ -7,16 +7,13 @@
 
 #include "tpmsec/protect.h"
 #include "tpmsec/session_factory.h"
-#include "tpmsec/tpm.h"
-#include "tpmsec/transport.h"
 
 namespace tpmsec::tcti {
 
-// An open TPM and the factory of its sessions, held to the request's anchor.
+// An open TPM with its anchor resolved, and the factory of its sessions.
 struct ProtectedSessions {
-  std::unique_ptr<Transport> transport;
-  std::unique_ptr<Tpm> tpm;
-  std::unique_ptr<SessionFactory> factory;
+  std::unique_ptr<ProtectedTpm> tpm;
+  std::unique_ptr<SessionFactory> factory;  // on tpm->tpm(); destroyed first
 };
 
 Result<ProtectedSessions> open_protected(const ProtectRequest& request);

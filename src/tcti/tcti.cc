@@ -32,7 +32,7 @@ constexpr uint64_t kMagic = 0x7470'6d73'6563'7463ULL;  // "tpmsectc"
 // What a context holds beyond the common part tpm2-tss reads.
 struct State {
   ProtectedSessions tpm;
-  std::unique_ptr<CommandWrapper> wrapper;
+  std::unique_ptr<CommandWrapper> wrapper;  // destroyed first: flushes its session
   std::string log;
   bool awaiting_receive = false;
   Bytes response;
@@ -69,7 +69,7 @@ TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) no
   if (!s) return TSS2_TCTI_RC_BAD_CONTEXT;
   if (!command) return TSS2_TCTI_RC_BAD_REFERENCE;
   if (s->awaiting_receive) return TSS2_TCTI_RC_BAD_SEQUENCE;
-  auto out = s->wrapper->exchange(*s->tpm.transport, ByteView(command, size));
+  auto out = s->wrapper->exchange(s->tpm.tpm->transport(), ByteView(command, size));
   if (!out.ok() && out.error().kind() == ErrorKind::kUsage) return TSS2_TCTI_RC_BAD_VALUE;  // not a command frame
   s->awaiting_receive = true;
   if (out.ok()) {
@@ -162,10 +162,11 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
     say(parsed.error().message());
     return TSS2_TCTI_RC_BAD_VALUE;
   }
+  parsed->request.notice = say;
   auto opened = open_protected(parsed->request);
   if (!opened.ok()) {
     const Error& e = opened.error();
-    if (e.kind() == ErrorKind::kUsage && e.message() == missing_trust_anchor_error().message()) {
+    if (e.reason() == ErrorReason::kNoTrustAnchor) {
       say(fmt::format("no trust anchor for the salt key of {}: an interposer on the bus could answer with its own "
                       "key and forge every response. Append null-name=HEX|FILE, ek-ca=PATH or tofu (tpmsec:{},"
                       "null-name=/sys/class/tpm/tpm0/null_name)",

@@ -158,6 +158,9 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
                                    info.auth_count == 1 ? "" : "s", auths.size()));
   }
   if (auths.size() > 3) return usage_error(fmt::format("{}: at most 3 sessions per command", info.name));
+  if (info.no_sessions && !auths.empty()) {
+    return usage_error(fmt::format("{} takes no sessions (Part 3: TPM_ST_NO_SESSIONS only)", info.name));
+  }
   if (handles.size() != info.handle_count) {
     return usage_error(fmt::format("{} takes {} handle{}, got {}", info.name, info.handle_count,
                                    info.handle_count == 1 ? "" : "s", handles.size()));

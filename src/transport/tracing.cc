@@ -2,37 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
-namespace {
-
-struct Known {
-  uint32_t code;
-  std::string_view name;
-  uint8_t handles;  // the handle area shape_of() parses (0 for the name-only codes)
-};
-
-// The one command table (commands.h): the commands tpmsec defines, then the
-// rest of TPM_CC by name.
-std::optional<Known> find(uint32_t code) {
-  for (const CommandInfo& c : cmd::kAllCommands) {
-    if (c.code == code) return Known{c.code, c.name, c.handle_count};
-  }
-  for (const cmd::CommandName& c : cmd::kOtherCommandNames) {
-    if (c.code == code) return Known{c.code, c.name, 0};
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::string command_name(uint32_t command_code) {
-  auto k = find(command_code);
+  const CommandInfo* k = find_command(command_code);
   return k ? std::string(k->name) : fmt::format("0x{:03x}", command_code);
 }
 
@@ -46,8 +24,8 @@ CommandShape shape_of(ByteView command, ByteView response) {
   r.u32("size");
   s.command_code = r.u32("code");
   if (!r.ok()) return s;
-  auto k = find(s.command_code);
-  uint8_t handles = k ? k->handles : 0;
+  const CommandInfo* k = find_command(s.command_code);
+  uint8_t handles = k ? k->handle_count : 0;
   for (uint8_t i = 0; i < handles; ++i) {
     uint32_t h = r.u32("handle");
     if (i == 0) s.first_handle = h;
@@ -65,18 +43,19 @@ CommandShape shape_of(ByteView command, ByteView response) {
       if (h != rh::kPasswordSession) s.hmac_session = true;
     }
   }
-  if (s.command_code == 0x176) {  // StartAuthSession: tpmKey, bind, nonceCaller, encryptedSalt
+  if (s.command_code == cmd::StartAuthSession::kInfo.code) {  // tpmKey, bind, nonceCaller, encryptedSalt
     s.salted = s.first_handle != rh::kNull;
     r.tpm2b("nonceCaller");
     s.encrypted_salt_bytes = r.tpm2b("encryptedSalt").size();
-  } else if (s.command_code == 0x161) {  // ContextLoad: sequence, savedHandle
+  } else if (s.command_code == cmd::ContextLoad::kInfo.code) {  // sequence, savedHandle
     r.u64("sequence");
     s.context_handle = r.u32("savedHandle");
-  } else if (s.command_code == 0x162) {
+  } else if (s.command_code == cmd::ContextSave::kInfo.code) {
     s.context_handle = s.first_handle;
-  } else if (s.command_code == 0x165) {
+  } else if (s.command_code == cmd::FlushContext::kInfo.code) {
     s.context_handle = r.u32("flushHandle");
-  } else if (s.command_code == 0x131) {  // CreatePrimary: inSensitive (its data may be encrypted, not its size), inPublic
+  } else if (s.command_code == cmd::CreatePrimary::kInfo.code) {
+    // inSensitive (its data may be encrypted, not its size), inPublic
     r.tpm2b("inSensitive");
     r.u16("inPublic size");
     uint16_t type = r.u16("inPublic type");

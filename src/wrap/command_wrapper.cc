@@ -5,6 +5,7 @@
 #include <array>
 #include <vector>
 
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -12,7 +13,6 @@
 #include "tpmsec/response_code.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/wire.h"
-#include "wrap/find_command_interim.h"
 
 namespace tpmsec {
 namespace {
@@ -40,7 +40,6 @@ constexpr uint32_t kStartup = 0x144;
 constexpr uint32_t kNvReadLock = 0x14F;
 constexpr uint32_t kLoad = 0x157;
 constexpr uint32_t kContextLoad = 0x161;
-constexpr uint32_t kContextSave = 0x162;
 constexpr uint32_t kFlushContext = 0x165;
 constexpr uint32_t kLoadExternal = 0x167;
 constexpr uint32_t kNvReadPublic = 0x169;
@@ -48,11 +47,6 @@ constexpr uint32_t kReadPublic = 0x173;
 constexpr uint32_t kStartAuthSession = 0x176;
 constexpr uint32_t kCreateLoaded = 0x191;
 }  // namespace cc
-
-// Commands whose tag must be TPM_ST_NO_SESSIONS (Part 3 §9.3, §28.2-28.4).
-bool takes_no_sessions(uint32_t code) {
-  return code == cc::kStartup || code == cc::kContextSave || code == cc::kContextLoad || code == cc::kFlushContext;
-}
 
 // NV commands that change an index's attributes (TPMA_NV_WRITTEN, the
 // locks), and so its Name (Part 1 §16: nameAlg || H(TPMS_NV_PUBLIC)).
@@ -276,7 +270,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     p->flushed = load_be32(command.data() + kFrameHeaderBytes);
     names_.erase(p->flushed);
   }
-  if (!p->info || takes_no_sessions(p->code)) return pass();
+  if (!p->info || p->info->no_sessions) return pass();
   const CommandInfo& info = *p->info;
 
   // The caller's frame: anything it gets wrong, the TPM answers as before.

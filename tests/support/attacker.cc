@@ -280,7 +280,7 @@ Result<Bytes> NullKeyAttacker::substitute_digests(ByteView parameters) {
 }
 
 Result<Reply> NullKeyAttacker::in_fake_sessions(const CommandFrame& frame, Upstream& tpm) {
-  const CommandInfo* info = command_info(frame.code);
+  const CommandInfo* info = find_command(frame.code);
   if (!info) return parse_error("unknown command");
   for (const SessionEntry& e : frame.sessions) {
     if (e.handle != rh::kPasswordSession && !sessions_.count(e.handle)) {

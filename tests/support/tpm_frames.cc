@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "tpmsec/commands.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
@@ -12,14 +12,6 @@ namespace {
 
 constexpr size_t kHeaderSize = 10;
 constexpr size_t kMaxSessions = 3;
-
-constexpr const CommandInfo* kKnown[] = {
-    &cmd::Startup::kInfo,     &cmd::Shutdown::kInfo,    &cmd::GetCapability::kInfo, &cmd::GetRandom::kInfo,
-    &cmd::PcrRead::kInfo,     &cmd::PcrExtend::kInfo,   &cmd::PcrReset::kInfo,      &cmd::CreatePrimary::kInfo,
-    &cmd::Create::kInfo,      &cmd::Load::kInfo,        &cmd::Unseal::kInfo,        &cmd::ReadPublic::kInfo,
-    &cmd::ContextSave::kInfo, &cmd::ContextLoad::kInfo, &cmd::FlushContext::kInfo,  &cmd::StartAuthSession::kInfo,
-    &cmd::Hash::kInfo,        &cmd::NvReadPublic::kInfo, &cmd::NvRead::kInfo,
-};
 
 SessionEntry read_entry(Reader& r, bool with_handle) {
   SessionEntry e;
@@ -41,13 +33,6 @@ void write_entry(Writer& w, const SessionEntry& e, bool with_handle) {
 
 }  // namespace
 
-const CommandInfo* command_info(uint32_t code) {
-  for (const CommandInfo* info : kKnown) {
-    if (info->code == code) return info;
-  }
-  return nullptr;
-}
-
 Result<CommandFrame> parse_command(ByteView bytes) {
   Reader r(bytes);
   uint16_t tag = r.u16("tag");
@@ -56,8 +41,8 @@ Result<CommandFrame> parse_command(ByteView bytes) {
   f.code = r.u32("commandCode");
   TPMSEC_RETURN_IF_ERROR(r.status());
   if (size != bytes.size()) return parse_error(fmt::format("command size field {} for {} bytes", size, bytes.size()));
-  const CommandInfo* info = command_info(f.code);
-  if (!info) return parse_error(fmt::format("command 0x{:x} has no definition here", f.code));
+  const CommandInfo* info = find_command(f.code);
+  if (!info) return parse_error(fmt::format("command 0x{:x} is not in the command table", f.code));
   for (int i = 0; i < info->handle_count; ++i) f.handles.push_back(r.u32("handle"));
   if (tag == st::kSessions) {
     Reader area = r.sub(r.u32("authorizationSize"), "authorization area");
@@ -115,8 +100,8 @@ Result<ResponseFrame> parse_response(ByteView bytes, uint32_t command_code) {
     if (bytes.size() != kHeaderSize) return parse_error("an error response with a body");
     return f;
   }
-  const CommandInfo* info = command_info(command_code);
-  if (!info) return parse_error(fmt::format("command 0x{:x} has no definition here", command_code));
+  const CommandInfo* info = find_command(command_code);
+  if (!info) return parse_error(fmt::format("command 0x{:x} is not in the command table", command_code));
   for (int i = 0; i < info->response_handle_count; ++i) f.handles.push_back(r.u32("handle"));
   if (tag == st::kSessions) {
     ByteView params = r.bytes(r.u32("parameterSize"), "parameters");

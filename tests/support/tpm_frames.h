@@ -4,8 +4,8 @@
 // re-frame the rest. Parsing goes through the project's Reader (every size
 // bounded, the first failure reported); building through its Writer.
 //
-// Handle counts come from the commands' own definitions (tpmsec/commands.h):
-// a command tpmsec does not define has no known handle area and is refused.
+// Handle counts come from the command table (tpmsec/command_table.h): a code
+// not in it (unassigned, vendor) has no known handle area and is refused.
 #ifndef TPMSEC_TESTS_SUPPORT_TPM_FRAMES_H_
 #define TPMSEC_TESTS_SUPPORT_TPM_FRAMES_H_
 
@@ -17,9 +17,6 @@
 #include "tpmsec/result.h"
 
 namespace tpmsec::testing {
-
-// The definition (commands.h) of a command code, or nullptr.
-const CommandInfo* command_info(uint32_t code);
 
 // TPMS_AUTH_COMMAND (handle set) or TPMS_AUTH_RESPONSE (handle 0).
 struct SessionEntry {

@@ -246,13 +246,6 @@ std::map<std::string, double> measured_properties(const StrategyCosts& costs) {
   return m;
 }
 
-TpmFacts facts_of(const TpmInfo& info, const Transport& transport) {
-  TpmFacts f = facts_from_info(info);
-  // read_tpm_info's plain GetCapability: authentic only where no bus carries it.
-  f.identity_origin = transport.in_process() ? FactOrigin::kNoBus : FactOrigin::kUnauthenticated;
-  return f;
-}
-
 TpmFacts facts_of(const MeasuredTpm& tpm) {
   TpmFacts f;
   if (tpm.emulated) {

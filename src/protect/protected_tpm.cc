@@ -1,0 +1,195 @@
+// ProtectedTpm (protect.h): an open TPM, its anchor resolved once, and the
+// decisions every protected command shares: the session factory, the
+// strategy for extends and its tuning, what is kept between processes.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "notice.h"
+#include "tpmsec/pin_store.h"
+#include "tpmsec/protect.h"
+
+namespace tpmsec {
+
+void say(const Notice& notice, std::string_view line) {
+  while (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (line.empty()) return;
+  if (line.rfind("tpmsec: ", 0) == 0) line.remove_prefix(8);
+  if (notice) {
+    notice(line);
+  } else {
+    fmt::print(stderr, "tpmsec: {}\n", line);
+  }
+}
+
+namespace {
+
+// What a process keeps for the TPM (session_cache.h): only for one that
+// outlives it, and only in a boot the host can name.
+std::optional<SessionCache> cache_for(const Transport& base, bool keep) {
+  if (!keep || !base.outlives_process()) return std::nullopt;
+  auto boot = host_boot_id();
+  if (!boot.ok()) return std::nullopt;
+  return SessionCache(default_state_dir(), base.describe(), *boot);
+}
+
+}  // namespace
+
+ProtectedTpm::~ProtectedTpm() = default;
+
+Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& request) {
+  std::string spec = request.tpm;
+  if (spec.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+    spec = d.spec;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, open_bus_transport(spec));
+  return open(request, std::move(transport));
+}
+
+Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& request,
+                                                         std::unique_ptr<Transport> transport) {
+  if (!transport) return usage_error("no TPM transport");
+  std::unique_ptr<ProtectedTpm> p(new ProtectedTpm());
+  p->request_ = request;
+  p->owned_transport_ = std::move(transport);
+  p->base_ = p->owned_transport_.get();
+  p->cache_ = cache_for(*p->base_, request.keep);
+  p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
+  p->tpm_ = p->owned_tpm_.get();
+  std::optional<TpmInfo> known = p->cache_ ? p->cache_->info() : std::nullopt;
+  if (known) {
+    p->info_ = *known;
+  } else {
+    TPMSEC_ASSIGN_OR_RETURN(p->info_, read_tpm_info(*p->tpm_));
+    if (p->cache_) {
+      if (Status st = p->cache_->put_info(p->info_); !st.ok()) p->say("warning: not kept for the next run: " + st.error().message());
+    }
+  }
+  p->facts_ = facts_of(p->info_, *p->base_);
+  TPMSEC_RETURN_IF_ERROR(p->resolve(request));
+  return p;
+}
+
+Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& request, Transport& base, Tpm& tpm,
+                                                          const TpmInfo& info, const TpmFacts& facts) {
+  std::unique_ptr<ProtectedTpm> p(new ProtectedTpm());
+  p->request_ = request;
+  p->base_ = &base;
+  p->tpm_ = &tpm;
+  p->info_ = info;
+  p->facts_ = facts;
+  p->cache_ = cache_for(base, request.keep);
+  TPMSEC_RETURN_IF_ERROR(p->resolve(request));
+  return p;
+}
+
+Status ProtectedTpm::resolve(const ProtectRequest& request) {
+  TPMSEC_ASSIGN_OR_RETURN(config_, resolve_protection(request, *base_, info_, SymDef::aes128_cfb()));
+  if (cache_ && !config_.bind && !config_.salt_key) {
+    config_.kept_null_key = cache_->null_key(config_.salt ? *config_.salt : choose_salt(info_));
+  }
+  return ok_status();
+}
+
+void ProtectedTpm::say(std::string_view line) const { tpmsec::say(request_.notice, line); }
+
+ProtectionConfig ProtectedTpm::protection(SymDef symmetric) const {
+  ProtectionConfig c = config_;
+  c.symmetric = symmetric;
+  return c;
+}
+
+bool ProtectedTpm::anchored() const { return has_trust_anchor(config_) || base_->in_process(); }
+
+Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(SymDef symmetric) {
+  return SessionFactory::create(*tpm_, protection(symmetric), &info_);
+}
+
+Status ProtectedTpm::check_named_anchor() {
+  if (std::holds_alternative<anchor::Automatic>(request_.anchor) ||
+      std::holds_alternative<anchor::Unsalted>(request_.anchor)) {
+    return ok_status();
+  }
+  return status_of(factory());
+}
+
+Result<ExtendPlan> ProtectedTpm::plan_extends() {
+  ExtendPlan plan;
+  auto print_tuning = [&](const Policy& p, const PolicyRule& rule, const SessionTuning& t) {
+    say(fmt::format("sessions on this TPM (policy {} rule '{}'{}): null key {}, checkpoint every {}", p.origin,
+                    rule.name, rule.null_key || rule.checkpoint_every ? "" : ", defaults",
+                    null_key_load_name(t.null_key), t.checkpoint_every));
+  };
+  if (request_.strategy) {
+    // The strategy is the operator's; how its sessions run on this chip is
+    // still the policy's (no TPM command: the plain identity suffices).
+    plan.strategy = *request_.strategy;
+    Result<Policy> p = load_command_policy(request_.policy);
+    if (p.ok()) {
+      PolicyDecision d = decide(*p, facts_);
+      plan.tuning = d.tuning;
+      if (request_.verbose && d.rule) print_tuning(*p, *d.rule, d.tuning);
+    } else if (!request_.policy.empty()) {
+      return p.error();
+    }
+    say(weak_strategy_notice(plan.strategy, "operator's --strategy"));
+    return plan;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(request_.policy));
+  Result<PolicyDecision> decided = decide_on_tpm(p, facts_, *tpm_, config_, &info_);
+  if (!decided.ok()) {
+    // An audited identity read that contradicts the kept plain one: keep
+    // nothing of this boot's reads, so the next run reads afresh.
+    if (decided.error().reason() == ErrorReason::kIdentityForged) forget_kept();
+    return decided.error();
+  }
+  const PolicyDecision& d = *decided;
+  if (!d.rule) return usage_error(fmt::format("{}: no rule matches this TPM", p.origin));
+  plan.strategy = d.extend;
+  plan.tuning = d.tuning;
+  if (request_.verbose) {
+    say(fmt::format("policy {} rule '{}' (line {}): {} for extends — {}", p.origin, d.rule->name, d.rule->line,
+                    strategy_name(d.lifted_extend.value_or(d.extend)), d.rule->reason));
+    say(fmt::format("the decision rests on: {}", fmt::join(d.rests_on, "; ")));
+    print_tuning(p, *d.rule, d.tuning);
+  }
+  if (d.lifted_extend) {
+    say(fmt::format("policy {} rule '{}' chose {} for extends, but {}: using {} ({})", p.origin, d.rule->name,
+                    strategy_name(*d.lifted_extend), d.floor_reason, strategy_name(d.extend), d.fallback_reason));
+  }
+  say(weak_strategy_notice(d.extend, fmt::format("policy {} rule '{}'", p.origin, d.rule->name)));
+  return plan;
+}
+
+Result<std::unique_ptr<ExtendStream>> ProtectedTpm::extend_stream(const ExtendPlan& plan, StreamOptions options) {
+  options.protection = protection();
+  options.protection.null_key_load = plan.tuning.null_key;
+  if (plan.strategy == StrategyKind::kPlain) {
+    // No session: an anchor the request named is checked anyway, never ignored.
+    TPMSEC_RETURN_IF_ERROR(check_named_anchor());
+  }
+  return ExtendStream::open(*tpm_, plan.strategy, options, &info_);
+}
+
+void ProtectedTpm::keep(const SessionFactory* factory) {
+  if (!cache_ || !factory || !factory->null_key()) return;
+  const NullKey& key = *factory->null_key();
+  // A key created afresh for each session (NullKeyLoad::kRecreate) has no
+  // context to keep.
+  if (key.load_mode() == NullKeyLoad::kRecreate) return;
+  // A kept key the TPM refused: it was reset or is another TPM, so what was
+  // kept of its capabilities is read afresh next time too.
+  if (key.changed()) (void)cache_->drop_info();
+  auto kept = cache_->null_key(key.kind());
+  if (kept && kept->name == key.name() && kept->context == key.snapshot().context) return;
+  if (Status st = cache_->put_null_key(key.snapshot()); !st.ok()) {
+    say("warning: not kept for the next run: " + st.error().message());
+  }
+}
+
+void ProtectedTpm::forget_kept() {
+  if (cache_) (void)cache_->forget();
+}
+
+}  // namespace tpmsec

@@ -1,0 +1,172 @@
+// TPM strings in tpm2-tss TCTI syntax, and the TPMs behind a bus they name
+// (device, swtpm, mssim). The embedded TPM is opened in transport_spec.cc,
+// the one place that links libtpms' transport.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tpmsec/transport.h"
+#include "tpmsec/transports.h"
+
+namespace tpmsec {
+namespace {
+
+const std::set<std::string>& allowed_keys(const std::string& scheme) {
+  static const std::set<std::string> embedded{"state"};
+  static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost", "handles"};
+  static const std::set<std::string> mssim{"host", "port"};
+  static const std::set<std::string> device{"path"};
+  if (scheme == "embedded") return embedded;
+  if (scheme == "swtpm") return swtpm;
+  if (scheme == "mssim") return mssim;
+  return device;
+}
+
+Result<uint16_t> parse_port(const std::string& key, const std::string& value) {
+  if (value.empty() || value.size() > 5 || value.find_first_not_of("0123456789") != std::string::npos) {
+    return usage_error(fmt::format("{}={} is not a port number", key, value));
+  }
+  unsigned long n = std::strtoul(value.c_str(), nullptr, 10);
+  if (n == 0 || n > 65535) return usage_error(fmt::format("{}={} is outside 1-65535", key, value));
+  return static_cast<uint16_t>(n);
+}
+
+}  // namespace
+
+Result<TransportSpec> parse_transport_spec(std::string_view text) {
+  TransportSpec spec;
+  std::string s(text);
+  size_t colon = s.find(':');
+  spec.scheme = s.substr(0, colon);
+  std::string rest = colon == std::string::npos ? "" : s.substr(colon + 1);
+  if (spec.scheme.empty()) return usage_error(fmt::format("TPM string '{}' has no scheme", s));
+  if (spec.scheme != "embedded" && spec.scheme != "swtpm" && spec.scheme != "mssim" && spec.scheme != "device") {
+    return usage_error(fmt::format(
+        "unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P, mssim:host=H,port=P or device:PATH)",
+        spec.scheme));
+  }
+  // device:PATH takes a bare path, as tpm2-tss's device TCTI does.
+  if (spec.scheme == "device" && !rest.empty() && rest.find('=') == std::string::npos) {
+    spec.path = rest;
+    return spec;
+  }
+  size_t start = 0;
+  while (start < rest.size()) {
+    size_t comma = rest.find(',', start);
+    std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? rest.size() : comma + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return usage_error(fmt::format("malformed option '{}' in TPM string '{}' (expected key=value)", item, s));
+    }
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!allowed_keys(spec.scheme).count(key)) {
+      return usage_error(fmt::format("unknown option '{}' for the {} transport", key, spec.scheme));
+    }
+    if (value.empty()) return usage_error(fmt::format("option '{}' in TPM string '{}' has no value", key, s));
+    if (spec.options.count(key)) return usage_error(fmt::format("option '{}' given twice in '{}'", key, s));
+    spec.options[key] = value;
+  }
+  if (spec.scheme == "device") {
+    spec.path = spec.options.count("path") ? spec.options["path"] : "/dev/tpm0";
+  }
+  if (spec.scheme == "mssim" && spec.options.count("port")) {
+    TPMSEC_ASSIGN_OR_RETURN(uint16_t port, parse_port("port", spec.options["port"]));
+    if (port == 65535) return usage_error("mssim: port=65535 leaves no platform port (port + 1)");
+  }
+  if (spec.scheme == "swtpm") {
+    for (const char* key : {"port", "ctrl"}) {
+      if (spec.options.count(key)) TPMSEC_RETURN_IF_ERROR(parse_port(key, spec.options[key]));
+    }
+    if (spec.options.count("path") && (spec.options.count("host") || spec.options.count("port"))) {
+      return usage_error("swtpm: give either path= or host=/port=, not both");
+    }
+    // handles=private: the user asserts that the server gives this
+    // connection handles of its own and flushes them when it closes (as
+    // /dev/tpmrm0 does; `tpmsec emulate --private-handles`), so the handle
+    // ledger takes no baseline and never sweeps (handle_ledger.h). Wrongly
+    // asserted, tpmsec can only leave a handle behind after a fault, never
+    // flush someone else's: the ledger then flushes only what it owns.
+    if (spec.options.count("handles") && spec.options["handles"] != "private") {
+      return usage_error(fmt::format("swtpm: handles={} is not understood (the only value is handles=private)",
+                                     spec.options["handles"]));
+    }
+  }
+  return spec;
+}
+
+Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view text) {
+  TPMSEC_ASSIGN_OR_RETURN(TransportSpec spec, parse_transport_spec(text));
+  auto opt = [&spec](const char* key, const std::string& fallback = "") {
+    auto it = spec.options.find(key);
+    return it == spec.options.end() ? fallback : it->second;
+  };
+  if (spec.scheme == "embedded") {
+    return usage_error("embedded: is an in-process TPM: this program opens only device:, swtpm: and mssim: TPMs");
+  }
+  if (spec.scheme == "device") return open_device(spec.path);
+  if (spec.scheme == "mssim") {
+    MssimAddress m;
+    m.host = opt("host", "localhost");
+    if (spec.options.count("port")) m.port = *parse_port("port", spec.options["port"]);
+    return open_mssim(m);
+  }
+  SwtpmAddress a;
+  a.host = opt("host", "localhost");
+  a.path = opt("path");
+  if (spec.options.count("port")) a.port = *parse_port("port", spec.options["port"]);
+  if (spec.options.count("ctrl")) a.ctrl_port = *parse_port("ctrl", spec.options["ctrl"]);
+  a.ctrl_path = opt("ctrlpath");
+  a.ctrl_host = opt("ctrlhost");
+  a.private_handles = spec.options.count("handles") != 0;
+  return open_swtpm(a);
+}
+
+Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device) {
+  std::string text(tcti);
+  size_t colon = text.find(':');
+  std::string name = text.substr(0, colon);
+  std::string conf = colon == std::string::npos ? "" : text.substr(colon + 1);
+  // tpm2-tools also takes the library's file name (libtss2-tcti-device.so.0).
+  if (name.rfind("libtss2-tcti-", 0) == 0) {
+    name = name.substr(13);
+    if (size_t so = name.find(".so"); so != std::string::npos) name = name.substr(0, so);
+  }
+  if (name == "abrmd") name = "tabrmd";
+  // tpm2-tss's device TCTI without a path tries /dev/tpmrm0, then /dev/tpm0.
+  if (name == "device" && conf.empty()) return std::string("device:") + (host_device ? kHostTpmDevice : "/dev/tpm0");
+  if (name == "device" || name == "swtpm" || name == "mssim") {
+    std::string spec = conf.empty() ? name : name + ":" + conf;
+    TPMSEC_RETURN_IF_ERROR(status_of(parse_transport_spec(spec)));
+    return spec;
+  }
+  return usage_error(fmt::format("the {} TCTI is not supported", name.empty() ? text : name));
+}
+
+Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti, bool host_device) {
+  if (tpmsec_tpm && *tpmsec_tpm) return DefaultTpm{tpmsec_tpm, TpmSource::kTpmsecTpm};
+  if (tpm2tools_tcti && *tpm2tools_tcti) {
+    Result<std::string> spec = tpm_string_from_tcti(tpm2tools_tcti, host_device);
+    if (!spec.ok()) {
+      return usage_error(fmt::format(
+          "TPM2TOOLS_TCTI={}: {} (tpmsec speaks device:PATH, swtpm:host=H,port=P and mssim:host=H,port=P; give "
+          "--tpm or TPMSEC_TPM)",
+          tpm2tools_tcti, spec.error().message()));
+    }
+    return DefaultTpm{*spec, TpmSource::kTpm2ToolsTcti};
+  }
+  if (host_device) return DefaultTpm{std::string("device:") + kHostTpmDevice, TpmSource::kHostDevice};
+  return DefaultTpm{"embedded", TpmSource::kFallback};
+}
+
+Result<DefaultTpm> default_tpm() {
+  struct stat st {};
+  const bool host_device = ::stat(kHostTpmDevice, &st) == 0;
+  return choose_default_tpm(std::getenv("TPMSEC_TPM"), std::getenv("TPM2TOOLS_TCTI"), host_device);
+}
+
+}  // namespace tpmsec
