@@ -90,6 +90,13 @@ class HandleLedger {
   // is needed: in-process or private-handle transports).
   void set_baseline(std::span<const uint32_t> present);
 
+  // A handle another client of the same connection created after the
+  // baseline (the program whose commands a CommandWrapper passes on:
+  // wrap.h): never a stray, never flushed. Ignored for a handle owned here.
+  void add_foreign(uint32_t handle);
+  // That client flushed it: the TPM may hand out its number again.
+  void foreign_gone(uint32_t handle) { foreign_.erase(slot(handle)); }
+
   // Checks the response handle of `command` against `expected` and owns it.
   // A session's ContextLoad that names its own handle changes nothing.
   Status adopt(std::string_view command, const CreatedHandle& expected, uint32_t handle);

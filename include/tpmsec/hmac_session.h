@@ -68,6 +68,10 @@ class HmacSession final : public Session {
   Status encrypt_parameter(MutableByteView data, ByteView auth_value) override;
   Result<Bytes> authorize(const AuthorizeInput& in) override;
   Status verify(const VerifyInput& in) override;
+  // The response HMAC the TPM computes for `in` (in.auth.hmac unused) under
+  // the key the last command was authorized with: what verify() compares, and
+  // what a CommandWrapper (wrap.h) gives a caller whose session it re-signed.
+  Result<Bytes> response_hmac(const VerifyInput& in) const;
   Status decrypt_parameter(MutableByteView data, ByteView auth_value) override;
   void command_failed(uint32_t response_code) override;
   bool key_confirmed() const override { return key_confirmed_; }

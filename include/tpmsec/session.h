@@ -11,6 +11,7 @@
 #define TPMSEC_SESSION_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "tpmsec/bytes.h"
@@ -44,6 +45,11 @@ struct VerifyInput {
   ByteView parameters;  // parameter area as received (before decryption)
   AuthResponse auth;
   ByteView auth_value;  // authValue of the entity this session authorized, if any
+  // HierarchyChangeAuth and NV_ChangeAuth: the TPM computes the response
+  // HMAC with the entity's authValue as the command left it, the new one
+  // (libtpms SessionProcess.c, ComputeResponseHMAC reads it after the command
+  // ran). Unset: the key the command was authorized with.
+  std::optional<ByteView> new_auth_value;
 };
 
 class Session {

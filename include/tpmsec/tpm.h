@@ -29,6 +29,11 @@ struct RawResponse {
   Bytes parameters;
 };
 
+// The data bytes of the TPM2B at the start of a parameter area (what
+// parameter encryption covers, Part 1 §21), bounded by the area; kParse when
+// the area is shorter than its size says.
+Result<MutableByteView> first_parameter_data(MutableByteView params, std::string_view what);
+
 // An error for a TPM response code: kind kTpm, "TPM error TPM_RC_X (...) from CMD".
 Error tpm_error(uint32_t code, std::string_view command);
 
@@ -93,6 +98,10 @@ class Tpm {
 
   // --- The handle ledger (handle_ledger.h) ---
   const HandleLedger& ledger() const { return ledger_; }
+  // A handle another client of this connection created or flushed (the
+  // program a CommandWrapper serves, wrap.h): the ledger never flushes it.
+  void note_foreign(uint32_t handle) { ledger_.add_foreign(handle); }
+  void foreign_flushed(uint32_t handle) { ledger_.foreign_gone(handle); }
   // FlushContext of a handle this Tpm owns; a handle it does not own is not
   // its to flush, and nothing is sent. Ownership ends either way. When the
   // flush does not clearly succeed, a sweep follows: TPM_RC_HANDLE/VALUE

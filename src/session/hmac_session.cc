@@ -135,9 +135,11 @@ Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {
   last_hmac_key_ = key_with(bound_to_entity ? ByteView() : in.auth_value);
   sent_attributes_ = attributes_;
   uint8_t attrs = sent_attributes_;
+  // The decrypt and encrypt sessions' nonces come before sessionAttributes
+  // (Part 1 §19.6.5; the reference code's ComputeCommandHMAC, SessionProcess.c).
   TPMSEC_ASSIGN_OR_RETURN(Bytes mac, crypto::hmac(auth_hash_, last_hmac_key_.view(),
-                                                  {cp_hash, nonce_caller_, nonce_tpm_, ByteView(&attrs, 1),
-                                                   in.decrypt_nonce, in.encrypt_nonce}));
+                                                  {cp_hash, nonce_caller_, nonce_tpm_, in.decrypt_nonce,
+                                                   in.encrypt_nonce, ByteView(&attrs, 1)}));
   Writer w;
   w.u32(handle());
   w.tpm2b(nonce_caller_, "TPMS_AUTH_COMMAND.nonce", 64);
@@ -146,15 +148,21 @@ Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {
   return w.finish();
 }
 
+Result<Bytes> HmacSession::response_hmac(const VerifyInput& in) const {
+  TPMSEC_ASSIGN_OR_RETURN(Bytes rp_hash, compute_rp_hash(auth_hash_, in.response_code, in.info->code, in.parameters));
+  uint8_t attrs = in.auth.attributes;  // as the TPM returned it (may add auditExclusive)
+  SecretBytes changed_key;
+  if (in.new_auth_value) changed_key = key_with(*in.new_auth_value);
+  ByteView key = in.new_auth_value ? changed_key.view() : last_hmac_key_.view();
+  return crypto::hmac(auth_hash_, key, {rp_hash, in.auth.nonce, nonce_caller_, ByteView(&attrs, 1)});
+}
+
 Status HmacSession::verify(const VerifyInput& in) {
   if (in.auth.nonce.size() < kMinNonce || in.auth.nonce.size() > kMaxNonce) {
     usable_ = false;
     return integrity_error(fmt::format("session 0x{:08x}: response nonce of {} bytes", handle(), in.auth.nonce.size()));
   }
-  TPMSEC_ASSIGN_OR_RETURN(Bytes rp_hash, compute_rp_hash(auth_hash_, in.response_code, in.info->code, in.parameters));
-  uint8_t attrs = in.auth.attributes;  // as the TPM returned it (may add auditExclusive)
-  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hmac(auth_hash_, last_hmac_key_.view(),
-                                                       {rp_hash, in.auth.nonce, nonce_caller_, ByteView(&attrs, 1)}));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, response_hmac(in));
   if (!crypto::constant_time_equal(expected, in.auth.hmac)) {
     usable_ = false;
     return integrity_error(fmt::format("response HMAC of session 0x{:08x} does not verify", handle()));

@@ -63,6 +63,10 @@ void HandleLedger::set_baseline(std::span<const uint32_t> present) {
   has_baseline_ = true;
 }
 
+void HandleLedger::add_foreign(uint32_t handle) {
+  if (tracked(handle) && !owns(handle)) foreign_.insert(slot(handle));
+}
+
 Status HandleLedger::adopt(std::string_view command, const CreatedHandle& expected, uint32_t handle) {
   if (expected.reloads) {
     // Nothing new exists: the session is still the one this Tpm owns (or

@@ -19,7 +19,8 @@ constexpr uint32_t kListedRanges[] = {ht::kFirstTransient, ht::kFirstLoadedSessi
 constexpr uint32_t kHandlesPerPage = 128;
 constexpr int kMaxHandlePages = 8;
 
-// Offset and length of the data bytes of a TPM2B at the start of `params`.
+}  // namespace
+
 Result<MutableByteView> first_parameter_data(MutableByteView params, std::string_view what) {
   if (params.size() < 2) return parse_error(fmt::format("{}: no first parameter to encrypt", what));
   size_t size = size_t{params[0]} << 8 | params[1];
@@ -29,8 +30,6 @@ Result<MutableByteView> first_parameter_data(MutableByteView params, std::string
   }
   return params.subspan(2, size);
 }
-
-}  // namespace
 
 Error tpm_error(uint32_t code, std::string_view command) {
   return Error(ErrorKind::kTpm, fmt::format("TPM error {} from {}", describe_rc(code), command), code);

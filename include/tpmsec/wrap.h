@@ -1,0 +1,150 @@
+// Protecting another program's TPM commands: a caller's marshalled command
+// frame in, the frame to send out; the TPM's response in, exactly the
+// response the caller would have seen without the wrapper out (or an error).
+// What the tpm2-tss TCTI (src/tcti) drives for every command of programs
+// that know nothing of tpmsec; proposed by tpm2-tss's maintainers as "a tcti
+// that just starts a new audit-session and adds it to an empty session slot"
+// (tpm2-software/tpm2-tss #2220).
+//
+// Per command (Part 1 §18, §19; the attributes from find_command()):
+//   - the wrapper's HMAC session (one per wrapper, started by the
+//     SessionFactory, so salted to the anchored key or bound to the
+//     provisioned secret) goes into the frame with continueSession and audit:
+//     the TPM checks its HMAC over cpHash, so a command altered on the bus is
+//     refused by the TPM itself;
+//       * in place of the caller's first password authorization (TPM_RS_PW),
+//         as an HMAC authorization with that authValue: the password never
+//         crosses the bus, and the caller gets back a password response;
+//       * else in the first free slot (a command carries at most 3 sessions);
+//   - the first TPM2B parameter is encrypted both ways (decrypt on the
+//     command, encrypt on the response) when the command has one and the
+//     caller's sessions are only passwords or none: a caller's HMAC or
+//     policy session covers the parameters as sent and its first session's
+//     HMAC would need the wrapper's nonceTPM (Part 1 §19.6.5). One kind of
+//     caller session is re-signed instead: an HMAC session the caller
+//     started unsalted and unbound (its sessionKey is empty, Part 1 §19.6.8,
+//     so its HMAC key is the authValue alone) and uses with an empty
+//     authValue, as its own command HMAC must prove under the nonces the
+//     wrapper tracked from authenticated responses. tpm2-tools 5.4
+//     authorizes Create, Unseal, NV_Write and NV_Read that way. The wrapper
+//     then computes that session's command HMAC over the encrypted
+//     parameters (with its nonceTPM where the spec asks), checks the TPM's
+//     response HMAC for it, and gives the caller one over the decrypted
+//     response. With a non-empty authValue the command is audited only;
+//   - every handle's Name enters cpHash: PCRs, permanent handles and
+//     sessions are named by their handle; objects and NV indices by a name
+//     cache filled only from responses the wrapper's session authenticated
+//     (CreatePrimary, Load, CreateLoaded, LoadExternal, ReadPublic,
+//     NV_ReadPublic); an unknown one is read first with an audited
+//     ReadPublic / NV_ReadPublic (its name is what the TPM accepted in that
+//     command's cpHash). FlushContext, EvictControl, ContextLoad,
+//     NV_UndefineSpace(Special) and NV writes invalidate.
+//   - the response's HMAC is verified (constant time) before any byte is
+//     returned; the wrapper's session entry is removed (a password response
+//     takes its place where it replaced one), and the tag and sizes are
+//     restored (TPM_ST_NO_SESSIONS without parameterSize when the caller sent
+//     no sessions). An error response carries no session area and passes
+//     through unchanged.
+// Commands that already carry three sessions, cannot take one (the table's
+// no_sessions: Startup, ContextSave, ContextLoad, FlushContext, ...), lack an
+// authorization they need, or are not in the command table (a vendor's) pass
+// through unchanged; counts() says per command code what each got.
+//
+// Faults: a response the session does not authenticate, a garbled or a lost
+// one is an error (kIntegrity / kParse / kRuntime) and retires the session
+// (flushed when it may still exist; only handles this wrapper created are
+// ever flushed: handle_ledger.h); a TPM error naming the wrapper's session
+// (it was flushed behind the wrapper's back, or the TPM was reset) also
+// retires it. The next command starts a new session. exchange() resends a
+// command whose error named the session only when the table marks it
+// retry_safe: a command is never applied twice.
+//
+// Not thread-safe: one command at a time, as a TCTI context.
+#ifndef TPMSEC_WRAP_H_
+#define TPMSEC_WRAP_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/hmac_session.h"
+#include "tpmsec/result.h"
+#include "tpmsec/session_factory.h"
+#include "tpmsec/transport.h"
+
+namespace tpmsec {
+
+// What the wrapper did with the commands of one command code.
+struct WrapCounts {
+  uint64_t wrapped = 0;         // the wrapper's session was on it
+  uint64_t encrypted = 0;       // ... and it carried parameter encryption
+  uint64_t passed_through = 0;  // sent as the caller gave it
+  uint64_t passwords_replaced = 0;  // a password went out as an HMAC authorization
+  uint64_t passwords_left = 0;      // password slots left in clear (only one slot can be the wrapper's)
+};
+
+class CommandWrapper {
+ public:
+  // Sessions come from `factory` (which must outlive the wrapper); the
+  // wrapper's own commands (StartAuthSession, name reads, flushes) go to
+  // factory.tpm(), on the same transport the wrapped frames go to.
+  explicit CommandWrapper(SessionFactory& factory);
+  ~CommandWrapper();  // flushes the session
+  CommandWrapper(const CommandWrapper&) = delete;
+  CommandWrapper& operator=(const CommandWrapper&) = delete;
+
+  // The frame to send for the caller's `command`. May send commands of its
+  // own first (a new session, an audited name read). A frame it cannot parse
+  // is an error (kUsage): nothing is sent for it.
+  Result<Bytes> wrap(ByteView command);
+  // The caller's response to the frame wrap() last returned. Call exactly
+  // once per wrap(), or response_lost() instead.
+  Result<Bytes> unwrap(ByteView response);
+  // The response to the last frame never came: the session is retired.
+  void response_lost();
+
+  // wrap(), transmit on `transport`, unwrap(); resends once on a new session
+  // when the TPM's error named the old one and the command is retry_safe.
+  Result<Bytes> exchange(Transport& transport, ByteView command);
+
+  // Per command code, since construction.
+  const std::map<uint32_t, WrapCounts>& counts() const { return counts_; }
+  // counts() as text, one line per command code:
+  //   "PCR_Extend 0x00000182 wrapped=3 encrypted=0 passed=0 passwords=3 clear-passwords=0"
+  std::string counts_report() const;
+  // The session's handle, 0 while none is started (tests).
+  uint32_t session_handle() const;
+  // Sessions started so far (tests: re-establishment).
+  uint64_t sessions_started() const { return sessions_started_; }
+
+ private:
+  struct Pending;
+  Status ensure_session();
+  void retire_session(bool may_exist);
+  Result<Bytes> name_of(uint32_t handle);
+  Result<Bytes> unwrap_checked(ByteView response);
+  void note_response_handles(const Pending& p, ByteView response);
+
+  // The caller's re-signable sessions (above).
+  class CallerNonce;
+  bool caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
+                             const AuthorizeInput& in);
+  Result<Bytes> resign_caller_entry(uint32_t handle, ByteView nonce, const AuthorizeInput& in);
+
+  SessionFactory* factory_;
+  std::unique_ptr<CallerNonce> caller_nonce_;
+  std::map<uint32_t, std::unique_ptr<HmacSession>> caller_sessions_;
+  std::unique_ptr<HmacSession> session_;
+  std::map<uint32_t, Bytes> names_;  // authenticated Names of objects and NV indices
+  std::unique_ptr<Pending> pending_;
+  std::map<uint32_t, WrapCounts> counts_;
+  uint64_t sessions_started_ = 0;
+  bool session_lost_ = false;  // the last response's error named the session as gone
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_WRAP_H_

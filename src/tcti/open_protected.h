@@ -1,0 +1,23 @@
+// The TCTI's one way to its TPM and its sessions: the protect path
+// (tpmsec/protect.h, ProtectedTpm::open), the one the CLI takes.
+#ifndef TPMSEC_SRC_TCTI_OPEN_PROTECTED_H_
+#define TPMSEC_SRC_TCTI_OPEN_PROTECTED_H_
+
+#include <memory>
+
+#include "tpmsec/protect.h"
+#include "tpmsec/session_factory.h"
+
+namespace tpmsec::tcti {
+
+// An open TPM with its anchor resolved, and the factory of its sessions.
+struct ProtectedSessions {
+  std::unique_ptr<ProtectedTpm> tpm;
+  std::unique_ptr<SessionFactory> factory;  // on tpm->tpm(); destroyed first
+};
+
+Result<ProtectedSessions> open_protected(const ProtectRequest& request);
+
+}  // namespace tpmsec::tcti
+
+#endif  // TPMSEC_SRC_TCTI_OPEN_PROTECTED_H_

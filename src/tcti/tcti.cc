@@ -1,0 +1,216 @@
+// libtss2-tcti-tpmsec.so.0: a tpm2-tss TCTI (tss2_tcti.h, TCTI v2) that
+// sends every command of an unchanged program (tpm2-tools, systemd,
+// tpm2-openssl) through a CommandWrapper (tpmsec/wrap.h), on a TPM opened
+// and anchored by the protect path. This file only parses and calls the
+// library: the C ABI, the context's states, the error codes, one stderr
+// line for a refused response. No exception crosses it.
+//
+// The ABI as tpm2-tss's own TCTIs implement it (tpm2-software/tpm2-tss,
+// src/tss2-tcti/tcti-common.c, tcti-swtpm.c): init() with a NULL context
+// returns the context's size; transmit() then receive() alternate (else
+// TSS2_TCTI_RC_BAD_SEQUENCE); receive() with a NULL buffer returns the
+// response's size; finalize() releases everything.
+#include <tss2/tss2_tcti.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "tcti/open_protected.h"
+#include "tcti/tcti_config.h"
+#include "tpmsec/files.h"
+#include "tpmsec/wrap.h"
+
+namespace tpmsec::tcti {
+namespace {
+
+constexpr uint64_t kMagic = 0x7470'6d73'6563'7463ULL;  // "tpmsectc"
+
+// What a context holds beyond the common part tpm2-tss reads.
+struct State {
+  ProtectedSessions tpm;
+  std::unique_ptr<CommandWrapper> wrapper;  // destroyed first: flushes its session
+  std::string log;
+  bool awaiting_receive = false;
+  Bytes response;
+  TSS2_RC error = TSS2_RC_SUCCESS;
+};
+
+struct Context {
+  TSS2_TCTI_CONTEXT_COMMON_V2 common;
+  State* state;
+};
+
+void say(std::string_view line) { std::fprintf(stderr, "tpmsec TCTI: %.*s\n", static_cast<int>(line.size()), line.data()); }
+
+State* state_of(TSS2_TCTI_CONTEXT* ctx) {
+  auto* c = reinterpret_cast<Context*>(ctx);
+  if (!c || c->common.v1.magic != kMagic || !c->state) return nullptr;
+  return c->state;
+}
+
+TSS2_RC rc_for(const Error& e) {
+  switch (e.kind()) {
+    case ErrorKind::kUsage: return TSS2_TCTI_RC_BAD_VALUE;
+    case ErrorKind::kRuntime: return TSS2_TCTI_RC_IO_ERROR;
+    case ErrorKind::kParse:
+    case ErrorKind::kIntegrity: return TSS2_TCTI_RC_MALFORMED_RESPONSE;
+    case ErrorKind::kUnsupported: return TSS2_TCTI_RC_NOT_SUPPORTED;
+    case ErrorKind::kTpm: break;
+  }
+  return TSS2_TCTI_RC_GENERAL_FAILURE;
+}
+
+TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) noexcept try {
+  State* s = state_of(ctx);
+  if (!s) return TSS2_TCTI_RC_BAD_CONTEXT;
+  if (!command) return TSS2_TCTI_RC_BAD_REFERENCE;
+  if (s->awaiting_receive) return TSS2_TCTI_RC_BAD_SEQUENCE;
+  auto out = s->wrapper->exchange(s->tpm.tpm->transport(), ByteView(command, size));
+  if (!out.ok() && out.error().kind() == ErrorKind::kUsage) return TSS2_TCTI_RC_BAD_VALUE;  // not a command frame
+  s->awaiting_receive = true;
+  if (out.ok()) {
+    s->response = std::move(*out);
+    s->error = TSS2_RC_SUCCESS;
+  } else {
+    // Refused, never returned: the caller gets a TCTI error, a person the reason.
+    say(fmt::format("response refused: {}", out.error().message()));
+    s->response.clear();
+    s->error = rc_for(out.error());
+  }
+  return TSS2_RC_SUCCESS;
+} catch (...) {
+  return TSS2_TCTI_RC_GENERAL_FAILURE;
+}
+
+TSS2_RC receive(TSS2_TCTI_CONTEXT* ctx, size_t* size, uint8_t* response, int32_t timeout) noexcept try {
+  (void)timeout;  // the exchange completed in transmit(): nothing to wait for
+  State* s = state_of(ctx);
+  if (!s) return TSS2_TCTI_RC_BAD_CONTEXT;
+  if (!size) return TSS2_TCTI_RC_BAD_REFERENCE;
+  if (!s->awaiting_receive) return TSS2_TCTI_RC_BAD_SEQUENCE;
+  if (s->error != TSS2_RC_SUCCESS) {
+    s->awaiting_receive = false;
+    return s->error;
+  }
+  if (!response) {
+    *size = s->response.size();
+    return TSS2_RC_SUCCESS;
+  }
+  if (*size < s->response.size()) {
+    *size = s->response.size();
+    return TSS2_TCTI_RC_INSUFFICIENT_BUFFER;
+  }
+  std::memcpy(response, s->response.data(), s->response.size());
+  *size = s->response.size();
+  s->response.clear();
+  s->awaiting_receive = false;
+  return TSS2_RC_SUCCESS;
+} catch (...) {
+  return TSS2_TCTI_RC_GENERAL_FAILURE;
+}
+
+void write_log(const State& s) {
+  if (s.log.empty()) return;
+  Status st = files::write_output(s.log, s.wrapper->counts_report());
+  if (!st.ok()) say(fmt::format("log={}: {}", s.log, st.error().message()));
+}
+
+void finalize(TSS2_TCTI_CONTEXT* ctx) noexcept {
+  try {
+    State* s = state_of(ctx);
+    if (!s) return;
+    write_log(*s);
+    // The wrapper flushes its session before the factory and the TPM go.
+    s->wrapper.reset();
+    delete s;
+    reinterpret_cast<Context*>(ctx)->state = nullptr;
+    reinterpret_cast<Context*>(ctx)->common.v1.magic = 0;
+  } catch (...) {
+  }
+}
+
+TSS2_RC cancel(TSS2_TCTI_CONTEXT*) noexcept { return TSS2_TCTI_RC_NOT_IMPLEMENTED; }
+
+TSS2_RC get_poll_handles(TSS2_TCTI_CONTEXT* ctx, TSS2_TCTI_POLL_HANDLE* handles, size_t* count) noexcept {
+  (void)handles;
+  if (!state_of(ctx)) return TSS2_TCTI_RC_BAD_CONTEXT;
+  if (!count) return TSS2_TCTI_RC_BAD_REFERENCE;
+  *count = 0;  // a response is ready as soon as transmit() returns
+  return TSS2_RC_SUCCESS;
+}
+
+TSS2_RC set_locality(TSS2_TCTI_CONTEXT* ctx, uint8_t locality) noexcept {
+  if (!state_of(ctx)) return TSS2_TCTI_RC_BAD_CONTEXT;
+  return locality == 0 ? TSS2_RC_SUCCESS : TSS2_TCTI_RC_NOT_IMPLEMENTED;
+}
+
+TSS2_RC make_sticky(TSS2_TCTI_CONTEXT*, TPM2_HANDLE*, uint8_t) noexcept { return TSS2_TCTI_RC_NOT_IMPLEMENTED; }
+
+TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept try {
+  if (!size) return TSS2_TCTI_RC_BAD_VALUE;
+  if (!ctx) {
+    *size = sizeof(Context);
+    return TSS2_RC_SUCCESS;
+  }
+  if (*size < sizeof(Context)) return TSS2_TCTI_RC_INSUFFICIENT_BUFFER;
+  auto parsed = parse_tcti_config(config ? config : "");
+  if (!parsed.ok()) {
+    say(parsed.error().message());
+    return TSS2_TCTI_RC_BAD_VALUE;
+  }
+  parsed->request.notice = say;
+  auto opened = open_protected(parsed->request);
+  if (!opened.ok()) {
+    const Error& e = opened.error();
+    if (e.reason() == ErrorReason::kNoTrustAnchor) {
+      say(fmt::format("no trust anchor for the salt key of {}: an interposer on the bus could answer with its own "
+                      "key and forge every response. Append null-name=HEX|FILE, ek-ca=PATH or tofu (tpmsec:{},"
+                      "null-name=/sys/class/tpm/tpm0/null_name)",
+                      parsed->request.tpm.empty() ? "the host's TPM" : parsed->request.tpm, parsed->request.tpm));
+    } else {
+      say(e.message());
+    }
+    return e.kind() == ErrorKind::kRuntime ? TSS2_TCTI_RC_IO_ERROR : TSS2_TCTI_RC_BAD_VALUE;
+  }
+  auto state = std::make_unique<State>();
+  state->tpm = std::move(*opened);
+  state->wrapper = std::make_unique<CommandWrapper>(*state->tpm.factory);
+  state->log = parsed->log;
+
+  auto* c = reinterpret_cast<Context*>(ctx);
+  std::memset(c, 0, sizeof(Context));
+  c->common.v1.magic = kMagic;
+  c->common.v1.version = 2;
+  c->common.v1.transmit = transmit;
+  c->common.v1.receive = receive;
+  c->common.v1.finalize = finalize;
+  c->common.v1.cancel = cancel;
+  c->common.v1.getPollHandles = get_poll_handles;
+  c->common.v1.setLocality = set_locality;
+  c->common.makeSticky = make_sticky;
+  c->state = state.release();
+  return TSS2_RC_SUCCESS;
+} catch (const std::bad_alloc&) {
+  return TSS2_TCTI_RC_MEMORY;
+} catch (...) {
+  return TSS2_TCTI_RC_GENERAL_FAILURE;
+}
+
+const TSS2_TCTI_INFO kInfo = {
+    2,
+    "tpmsec",
+    "tpmsec: every command in a salted, audited HMAC session with parameter encryption",
+    kTctiOptionsHelp,
+    init,
+};
+
+}  // namespace
+}  // namespace tpmsec::tcti
+
+extern "C" __attribute__((visibility("default"))) const TSS2_TCTI_INFO* Tss2_Tcti_Info(void) {
+  return &tpmsec::tcti::kInfo;
+}

@@ -1,0 +1,650 @@
+#include "tpmsec/wrap.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <vector>
+
+#include "tpmsec/command_table.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+// Frames are bounded here before any byte of them is read; a TPM's own
+// limit (TPM_PT_MAX_COMMAND_SIZE) is far below.
+constexpr size_t kMaxFrame = 65536;
+constexpr size_t kMaxSessions = 3;
+
+// Command codes whose handling differs (Part 2 §6.5.2).
+namespace cc {
+constexpr uint32_t kNvUndefineSpaceSpecial = 0x11F;
+constexpr uint32_t kEvictControl = 0x120;
+constexpr uint32_t kNvUndefineSpace = 0x122;
+constexpr uint32_t kHierarchyChangeAuth = 0x129;
+constexpr uint32_t kCreatePrimary = 0x131;
+constexpr uint32_t kNvGlobalWriteLock = 0x132;
+constexpr uint32_t kNvIncrement = 0x134;
+constexpr uint32_t kNvSetBits = 0x135;
+constexpr uint32_t kNvExtend = 0x136;
+constexpr uint32_t kNvWrite = 0x137;
+constexpr uint32_t kNvWriteLock = 0x138;
+constexpr uint32_t kNvChangeAuth = 0x13B;
+constexpr uint32_t kStartup = 0x144;
+constexpr uint32_t kNvReadLock = 0x14F;
+constexpr uint32_t kLoad = 0x157;
+constexpr uint32_t kContextLoad = 0x161;
+constexpr uint32_t kFlushContext = 0x165;
+constexpr uint32_t kLoadExternal = 0x167;
+constexpr uint32_t kNvReadPublic = 0x169;
+constexpr uint32_t kReadPublic = 0x173;
+constexpr uint32_t kStartAuthSession = 0x176;
+constexpr uint32_t kCreateLoaded = 0x191;
+}  // namespace cc
+
+// NV commands that change an index's attributes (TPMA_NV_WRITTEN, the
+// locks), and so its Name (Part 1 §16: nameAlg || H(TPMS_NV_PUBLIC)).
+bool changes_nv_name(uint32_t code) {
+  return code == cc::kNvWrite || code == cc::kNvIncrement || code == cc::kNvSetBits || code == cc::kNvExtend ||
+         code == cc::kNvWriteLock || code == cc::kNvReadLock;
+}
+
+// The handle whose Name a handle's own bytes are (Part 1 §16).
+bool named_by_handle(uint32_t handle) {
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  return type == ht::kPcr || type == ht::kPermanent || type == ht::kHmacSession || type == ht::kPolicySession;
+}
+
+// The session (0-based) a response code names as gone: TPM_RC_REFERENCE_Sn,
+// or TPM_RC_HANDLE / TPM_RC_VALUE with its session bit (Part 2 §6.6.3).
+std::optional<size_t> session_gone(uint32_t code) {
+  constexpr uint32_t kReferenceS0 = 0x918, kReferenceS6 = 0x91E;
+  if (code >= kReferenceS0 && code <= kReferenceS6) return code - kReferenceS0;
+  if (!(code & 0x080) || (code & 0x040) || !(code & 0x800)) return std::nullopt;
+  uint32_t base = rc_base(code);
+  if (base != rc::kHandle && base != rc::kValue) return std::nullopt;
+  uint32_t number = (code >> 8) & 0x7;
+  if (number == 0) return std::nullopt;
+  return number - 1;
+}
+
+// TPMS_AUTH_COMMAND / TPMS_AUTH_RESPONSE as bytes of the frame they came in.
+struct Entry {
+  uint32_t handle = 0;  // commands only
+  ByteView nonce;
+  uint8_t attributes = 0;
+  ByteView hmac;
+  ByteView raw;  // the whole entry
+};
+
+Entry read_entry(Reader& r, ByteView frame, bool command) {
+  Entry e;
+  size_t start = r.offset();
+  if (command) e.handle = r.u32("TPMS_AUTH_COMMAND.sessionHandle");
+  e.nonce = r.tpm2b("nonce", 64);
+  e.attributes = r.u8("sessionAttributes");
+  e.hmac = r.tpm2b("hmac", 64);
+  if (r.ok()) e.raw = frame.subspan(start, r.offset() - start);
+  return e;
+}
+
+// The Name a response of an authenticated name-returning command carries
+// (Part 3: §24.1 CreatePrimary, §12.2 Load, §12.9 CreateLoaded, §12.3
+// LoadExternal, §12.4 ReadPublic, §31.6 NV_ReadPublic), or nothing.
+std::optional<Bytes> name_in_response(uint32_t code, ByteView params) {
+  Reader r(params);
+  switch (code) {
+    case cc::kCreatePrimary:
+      r.tpm2b("outPublic");
+      r.tpm2b("creationData");
+      r.tpm2b("creationHash");
+      r.u16("creationTicket.tag");
+      r.u32("creationTicket.hierarchy");
+      r.tpm2b("creationTicket.digest");
+      break;
+    case cc::kLoad:
+    case cc::kLoadExternal:
+      break;
+    case cc::kCreateLoaded:
+      r.tpm2b("outPrivate");
+      r.tpm2b("outPublic");
+      break;
+    case cc::kReadPublic:
+    case cc::kNvReadPublic:
+      r.tpm2b("public area");
+      break;
+    default:
+      return std::nullopt;
+  }
+  ByteView name = r.tpm2b("name", 2 + 64);
+  if (!r.ok() || name.size() < 2 + 20) return std::nullopt;
+  return Bytes(name.begin(), name.end());
+}
+
+}  // namespace
+
+// What unwrap() needs of the command wrap() sent.
+struct CommandWrapper::Pending {
+  uint32_t code = 0;
+  const CommandInfo* info = nullptr;
+  bool passed_through = true;
+  bool caller_sessions = false;  // the caller's tag was TPM_ST_SESSIONS
+  size_t sent_sessions = 0;      // entries in the frame sent
+  size_t our_slot = 0;
+  bool replaced_password = false;
+  uint8_t password_attributes = 0;  // of the caller's replaced password entry
+  bool encrypts_response = false;
+  SecretBytes auth_value;
+  std::optional<SecretBytes> new_auth_value;
+  std::vector<uint32_t> handles;
+  uint32_t flushed = 0;  // FlushContext's flushHandle
+  // The caller's re-signable sessions in this command: slot and handle.
+  std::vector<std::pair<size_t, uint32_t>> caller_tracked;
+  bool resigned = false;
+  // A StartAuthSession for an unsalted, unbound HMAC session: its authHash.
+  uint16_t unsalted_session_hash = 0;
+};
+
+// Gives a caller's session object the caller's own nonceCaller, so that
+// HmacSession computes the caller's HMAC as the caller did.
+class CommandWrapper::CallerNonce final : public crypto::RandomSource {
+ public:
+  void set(ByteView nonce) { nonce_.assign(nonce.begin(), nonce.end()); }
+  Status fill(MutableByteView out) override {
+    if (out.size() != nonce_.size()) return usage_error("the caller's nonce is not the size of nonceTPM");
+    std::copy(nonce_.begin(), nonce_.end(), out.begin());
+    return ok_status();
+  }
+
+ private:
+  Bytes nonce_;
+};
+
+CommandWrapper::CommandWrapper(SessionFactory& factory)
+    : factory_(&factory), caller_nonce_(std::make_unique<CallerNonce>()) {}
+
+CommandWrapper::~CommandWrapper() { retire_session(/*may_exist=*/true); }
+
+uint32_t CommandWrapper::session_handle() const { return session_ ? session_->handle() : 0; }
+
+Status CommandWrapper::ensure_session() {
+  if (session_ && session_->usable()) return ok_status();
+  retire_session(/*may_exist=*/true);
+  // Started with both parameter-encryption attributes so that the factory
+  // checks once that the TPM uses the cipher asked for; each command then
+  // sets the attributes it carries.
+  TPMSEC_ASSIGN_OR_RETURN(session_, factory_->start(attr::kContinueSession | attr::kAudit | attr::kDecrypt |
+                                                    attr::kEncrypt));
+  ++sessions_started_;
+  return ok_status();
+}
+
+void CommandWrapper::retire_session(bool may_exist) {
+  if (!session_) return;
+  if (may_exist) {
+    // Only this wrapper's own handle; gone already counts as flushed.
+    (void)session_->flush();
+  } else {
+    session_->abandon();
+  }
+  session_.reset();
+}
+
+Result<Bytes> CommandWrapper::name_of(uint32_t handle) {
+  if (named_by_handle(handle)) return be32(handle);
+  if (auto it = names_.find(handle); it != names_.end()) return it->second;
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  const CommandInfo& info = type == ht::kNvIndex ? cmd::NvReadPublic::kInfo : cmd::ReadPublic::kInfo;
+  if (type != ht::kNvIndex && type != ht::kTransient && type != ht::kPersistent) {
+    return unsupported_error(fmt::format("no Name for handle 0x{:08x}", handle));
+  }
+  Tpm& tpm = factory_->tpm();
+  // The Name enters the audited read's own cpHash, so a first read proposes
+  // it; the TPM accepting the audited read's HMAC is what confirms it, and
+  // the name kept is the one in that authenticated response.
+  NamedHandle proposed = NamedHandle::of(handle);
+  const NamedHandle* one[] = {&proposed};
+  TPMSEC_ASSIGN_OR_RETURN(RawResponse first, tpm.execute(info, one, {}, {}));
+  std::optional<Bytes> candidate = name_in_response(info.code, first.parameters);
+  if (!candidate) return parse_error(fmt::format("{}(0x{:08x}) carries no Name", info.name, handle));
+  proposed.name = *candidate;
+  TPMSEC_RETURN_IF_ERROR(ensure_session());
+  session_->set_attributes(attr::kContinueSession | attr::kAudit);
+  Auth audit{session_.get(), {}};
+  TPMSEC_ASSIGN_OR_RETURN(RawResponse audited, tpm.execute(info, one, {}, std::span<const Auth>(&audit, 1)));
+  std::optional<Bytes> name = name_in_response(info.code, audited.parameters);
+  if (!name || *name != proposed.name) {
+    return integrity_error(fmt::format("audited {}(0x{:08x}) answered another Name", info.name, handle));
+  }
+  names_[handle] = *name;
+  return std::move(*name);
+}
+
+bool CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
+                                           const AuthorizeInput& in) {
+  auto it = caller_sessions_.find(handle);
+  if (it == caller_sessions_.end()) return false;
+  // A session of the caller's that audits or encrypts itself stays the caller's.
+  if (attributes & ~attr::kContinueSession) return false;
+  HmacSession& s = *it->second;
+  s.set_attributes(attributes);
+  caller_nonce_->set(nonce);
+  auto entry = s.begin_command().ok() ? s.authorize(in) : Result<Bytes>(usage_error("nonce"));
+  if (entry.ok() && crypto::constant_time_equal(*entry, raw)) return true;
+  // Another authValue, or a nonce the wrapper no longer tracks: not again.
+  caller_sessions_.erase(it);
+  return false;
+}
+
+Result<Bytes> CommandWrapper::resign_caller_entry(uint32_t handle, ByteView nonce, const AuthorizeInput& in) {
+  HmacSession& s = *caller_sessions_.at(handle);
+  caller_nonce_->set(nonce);
+  TPMSEC_RETURN_IF_ERROR(s.begin_command());
+  return s.authorize(in);
+}
+
+Result<Bytes> CommandWrapper::wrap(ByteView command) {
+  pending_.reset();
+  HeaderRead hr = read_frame_header(command, kMaxFrame);
+  if (hr.check != FrameCheck::kOk || hr.header.size != command.size()) {
+    return usage_error(fmt::format("a command frame of {} bytes whose header is not a TPM command's", command.size()));
+  }
+  auto p = std::make_unique<Pending>();
+  p->code = hr.header.code;
+  p->caller_sessions = hr.header.tag == st::kSessions;
+  p->info = find_command(p->code);
+  WrapCounts& counts = counts_[p->code];
+  auto pass = [&]() -> Result<Bytes> {
+    ++counts.passed_through;
+    p->passed_through = true;
+    pending_ = std::move(p);
+    return Bytes(command.begin(), command.end());
+  };
+  if (p->code == cc::kFlushContext && command.size() >= kFrameHeaderBytes + 4) {
+    p->flushed = load_be32(command.data() + kFrameHeaderBytes);
+    names_.erase(p->flushed);
+  }
+  if (!p->info || p->info->no_sessions) return pass();
+  const CommandInfo& info = *p->info;
+
+  // The caller's frame: anything it gets wrong, the TPM answers as before.
+  Reader r(command.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
+  for (int i = 0; i < info.handle_count; ++i) p->handles.push_back(r.u32("handle"));
+  std::vector<Entry> sessions;
+  if (p->caller_sessions) {
+    uint32_t auth_size = r.u32("authorizationSize");
+    if (auth_size > r.remaining()) return pass();
+    Reader a = r.sub(auth_size, "authorization area");
+    while (a.ok() && a.remaining() > 0 && sessions.size() <= kMaxSessions) {
+      sessions.push_back(read_entry(a, command, /*command=*/true));
+    }
+    if (!a.ok()) return pass();
+  }
+  ByteView params = r.rest();
+  // A session area with no session in it is the TPM's to refuse, as before.
+  if (!r.ok() || sessions.size() >= kMaxSessions || (p->caller_sessions && sessions.empty())) return pass();
+
+  // Where the wrapper's session goes: the first password authorization's
+  // slot, else the first free one (never an authorization slot the caller
+  // left empty: the TPM refuses that command as it would have).
+  std::optional<size_t> password_slot;
+  size_t passwords = 0;
+  bool caller_hmac = false, caller_audits = false;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (sessions[i].attributes & attr::kAudit) caller_audits = true;
+    if (sessions[i].handle == rh::kPasswordSession) {
+      ++passwords;
+      if (!password_slot && i < info.auth_count) password_slot = i;
+    } else {
+      caller_hmac = true;
+    }
+  }
+  if (!password_slot && sessions.size() < info.auth_count) return pass();
+  // One session per command may audit (Part 1 §19.6.3, TPM_RC_ATTRIBUTES):
+  // beside a caller's audit session the wrapper's has nothing to carry
+  // unless it authorizes.
+  if (caller_audits && !password_slot) return pass();
+
+  // Names (may read one through the session), then the session itself.
+  std::vector<NamedHandle> named(p->handles.size());
+  for (size_t i = 0; i < p->handles.size(); ++i) {
+    auto name = name_of(p->handles[i]);
+    if (!name.ok()) {
+      // A handle the TPM has no readable Name for (a sequence object, an
+      // unknown index) passes through: the TPM answers the caller as before.
+      if (name.error().kind() == ErrorKind::kTpm || name.error().kind() == ErrorKind::kUnsupported) return pass();
+      return name.error().with_context(fmt::format("the Name of 0x{:08x} for {}", p->handles[i], info.name));
+    }
+    named[i] = NamedHandle{p->handles[i], std::move(*name)};
+  }
+  TPMSEC_RETURN_IF_ERROR(ensure_session());
+  std::vector<const NamedHandle*> handle_ptrs;
+  for (const NamedHandle& h : named) handle_ptrs.push_back(&h);
+  auto input_for = [&](size_t slot, ByteView parameters, ByteView auth_value) {
+    AuthorizeInput in;
+    in.info = &info;
+    in.handles = handle_ptrs;
+    in.parameters = parameters;
+    in.entity = slot < info.auth_count ? &named[slot] : nullptr;
+    in.auth_value = auth_value;
+    return in;
+  };
+
+  // The caller's HMAC sessions the wrapper can re-sign (wrap.h): then the
+  // caller's sessions do not stop parameter encryption.
+  bool resignable = true;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (sessions[i].handle == rh::kPasswordSession) continue;
+    if (caller_entry_verifies(sessions[i].handle, sessions[i].attributes, sessions[i].nonce, sessions[i].raw,
+                              input_for(i, params, {}))) {
+      p->caller_tracked.emplace_back(i, sessions[i].handle);
+    } else {
+      resignable = false;
+    }
+  }
+  if (caller_hmac && resignable) caller_hmac = false;
+  if (p->code == cc::kStartAuthSession && p->handles.size() == 2 && p->handles[0] == rh::kNull &&
+      p->handles[1] == rh::kNull) {
+    Reader sr(params);
+    sr.tpm2b("nonceCaller", 64);
+    ByteView salt = sr.tpm2b("encryptedSalt");
+    uint8_t type = sr.u8("sessionType");
+    uint16_t symmetric = sr.u16("symmetric.algorithm");
+    if (symmetric != alg::kNull) sr.u16("symmetric.keyBits");
+    if (symmetric != alg::kNull && symmetric != alg::kXor) sr.u16("symmetric.mode");
+    uint16_t hash = sr.u16("authHash");
+    if (sr.ok() && salt.empty() && type == se::kHmac && digest_size(hash)) p->unsalted_session_hash = hash;
+  }
+
+  if (password_slot) {
+    p->our_slot = *password_slot;
+    p->replaced_password = true;
+    p->password_attributes = sessions[*password_slot].attributes;
+    p->auth_value = SecretBytes(sessions[*password_slot].hmac);  // a password entry's hmac is the authValue
+    p->sent_sessions = sessions.size();
+  } else {
+    p->our_slot = sessions.size();
+    p->sent_sessions = sessions.size() + 1;
+  }
+  bool authorizes = p->our_slot < info.auth_count;
+  bool decrypt = !caller_hmac && info.command_param_tpm2b && params.size() >= 2;
+  p->encrypts_response = !caller_hmac && info.response_param_tpm2b;
+  // The session authorizing the entity (slot 0) is answered under its new
+  // authValue, the wrapper's or a re-signed caller's.
+  if (p->code == cc::kHierarchyChangeAuth || p->code == cc::kNvChangeAuth) {
+    Reader nr(params);
+    p->new_auth_value = SecretBytes(nr.tpm2b("newAuth", 64));
+    if (!nr.ok()) return pass();
+  }
+  if (p->code == cc::kEvictControl && params.size() >= 4) names_.erase(load_be32(params.data()));
+  if (p->code == cc::kNvUndefineSpace && p->handles.size() == 2) names_.erase(p->handles[1]);
+  if (p->code == cc::kNvUndefineSpaceSpecial && !p->handles.empty()) names_.erase(p->handles[0]);
+  if (changes_nv_name(p->code) && p->handles.size() == 2) names_.erase(p->handles[1]);
+  if (p->code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
+
+  session_->set_attributes(attr::kContinueSession | (caller_audits ? 0 : attr::kAudit) | (decrypt ? attr::kDecrypt : 0) |
+                           (p->encrypts_response ? attr::kEncrypt : 0));
+  TPMSEC_RETURN_IF_ERROR(session_->begin_command());
+  SecretBytes parameters(params);  // may hold a secret the bus must not see
+  ByteView auth_value = authorizes ? p->auth_value.view() : ByteView();
+  if (decrypt) {
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(parameters.mutable_view(), info.name));
+    TPMSEC_RETURN_IF_ERROR(session_->encrypt_parameter(data, auth_value));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes ours, session_->authorize(input_for(p->our_slot, parameters.view(), auth_value)));
+  // The caller's sessions, re-signed over the parameters as sent; the first
+  // (when it is not the wrapper's) also covers the wrapper's nonceTPM for
+  // decrypt and encrypt (Part 1 §19.6.5), once when one session carries both.
+  std::vector<Bytes> resigned(sessions.size());
+  if (decrypt || p->encrypts_response) {
+    p->resigned = true;
+    for (auto [slot, handle] : p->caller_tracked) {
+      AuthorizeInput in = input_for(slot, parameters.view(), {});
+      if (slot == 0) {
+        if (decrypt) in.decrypt_nonce = session_->nonce_tpm();
+        if (p->encrypts_response && !decrypt) in.encrypt_nonce = session_->nonce_tpm();
+      }
+      TPMSEC_ASSIGN_OR_RETURN(resigned[slot], resign_caller_entry(handle, sessions[slot].nonce, in));
+    }
+  }
+
+  Writer w(kMaxFrame, "command");
+  w.u16(st::kSessions);
+  auto size_mark = w.begin_total_size32("commandSize");
+  w.u32(p->code);
+  for (uint32_t h : p->handles) w.u32(h);
+  auto auth_mark = w.begin_size32("authorizationSize");
+  for (size_t i = 0; i < p->sent_sessions; ++i) {
+    ByteView entry = i == p->our_slot ? ByteView(ours) : !resigned[i].empty() ? ByteView(resigned[i]) : sessions[i].raw;
+    w.bytes(entry, "TPMS_AUTH_COMMAND");
+  }
+  w.end_size(auth_mark);
+  w.bytes(parameters.view(), "parameters");
+  w.end_size(size_mark);
+  TPMSEC_ASSIGN_OR_RETURN(Bytes frame, w.finish());
+
+  ++counts.wrapped;
+  if (decrypt || p->encrypts_response) ++counts.encrypted;
+  if (p->replaced_password) ++counts.passwords_replaced;
+  counts.passwords_left += passwords - (p->replaced_password ? 1 : 0);
+  p->passed_through = false;
+  pending_ = std::move(p);
+  return frame;
+}
+
+void CommandWrapper::note_response_handles(const Pending& p, ByteView response) {
+  // Another client's handles (the caller's) are never this wrapper's to
+  // flush, not even by a sweep (handle_ledger.h); a FlushContext the TPM
+  // accepted frees its number.
+  Tpm& tpm = factory_->tpm();
+  if (p.code == cc::kFlushContext && p.flushed) {
+    tpm.foreign_flushed(p.flushed);
+    caller_sessions_.erase(p.flushed);
+  }
+  uint8_t count = p.info ? p.info->response_handle_count : 0;
+  if (p.code == cc::kContextLoad) count = 1;
+  if (count == 1 && response.size() >= kFrameHeaderBytes + 4) {
+    uint32_t h = load_be32(response.data() + kFrameHeaderBytes);
+    tpm.note_foreign(h);
+    if (p.code == cc::kContextLoad) names_.erase(h);
+  }
+}
+
+Result<Bytes> CommandWrapper::unwrap(ByteView response) {
+  if (!pending_) return usage_error("a response without a command");
+  auto out = unwrap_checked(response);
+  pending_.reset();
+  return out;
+}
+
+Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
+  Pending& p = *pending_;
+  HeaderRead hr = read_frame_header(response, kMaxFrame);
+  if (hr.check != FrameCheck::kOk || hr.header.size != response.size()) {
+    if (!p.passed_through) retire_session(/*may_exist=*/true);
+    return parse_error(fmt::format("the response to 0x{:x} is not a TPM response ({} bytes)", p.code,
+                                   response.size()));
+  }
+  uint32_t code = hr.header.code;
+  if (p.passed_through) {
+    if (code == rc::kSuccess) {
+      note_response_handles(p, response);
+      // The caller flushed the wrapper's session (tpm2_flushcontext -s): the
+      // next command starts another. Flushed again in case the success was
+      // forged; gone counts as flushed.
+      if (p.code == cc::kFlushContext && session_ && p.flushed == session_->handle()) retire_session(true);
+      // A Startup means a TPM Reset or Restart: no session survived it.
+      if (p.code == cc::kStartup) retire_session(true);
+    }
+    return Bytes(response.begin(), response.end());
+  }
+  const CommandInfo& info = *p.info;
+  if (code != rc::kSuccess) {
+    // An error carries no session area (Part 1 §18.10) and is the caller's,
+    // unchanged, session numbers included (the wrapper's slot is the one the
+    // caller's password had, or after the caller's sessions).
+    if (response.size() != kFrameHeaderBytes) {
+      retire_session(true);
+      return parse_error(fmt::format("{} response: error 0x{:x} with {} more bytes", info.name, code,
+                                     response.size() - kFrameHeaderBytes));
+    }
+    session_->command_failed(code);
+    std::optional<size_t> gone = session_gone(code);
+    std::optional<size_t> failed = rc_failed_session(code);
+    if ((gone && *gone == p.our_slot) || (failed && *failed == p.our_slot && !p.replaced_password)) {
+      // A Name may be stale (an index written by another client): read again.
+      for (uint32_t h : p.handles) names_.erase(h);
+    }
+    if (gone && *gone == p.our_slot) {
+      retire_session(true);
+      session_lost_ = true;
+    }
+    return Bytes(response.begin(), response.end());
+  }
+  if (hr.header.tag != st::kSessions) {
+    retire_session(true);
+    return integrity_error(fmt::format("{} response has no session area: it cannot be authenticated", info.name));
+  }
+  Reader r(response.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
+  ByteView handles = r.bytes(size_t{info.response_handle_count} * 4, "response handles");
+  uint32_t param_size = r.u32("parameterSize");
+  if (r.ok() && param_size > r.remaining()) r.fail("parameterSize exceeds the response");
+  ByteView params = r.bytes(param_size, "response parameters");
+  std::array<Entry, kMaxSessions> entries;
+  for (size_t i = 0; i < p.sent_sessions; ++i) entries[i] = read_entry(r, response, /*command=*/false);
+  r.expect_end("response");
+  if (!r.ok()) {
+    retire_session(true);
+    return r.status().error().with_context(std::string(info.name) + " response");
+  }
+
+  // Authenticated before a byte of it goes anywhere.
+  const Entry& e = entries[p.our_slot];
+  bool authorizes = p.our_slot < info.auth_count;
+  VerifyInput in{&info, code, params, AuthResponse{e.nonce, e.attributes, e.hmac},
+                 authorizes ? p.auth_value.view() : ByteView()};
+  if (p.new_auth_value && p.our_slot == 0) in.new_auth_value = p.new_auth_value->view();
+  if (Status st = session_->verify(in); !st.ok()) {
+    retire_session(true);
+    return st.error().with_context(std::string(info.name) + " response");
+  }
+  SecretBytes plain(params);
+  if (p.encrypts_response) {
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(plain.mutable_view(), info.name));
+    TPMSEC_RETURN_IF_ERROR(session_->decrypt_parameter(data, authorizes ? p.auth_value.view() : ByteView()));
+  }
+  // The caller's tracked sessions: the TPM's HMAC for each checked (their
+  // nonces roll only on an answer that verifies), and re-signed over the
+  // response the caller gets.
+  std::array<Bytes, kMaxSessions> caller_entries;
+  for (auto [slot, handle] : p.caller_tracked) {
+    HmacSession& s = *caller_sessions_.at(handle);
+    const Entry& ce = entries[slot];
+    VerifyInput cin{&info, code, params, AuthResponse{ce.nonce, ce.attributes, ce.hmac}, {}};
+    if (p.new_auth_value && slot == 0) cin.new_auth_value = p.new_auth_value->view();
+    Status st = s.verify(cin);
+    if (!st.ok()) {
+      caller_sessions_.erase(handle);
+      retire_session(true);
+      return st.error().with_context(std::string(info.name) + " response (the caller's session)");
+    }
+    if (p.resigned) {
+      cin.parameters = plain.view();
+      TPMSEC_ASSIGN_OR_RETURN(Bytes mac, s.response_hmac(cin));
+      Writer ew;
+      ew.tpm2b(ce.nonce, "nonce", 64);
+      ew.u8(ce.attributes);
+      ew.tpm2b(mac, "hmac", 64);
+      TPMSEC_ASSIGN_OR_RETURN(caller_entries[slot], ew.finish());
+    }
+    if (!s.usable()) caller_sessions_.erase(handle);  // ended without continueSession
+  }
+  if (p.unsalted_session_hash && info.response_handle_count == 1) {
+    Reader nr(plain.view());
+    ByteView nonce_tpm = nr.tpm2b("nonceTPM", 64);
+    if (nr.ok() && !nonce_tpm.empty()) {
+      uint32_t h = load_be32(handles.data());
+      caller_sessions_[h] = std::make_unique<HmacSession>(nullptr, h, p.unsalted_session_hash, SymDef{}, SecretBytes(),
+                                                          Bytes(nonce_tpm.begin(), nonce_tpm.end()), Bytes(), 0,
+                                                          caller_nonce_.get());
+    }
+  }
+  if (std::optional<Bytes> name = name_in_response(p.code, plain.view())) {
+    if (info.response_handle_count == 1) {
+      names_[load_be32(handles.data())] = std::move(*name);
+    } else if (!p.handles.empty() && (p.code == cc::kReadPublic || p.code == cc::kNvReadPublic)) {
+      names_[p.handles[0]] = std::move(*name);
+    }
+  }
+  note_response_handles(p, response);
+
+  // The response the caller would have had.
+  Writer w(kMaxFrame, "response");
+  bool caller_sessions = p.caller_sessions;
+  w.u16(caller_sessions ? st::kSessions : st::kNoSessions);
+  auto size_mark = w.begin_total_size32("responseSize");
+  w.u32(code);
+  w.bytes(handles, "response handles");
+  if (caller_sessions) {
+    auto param_mark = w.begin_size32("parameterSize");
+    w.bytes(plain.view(), "parameters");
+    w.end_size(param_mark);
+    for (size_t i = 0; i < p.sent_sessions; ++i) {
+      if (i != p.our_slot) {
+        w.bytes(caller_entries[i].empty() ? entries[i].raw : ByteView(caller_entries[i]), "TPMS_AUTH_RESPONSE");
+      } else if (p.replaced_password) {
+        // A password session's response: empty nonce, continueSession, empty hmac (Part 1 §19.8.5).
+        w.u16(0);
+        w.u8(attr::kContinueSession);
+        w.u16(0);
+      }
+    }
+  } else {
+    w.bytes(plain.view(), "parameters");
+  }
+  w.end_size(size_mark);
+  return w.finish();
+}
+
+void CommandWrapper::response_lost() {
+  if (pending_ && !pending_->passed_through) retire_session(/*may_exist=*/true);
+  pending_.reset();
+}
+
+Result<Bytes> CommandWrapper::exchange(Transport& transport, ByteView command) {
+  for (int attempt = 0;; ++attempt) {
+    session_lost_ = false;
+    TPMSEC_ASSIGN_OR_RETURN(Bytes frame, wrap(command));
+    const CommandInfo* info = pending_ ? pending_->info : nullptr;
+    auto response = transport.transmit(frame);
+    if (!response.ok()) {
+      response_lost();
+      return response.error();
+    }
+    TPMSEC_ASSIGN_OR_RETURN(Bytes out, unwrap(*response));
+    // The TPM refused the command for the wrapper's session alone, before
+    // running it (Part 1 §18.6); the code is not authenticated, so only a
+    // command that changes nothing is sent again.
+    if (session_lost_ && attempt == 0 && info && info->retry_safe) continue;
+    return out;
+  }
+}
+
+std::string CommandWrapper::counts_report() const {
+  std::string out;
+  for (const auto& [code, c] : counts_) {
+    const CommandInfo* info = find_command(code);
+    out += fmt::format("{} 0x{:08x} wrapped={} encrypted={} passed={} passwords={} clear-passwords={}\n",
+                       info ? info->name : std::string_view("unknown"), code, c.wrapped, c.encrypted,
+                       c.passed_through, c.passwords_replaced, c.passwords_left);
+  }
+  return out;
+}
+
+}  // namespace tpmsec

@@ -1,0 +1,383 @@
+// libtss2-tcti-tpmsec.so.0 with real programs on a real TPM: Debian's
+// tpm2-tools run unchanged through the TCTI (loaded by path, as tpm2-tss's
+// loader takes it) against a swtpm, with the test's interposer on the bus
+// between the TCTI and the swtpm, recording every byte or attacking.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+
+#include "support/interposer.h"
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/transport.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::CommandResult;
+using testing::run_command;
+
+bool contains(ByteView haystack, ByteView needle) {
+  return !needle.empty() && std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+}
+
+class TctiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    swtpm_ = new testing::SwtpmProcess();
+    ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
+    // tpmsec's own connection sends Startup and reads the null key's name,
+    // the anchor every TCTI below is given (null-name=).
+    auto t = open_transport(swtpm_->spec());
+    ASSERT_TRUE(t.ok()) << t.error().message();
+    Tpm tpm(**t);
+    auto key = NullKey::create(tpm, SaltKind::kEcc);
+    ASSERT_TRUE(key.ok()) << key.error().message();
+    null_name_ = new std::string(key->name_hex());
+  }
+  static void TearDownTestSuite() {
+    delete swtpm_;
+    swtpm_ = nullptr;
+    delete null_name_;
+    null_name_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(swtpm_ && swtpm_->running());
+    proxy_ = std::make_unique<testing::Interposer>(swtpm_->port());
+    ASSERT_TRUE(proxy_->start().ok());
+    proxy_->set_rule([this](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+      testing::Reply reply = rule_ ? rule_(c, tpm) : testing::pass(c, tpm);
+      std::lock_guard<std::mutex> lock(mu_);
+      bus_.insert(bus_.end(), c.bytes.begin(), c.bytes.end());
+      if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
+      return reply;
+    });
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tpmsec-tcti-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    proxy_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // The TCTI by path, on the interposer's port.
+  std::string tcti(const std::string& extra = "") const {
+    return std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
+           ",null-name=" + *null_name_ + extra;
+  }
+  // tpm2-tools' own swtpm TCTI, straight to the TPM.
+  static std::string direct() { return swtpm_->tcti(); }
+
+  CommandResult tool(std::vector<std::string> argv, const std::string& via) {
+    argv.insert(argv.begin() + 1, {"-T", via});
+    auto r = run_command(argv);
+    proxy_->wait_idle();
+    return r;
+  }
+  // tpm2-tools leaves what it loaded on a TPM without a resource manager
+  // (three object slots on swtpm): flushed between tools, as without the TCTI.
+  void flush_transients() {
+    auto r = run_command({"tpm2_flushcontext", "-T", direct(), "-t"});
+    ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  }
+  Bytes bus() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bus_;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  Bytes pcr16() {
+    auto t = open_transport(swtpm_->spec());
+    EXPECT_TRUE(t.ok());
+    Tpm tpm(**t);
+    auto v = pcr_read(tpm, alg::kSha256, 16);
+    EXPECT_TRUE(v.ok()) << v.error().message();
+    return v.ok() ? *v : Bytes();
+  }
+
+  static testing::SwtpmProcess* swtpm_;
+  static std::string* null_name_;
+  std::unique_ptr<testing::Interposer> proxy_;
+  testing::Rule rule_;
+  std::mutex mu_;
+  Bytes bus_;
+  std::filesystem::path dir_;
+};
+
+testing::SwtpmProcess* TctiTest::swtpm_ = nullptr;
+std::string* TctiTest::null_name_ = nullptr;
+
+TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
+  auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti(",log=" + path("log")));
+  ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  auto random = from_hex(r.out);
+  ASSERT_TRUE(random.ok()) << r.out;
+  ASSERT_EQ(random->size(), 32u);
+  EXPECT_FALSE(contains(bus(), *random));
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=1 encrypted=1"), std::string::npos) << text;
+}
+
+TEST_F(TctiTest, PcrExtendAndReadGiveTheSameResultsAsWithout) {
+  std::string digest(64, 'c');
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
+  ASSERT_EQ(ext.exit_code, 0) << testing::describe(ext);
+  auto through = tool({"tpm2_pcrread", "sha256:16"}, tcti());
+  auto plain = run_command({"tpm2_pcrread", "-T", direct(), "sha256:16"});
+  ASSERT_EQ(through.exit_code, 0) << testing::describe(through);
+  ASSERT_EQ(plain.exit_code, 0) << testing::describe(plain);
+  EXPECT_EQ(through.out, plain.out);
+}
+
+// tpm2-tools 5.4 authorizes Create, Unseal, NV_Write and NV_Read with an
+// unsalted HMAC session of its own. With an empty authValue the TCTI
+// re-signs it and encrypts (wrap.h); with a password it cannot (the HMAC key
+// is the password), so that Unseal's data is only audited — but the password
+// itself never crosses the bus either way.
+TEST_F(TctiTest, SealAndUnsealKeepDataAndPasswordOffTheBus) {
+  const std::string secret = "sealed-secret-4b1d9e";
+  const std::string other = "sealed-with-password-0c77";
+  const std::string password = "object-password-77c2";
+  std::ofstream(path("secret")) << secret;
+  std::ofstream(path("other")) << other;
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
+  flush_transients();
+  auto create = tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("seal.pub"), "-r",
+                      path("seal.priv")},
+                     tcti(",log=" + path("log")));
+  ASSERT_EQ(create.exit_code, 0) << testing::describe(create);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  // ESYS may send it again after a TPM_RC_RETRY: every one encrypted.
+  EXPECT_TRUE(std::regex_search(text, std::regex("Create 0x00000153 wrapped=([0-9]+) encrypted=\\1 passed=0 ")))
+      << text;
+  flush_transients();
+  auto create_pw = tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("other"), "-u", path("pw.pub"), "-r",
+                         path("pw.priv"), "-p", password},
+                        tcti());
+  ASSERT_EQ(create_pw.exit_code, 0) << testing::describe(create_pw);
+  flush_transients();
+  for (const char* name : {"seal", "pw"}) {
+    auto load = tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path(std::string(name) + ".pub"), "-r",
+                      path(std::string(name) + ".priv"), "-c", path(std::string(name) + ".ctx")},
+                     tcti());
+    ASSERT_EQ(load.exit_code, 0) << testing::describe(load);
+    flush_transients();
+  }
+  auto unseal = tool({"tpm2_unseal", "-c", path("seal.ctx")}, tcti());
+  ASSERT_EQ(unseal.exit_code, 0) << testing::describe(unseal);
+  EXPECT_EQ(unseal.out, secret);
+  flush_transients();
+  auto unseal_pw = tool({"tpm2_unseal", "-c", path("pw.ctx"), "-p", password}, tcti());
+  ASSERT_EQ(unseal_pw.exit_code, 0) << testing::describe(unseal_pw);
+  EXPECT_EQ(unseal_pw.out, other);
+  flush_transients();
+  EXPECT_FALSE(contains(bus(), as_bytes(secret)));
+  EXPECT_FALSE(contains(bus(), as_bytes(password)));
+}
+
+TEST_F(TctiTest, NvDefineWriteReadKeepDataOffTheBus) {
+  const std::string data = "nv-data-0123456789abcdef-9e8d7c";
+  std::ofstream(path("data")) << data;
+  const std::string index = "0x1500016";
+  auto def = tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(data.size()), "-a",
+                   "ownerread|ownerwrite"},
+                  tcti());
+  ASSERT_EQ(def.exit_code, 0) << testing::describe(def);
+  auto write = tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("data")}, tcti(",log=" + path("log")));
+  ASSERT_EQ(write.exit_code, 0) << testing::describe(write);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("NV_Write 0x00000137 wrapped=1 encrypted=1 passed=0"), std::string::npos) << text;
+  auto read = tool({"tpm2_nvread", index, "-C", "o", "-s", std::to_string(data.size())}, tcti());
+  ASSERT_EQ(read.exit_code, 0) << testing::describe(read);
+  EXPECT_EQ(read.out, data);
+  auto plain = run_command({"tpm2_nvread", "-T", direct(), index, "-C", "o", "-s", std::to_string(data.size())});
+  EXPECT_EQ(plain.out, data);
+  auto undef = tool({"tpm2_nvundefine", index, "-C", "o"}, tcti());
+  EXPECT_EQ(undef.exit_code, 0) << testing::describe(undef);
+  EXPECT_FALSE(contains(bus(), as_bytes(data)));
+}
+
+// tpm2_changeauth authorizes with an unsalted session of its own: re-signed
+// under the empty owner authValue, with the TPM's answer under the new one
+// (HierarchyChangeAuth), then only audited under the non-empty one.
+TEST_F(TctiTest, ChangeAuthKeepsTheNewPasswordOffTheBus) {
+  const std::string password = "new-owner-password-31ab";
+  auto set = tool({"tpm2_changeauth", "-c", "o", password}, tcti(",log=" + path("log")));
+  ASSERT_EQ(set.exit_code, 0) << testing::describe(set);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("HierarchyChangeAuth 0x00000129 wrapped=1 encrypted=1 passed=0"), std::string::npos) << text;
+  auto back = tool({"tpm2_changeauth", "-c", "o", "-p", password}, tcti());
+  EXPECT_EQ(back.exit_code, 0) << testing::describe(back);
+  auto plain = run_command({"tpm2_createprimary", "-T", direct(), "-C", "o", "-c", path("p.ctx")});
+  EXPECT_EQ(plain.exit_code, 0) << "the owner password was not put back: " << testing::describe(plain);
+  flush_transients();
+  EXPECT_FALSE(contains(bus(), as_bytes(password)));
+}
+
+TEST_F(TctiTest, ASwappedExtendDigestFailsTheToolAndNeverReachesThePcr) {
+  Bytes before = pcr16();
+  Bytes digest(32, 0xd1), forged(32, 0xe7);
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    Bytes frame = c.bytes;
+    if (c.code == 0x182) {
+      auto at = std::search(frame.begin(), frame.end(), digest.begin(), digest.end());
+      if (at != frame.end()) std::copy(forged.begin(), forged.end(), at);
+    }
+    auto r = tpm.transmit(frame);
+    return r.ok() ? testing::Reply::answer(*r) : testing::Reply::close();
+  };
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ(pcr16(), before);
+  EXPECT_NE(pcr16(), *pcr_extended_value(alg::kSha256, before, forged));
+}
+
+TEST_F(TctiTest, AForgedResponseFailsTheToolWithOneLine) {
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    auto r = tpm.transmit(c.bytes);
+    if (!r.ok()) return testing::Reply::close();
+    Bytes forged = *r;
+    if (c.code == 0x17B && forged.size() > 40) forged[forged.size() - 40] ^= 1;
+    return testing::Reply::answer(forged);
+  };
+  auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti());
+  EXPECT_NE(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: response refused: GetRandom response: response HMAC"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(TctiTest, ADroppedResponseFailsTheToolAndExtendsOnce) {
+  Bytes before = pcr16();
+  Bytes digest(32, 0xa5);
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    auto r = tpm.transmit(c.bytes);
+    if (!r.ok() || c.code == 0x182) return testing::Reply::close();
+    return testing::Reply::answer(*r);
+  };
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ(pcr16(), *pcr_extended_value(alg::kSha256, before, digest));
+}
+
+TEST_F(TctiTest, FlushingEverySessionThroughItLeavesNothingBehind) {
+  // tpm2_flushcontext -l flushes every loaded session, the TCTI's own among
+  // them: the TCTI starts another for the next command and flushes it at
+  // finalize.
+  auto flush = tool({"tpm2_flushcontext", "-l"}, tcti(",log=" + path("log")));
+  ASSERT_EQ(flush.exit_code, 0) << testing::describe(flush);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("FlushContext 0x00000165 wrapped=0 encrypted=0 passed=1"), std::string::npos) << text;
+  auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
+  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
+    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
+    ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
+    EXPECT_EQ(left.out, "") << kind;
+  }
+}
+
+// The attacker flushes the TCTI's session just before a command reaches the
+// TPM. GetRandom changes nothing: sent again on a new session. PCR_Extend
+// does: the TPM's error goes to the tool, and the PCR is extended never.
+TEST_F(TctiTest, ASessionFlushedBehindItsBackIsNeverAReasonToApplyACommandTwice) {
+  auto flush_first = [](uint32_t code, size_t session_at) {
+    return [code, session_at, done = false](const testing::ProxiedCommand& c, testing::Upstream& tpm) mutable {
+      if (c.code == code && !done && c.bytes.size() >= session_at + 4) {
+        done = true;
+        Writer w;
+        w.u16(st::kNoSessions);
+        w.u32(14);
+        w.u32(0x165);  // FlushContext
+        w.u32(load_be32(c.bytes.data() + session_at));
+        auto flushed = tpm.transmit(*w.finish());
+        if (!flushed.ok()) return testing::Reply::close();
+      }
+      return testing::pass(c, tpm);
+    };
+  };
+  rule_ = flush_first(0x17B, 14);  // GetRandom: header, authorizationSize, then the session
+  auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",log=" + path("log")));
+  EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
+  EXPECT_EQ(random.out.size(), 16u) << random.out;
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=2 encrypted=2"), std::string::npos) << text;
+
+  Bytes before = pcr16();
+  rule_ = flush_first(0x182, 18);  // PCR_Extend: header, the PCR, authorizationSize, then the session
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + std::string(64, 'e')}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ(pcr16(), before);
+  rule_ = nullptr;
+  auto again = tool({"tpm2_pcrextend", "16:sha256=" + std::string(64, 'e')}, tcti());
+  EXPECT_EQ(again.exit_code, 0) << testing::describe(again);
+  EXPECT_EQ(pcr16(), *pcr_extended_value(alg::kSha256, before, Bytes(32, 0xee)));
+}
+
+// A broad set of tpm2-tools through the TCTI: signatures and quotes verify,
+// objects persist and go, a policy session's digest is the one without it.
+TEST_F(TctiTest, ABroadSetOfToolsWorksThroughIt) {
+  auto ok = [&](std::vector<std::string> argv) {
+    auto r = tool(argv, tcti());
+    EXPECT_EQ(r.exit_code, 0) << argv[0] << ": " << testing::describe(r);
+    flush_transients();
+    return r;
+  };
+  std::ofstream(path("msg")) << "a message to sign";
+  ok({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx"), "-Q"});
+  ok({"tpm2_create", "-C", path("prim.ctx"), "-G", "ecc", "-u", path("k.pub"), "-r", path("k.priv"), "-Q"});
+  ok({"tpm2_load", "-C", path("prim.ctx"), "-u", path("k.pub"), "-r", path("k.priv"), "-c", path("k.ctx"), "-Q"});
+  ok({"tpm2_sign", "-c", path("k.ctx"), "-g", "sha256", "-o", path("sig"), path("msg")});
+  ok({"tpm2_verifysignature", "-c", path("k.ctx"), "-g", "sha256", "-m", path("msg"), "-s", path("sig")});
+  ok({"tpm2_quote", "-c", path("k.ctx"), "-l", "sha256:16", "-q", "abcd", "-m", path("q.msg"), "-s", path("q.sig"),
+      "-o", path("q.pcrs"), "-g", "sha256", "-Q"});
+  ok({"tpm2_readpublic", "-c", path("k.ctx"), "-o", path("k.pem"), "-f", "pem", "-Q"});
+  auto check = run_command({"tpm2_checkquote", "-u", path("k.pem"), "-m", path("q.msg"), "-s", path("q.sig"), "-f",
+                            path("q.pcrs"), "-g", "sha256", "-q", "abcd"});
+  EXPECT_EQ(check.exit_code, 0) << testing::describe(check);
+  ok({"tpm2_evictcontrol", "-C", "o", "-c", path("prim.ctx"), "0x81000005", "-Q"});
+  ok({"tpm2_evictcontrol", "-C", "o", "-c", "0x81000005", "-Q"});
+  auto digest = [&](const std::string& via) {
+    auto start = run_command({"tpm2_startauthsession", "-T", via, "--policy-session", "-S", path("s.ctx")});
+    EXPECT_EQ(start.exit_code, 0) << testing::describe(start);
+    proxy_->wait_idle();
+    auto pcr = run_command({"tpm2_policypcr", "-T", via, "-S", path("s.ctx"), "-l", "sha256:16"});
+    EXPECT_EQ(pcr.exit_code, 0) << testing::describe(pcr);
+    proxy_->wait_idle();
+    auto flush = run_command({"tpm2_flushcontext", "-T", via, path("s.ctx")});
+    EXPECT_EQ(flush.exit_code, 0) << testing::describe(flush);
+    proxy_->wait_idle();
+    return pcr.out;
+  };
+  EXPECT_EQ(digest(tcti()), digest(direct()));
+  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-persistent"}) {
+    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
+    EXPECT_EQ(left.out, "") << kind;
+  }
+}
+
+TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {
+  std::string no_anchor = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port());
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, no_anchor);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("null-name="), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ek-ca="), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tofu"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tpmsec

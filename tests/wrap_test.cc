@@ -1,0 +1,425 @@
+// The command wrapper (tpmsec/wrap.h) against real TPMs: a caller (tpmsec's
+// own Tpm, with password sessions as tpm2-tools sends them) whose every frame
+// goes through a CommandWrapper onto a bus an attacker controls
+// (InterposingTransport), and a Tpm beside it that the attacker cannot touch
+// to see what the TPM really holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "support/test_tpm.h"
+#include "testing/transport_doubles.h"
+#include "tpmsec/command_table.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/hmac_session.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/session_factory.h"
+#include "tpmsec/wrap.h"
+
+namespace tpmsec {
+namespace {
+
+constexpr uint32_t kPcr = 16;
+
+bool contains(ByteView haystack, ByteView needle) {
+  return !needle.empty() && std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+}
+
+// What the caller talks to: every frame through the wrapper onto the bus.
+class WrappedTransport final : public Transport {
+ public:
+  WrappedTransport(CommandWrapper& wrapper, Transport& bus) : wrapper_(&wrapper), bus_(&bus) {}
+  Result<Bytes> transmit(ByteView command) override { return wrapper_->exchange(*bus_, command); }
+  std::string describe() const override { return "wrapped"; }
+
+ private:
+  CommandWrapper* wrapper_;
+  Transport* bus_;
+};
+
+class WrapTest : public testing::TpmTest {
+ protected:
+  using Rule = std::function<Result<Bytes>(ByteView command, Transport& tpm)>;
+
+  void SetUp() override {
+    TpmTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    bus_ = std::make_unique<testing::InterposingTransport>(transport(), [this](ByteView c, Transport& inner) {
+      seen_.emplace_back(c.begin(), c.end());
+      auto r = rule_ ? rule_(c, inner) : inner.transmit(c);
+      if (r.ok()) seen_.push_back(*r);
+      return r;
+    });
+    ours_ = std::make_unique<Tpm>(*bus_);
+    ProtectionConfig config;
+    config.trust_first_use = true;  // the attacker here leaves the null key alone
+    auto f = SessionFactory::create(*ours_, config);
+    ASSERT_TRUE(f.ok()) << f.error().message();
+    factory_ = std::move(*f);
+    wrapper_ = std::make_unique<CommandWrapper>(*factory_);
+    wrapped_ = std::make_unique<WrappedTransport>(*wrapper_, *bus_);
+    caller_ = std::make_unique<Tpm>(*wrapped_);
+    seen_.clear();
+  }
+  void TearDown() override {
+    caller_.reset();
+    wrapped_.reset();
+    wrapper_.reset();
+    factory_.reset();
+    ours_.reset();
+    bus_.reset();
+    TpmTest::TearDown();
+  }
+
+  Bytes pcr_value() {
+    auto v = pcr_read(tpm(), alg::kSha256, kPcr);
+    EXPECT_TRUE(v.ok()) << v.error().message();
+    return v.ok() ? *v : Bytes();
+  }
+  // Every byte the bus carried, both ways.
+  Bytes bus_bytes() const {
+    Bytes all;
+    for (const Bytes& b : seen_) all.insert(all.end(), b.begin(), b.end());
+    return all;
+  }
+  const WrapCounts& counts(uint32_t code) { return wrapper_->counts().at(code); }
+
+  std::unique_ptr<testing::InterposingTransport> bus_;
+  Rule rule_;
+  std::vector<Bytes> seen_;
+  std::unique_ptr<Tpm> ours_;
+  std::unique_ptr<SessionFactory> factory_;
+  std::unique_ptr<CommandWrapper> wrapper_;
+  std::unique_ptr<WrappedTransport> wrapped_;
+  std::unique_ptr<Tpm> caller_;
+};
+
+TEST_P(WrapTest, GetRandomIsEncryptedOnTheBus) {
+  auto r = caller_->run(cmd::GetRandom{32});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->random_bytes.bytes.size(), 32u);
+  EXPECT_FALSE(contains(bus_bytes(), r->random_bytes.bytes));
+  EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).wrapped, 1u);
+  EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).encrypted, 1u);
+}
+
+TEST_P(WrapTest, ExtendWithAPasswordGoesOutAsAnHmacAuthorization) {
+  Bytes before = pcr_value();
+  Bytes digest(32, 0x5a);
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, digest).ok());
+  auto expected = pcr_extended_value(alg::kSha256, before, digest);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(pcr_value(), *expected);
+  const WrapCounts& c = counts(cmd::PcrExtend::kInfo.code);
+  EXPECT_EQ(c.wrapped, 1u);
+  EXPECT_EQ(c.passwords_replaced, 1u);
+  EXPECT_EQ(c.passwords_left, 0u);
+  // On the bus: the wrapper's session in the password's slot, no TPM_RS_PW.
+  ASSERT_GE(seen_.size(), 1u);
+  const Bytes& sent = seen_[seen_.size() - 2];
+  EXPECT_EQ(testing::command_code_of(sent), cmd::PcrExtend::kInfo.code);
+  EXPECT_FALSE(contains(sent, be32(rh::kPasswordSession)));
+  EXPECT_TRUE(contains(sent, be32(wrapper_->session_handle())));
+}
+
+TEST_P(WrapTest, APasswordNeverCrossesTheBus) {
+  // An owner password set through the wrapper, then used through it.
+  const std::string secret = "owner-secret-7f3a";
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  Writer params;
+  params.tpm2b(as_bytes(secret), "newAuth");
+  const NamedHandle owner = NamedHandle::of(rh::kOwner);
+  const NamedHandle* handles[] = {&owner};
+  const CommandInfo& kHierarchyChangeAuth = *find_command(0x129);
+  Auth empty = Auth::password();
+  auto changed = caller_->execute(kHierarchyChangeAuth, handles, *params.finish(), std::span<const Auth>(&empty, 1));
+  ASSERT_TRUE(changed.ok()) << changed.error().message();
+  auto created = caller_->run(c, {Auth::password(as_bytes(secret))});
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  EXPECT_TRUE(caller_->flush(created->object_handle).ok());
+  EXPECT_FALSE(contains(bus_bytes(), as_bytes(secret)));
+  // The TPM really holds it: a direct password works, and is put back.
+  Writer back;
+  back.tpm2b({}, "newAuth");
+  Auth with_secret = Auth::password(as_bytes(secret));
+  auto restored = tpm().execute(kHierarchyChangeAuth, handles, *back.finish(), std::span<const Auth>(&with_secret, 1));
+  EXPECT_TRUE(restored.ok()) << restored.error().message();
+}
+
+TEST_P(WrapTest, ObjectNamesComeFromAuthenticatedResponses) {
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto created = caller_->run(c, {Auth::password()});
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  size_t before = seen_.size();
+  // ReadPublic of the new object: its Name is known, no extra read goes out.
+  auto read = caller_->run(cmd::ReadPublic{NamedHandle{created->object_handle, created->name.bytes}});
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->name.bytes, created->name.bytes);
+  EXPECT_EQ(seen_.size(), before + 2);
+  EXPECT_EQ(counts(cmd::ReadPublic::kInfo.code).wrapped, 1u);
+  EXPECT_TRUE(caller_->flush(created->object_handle).ok());
+}
+
+TEST_P(WrapTest, AnUnknownObjectIsNamedByAnAuditedRead) {
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto created = tpm().run(c, {Auth::password()});  // not through the wrapper
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  auto read = caller_->run(cmd::ReadPublic{NamedHandle{created->object_handle, created->name.bytes}});
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->name.bytes, created->name.bytes);
+  // The plain read, the audited one, then the caller's.
+  EXPECT_EQ(wrapper_->counts().at(cmd::ReadPublic::kInfo.code).wrapped, 1u);
+  EXPECT_TRUE(tpm().flush(created->object_handle).ok());
+}
+
+TEST_P(WrapTest, ASwappedExtendDigestIsRefusedByTheTpm) {
+  Bytes before = pcr_value();
+  Bytes digest(32, 0x11), forged(32, 0x66);
+  rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
+    Bytes frame(c.begin(), c.end());
+    if (testing::command_code_of(c) == cmd::PcrExtend::kInfo.code) {
+      auto at = std::search(frame.begin(), frame.end(), digest.begin(), digest.end());
+      if (at != frame.end()) std::copy(forged.begin(), forged.end(), at);
+    }
+    return tpm.transmit(frame);
+  };
+  Status st = pcr_extend(*caller_, alg::kSha256, kPcr, digest);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTpm) << st.error().message();
+  EXPECT_EQ(pcr_value(), before);
+  rule_ = nullptr;
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, digest).ok());
+  EXPECT_EQ(pcr_value(), *pcr_extended_value(alg::kSha256, before, digest));
+}
+
+TEST_P(WrapTest, AForgedResponseNeverReachesTheCaller) {
+  rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
+    auto r = tpm.transmit(c);
+    if (!r.ok() || testing::command_code_of(c) != cmd::GetRandom::kInfo.code) return r;
+    Bytes forged = *r;
+    forged[forged.size() - 40] ^= 1;  // a byte of the (encrypted) random bytes
+    return forged;
+  };
+  auto r = caller_->run(cmd::GetRandom{32});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity) << r.error().message();
+  // The next command runs on a new session.
+  rule_ = nullptr;
+  auto again = caller_->run(cmd::GetRandom{32});
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(wrapper_->sessions_started(), 2u);
+}
+
+TEST_P(WrapTest, ALostResponseIsAnErrorAndNeverAppliedTwice) {
+  Bytes before = pcr_value();
+  Bytes digest(32, 0x22);
+  rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
+    auto r = tpm.transmit(c);
+    if (testing::command_code_of(c) == cmd::PcrExtend::kInfo.code) return runtime_error("response lost");
+    return r;
+  };
+  Status st = pcr_extend(*caller_, alg::kSha256, kPcr, digest);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kRuntime);
+  Bytes once = *pcr_extended_value(alg::kSha256, before, digest);
+  EXPECT_EQ(pcr_value(), once);
+  rule_ = nullptr;
+  auto r = caller_->run(cmd::GetRandom{8});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(wrapper_->sessions_started(), 2u);
+  EXPECT_EQ(pcr_value(), once);
+}
+
+TEST_P(WrapTest, TheCallerFlushingTheSessionStartsAnother) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  uint32_t first = wrapper_->session_handle();
+  ASSERT_NE(first, 0u);
+  // As tpm2_flushcontext -s does: FlushContext of every loaded session.
+  auto flushed = caller_->run(cmd::FlushContext{first});
+  ASSERT_TRUE(flushed.ok()) << flushed.error().message();
+  EXPECT_EQ(counts(cmd::FlushContext::kInfo.code).passed_through, 1u);
+  auto r = caller_->run(cmd::GetRandom{8});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(wrapper_->sessions_started(), 2u);
+}
+
+TEST_P(WrapTest, ASessionFlushedBehindItsBackIsReplacedForTheNextCommand) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  uint32_t first = wrapper_->session_handle();
+  // Another client flushes it.
+  ASSERT_TRUE(testing::succeeded(transport().transmit(*[&] {
+    Writer w;
+    w.u16(st::kNoSessions);
+    w.u32(14);
+    w.u32(cmd::FlushContext::kInfo.code);
+    w.u32(first);
+    return w.finish();
+  }())));
+  // GetRandom is retry_safe: resent once on a new session.
+  auto r = caller_->run(cmd::GetRandom{8});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(wrapper_->sessions_started(), 2u);
+  // PCR_Extend is not: the TPM's error goes to the caller, the next one works.
+  ASSERT_TRUE(testing::succeeded(transport().transmit(*[&] {
+    Writer w;
+    w.u16(st::kNoSessions);
+    w.u32(14);
+    w.u32(cmd::FlushContext::kInfo.code);
+    w.u32(wrapper_->session_handle());
+    return w.finish();
+  }())));
+  Bytes before = pcr_value();
+  Status st = pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 3));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kTpm);
+  EXPECT_EQ(pcr_value(), before);
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 3)).ok());
+  EXPECT_EQ(wrapper_->sessions_started(), 3u);
+}
+
+TEST_P(WrapTest, AnErrorResponseIsTheCallersUnchanged) {
+  // PCR 30 does not exist: the same code as without the wrapper.
+  auto direct = tpm().run(cmd::PcrReset{NamedHandle::of(30)}, {Auth::password()});
+  auto wrapped = caller_->run(cmd::PcrReset{NamedHandle::of(30)}, {Auth::password()});
+  ASSERT_FALSE(direct.ok());
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_EQ(wrapped.error().tpm_rc(), direct.error().tpm_rc());
+}
+
+TEST_P(WrapTest, ACallersHmacSessionKeepsItsParametersInClearAndIsAudited) {
+  ProtectionConfig config;
+  config.trust_first_use = true;
+  auto callers_factory = SessionFactory::create(*caller_, config);
+  ASSERT_TRUE(callers_factory.ok()) << callers_factory.error().message();
+  auto session = (*callers_factory)->start(attr::kContinueSession);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  Bytes before = pcr_value();
+  Bytes digest(32, 0x44);
+  Status st = pcr_extend(*caller_, alg::kSha256, kPcr, digest, Auth{session->get(), {}});
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(pcr_value(), *pcr_extended_value(alg::kSha256, before, digest));
+  const WrapCounts& c = counts(cmd::PcrExtend::kInfo.code);
+  EXPECT_EQ(c.wrapped, 1u);
+  EXPECT_EQ(c.encrypted, 0u);
+  EXPECT_EQ(c.passwords_replaced, 0u);
+  // The caller's own audit session: one per command may audit, so the
+  // command passes through as the caller sent it.
+  (*session)->set_attributes(attr::kContinueSession | attr::kAudit);
+  auto random = caller_->run(cmd::GetRandom{16}, {Auth{session->get(), {}}});
+  ASSERT_TRUE(random.ok()) << random.error().message();
+  EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).passed_through, 1u);
+}
+
+// As tpm2-tools 5.4 authorizes NV_DefineSpace, Create, Unseal: an unsalted,
+// unbound HMAC session of the caller's, with the owner's empty authValue.
+class ResignTest : public WrapTest {
+ protected:
+  std::unique_ptr<HmacSession> unsalted_session() {
+    SessionOptions options;  // no salt key, no bind: the session key is empty
+    auto s = HmacSession::start(*caller_, options);
+    EXPECT_TRUE(s.ok()) << s.error().message();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  Status define(const Auth& auth, ByteView index_auth) {
+    cmd::NvDefineSpace define;
+    define.auth_handle = NamedHandle::of(rh::kOwner);
+    define.auth.bytes.assign(index_auth.begin(), index_auth.end());
+    define.public_info.nv_public.nv_index = kIndex;
+    define.public_info.nv_public.attributes = nv_attr::kAuthWrite | nv_attr::kAuthRead | nv_attr::kNoDa;
+    define.public_info.nv_public.data_size = 8;
+    return status_of(caller_->run(define, {auth}));
+  }
+  void undefine() {
+    auto nv = tpm().run(cmd::NvReadPublic{NamedHandle::of(kIndex)});
+    ASSERT_TRUE(nv.ok()) << nv.error().message();
+    auto r = tpm().run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), NamedHandle{kIndex, nv->nv_name.bytes}},
+                       {Auth::password()});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+  }
+  static constexpr uint32_t kIndex = 0x01500020;
+};
+
+TEST_P(ResignTest, TheCallersSessionWithAnEmptyAuthValueIsReSignedAndTheParameterEncrypted) {
+  auto session = unsalted_session();
+  ASSERT_TRUE(session);
+  const Bytes secret = *from_hex("5e5e5e5e0123456789abcdef5e5e5e5e");
+  ASSERT_TRUE(define(Auth{session.get(), {}}, secret).ok());
+  const WrapCounts& c = counts(cmd::NvDefineSpace::kInfo.code);
+  EXPECT_EQ(c.wrapped, 1u);
+  EXPECT_EQ(c.encrypted, 1u);
+  EXPECT_FALSE(contains(bus_bytes(), secret));
+  // The caller's session goes on: its nonces rolled as the TPM's did.
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 7), Auth{session.get(), {}}).ok());
+  undefine();
+}
+
+TEST_P(ResignTest, WithAPasswordTheCallersHmacStandsAndNothingIsEncrypted) {
+  // The owner's authValue is not empty: the caller's HMAC key is unknown to
+  // the wrapper, which audits only. (HierarchyChangeAuth re-signed under the
+  // new authValue is tcti_test's, with ESYS as the caller: tpmsec's own Tpm
+  // checks that response under the old one.)
+  const Bytes owner = *from_hex("6f776e65722d6e65772d61757468");
+  Writer params;
+  params.tpm2b(owner, "newAuth");
+  const NamedHandle owner_handle = NamedHandle::of(rh::kOwner);
+  const NamedHandle* handles[] = {&owner_handle};
+  const CommandInfo& kHierarchyChangeAuth = *find_command(0x129);
+  Auth empty = Auth::password();
+  ASSERT_TRUE(tpm().execute(kHierarchyChangeAuth, handles, *params.finish(), std::span<const Auth>(&empty, 1)).ok());
+  auto session = unsalted_session();
+  const Bytes secret = *from_hex("7a7a7a7a0123456789abcdef7a7a7a7a");
+  Status st = session ? define(Auth{session.get(), owner}, secret) : Status(usage_error("no session"));
+  EXPECT_TRUE(st.ok()) << st.error().message();
+  Writer back;
+  back.tpm2b({}, "newAuth");
+  Auth with_owner = Auth::password(owner);
+  ASSERT_TRUE(tpm().execute(kHierarchyChangeAuth, handles, *back.finish(), std::span<const Auth>(&with_owner, 1)).ok());
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(counts(cmd::NvDefineSpace::kInfo.code).wrapped, 1u);
+  EXPECT_EQ(counts(cmd::NvDefineSpace::kInfo.code).encrypted, 0u);
+  undefine();
+}
+
+TEST_P(ResignTest, AForgedResponseEntryOfTheCallersSessionIsRefused) {
+  auto session = unsalted_session();
+  ASSERT_TRUE(session);
+  rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
+    auto r = tpm.transmit(c);
+    if (!r.ok() || testing::command_code_of(c) != cmd::NvDefineSpace::kInfo.code || r->size() < 12) return r;
+    Bytes forged = *r;
+    // The wrapper's entry comes last (2+32 nonce, attributes, 2+32 HMAC):
+    // the byte before it is the last of the caller's HMAC.
+    forged[forged.size() - 70] ^= 1;
+    return forged;
+  };
+  Status st = define(Auth{session.get(), {}}, Bytes(16, 0x41));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIntegrity) << st.error().message();
+  EXPECT_NE(st.error().message().find("the caller's session"), std::string::npos) << st.error().message();
+  rule_ = nullptr;
+  undefine();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, ResignTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
+
+TEST_P(WrapTest, CountsReportNamesEachCommand) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  EXPECT_NE(wrapper_->counts_report().find("GetRandom 0x0000017b wrapped=1 encrypted=1 passed=0"), std::string::npos)
+      << wrapper_->counts_report();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, WrapTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
+
+}  // namespace
+}  // namespace tpmsec
