@@ -11,7 +11,7 @@
 
 #include "support/run_command.h"
 #include "tpmsec/algtest_import.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec {
 namespace {

@@ -7,6 +7,7 @@
 #include "support/test_tpm.h"
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/profile_file.h"
 #include "tpmsec/profile_from_bench.h"
 
 namespace tpmsec {

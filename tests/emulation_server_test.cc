@@ -20,6 +20,7 @@
 #include "tpmsec/crypto.h"
 #include "tpmsec/emulation_server.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/profile_file.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transports.h"
 #include "tpmsec/wire.h"

@@ -12,8 +12,12 @@
 #include <set>
 
 #include "testing/transport_doubles.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/command_variant.h"
+#include "tpmsec/emulated_identity.h"
+#include "tpmsec/latency_transport.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/profile_file.h"
+#include "tpmsec/profile_summary.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/transports.h"

@@ -18,10 +18,12 @@
 #include "tpmsec/calibration.h"
 #include "tpmsec/commands.h"
 #include "support/fault_injection.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/emulated_identity.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/policy.h"
+#include "tpmsec/profile_file.h"
+#include "tpmsec/profile_summary.h"
 
 namespace tpmsec {
 namespace {

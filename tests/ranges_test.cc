@@ -15,7 +15,8 @@
 #include "support/run_command.h"
 #include "tpmsec/algtest_import.h"
 #include "tpmsec/calibration.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/profile_file.h"
+#include "tpmsec/value_range.h"
 
 namespace tpmsec {
 namespace {

@@ -9,7 +9,7 @@
 #include "support/run_command.h"
 #include "support/test_data.h"
 #include "tpmsec/calibration.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec {
 namespace {

@@ -14,7 +14,6 @@
 #include "support/run_command.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/event_log.h"
-#include "tpmsec/latency_model.h"
 
 namespace tpmsec {
 namespace {

@@ -10,8 +10,9 @@
 #include <random>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_transport.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/profile_file.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/slot_limits.h"
 #include "tpmsec/strategy.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
 #include "tpmsec/result.h"
 
 namespace tpmsec {

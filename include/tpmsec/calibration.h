@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpmsec/bench.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/strategy_choice.h"

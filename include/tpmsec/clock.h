@@ -1,5 +1,5 @@
 // Time for measurements. Everything tpmsec measures reads a Clock, so that
-// an emulated TPM (latency_model.h) can advance a virtual clock by the
+// an emulated TPM (latency_transport.h) can advance a virtual clock by the
 // latency its profile predicts while host work is still timed for real.
 #ifndef TPMSEC_CLOCK_H_
 #define TPMSEC_CLOCK_H_

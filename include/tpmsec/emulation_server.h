@@ -42,7 +42,7 @@
 #include <string>
 
 #include "tpmsec/bench.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
 #include "tpmsec/result.h"
 #include "tpmsec/transport.h"
 

@@ -12,7 +12,9 @@
 
 #include "tpmsec/bench.h"
 #include "tpmsec/clock.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/emulated_identity.h"
+#include "tpmsec/latency_profile.h"
+#include "tpmsec/latency_transport.h"
 #include "tpmsec/tpm_info_json.h"
 
 namespace tpmsec {

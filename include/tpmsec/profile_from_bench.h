@@ -7,7 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
+#include "tpmsec/result.h"
 
 namespace tpmsec {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tpmsec/ima_log.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
 #include "tpmsec/measured_tpm.h"
 #include "tpmsec/openmetrics.h"
 #include "tpmsec/statistics.h"

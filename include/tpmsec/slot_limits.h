@@ -56,7 +56,7 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {

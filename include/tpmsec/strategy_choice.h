@@ -14,7 +14,7 @@
 namespace tpmsec {
 
 // A modelled cost's uncertainty: the same sum of commands at their low and
-// high ends (latency_model.h value_range), and the part of the central
+// high ends (value_range.h profile_at), and the part of the central
 // figure that comes from estimated values (tag E).
 struct CostRange {
   double low_ms = 0;

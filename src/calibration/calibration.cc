@@ -6,6 +6,9 @@
 #include <cmath>
 #include <optional>
 
+#include "tpmsec/profile_summary.h"
+#include "tpmsec/value_range.h"
+
 namespace tpmsec {
 namespace {
 

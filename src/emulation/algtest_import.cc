@@ -211,31 +211,24 @@ double quantile(const std::vector<double>& sorted, double q) {
 double round_to(double v, double unit) { return std::round(v / unit) * unit; }
 double r3(double v) { return round_to(v, 0.001); }
 
-}  // namespace
+// ---------------------------------------------------------------- reading a run
 
-Result<AlgtestRun> read_algtest_run(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return usage_error(fmt::format("{}: not a directory", dir));
-  fs::path root(dir);
-  fs::path yaml = root / "performance.yaml";
-  fs::path props_path = root / "detail" / "Capability_properties-fixed.txt";
-  std::string yaml_text, props_text;
-  if (!fs::is_regular_file(yaml, ec) || !read_text(yaml, &yaml_text)) {
-    return usage_error(fmt::format("{}: no readable performance.yaml (not a tpm2-algtest result directory)", dir));
-  }
-  if (!fs::is_regular_file(props_path, ec) || !read_text(props_path, &props_text)) {
-    return usage_error(fmt::format("{}: no readable detail/Capability_properties-fixed.txt", dir));
-  }
-  AlgtestRun run;
-  run.dir = dir;
+// VENDOR/FIRMWARE/RUN_ID: the last three components of the directory.
+std::string label_of(const std::string& dir) {
   std::vector<std::string> parts;
   for (const auto& part : fs::path(dir).lexically_normal()) {
     if (!part.empty() && part != ".") parts.push_back(part.string());
   }
   while (!parts.empty() && parts.back().empty()) parts.pop_back();
   size_t from = parts.size() > 3 ? parts.size() - 3 : 0;
-  for (size_t i = from; i < parts.size(); ++i) run.label += (run.label.empty() ? "" : "/") + parts[i];
+  std::string label;
+  for (size_t i = from; i < parts.size(); ++i) label += (label.empty() ? "" : "/") + parts[i];
+  return label;
+}
 
+// The identity and slot limits from detail/Capability_properties-fixed.txt;
+// an error without a manufacturer.
+Status read_properties(const std::string& props_text, const std::string& dir, AlgtestRun& run) {
   auto props = fixed_properties(props_text);
   uint32_t manufacturer = raw_value(props, "TPM2_PT_MANUFACTURER");
   run.manufacturer = chars_of(manufacturer);
@@ -251,7 +244,13 @@ Result<AlgtestRun> read_algtest_run(const std::string& dir) {
   run.transient_objects = raw_value(props, "TPM2_PT_HR_TRANSIENT_MIN");
   run.active_sessions_max = raw_value(props, "TPM2_PT_ACTIVE_SESSIONS_MAX");
   run.context_gap_max = raw_value(props, "TPM2_PT_CONTEXT_GAP_MAX");
+  return ok_status();
+}
 
+// The operations tpmsec uses (the first entry of each key that has its
+// statistics; failed ones left out) and the header's firmware and device
+// from performance.yaml; an error without a successful GetRandom.
+Status read_operations(const std::string& yaml_text, const std::string& dir, AlgtestRun& run) {
   std::map<std::string, std::string> header;
   for (const YamlEntry& e : yaml_entries(yaml_text, &header)) {
     std::string key = op_key(e);
@@ -276,6 +275,13 @@ Result<AlgtestRun> read_algtest_run(const std::string& dir) {
   if (!run.ops.count("GetRandom")) {
     return usage_error(fmt::format("{}: performance.yaml has no successful TPM2_GetRandom of 32 bytes", dir));
   }
+  return ok_status();
+}
+
+// Per-iteration samples from detail/Perf_*.csv, for the operations read
+// that have a file (the first of their names present).
+Status read_samples(const fs::path& root, AlgtestRun& run) {
+  std::error_code ec;
   for (const auto& [key, files] : csv_files()) {
     auto it = run.ops.find(key);
     if (it == run.ops.end()) continue;
@@ -286,6 +292,30 @@ Result<AlgtestRun> read_algtest_run(const std::string& dir) {
       break;
     }
   }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<AlgtestRun> read_algtest_run(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return usage_error(fmt::format("{}: not a directory", dir));
+  fs::path root(dir);
+  fs::path yaml = root / "performance.yaml";
+  fs::path props_path = root / "detail" / "Capability_properties-fixed.txt";
+  std::string yaml_text, props_text;
+  if (!fs::is_regular_file(yaml, ec) || !read_text(yaml, &yaml_text)) {
+    return usage_error(fmt::format("{}: no readable performance.yaml (not a tpm2-algtest result directory)", dir));
+  }
+  if (!fs::is_regular_file(props_path, ec) || !read_text(props_path, &props_text)) {
+    return usage_error(fmt::format("{}: no readable detail/Capability_properties-fixed.txt", dir));
+  }
+  AlgtestRun run;
+  run.dir = dir;
+  run.label = label_of(dir);
+  TPMSEC_RETURN_IF_ERROR(read_properties(props_text, dir, run));
+  TPMSEC_RETURN_IF_ERROR(read_operations(yaml_text, dir, run));
+  TPMSEC_RETURN_IF_ERROR(read_samples(root, run));
   return run;
 }
 
@@ -417,9 +447,11 @@ double stated_error(const char* variant) {
   return 0;
 }
 
-}  // namespace
 
-Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, const AlgtestImportOptions& options) {
+// ---------------------------------------------------------------- the runs
+
+// Runs of one chip only: every run's manufacturer is the first run's.
+Status check_one_chip(const std::vector<AlgtestRun>& runs) {
   if (runs.empty()) return usage_error("no tpm2-algtest result directory given");
   for (const AlgtestRun& r : runs) {
     if (r.manufacturer != runs[0].manufacturer) {
@@ -427,7 +459,12 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
                                      r.manufacturer, runs[0].dir, runs[0].manufacturer));
     }
   }
-  AlgtestImport out;
+  return ok_status();
+}
+
+// The runs the outlier rule keeps (on each run's GetRandom level), in
+// order; `out` records their labels and, for the others, why they went.
+std::vector<const AlgtestRun*> drop_outliers(const std::vector<AlgtestRun>& runs, AlgtestImport& out) {
   std::vector<double> levels;
   for (const AlgtestRun& r : runs) levels.push_back(r.ops.at("GetRandom").avg_ms);
   std::vector<bool> outlier = outlier_runs(levels);
@@ -442,28 +479,45 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
       out.used.push_back(runs[i].label);
     }
   }
+  return kept;
+}
 
-  // Identity: the most common firmware and vendor strings of the kept runs.
+// The run the profile's identity is read from: the first kept run of the
+// most common firmware among the kept runs.
+struct ReferenceRun {
+  const AlgtestRun* run = nullptr;
+  std::string firmware;
+};
+
+ReferenceRun reference_run(const std::vector<const AlgtestRun*>& kept) {
   std::map<std::string, size_t> fw_count;
   for (const AlgtestRun* r : kept) ++fw_count[r->firmware];
-  std::string firmware =
+  ReferenceRun ref;
+  ref.firmware =
       std::max_element(fw_count.begin(), fw_count.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
-  const AlgtestRun* ref = kept[0];
+  ref.run = kept[0];
   for (const AlgtestRun* r : kept) {
-    if (r->firmware == firmware) {
-      ref = r;
+    if (r->firmware == ref.firmware) {
+      ref.run = r;
       break;
     }
   }
+  return ref;
+}
+
+// ---------------------------------------------------------------- identity and slots
+
+// The profile's name and identity: the reference run's manufacturer and
+// firmware, the vendor strings every kept run shares, and a note listing
+// what the merged runs report.
+void set_identity(LatencyProfile& p, const std::vector<const AlgtestRun*>& kept, const ReferenceRun& reference,
+                  const AlgtestImportOptions& options, const std::string& source) {
+  const AlgtestRun* ref = reference.run;
   std::set<std::string> fulls, devices;
   for (const AlgtestRun* r : kept) {
     fulls.insert(r->firmware_full);
     if (!r->device.empty()) devices.insert(r->device);
   }
-  std::string source = options.source.empty() ? "tpm2-algtest" : options.source;
-
-  LatencyProfile& p = out.profile;
-  p.id = options.id;
   std::string vendor;
   for (const std::string& v : ref->vendor_strings) vendor += v;
   std::set<std::string> vendors;
@@ -482,168 +536,218 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
     if (!agree) break;
     p.identity.vendor_strings[i] = ref->vendor_strings[i];
   }
-  p.identity.firmware = firmware;
+  p.identity.firmware = reference.firmware;
   p.identity.bus = "unknown (kernel driver)";  // algtest does not record the bus
   p.identity.source = fmt::format("{} {} (detail/Capability_properties-fixed.txt)", source, ref->label);
   p.identity.note = fmt::format("vendor strings of the merged runs: {} (the profile keeps those they share); firmware "
                                 "versions: {}; machines: {}",
                                 fmt::join(vendors, ", "), fmt::join(fulls, ", "),
                                 devices.empty() ? "not recorded" : fmt::format("{}", fmt::join(devices, ", ")));
-  p.seed = 0;
-  for (char c : options.id) p.seed = p.seed * 131 + static_cast<unsigned char>(c);
-  p.seed %= 1000000;
+}
 
+// A profile's seed from its id: the same id always models the same jitter.
+uint64_t seed_of(const std::string& id) {
+  uint64_t seed = 0;
+  for (char c : id) seed = seed * 131 + static_cast<unsigned char>(c);
+  return seed % 1000000;
+}
+
+// The chip's slot limits, when the reference run reports them.
+void set_slots(LatencyProfile& p, const std::vector<const AlgtestRun*>& kept, const ReferenceRun& reference,
+               const std::string& source) {
+  const AlgtestRun* ref = reference.run;
   std::map<std::string, size_t> slot_count;
   for (const AlgtestRun* r : kept) {
     ++slot_count[fmt::format("{}/{}/{}/{}", r->loaded_sessions, r->transient_objects, r->active_sessions_max,
                              r->context_gap_max)];
   }
-  if (ref->loaded_sessions || ref->transient_objects) {
-    // Runs of one firmware line can disagree (NPCT75x 7.2.0.x: 3 slots, gap
-    // 65535; 7.2.1/7.2.2: 5 slots, gap 255). Each limit is the strictest a
-    // merged run reports (0: not reported), so a strategy that copes with
-    // the emulated chip copes with every part the profile stands for.
-    auto strictest = [&](uint32_t AlgtestRun::*field) {
-      uint32_t v = 0;
-      for (const AlgtestRun* r : kept) {
-        if (r->*field && (v == 0 || r->*field < v)) v = r->*field;
-      }
-      return v;
-    };
-    p.slots.max_loaded_sessions = strictest(&AlgtestRun::loaded_sessions);
-    p.slots.max_transient_objects = strictest(&AlgtestRun::transient_objects);
-    p.slots.active_sessions_max = strictest(&AlgtestRun::active_sessions_max);
-    p.slots.context_gap_max = strictest(&AlgtestRun::context_gap_max);
-    p.slots.source = fmt::format("{} {} (M: TPM2_PT_HR_LOADED_MIN, TPM2_PT_HR_TRANSIENT_MIN, "
-                                 "TPM2_PT_ACTIVE_SESSIONS_MAX, TPM2_PT_CONTEXT_GAP_MAX)",
-                                 source, ref->label);
-    p.slots.note = slot_count.size() == 1
-                       ? "the TPM's own fixed properties; every merged run reports the same"
-                       : fmt::format("the strictest of the TPM's own fixed properties of firmware {} (each limit the "
-                                     "lowest a merged run reports); the merged runs report "
-                                     "(sessions/objects/active/gap): {}",
-                                     firmware, fmt::join(std::vector<std::string>([&] {
-                                                           std::vector<std::string> v;
-                                                           for (auto& [k, n] : slot_count) {
-                                                             v.push_back(fmt::format("{} x{}", k, n));
-                                                           }
-                                                           return v;
-                                                         }()),
-                                                         ", "));
+  if (!ref->loaded_sessions && !ref->transient_objects) return;
+  // Runs of one firmware line can disagree (NPCT75x 7.2.0.x: 3 slots, gap
+  // 65535; 7.2.1/7.2.2: 5 slots, gap 255). Each limit is the strictest a
+  // merged run reports (0: not reported), so a strategy that copes with
+  // the emulated chip copes with every part the profile stands for.
+  auto strictest = [&](uint32_t AlgtestRun::*field) {
+    uint32_t v = 0;
+    for (const AlgtestRun* r : kept) {
+      if (r->*field && (v == 0 || r->*field < v)) v = r->*field;
+    }
+    return v;
+  };
+  p.slots.max_loaded_sessions = strictest(&AlgtestRun::loaded_sessions);
+  p.slots.max_transient_objects = strictest(&AlgtestRun::transient_objects);
+  p.slots.active_sessions_max = strictest(&AlgtestRun::active_sessions_max);
+  p.slots.context_gap_max = strictest(&AlgtestRun::context_gap_max);
+  p.slots.source = fmt::format("{} {} (M: TPM2_PT_HR_LOADED_MIN, TPM2_PT_HR_TRANSIENT_MIN, "
+                               "TPM2_PT_ACTIVE_SESSIONS_MAX, TPM2_PT_CONTEXT_GAP_MAX)",
+                               source, ref->label);
+  if (slot_count.size() == 1) {
+    p.slots.note = "the TPM's own fixed properties; every merged run reports the same";
+    return;
+  }
+  std::vector<std::string> reported;
+  for (auto& [k, n] : slot_count) reported.push_back(fmt::format("{} x{}", k, n));
+  p.slots.note = fmt::format("the strictest of the TPM's own fixed properties of firmware {} (each limit the "
+                             "lowest a merged run reports); the merged runs report "
+                             "(sessions/objects/active/gap): {}",
+                             reference.firmware, fmt::join(reported, ", "));
+}
+
+// ---------------------------------------------------------------- values
+
+// The values of a profile from the merged operations, by the rules of
+// docs/latency-profiles.md ("Rules for profiles from tpm2-algtest"): M for
+// what algtest measures, P for key creation, D by the rules A1-A6, E where
+// no rule has a measured basis. Every rule scales from the short command
+// level `s` (GetRandom(32) on the same driver path).
+class ValueRules {
+ public:
+  ValueRules(const std::vector<const AlgtestRun*>& kept, const std::string& source)
+      : b_{source},
+        source_(source),
+        get_random_(merge(kept, "GetRandom")),
+        hash_(merge(kept, "Hash")),
+        hmac_(merge(kept, "HMAC")),
+        ecdsa_(merge(kept, "Sign.ecdsa_p256")),
+        oaep_(merge(kept, "RSA_Decrypt.oaep_2048")),
+        create_ecc_(merge(kept, "Create.ecc_p256")),
+        create_rsa_(merge(kept, "Create.rsa_2048")),
+        zgen2_(merge(kept, "ZGen_2Phase.p256")),
+        ecdh_(merge(kept, "ECDH_ZGen.p256")),
+        aes_(merge(kept, "EncryptDecrypt.aes128_cfb")),
+        s_(get_random_.ms),
+        short_text_(fmt::format("GetRandom(32) {:.2f} ms (M)", s_)) {}
+
+  // Every value of `p`: command variants, tail events, the session and
+  // encryption costs.
+  void set_values(LatencyProfile& p) const {
+    p.commands["GetRandom"] = b_.measured(get_random_, kTagMeasured, "TPM2_GetRandom of 32 bytes");
+    p.commands["FlushContext"] = short_value("FlushContext");
+    p.commands["PCR_Read"] = short_value("PCR_Read");
+    p.commands["StartAuthSession.unsalted"] = short_value("unsalted StartAuthSession (nonce generation only)");
+    p.commands["default"] = short_value("any other command");
+    set_hash_values(p);
+    p.commands["StartAuthSession.ecc"] = ecc_session();
+    p.commands["StartAuthSession.rsa"] = rsa_session();
+    set_context_values(p);
+    p.commands["CreatePrimary.ecc"] = create_primary_ecc();
+    set_create_primary_rsa(p);
+    p.hmac_session = hmac_session();
+    p.param_encryption_per_byte = param_encryption_per_byte();
   }
 
-  Builder b{source};
-  Merged get_random = merge(kept, "GetRandom");
-  Merged hash = merge(kept, "Hash");
-  Merged hmac = merge(kept, "HMAC");
-  Merged ecdsa = merge(kept, "Sign.ecdsa_p256");
-  Merged oaep = merge(kept, "RSA_Decrypt.oaep_2048");
-  Merged create_ecc = merge(kept, "Create.ecc_p256");
-  Merged create_rsa = merge(kept, "Create.rsa_2048");
-  Merged zgen2 = merge(kept, "ZGen_2Phase.p256");
-  Merged ecdh = merge(kept, "ECDH_ZGen.p256");
-  Merged aes = merge(kept, "EncryptDecrypt.aes128_cfb");
-  std::string rules = "docs/latency-profiles.md";
-  double s = get_random.ms;  // a short command on this chip, driver path included
-  std::string short_text = fmt::format("GetRandom(32) {:.2f} ms (M)", s);
-
-  p.commands["GetRandom"] = b.measured(get_random, kTagMeasured, "TPM2_GetRandom of 32 bytes");
+ private:
   // A3: every short command costs what GetRandom(32) does on the same path.
-  auto short_value = [&](const char* what) {
-    return b.derived(s, kTagDerived, fmt::format("{} {}, rule A3", source, runs_text(get_random.labels)),
-                     fmt::format("rule A3 ({}): {} ~ a short command = {}", rules, what, short_text),
-                     stated_error("FlushContext"));
-  };
-  p.commands["FlushContext"] = short_value("FlushContext");
-  p.commands["PCR_Read"] = short_value("PCR_Read");
-  p.commands["StartAuthSession.unsalted"] = short_value("unsalted StartAuthSession (nonce generation only)");
-  p.commands["default"] = short_value("any other command");
-  if (hash.present) {
-    p.commands["Hash"] = b.measured(hash, kTagMeasured, "TPM2_Hash SHA-256 of 256 bytes");
-    // A4: PCR_Extend (one SHA-256 bank) ~ Hash of 256 bytes.
-    p.commands["PCR_Extend"] = b.derived(
-        hash.ms, kTagDerived, fmt::format("{} {}, rule A4", source, runs_text(hash.labels)),
+  LatencyValue short_value(const char* what) const {
+    return b_.derived(s_, kTagDerived, fmt::format("{} {}, rule A3", source_, runs_text(get_random_.labels)),
+                      fmt::format("rule A3 ({}): {} ~ a short command = {}", kRules, what, short_text_),
+                      stated_error("FlushContext"));
+  }
+
+  // Hash is measured; A4: PCR_Extend (one SHA-256 bank) ~ Hash of 256 bytes.
+  void set_hash_values(LatencyProfile& p) const {
+    if (!hash_.present) {
+      p.commands["Hash"] = short_value("Hash (no successful TPM2_Hash in the runs)");
+      p.commands["PCR_Extend"] = short_value("PCR_Extend (no TPM2_Hash in the runs)");
+      return;
+    }
+    p.commands["Hash"] = b_.measured(hash_, kTagMeasured, "TPM2_Hash SHA-256 of 256 bytes");
+    p.commands["PCR_Extend"] = b_.derived(
+        hash_.ms, kTagDerived, fmt::format("{} {}, rule A4", source_, runs_text(hash_.labels)),
         fmt::format("rule A4 ({}): PCR_Extend ~ TPM2_Hash SHA-256 of 256 bytes {:.2f} ms (M): a digest and a PCR "
                     "update are hash work plus the command overhead",
-                    rules, hash.ms),
+                    kRules, hash_.ms),
         stated_error("PCR_Extend"));
-  } else {
-    p.commands["Hash"] = short_value("Hash (no successful TPM2_Hash in the runs)");
-    p.commands["PCR_Extend"] = short_value("PCR_Extend (no TPM2_Hash in the runs)");
   }
+
   // A1: ECC-salted StartAuthSession: one P-256 ECDH (the salt's KDFe point
   // multiplication) plus a short command. ECDH_ZGen is that operation;
   // ZGen_2Phase does two multiplications; ECDSA sign one, as a last resort.
-  {
+  LatencyValue ecc_session() const {
     double ms = 0;
     std::string how;
     const Merged* basis = nullptr;
-    if (ecdh.present) {
-      ms = ecdh.ms + s;
-      how = fmt::format("ECDH_ZGen P-256 {:.2f} ms (M) + {}", ecdh.ms, short_text);
-      basis = &ecdh;
-    } else if (zgen2.present) {
-      ms = (zgen2.ms + s) / 2 + s;
+    if (ecdh_.present) {
+      ms = ecdh_.ms + s_;
+      how = fmt::format("ECDH_ZGen P-256 {:.2f} ms (M) + {}", ecdh_.ms, short_text_);
+      basis = &ecdh_;
+    } else if (zgen2_.present) {
+      ms = (zgen2_.ms + s_) / 2 + s_;
       how = fmt::format("half of ZGen_2Phase P-256 {:.2f} ms (M; two multiplications, one command overhead) + {}",
-                        zgen2.ms, short_text);
-      basis = &zgen2;
-    } else if (ecdsa.present) {
-      ms = ecdsa.ms + s;
-      how = fmt::format("ECDSA P-256 sign {:.2f} ms (M; one multiplication, no ECDH measured) + {}", ecdsa.ms,
-                        short_text);
-      basis = &ecdsa;
+                        zgen2_.ms, short_text_);
+      basis = &zgen2_;
+    } else if (ecdsa_.present) {
+      ms = ecdsa_.ms + s_;
+      how = fmt::format("ECDSA P-256 sign {:.2f} ms (M; one multiplication, no ECDH measured) + {}", ecdsa_.ms,
+                        short_text_);
+      basis = &ecdsa_;
     }
-    if (basis) {
-      p.commands["StartAuthSession.ecc"] =
-          b.derived(ms, kTagDerived, fmt::format("{} {}, rule A1", source, runs_text(basis->labels)),
-                    fmt::format("rule A1 ({}): ECC-salted StartAuthSession ~ {}", rules, how),
-                    stated_error("StartAuthSession.ecc"));
-    } else {
-      p.commands["StartAuthSession.ecc"] = b.derived(
-          4 * s, kTagEstimate, "rule A1 fallback", "rule A1: no ECC operation succeeded; 4 x a short command", 0);
+    if (!basis) {
+      return b_.derived(4 * s_, kTagEstimate, "rule A1 fallback",
+                        "rule A1: no ECC operation succeeded; 4 x a short command", 0);
     }
+    return b_.derived(ms, kTagDerived, fmt::format("{} {}, rule A1", source_, runs_text(basis->labels)),
+                      fmt::format("rule A1 ({}): ECC-salted StartAuthSession ~ {}", kRules, how),
+                      stated_error("StartAuthSession.ecc"));
   }
+
   // A2: RSA-salted StartAuthSession: the OAEP decrypt of the salt plus a short command.
-  if (oaep.present) {
-    p.commands["StartAuthSession.rsa"] = b.derived(
-        oaep.ms + s, kTagDerived, fmt::format("{} {}, rule A2", source, runs_text(oaep.labels)),
+  LatencyValue rsa_session() const {
+    if (!oaep_.present) {
+      return b_.derived(100 * s_, kTagEstimate, "rule A2 fallback",
+                        "rule A2: no RSA-2048 OAEP decrypt succeeded; 100 x a short command", 0);
+    }
+    return b_.derived(
+        oaep_.ms + s_, kTagDerived, fmt::format("{} {}, rule A2", source_, runs_text(oaep_.labels)),
         fmt::format("rule A2 ({}): RSA-salted StartAuthSession ~ RSA-2048 OAEP decrypt {:.2f} ms (M) + {}; not "
                     "validated (no chip has a measured RSA-salted StartAuthSession)",
-                    rules, oaep.ms, short_text),
-        0);
-  } else {
-    p.commands["StartAuthSession.rsa"] = b.derived(
-        100 * s, kTagEstimate, "rule A2 fallback", "rule A2: no RSA-2048 OAEP decrypt succeeded; 100 x a short command",
+                    kRules, oaep_.ms, short_text_),
         0);
   }
-  // A5: ContextLoad of a key ~ 12 short commands (E rule 5 with the short command for FlushContext).
-  double load = 12 * s;
-  p.commands["ContextLoad.object"] =
-      b.derived(load, kTagDerived, fmt::format("{} {}, rule A5", source, runs_text(get_random.labels)),
-                fmt::format("rule A5 ({}): ContextLoad of a key ~ 12 x FlushContext (E rule 5) = 12 x {}", rules,
-                            short_text),
-                stated_error("ContextLoad.object"));
-  p.commands["ContextLoad.session"] = b.derived(
-      load, kTagEstimate, "E rule 5",
-      fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
-                  "(the seed thread's guess, an upper bound)",
-                  load),
-      0);
-  for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
-    p.commands[v] = b.derived(4 * s, kTagEstimate, "tpmsec rule T1",
-                              fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {}", short_text), 0);
+
+  // A5: ContextLoad of a key ~ 12 short commands (E rule 5 with the short
+  // command for FlushContext); a session's ContextLoad (E rule 5) and
+  // ContextSave (T1) are estimates from it and the short command.
+  void set_context_values(LatencyProfile& p) const {
+    double load = 12 * s_;
+    p.commands["ContextLoad.object"] =
+        b_.derived(load, kTagDerived, fmt::format("{} {}, rule A5", source_, runs_text(get_random_.labels)),
+                   fmt::format("rule A5 ({}): ContextLoad of a key ~ 12 x FlushContext (E rule 5) = 12 x {}", kRules,
+                               short_text_),
+                   stated_error("ContextLoad.object"));
+    p.commands["ContextLoad.session"] = b_.derived(
+        load, kTagEstimate, "E rule 5",
+        fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
+                    "(the seed thread's guess, an upper bound)",
+                    load),
+        0);
+    for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
+      p.commands[v] = b_.derived(4 * s_, kTagEstimate, "tpmsec rule T1",
+                                 fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {}", short_text_),
+                                 0);
+    }
   }
-  if (create_ecc.present) {
-    p.commands["CreatePrimary.ecc"] = b.measured(create_ecc, kTagProxy, "Proxy: TPM2_Create of an ECC P-256 key");
-  } else {
-    p.commands["CreatePrimary.ecc"] =
-        b.derived(50 * s, kTagEstimate, "rule A7 fallback", "rule A7: no ECC Create succeeded; 50 x a short command", 0);
+
+  // P: CreatePrimary of an ECC key ~ TPM2_Create of one (A7 when none succeeded).
+  LatencyValue create_primary_ecc() const {
+    if (!create_ecc_.present) {
+      return b_.derived(50 * s_, kTagEstimate, "rule A7 fallback",
+                        "rule A7: no ECC Create succeeded; 50 x a short command", 0);
+    }
+    return b_.measured(create_ecc_, kTagProxy, "Proxy: TPM2_Create of an ECC P-256 key");
   }
-  if (create_rsa.present) {
-    LatencyValue v = b.measured(create_rsa, kTagProxy, "Proxy: TPM2_Create of an RSA-2048 key");
-    // Key generation is heavy-tailed: the mean of the top 5% of draws as a tail event.
-    if (create_rsa.samples.size() >= 20) {
-      const std::vector<double>& x = create_rsa.samples;
+
+  // P: CreatePrimary of an RSA key ~ TPM2_Create of one. Key generation is
+  // heavy-tailed: with per-iteration data the value is the pooled median and
+  // the mean of the top 5% of draws becomes a tail event.
+  void set_create_primary_rsa(LatencyProfile& p) const {
+    if (!create_rsa_.present) {
+      p.commands["CreatePrimary.rsa"] = b_.derived(1000 * s_, kTagEstimate, "rule A7 fallback",
+                                                   "rule A7: no RSA Create succeeded; 1000 x a short command", 0);
+      return;
+    }
+    LatencyValue v = b_.measured(create_rsa_, kTagProxy, "Proxy: TPM2_Create of an RSA-2048 key");
+    if (create_rsa_.samples.size() >= 20) {
+      const std::vector<double>& x = create_rsa_.samples;
       double med = quantile(x, 0.5);
       size_t top_from = static_cast<size_t>(std::floor(0.95 * double(x.size())));
       double top_sum = 0;
@@ -669,119 +773,171 @@ Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, 
       p.tail_events.push_back(t);
     }
     p.commands["CreatePrimary.rsa"] = v;
-  } else {
-    p.commands["CreatePrimary.rsa"] = b.derived(1000 * s, kTagEstimate, "rule A7 fallback",
-                                                "rule A7: no RSA Create succeeded; 1000 x a short command", 0);
   }
+
   // A6: the HMAC session's added cost ~ one TPM2_HMAC of 256 bytes.
-  if (hmac.present) {
-    p.hmac_session = b.derived(
-        hmac.ms, kTagDerived, fmt::format("{} {}, rule A6", source, runs_text(hmac.labels)),
+  LatencyValue hmac_session() const {
+    if (!hmac_.present) {
+      return b_.derived(4 * s_, kTagEstimate, "rule A6 fallback",
+                        "rule A6: no successful TPM2_HMAC; 4 x a short command", 0);
+    }
+    return b_.derived(
+        hmac_.ms, kTagDerived, fmt::format("{} {}, rule A6", source_, runs_text(hmac_.labels)),
         fmt::format("rule A6 ({}): HMAC session overhead ~ TPM2_HMAC SHA-256 of 256 bytes {:.2f} ms (M): the "
                     "command and response HMACs and the nonce",
-                    rules, hmac.ms),
+                    kRules, hmac_.ms),
         stated_error("hmac_session"));
-  } else {
-    p.hmac_session = b.derived(4 * s, kTagEstimate, "rule A6 fallback",
-                               "rule A6: no successful TPM2_HMAC; 4 x a short command", 0);
   }
-  // T2': parameter encryption per byte from AES-128-CFB EncryptDecrypt of 256 bytes, less a short command.
-  if (aes.present && aes.ms > s) {
-    p.param_encryption_per_byte = b.derived(
-        (aes.ms - s) / 256.0, kTagDerived, fmt::format("{} {}, rule A8", source, runs_text(aes.labels)),
-        fmt::format("rule A8 ({}): (EncryptDecrypt AES-128-CFB of 256 bytes {:.2f} ms (M) - {}) / 256; not validated",
-                    rules, aes.ms, short_text),
-        0);
-    p.param_encryption_per_byte.ms = round_to((aes.ms - s) / 256.0, 1e-6);
-    p.param_encryption_per_byte.jitter_ms = round_to(p.param_encryption_per_byte.ms * 0.02, 1e-7);
-  } else {
-    double ratio = hmac.present ? hmac.ms / 14.61 : 1.0;
-    p.param_encryption_per_byte = b.derived(
+
+  // A8: parameter encryption per byte from AES-128-CFB EncryptDecrypt of 256
+  // bytes, less a short command; T2 (an estimate scaled by the HMAC cost) without it.
+  LatencyValue param_encryption_per_byte() const {
+    if (aes_.present && aes_.ms > s_) {
+      LatencyValue v = b_.derived(
+          (aes_.ms - s_) / 256.0, kTagDerived, fmt::format("{} {}, rule A8", source_, runs_text(aes_.labels)),
+          fmt::format("rule A8 ({}): (EncryptDecrypt AES-128-CFB of 256 bytes {:.2f} ms (M) - {}) / 256; not validated",
+                      kRules, aes_.ms, short_text_),
+          0);
+      v.ms = round_to((aes_.ms - s_) / 256.0, 1e-6);
+      v.jitter_ms = round_to(v.ms * 0.02, 1e-7);
+      return v;
+    }
+    double ratio = hmac_.present ? hmac_.ms / 14.61 : 1.0;
+    LatencyValue v = b_.derived(
         0.005 * ratio, kTagEstimate, "tpmsec rule T2",
         fmt::format("tpmsec rule T2 (pure estimate): 0.005 ms per byte on the SLB9670, scaled by the HMAC ratio "
                     "{:.2f} / 14.61 ms; no AES-128-CFB EncryptDecrypt succeeded in the runs",
-                    hmac.present ? hmac.ms : 14.61),
+                    hmac_.present ? hmac_.ms : 14.61),
         0);
-    p.param_encryption_per_byte.ms = round_to(0.005 * ratio, 1e-6);
-    p.param_encryption_per_byte.jitter_ms = round_to(0.0001 * ratio, 1e-7);
+    v.ms = round_to(0.005 * ratio, 1e-6);
+    v.jitter_ms = round_to(0.0001 * ratio, 1e-7);
+    return v;
   }
 
-  p.note = fmt::format(
+  static constexpr const char* kRules = "docs/latency-profiles.md";
+  Builder b_;
+  std::string source_;
+  Merged get_random_, hash_, hmac_, ecdsa_, oaep_, create_ecc_, create_rsa_, zgen2_, ecdh_, aes_;
+  double s_;                // a short command on this chip, driver path included
+  std::string short_text_;  // how notes cite it
+};
+
+// What the profile is, for its note: how many runs from where, and how many were excluded.
+std::string import_note(size_t kept_runs, const std::string& source, const AlgtestImport& out) {
+  return fmt::format(
       "From {} tpm2-algtest run{} ({}) through the Linux driver, password sessions{}. M: measured operations; P: key "
       "creation for CreatePrimary; D: the rules A1-A6 of docs/latency-profiles.md (their error on the SLB9670 is the "
       "low/high); E: rules with no validation.",
-      kept.size(), kept.size() == 1 ? "" : "s", source,
+      kept_runs, kept_runs == 1 ? "" : "s", source,
       out.excluded.empty() ? "" : fmt::format("; excluded by the outlier rule: {}", out.excluded.size()));
+}
 
-  if (options.keep) {
-    const LatencyProfile& k = *options.keep;
-    // A D value an earlier import made by a rule A* is not kept: re-importing
-    // must apply today's rules.
-    // Neither is an M value an earlier import made (it has runs): re-importing
-    // the same runs must give the same profile.
-    auto better = [](const LatencyValue& kept_value, const LatencyValue& imported) {
-      if (kept_value.runs > 0) return false;
-      if (kept_value.tag == kTagMeasured) return true;
-      return kept_value.tag == kTagDerived && imported.tag != kTagMeasured &&
-             kept_value.note.rfind("rule A", 0) != 0;
-    };
-    std::vector<std::string> kept_names;
-    for (auto& [variant, value] : p.commands) {
-      auto it = k.commands.find(variant);
-      if (it != k.commands.end() && better(it->second, value)) {
-        value = it->second;
-        kept_names.push_back(variant);
-      }
-    }
-    if (better(k.hmac_session, p.hmac_session)) {
-      p.hmac_session = k.hmac_session;
-      kept_names.push_back("hmac_session");
-    }
-    if (better(k.param_encryption_per_byte, p.param_encryption_per_byte)) {
-      p.param_encryption_per_byte = k.param_encryption_per_byte;
-      kept_names.push_back("param_encryption_per_byte");
-    }
-    std::vector<TailEvent> tails;
-    for (const TailEvent& t : k.tail_events) {
-      if (t.variant != "CreatePrimary.rsa") tails.push_back(t);
-    }
-    for (const TailEvent& t : p.tail_events) tails.push_back(t);
-    p.tail_events = tails;
-    // The E rules T1 and 5 scale FlushContext and ContextLoad of a key: when
-    // those were kept as measured, the estimates follow them, as in the earlier profile.
-    const LatencyValue& flush = p.commands["FlushContext"];
-    if (flush.tag == kTagMeasured) {
-      for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
-        LatencyValue& save = p.commands[v];
-        if (save.tag != kTagEstimate) continue;
-        save = b.derived(4 * flush.ms, kTagEstimate, "tpmsec rule T1",
-                         fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {:.2f} ms (M, {})",
-                                     flush.ms, flush.source),
-                         0);
-      }
-    }
-    const LatencyValue& load_object = p.commands["ContextLoad.object"];
-    if (load_object.tag == kTagMeasured && p.commands["ContextLoad.session"].tag == kTagEstimate) {
-      p.commands["ContextLoad.session"] = b.derived(
-          load_object.ms, kTagEstimate, "E rule 5",
-          fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
-                      "(M, {}), the seed thread's guess and an upper bound",
-                      load_object.ms, load_object.source),
-          0);
-    }
-    p.identity.bus = k.identity.bus;
-    p.seed = k.seed;
-    if (!kept_names.empty()) {
-      p.note += fmt::format(" Kept from the earlier profile (measured beats derived): {}.", fmt::join(kept_names, ", "));
-      // The earlier profile's own note, not one an earlier import wrote.
-      std::string earlier = k.note;
-      if (earlier.find("tpm2-algtest run") != std::string::npos) {
-        size_t at = earlier.find(" Its note: ");
-        earlier = at == std::string::npos ? std::string() : earlier.substr(at + 11);
-      }
-      if (!earlier.empty()) p.note += " Its note: " + earlier;
+// ---------------------------------------------------------------- an earlier profile
+
+// Whether an earlier profile's value beats the imported one: its M values,
+// and its D values where the import is not M. A D value an earlier import
+// made by a rule A* is not kept: re-importing must apply today's rules.
+// Neither is an M value an earlier import made (it has runs): re-importing
+// the same runs must give the same profile.
+bool earlier_is_better(const LatencyValue& kept_value, const LatencyValue& imported) {
+  if (kept_value.runs > 0) return false;
+  if (kept_value.tag == kTagMeasured) return true;
+  return kept_value.tag == kTagDerived && imported.tag != kTagMeasured && kept_value.note.rfind("rule A", 0) != 0;
+}
+
+// Replaces the imported values the earlier profile beats; the names of those kept.
+std::vector<std::string> keep_better_values(LatencyProfile& p, const LatencyProfile& k) {
+  std::vector<std::string> kept_names;
+  for (auto& [variant, value] : p.commands) {
+    auto it = k.commands.find(variant);
+    if (it != k.commands.end() && earlier_is_better(it->second, value)) {
+      value = it->second;
+      kept_names.push_back(variant);
     }
   }
+  if (earlier_is_better(k.hmac_session, p.hmac_session)) {
+    p.hmac_session = k.hmac_session;
+    kept_names.push_back("hmac_session");
+  }
+  if (earlier_is_better(k.param_encryption_per_byte, p.param_encryption_per_byte)) {
+    p.param_encryption_per_byte = k.param_encryption_per_byte;
+    kept_names.push_back("param_encryption_per_byte");
+  }
+  return kept_names;
+}
+
+// The earlier profile's tail events, but for CreatePrimary.rsa's (the
+// import's own, from its key generations), followed by the import's.
+void keep_tail_events(LatencyProfile& p, const LatencyProfile& k) {
+  std::vector<TailEvent> tails;
+  for (const TailEvent& t : k.tail_events) {
+    if (t.variant != "CreatePrimary.rsa") tails.push_back(t);
+  }
+  for (const TailEvent& t : p.tail_events) tails.push_back(t);
+  p.tail_events = tails;
+}
+
+// The E rules T1 and 5 scale FlushContext and ContextLoad of a key: when
+// those were kept as measured, the estimates follow them, as in the earlier profile.
+void rescale_estimates(LatencyProfile& p, const Builder& b) {
+  const LatencyValue& flush = p.commands["FlushContext"];
+  if (flush.tag == kTagMeasured) {
+    for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
+      LatencyValue& save = p.commands[v];
+      if (save.tag != kTagEstimate) continue;
+      save = b.derived(4 * flush.ms, kTagEstimate, "tpmsec rule T1",
+                       fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {:.2f} ms (M, {})", flush.ms,
+                                   flush.source),
+                       0);
+    }
+  }
+  const LatencyValue& load_object = p.commands["ContextLoad.object"];
+  if (load_object.tag == kTagMeasured && p.commands["ContextLoad.session"].tag == kTagEstimate) {
+    p.commands["ContextLoad.session"] = b.derived(
+        load_object.ms, kTagEstimate, "E rule 5",
+        fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
+                    "(M, {}), the seed thread's guess and an upper bound",
+                    load_object.ms, load_object.source),
+        0);
+  }
+}
+
+// What an earlier profile of the chip (--keep) contributes: the values that
+// beat the import, its tail events, bus and seed, and its own note.
+void keep_earlier(LatencyProfile& p, const LatencyProfile& k, const Builder& b) {
+  std::vector<std::string> kept_names = keep_better_values(p, k);
+  keep_tail_events(p, k);
+  rescale_estimates(p, b);
+  p.identity.bus = k.identity.bus;
+  p.seed = k.seed;
+  if (kept_names.empty()) return;
+  p.note += fmt::format(" Kept from the earlier profile (measured beats derived): {}.", fmt::join(kept_names, ", "));
+  // The earlier profile's own note, not one an earlier import wrote.
+  std::string earlier = k.note;
+  if (earlier.find("tpm2-algtest run") != std::string::npos) {
+    size_t at = earlier.find(" Its note: ");
+    earlier = at == std::string::npos ? std::string() : earlier.substr(at + 11);
+  }
+  if (!earlier.empty()) p.note += " Its note: " + earlier;
+}
+
+}  // namespace
+
+Result<AlgtestImport> profile_from_algtest(const std::vector<AlgtestRun>& runs, const AlgtestImportOptions& options) {
+  TPMSEC_RETURN_IF_ERROR(check_one_chip(runs));
+  AlgtestImport out;
+  std::vector<const AlgtestRun*> kept = drop_outliers(runs, out);
+  ReferenceRun reference = reference_run(kept);
+  std::string source = options.source.empty() ? "tpm2-algtest" : options.source;
+
+  LatencyProfile& p = out.profile;
+  p.id = options.id;
+  set_identity(p, kept, reference, options, source);
+  p.seed = seed_of(options.id);
+  set_slots(p, kept, reference, source);
+  ValueRules(kept, source).set_values(p);
+  p.note = import_note(kept.size(), source, out);
+  if (options.keep) keep_earlier(p, *options.keep, Builder{source});
   return out;
 }
 

@@ -1,8 +1,8 @@
 // Which modelled variant a traced command is, and how many of its bytes are
 // encrypted parameter.
+#include "tpmsec/command_variant.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/latency_model.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

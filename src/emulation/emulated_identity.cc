@@ -4,8 +4,8 @@
 
 #include <charconv>
 
+#include "tpmsec/emulated_identity.h"
 #include "tpmsec/tpm_info_json.h"
-#include "tpmsec/latency_model.h"
 
 namespace tpmsec {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <thread>
 
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_transport.h"
 #include "tpmsec/slot_limits.h"
 
 namespace tpmsec {

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/bench.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/value_range.h"
 
 namespace tpmsec {
 namespace {

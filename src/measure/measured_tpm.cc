@@ -1,5 +1,8 @@
 #include "tpmsec/measured_tpm.h"
 
+#include "tpmsec/profile_file.h"
+#include "tpmsec/profile_summary.h"
+
 namespace tpmsec {
 
 Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::string& emulate,

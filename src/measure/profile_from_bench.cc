@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "tpmsec/profile_file.h"
+
 namespace tpmsec {
 namespace {
 

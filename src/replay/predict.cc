@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "measure/svg.h"
+#include "tpmsec/value_range.h"
 
 namespace tpmsec {
 
@@ -25,7 +26,7 @@ Result<Prediction> predict(Transport& base, std::span<const Bytes> digests, cons
 
   p.cells.assign(options.profiles.size(), std::vector<PredictCell>(p.strategies.size()));
   // Each profile at the low and high ends of its values' ranges, and its E
-  // part alone (latency_model.h): the same replay priced by each.
+  // part alone (value_range.h): the same replay priced by each.
   std::vector<LatencyProfile> low, high, estimated;
   for (const LatencyProfile& profile : options.profiles) {
     low.push_back(profile_at(profile, RangeEnd::kLow));

@@ -17,8 +17,10 @@
 
 #include "emulation/server/platform_transport.h"
 #include "emulation/server/served_log.h"
+#include "tpmsec/emulated_identity.h"
 #include "tpmsec/emulation_server.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/latency_profile.h"
+#include "tpmsec/latency_transport.h"
 #include "tpmsec/tracing.h"
 
 namespace tpmsec::emulation {

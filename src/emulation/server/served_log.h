@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tpmsec/bench.h"
+#include "tpmsec/emulated_identity.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/tracing.h"
 
