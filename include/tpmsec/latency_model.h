@@ -71,15 +71,4 @@ class LatencyModel {
 
 }  // namespace tpmsec
 
-// Transitional: this header used to declare the whole emulation layer, and
-// the command-line front end (src/cli/profiles_command.cc, and cli.cc and
-// the profile, policy, predict and emulate commands through cli.h ->
-// measured_tpm.h -> latency_transport.h) still reaches these through it.
-// Remove once those files include what they use; the library and the tests
-// include the precise headers.
-#include "tpmsec/command_variant.h"
-#include "tpmsec/profile_file.h"
-#include "tpmsec/profile_summary.h"
-#include "tpmsec/value_range.h"
-
 #endif  // TPMSEC_LATENCY_MODEL_H_

@@ -19,6 +19,8 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/files.h"
 #include "tpmsec/pin_store.h"
+#include "tpmsec/latency_model.h"
+#include "tpmsec/command_variant.h"
 
 namespace tpmsec::cli {
 

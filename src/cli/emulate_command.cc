@@ -6,6 +6,8 @@
 #include "progress.h"
 #include "tpmsec/emulation_server.h"
 #include "tpmsec/transports.h"
+#include "tpmsec/profile_summary.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec::cli {
 namespace emulate_cmd {

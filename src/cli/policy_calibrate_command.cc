@@ -15,6 +15,7 @@
 #include "tpmsec/calibration.h"
 #include "tpmsec/openmetrics.h"
 #include "tpmsec/policy.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec::cli {
 namespace {

@@ -9,6 +9,7 @@
 #include "protection_options.h"
 #include "tpmsec/calibration.h"
 #include "tpmsec/policy.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec::cli {
 

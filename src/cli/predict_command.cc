@@ -8,6 +8,7 @@
 #include "progress.h"
 #include "strategy_option.h"
 #include "tpmsec/predict.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec::cli {
 

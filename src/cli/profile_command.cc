@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "tpmsec/algtest_import.h"
 #include "tpmsec/profile_from_bench.h"
+#include "tpmsec/profile_summary.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec::cli {
 

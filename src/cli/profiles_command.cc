@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "cli.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/value_range.h"
+#include "tpmsec/profile_summary.h"
+#include "tpmsec/profile_file.h"
 
 namespace tpmsec::cli {
 
