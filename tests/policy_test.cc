@@ -905,8 +905,11 @@ class SocketBus {
   std::thread thread_;
 };
 
+// In a file of this process's own: ctest runs the test's variants (and other
+// tests writing policies) at the same time, and a policy file another process
+// is rewriting may be read half-written.
 std::string write_policy(const std::string& name, std::string_view text) {
-  std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = fmt::format("{}/{}-{}", ::testing::TempDir(), ::getpid(), name);
   std::ofstream(path) << text;
   return path;
 }
