@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -32,13 +31,6 @@ bool contains(ByteView haystack, ByteView needle) {
 class TctiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // A sanitized tree's TCTI takes the sanitizers' runtime from the program
-    // that loads it: tpm2-tools get it preloaded (CMakeLists.txt). Their own
-    // leaks are not this test's; the wrap layer's are wrap_test's.
-    if (*TPMSEC_TCTI_PRELOAD) {
-      ::setenv("LD_PRELOAD", TPMSEC_TCTI_PRELOAD, 1);
-      ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    }
     swtpm_ = new testing::SwtpmProcess();
     ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
     // tpmsec's own connection sends Startup and reads the null key's name,
