@@ -201,6 +201,10 @@ class AuditedPcrReads {
 Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const Transport& transport,
                                             const TpmInfo& info, SymDef symmetric = SymDef::aes128_cfb());
 
+// What a process keeps for the TPM behind `base` (session_cache.h), when
+// `keep` and the TPM outlives the process and the host names its boot; else none.
+std::optional<SessionCache> session_cache_for(const Transport& base, bool keep);
+
 // The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
 // and logs; a front end maps it to its own spelling.
 std::string_view anchor_name(const Anchor& anchor);

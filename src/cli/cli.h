@@ -127,9 +127,6 @@ enum class Measure {
 Result<OpenTpm> open_tpm(const TpmOption& option, bool keep = false, Measure measure = Measure::kWhenEmulating);
 // The plain path of open_tpm (open_plain.cc): `option.emulate` must be empty.
 Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep);
-// The session cache open_tpm uses with `keep` on a TPM that outlives the
-// process (else none), and what it kept of the TPM's capabilities.
-std::optional<SessionCache> cache_for(const Transport& base, bool keep);
 // "not kept for the next run" on stderr: a cache failure is never an error.
 void warn_not_kept(const Error& e);
 

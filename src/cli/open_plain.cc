@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "tpmsec/pin_store.h"
 
 namespace tpmsec::cli {
 
@@ -15,19 +14,12 @@ void warn_not_kept(const Error& e) {
   fmt::print(stderr, "tpmsec: warning: not kept for the next run: {}\n", e.message());
 }
 
-std::optional<SessionCache> cache_for(const Transport& base, bool keep) {
-  if (!keep || !base.outlives_process()) return std::nullopt;
-  auto boot = host_boot_id();
-  if (!boot.ok()) return std::nullopt;
-  return SessionCache(default_state_dir(), base.describe(), *boot);
-}
-
 Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep) {
   if (!option.emulate.empty()) return usage_error("the plain TPM path cannot emulate");
   OpenTpm out;
   TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
   TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
-  out.cache = cache_for(*out.base, keep);
+  out.cache = session_cache_for(*out.base, keep);
   std::optional<TpmInfo> known = out.cache ? out.cache->info() : std::nullopt;
   out.plain = std::make_unique<Tpm>(*out.base);
   if (known) {

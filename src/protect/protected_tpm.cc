@@ -22,18 +22,12 @@ void say(const Notice& notice, std::string_view line) {
   }
 }
 
-namespace {
-
-// What a process keeps for the TPM (session_cache.h): only for one that
-// outlives it, and only in a boot the host can name.
-std::optional<SessionCache> cache_for(const Transport& base, bool keep) {
+std::optional<SessionCache> session_cache_for(const Transport& base, bool keep) {
   if (!keep || !base.outlives_process()) return std::nullopt;
   auto boot = host_boot_id();
   if (!boot.ok()) return std::nullopt;
   return SessionCache(default_state_dir(), base.describe(), *boot);
 }
-
-}  // namespace
 
 ProtectedTpm::~ProtectedTpm() = default;
 
@@ -54,7 +48,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
   p->request_ = request;
   p->owned_transport_ = std::move(transport);
   p->base_ = p->owned_transport_.get();
-  p->cache_ = cache_for(*p->base_, request.keep);
+  p->cache_ = session_cache_for(*p->base_, request.keep);
   p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
   p->tpm_ = p->owned_tpm_.get();
   std::optional<TpmInfo> known = p->cache_ ? p->cache_->info() : std::nullopt;
@@ -79,7 +73,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& 
   p->tpm_ = &tpm;
   p->info_ = info;
   p->facts_ = facts;
-  p->cache_ = cache_for(base, request.keep);
+  p->cache_ = session_cache_for(base, request.keep);
   TPMSEC_RETURN_IF_ERROR(p->resolve(request));
   return p;
 }
