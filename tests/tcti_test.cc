@@ -13,6 +13,7 @@
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
@@ -32,6 +33,13 @@ bool contains(ByteView haystack, ByteView needle) {
 class TctiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // The TCTI keeps the null key's context and the TPM's capabilities
+    // between processes: in this suite's own state directory, inherited by
+    // every tool it runs.
+    state_dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                           ("tpmsec-tcti-state-" + std::to_string(::getpid())));
+    std::filesystem::remove_all(*state_dir_);
+    ::setenv("TPMSEC_STATE_DIR", state_dir_->c_str(), 1);
     swtpm_ = new testing::SwtpmProcess();
     ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
     // tpmsec's own connection sends Startup and reads the null key's name,
@@ -48,6 +56,9 @@ class TctiTest : public ::testing::Test {
     swtpm_ = nullptr;
     delete null_name_;
     null_name_ = nullptr;
+    std::filesystem::remove_all(*state_dir_);
+    delete state_dir_;
+    state_dir_ = nullptr;
   }
 
   void SetUp() override {
@@ -57,6 +68,7 @@ class TctiTest : public ::testing::Test {
     proxy_->set_rule([this](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
       testing::Reply reply = rule_ ? rule_(c, tpm) : testing::pass(c, tpm);
       std::lock_guard<std::mutex> lock(mu_);
+      codes_.push_back(c.code);
       bus_.insert(bus_.end(), c.bytes.begin(), c.bytes.end());
       if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
       return reply;
@@ -95,6 +107,11 @@ class TctiTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(mu_);
     return bus_;
   }
+  // The command codes the bus carried, and forgets them.
+  std::vector<uint32_t> take_codes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(codes_, {});
+  }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   Bytes pcr16() {
     auto t = open_transport(swtpm_->spec());
@@ -107,15 +124,18 @@ class TctiTest : public ::testing::Test {
 
   static testing::SwtpmProcess* swtpm_;
   static std::string* null_name_;
+  static std::filesystem::path* state_dir_;
   std::unique_ptr<testing::Interposer> proxy_;
   testing::Rule rule_;
   std::mutex mu_;
   Bytes bus_;
+  std::vector<uint32_t> codes_;
   std::filesystem::path dir_;
 };
 
 testing::SwtpmProcess* TctiTest::swtpm_ = nullptr;
 std::string* TctiTest::null_name_ = nullptr;
+std::filesystem::path* TctiTest::state_dir_ = nullptr;
 
 TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
   auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti(",log=" + path("log")));
@@ -127,6 +147,35 @@ TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
   std::ifstream log(path("log"));
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=1 encrypted=1"), std::string::npos) << text;
+}
+
+// What a tpm2_pcrextend costs the TPM through the TCTI once an earlier
+// process kept the null key: its context loaded, the session salted to it,
+// the key flushed, the extend in the session, the session flushed at
+// finalize. No CreatePrimary, no capability read, no cipher check (the
+// extend carries no secret).
+TEST_F(TctiTest, APcrExtendAfterTheFirstLoadsTheKeptNullKey) {
+  std::string digest(64, 'd');
+  auto first = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
+  ASSERT_EQ(first.exit_code, 0) << testing::describe(first);
+  take_codes();
+  Bytes before = pcr16();
+  auto second = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
+  ASSERT_EQ(second.exit_code, 0) << testing::describe(second);
+  std::vector<uint32_t> codes = take_codes();
+  auto expected = pcr_extended_value(alg::kSha256, before, *from_hex(digest));
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(pcr16(), *expected);
+  // Before the session: only the handle ledger's listing of a TPM without a
+  // resource manager (GetCapability(TPM_CAP_HANDLES), handle_ledger.h).
+  const std::vector<uint32_t> session = {cmd::ContextLoad::kInfo.code, cmd::StartAuthSession::kInfo.code,
+                                         cmd::FlushContext::kInfo.code, cmd::PcrExtend::kInfo.code,
+                                         cmd::FlushContext::kInfo.code};
+  ASSERT_GE(codes.size(), session.size());
+  EXPECT_EQ(std::vector<uint32_t>(codes.end() - session.size(), codes.end()), session);
+  for (size_t i = 0; i + session.size() < codes.size(); ++i) {
+    EXPECT_EQ(codes[i], cmd::GetCapability::kInfo.code) << "command " << i;
+  }
 }
 
 TEST_F(TctiTest, PcrExtendAndReadGiveTheSameResultsAsWithout) {

@@ -137,6 +137,7 @@ class CommandWrapper {
  private:
   struct Pending;
   Status ensure_session();
+  Status ensure_cipher_checked();
   // Session slots (above; src/wrap/session_room.cc).
   Status load_session();
   Status make_room();
@@ -161,6 +162,7 @@ class CommandWrapper {
   std::unique_ptr<Pending> pending_;
   std::map<uint32_t, WrapCounts> counts_;
   uint64_t sessions_started_ = 0;
+  bool cipher_checked_ = false;  // the session's cipher was proven (SessionFactory::check_cipher)
   bool session_lost_ = false;  // the last response's error named the session as gone
   // Session slots: the wrapper's session while saved; a caller's session
   // saved for the current command only; the sessions that command uses.
