@@ -420,10 +420,8 @@ TEST_F(TctiTest, ABroadSetOfToolsWorksThroughIt) {
   }
 }
 
-// tpm2_encryptdecrypt authorizes with a session of its own that it ends
-// (continueSession clear), and after the TPM refuses EncryptDecrypt2's mode
-// the TCTI starts a new session of its own: the TPM hands out the ended
-// session's handle again, which the TCTI must not take for the caller's.
+// tpm2_encryptdecrypt, as tpm2-tools' integration test runs it: an AES key
+// under an endorsement primary, encrypted and decrypted back through the TCTI.
 TEST_F(TctiTest, EncryptDecryptRoundTripsThroughIt) {
   const std::string secret = "plaintext for the AES key 6c1e";
   std::ofstream(path("secret")) << secret;
