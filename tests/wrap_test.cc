@@ -344,6 +344,30 @@ TEST_P(WrapTest, AForgedSessionMemoryErrorNeverSendsACommandWithoutTheSession) {
   EXPECT_EQ(counts(cmd::PcrExtend::kInfo.code).passed_through, 0u);
 }
 
+// Room for the wrapper's session comes only from the caller's own sessions:
+// another client's stay loaded, even when the caller's command then finds no
+// slot (as it would have beside that client without the wrapper, one session
+// later).
+TEST_P(WrapTest, AnotherClientsSessionsAreNeverSavedToMakeRoom) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  auto x = HmacSession::start(tpm(), SessionOptions{});
+  auto y = HmacSession::start(tpm(), SessionOptions{});
+  ASSERT_TRUE(x.ok() && y.ok());
+  seen_.clear();
+  auto mine = HmacSession::start(*caller_, SessionOptions{});
+  ASSERT_FALSE(mine.ok());
+  EXPECT_EQ(mine.error().tpm_rc(), rc::kSessionMemory);
+  for (const Bytes& frame : seen_) {
+    bool save = frame.size() >= 14 && load_be32(frame.data() + 6) == cmd::ContextSave::kInfo.code;
+    EXPECT_FALSE(save && (load_be32(frame.data() + 10) == (*x)->handle() || load_be32(frame.data() + 10) == (*y)->handle()))
+        << "saved another client's session";
+  }
+  auto loaded = tpm().list_handles(ht::kFirstHmacSession);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  EXPECT_NE(std::find(loaded->begin(), loaded->end(), (*x)->handle()), loaded->end());
+  EXPECT_NE(std::find(loaded->begin(), loaded->end(), (*y)->handle()), loaded->end());
+}
+
 TEST_P(WrapTest, AnErrorResponseIsTheCallersUnchanged) {
   // PCR 30 does not exist: the same code as without the wrapper.
   auto direct = tpm().run(cmd::PcrReset{NamedHandle::of(30)}, {Auth::password()});

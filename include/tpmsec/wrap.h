@@ -55,7 +55,8 @@
 // three loaded for tpm2_createek. Where the kernel's resource manager would
 // context-save sessions between commands (/dev/tpmrm0), the wrapper keeps its
 // own saved while the TPM is full and, for each command it wraps then, saves
-// one of the caller's loaded sessions that the command does not use, loads
+// one of the caller's loaded sessions (one the caller started or loaded
+// through it; never another client's) that the command does not use, loads
 // its own, and after the response saves its own and loads the caller's back
 // under the same handle (Part 1 §30). A caller's StartAuthSession or
 // ContextLoad refused with TPM_RC_SESSION_MEMORY is sent once more after the
@@ -80,6 +81,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,9 @@ class CommandWrapper {
   std::optional<Context> saved_;
   std::optional<Context> evicted_;
   std::vector<uint32_t> busy_;
+  // Sessions the caller started or loaded through this wrapper (the only
+  // ones it saves to make room: never another client's).
+  std::set<uint32_t> callers_loaded_;
   bool need_room_ = false;  // the last try was refused TPM_RC_SESSION_MEMORY
 };
 

@@ -503,10 +503,12 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   if (p.code == cc::kFlushContext && p.flushed) {
     tpm.foreign_flushed(p.flushed);
     caller_sessions_.erase(p.flushed);
+    callers_loaded_.erase(p.flushed);
   }
   for (uint32_t h : p.ending) {
     tpm.foreign_flushed(h);
     caller_sessions_.erase(h);
+    callers_loaded_.erase(h);
   }
   uint8_t count = p.info ? p.info->response_handle_count : 0;
   if (p.code == cc::kContextLoad) count = 1;
@@ -514,6 +516,8 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
     uint32_t h = load_be32(response.data() + kFrameHeaderBytes);
     tpm.note_foreign(h);
     if (p.code == cc::kContextLoad) names_.erase(h);
+    uint8_t type = static_cast<uint8_t>(h >> 24);
+    if (type == ht::kHmacSession || type == ht::kPolicySession) callers_loaded_.insert(h);
   }
 }
 

@@ -40,8 +40,8 @@ Status CommandWrapper::load_session() {
   return ok_status();
 }
 
-// Saves one loaded session that is neither the wrapper's nor used by the
-// command at hand; restore_room() loads it back after the command.
+// Saves one loaded session of the caller's that the command at hand does not
+// use; restore_room() loads it back after the command.
 Status CommandWrapper::make_room() {
   if (evicted_) return ok_status();
   Tpm& tpm = factory_->tpm();
@@ -50,7 +50,7 @@ Status CommandWrapper::make_room() {
   TPMSEC_ASSIGN_OR_RETURN(std::vector<uint32_t> loaded, tpm.list_handles(ht::kFirstHmacSession));
   uint32_t ours = session_ && !saved_ ? session_->handle() : 0;
   for (uint32_t h : loaded) {
-    if (h == ours || std::find(busy_.begin(), busy_.end(), h) != busy_.end()) continue;
+    if (h == ours || !callers_loaded_.count(h) || std::find(busy_.begin(), busy_.end(), h) != busy_.end()) continue;
     TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::ContextSave{NamedHandle::of(h)}));
     evicted_ = std::move(rsp.context);
     return ok_status();
