@@ -10,6 +10,7 @@
 #include <mutex>
 #include <regex>
 
+#include "support/attacker.h"
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
@@ -510,6 +511,51 @@ TEST_F(TctiTest, CreateEkWithThreeSessionsOfItsOwnWorksThroughIt) {
     ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
     EXPECT_EQ(left.out, "") << kind;
   }
+}
+
+// The interposer that owns the salt key (support/attacker.h) answers the
+// TCTI's CreatePrimary of the null key with its own key and would recover the
+// salt of every session salted to it. The TCTI holds the key to the pinned
+// name and refuses to initialize: the tool fails, no session is salted to the
+// attacker's key, and the attacker's digest never reaches the PCR.
+TEST_F(TctiTest, ASubstitutedSaltKeyIsRefusedAtInit) {
+  Bytes digest(32, 0x71), attackers(32, 0x66);
+  auto attacker = testing::NullKeyAttacker::create(testing::AttackerOptions{attackers});
+  ASSERT_TRUE(attacker.ok()) << attacker.error().message();
+  rule_ = (*attacker)->rule();
+  Bytes before = pcr16();
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_NE(ext.err.find("tpmsec TCTI: "), std::string::npos) << ext.err;
+  auto random = tool({"tpm2_getrandom", "--hex", "16"}, tcti());
+  EXPECT_NE(random.exit_code, 0) << testing::describe(random);
+  EXPECT_EQ(random.out, "") << "bytes vouched for by the attacker's session were printed";
+  EXPECT_EQ((*attacker)->error(), "");
+  EXPECT_GT((*attacker)->counters().keys_substituted, 0u);
+  EXPECT_EQ((*attacker)->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
+  EXPECT_EQ(pcr16(), before);
+}
+
+// Once a genuine run kept the null key's context, a later run loads it
+// rather than creating one: the attacker, who can substitute only a key the
+// TCTI creates, has no key to answer with and recovers no salt. What is left
+// to it, rewriting the digest on the bus, the TPM refuses (the session's
+// HMAC covers it): the tool fails and the PCR keeps its value.
+TEST_F(TctiTest, AKeptNullKeyLeavesTheAttackerNothingToSubstitute) {
+  Bytes digest(32, 0x72), attackers(32, 0x67);
+  auto genuine = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  ASSERT_EQ(genuine.exit_code, 0) << testing::describe(genuine);
+  auto attacker = testing::NullKeyAttacker::create(testing::AttackerOptions{attackers});
+  ASSERT_TRUE(attacker.ok()) << attacker.error().message();
+  rule_ = (*attacker)->rule();
+  Bytes before = pcr16();
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ((*attacker)->error(), "");
+  EXPECT_EQ((*attacker)->counters().keys_substituted, 0u);
+  EXPECT_EQ((*attacker)->counters().salts_recovered, 0u);
+  EXPECT_GT((*attacker)->counters().extends_substituted, 0u);
+  EXPECT_EQ(pcr16(), before);
 }
 
 TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {
