@@ -15,6 +15,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/commands.h"
+#include "tpmsec/crypto.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/transport.h"
@@ -416,6 +417,98 @@ TEST_F(TctiTest, ABroadSetOfToolsWorksThroughIt) {
   EXPECT_EQ(digest(tcti()), digest(direct()));
   for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-persistent"}) {
     auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
+    EXPECT_EQ(left.out, "") << kind;
+  }
+}
+
+// tpm2_encryptdecrypt, as tpm2-tools' integration test runs it: an AES key
+// under an endorsement primary, encrypted and decrypted back through the TCTI.
+TEST_F(TctiTest, EncryptDecryptRoundTripsThroughIt) {
+  const std::string secret = "plaintext for the AES key 6c1e";
+  std::ofstream(path("secret")) << secret;
+  auto ok = [&](std::vector<std::string> argv) {
+    auto r = tool(argv, tcti());
+    EXPECT_EQ(r.exit_code, 0) << argv[0] << ": " << testing::describe(r);
+    flush_transients();
+    return r.exit_code == 0;
+  };
+  ASSERT_TRUE(ok({"tpm2_createprimary", "-Q", "-C", "e", "-g", "sha1", "-G", "rsa", "-c", path("primary.ctx")}));
+  ASSERT_TRUE(ok({"tpm2_create", "-Q", "-g", "sha256", "-G", "aes", "-u", path("key.pub"), "-r", path("key.priv"), "-C",
+                  path("primary.ctx")}));
+  ASSERT_TRUE(ok({"tpm2_load", "-Q", "-C", path("primary.ctx"), "-u", path("key.pub"), "-r", path("key.priv"), "-c",
+                  path("key.ctx")}));
+  ASSERT_TRUE(ok({"tpm2_encryptdecrypt", "-Q", "-c", path("key.ctx"), "-o", path("enc"), path("secret")}));
+  ASSERT_TRUE(ok({"tpm2_encryptdecrypt", "-Q", "-c", path("key.ctx"), "-d", "-o", path("dec"), path("enc")}));
+  std::ifstream in(path("dec"));
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), secret);
+}
+
+// tpm2_getsessionauditdigest needs three sessions of the tool's loaded: the
+// audit session it reads (a handle), and its HMAC sessions for the
+// endorsement hierarchy and the signing key. On a TPM with three slots the
+// TCTI's cannot join: the command passes through, counted, and the digest is
+// the one the tool's audit session accumulated.
+TEST_F(TctiTest, SessionAuditDigestWithThreeSessionsOfTheToolsPassesThrough) {
+  auto ok = [&](std::vector<std::string> argv, const std::string& extra = "") {
+    auto r = tool(argv, tcti(extra));
+    EXPECT_EQ(r.exit_code, 0) << argv[0] << ": " << testing::describe(r);
+    flush_transients();
+    return r.exit_code == 0;
+  };
+  ASSERT_TRUE(ok({"tpm2_createprimary", "-Q", "-C", "e", "-c", path("prim.ctx")}));
+  ASSERT_TRUE(ok({"tpm2_create", "-Q", "-C", path("prim.ctx"), "-u", path("sign.pub"), "-r", path("sign.priv")}));
+  ASSERT_TRUE(ok({"tpm2_load", "-Q", "-C", path("prim.ctx"), "-u", path("sign.pub"), "-r", path("sign.priv"), "-c",
+                  path("sign.ctx")}));
+  ASSERT_TRUE(ok({"tpm2_startauthsession", "-S", path("session.ctx"), "--audit-session"}));
+  ASSERT_TRUE(ok({"tpm2_getrandom", "8", "-S", path("session.ctx"), "--cphash", path("cp.hash"), "--rphash",
+                  path("rp.hash"), "-o", path("random")}));
+  ASSERT_TRUE(ok({"tpm2_getsessionauditdigest", "-c", path("sign.ctx"), "-m", path("att.data"), "-s", path("att.sig"),
+                  "-S", path("session.ctx")},
+                 ",log=" + path("log")));
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("GetSessionAuditDigest 0x0000014d wrapped=0 encrypted=0 passed=1"), std::string::npos) << text;
+  // The audit digest extends an all-zero digest with H(cpHash || rpHash) (Part 3 §18.5).
+  auto read = [&](const std::string& name) {
+    std::ifstream in(path(name), std::ios::binary);
+    return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  Bytes cp = read("cp.hash"), rp = read("rp.hash"), att = read("att.data");
+  ASSERT_EQ(cp.size(), 34u);
+  ASSERT_EQ(rp.size(), 34u);
+  ASSERT_GE(att.size(), 32u);
+  Bytes chained(32, 0);
+  chained.insert(chained.end(), cp.begin() + 2, cp.end());
+  chained.insert(chained.end(), rp.begin() + 2, rp.end());
+  auto expected = crypto::hash(alg::kSha256, {chained});
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(Bytes(att.end() - 32, att.end()), *expected);
+  ASSERT_TRUE(ok({"tpm2_flushcontext", path("session.ctx")}));
+}
+
+// tpm2_createek (5.4) keeps three HMAC sessions of its own loaded, the
+// owner's, the endorsement's and the EK's: with the TCTI's session that is
+// one more than the TPM's three slots. The TCTI context-saves sessions around
+// its own as /dev/tpmrm0 would, and the EK is made under its session.
+TEST_F(TctiTest, CreateEkWithThreeSessionsOfItsOwnWorksThroughIt) {
+  auto ek = tool({"tpm2_createek", "-c", "0x81010005", "-G", "rsa", "-u", path("ek.pub")}, tcti(",log=" + path("log")));
+  ASSERT_EQ(ek.exit_code, 0) << testing::describe(ek);
+  std::ifstream log(path("log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("CreatePrimary 0x00000131 wrapped=1 encrypted=1 passed=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("EvictControl 0x00000120 wrapped=1 encrypted=0 passed=0"), std::string::npos) << text;
+  auto plain = run_command({"tpm2_readpublic", "-T", direct(), "-c", "0x81010005", "-o", path("plain.pub")});
+  ASSERT_EQ(plain.exit_code, 0) << testing::describe(plain);
+  auto read = [&](const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read(path("ek.pub")), read(path("plain.pub")));
+  auto evict = run_command({"tpm2_evictcontrol", "-T", direct(), "-C", "o", "-c", "0x81010005"});
+  EXPECT_EQ(evict.exit_code, 0) << testing::describe(evict);
+  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
+    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
+    ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
     EXPECT_EQ(left.out, "") << kind;
   }
 }

@@ -290,6 +290,84 @@ TEST_P(WrapTest, ASessionFlushedBehindItsBackIsReplacedForTheNextCommand) {
   EXPECT_EQ(wrapper_->sessions_started(), 3u);
 }
 
+// A caller's session that ends with its command (continueSession clear) frees
+// its handle, and the TPM gives it to the next session: the wrapper's own new
+// one must not be refused as "already in use".
+TEST_P(WrapTest, ACallersEndedSessionsHandleMayBeTheWrappersNext) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  uint32_t first = wrapper_->session_handle();
+  auto ending = HmacSession::start(*caller_, SessionOptions{});
+  ASSERT_TRUE(ending.ok()) << ending.error().message();
+  uint32_t freed = (*ending)->handle();
+  (*ending)->set_attributes(0);  // continueSession clear: the TPM ends it with the command
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 9), Auth{ending->get(), {}}).ok());
+  ASSERT_TRUE(caller_->run(cmd::FlushContext{first}).ok());
+  // Another client takes the lowest free slot, the wrapper's old one.
+  auto other = HmacSession::start(tpm(), SessionOptions{});
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  ASSERT_EQ((*other)->handle(), first);
+  auto r = caller_->run(cmd::GetRandom{8});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(wrapper_->session_handle(), freed);
+}
+
+// TPM_RC_SESSION_MEMORY is not authenticated: forged, it makes the wrapper
+// send a caller's StartAuthSession again, wrapped as before, and goes back to
+// the caller unanswered for a command that may change something.
+TEST_P(WrapTest, AForgedSessionMemoryErrorNeverSendsACommandWithoutTheSession) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  auto forge_first = [](uint32_t code) {
+    return [code, done = false](ByteView c, Transport& inner) mutable -> Result<Bytes> {
+      if (!done && c.size() >= kFrameHeaderBytes && load_be32(c.data() + 6) == code) {
+        done = true;
+        Writer w;
+        w.u16(st::kNoSessions);
+        w.u32(10);
+        w.u32(rc::kSessionMemory);
+        return *w.finish();
+      }
+      return inner.transmit(c);
+    };
+  };
+  rule_ = forge_first(cmd::StartAuthSession::kInfo.code);
+  auto session = HmacSession::start(*caller_, SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  EXPECT_EQ(counts(cmd::StartAuthSession::kInfo.code).wrapped, 2u);
+  EXPECT_EQ(counts(cmd::StartAuthSession::kInfo.code).passed_through, 0u);
+  rule_ = forge_first(cmd::PcrExtend::kInfo.code);
+  Bytes before = pcr_value();
+  Status st = pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 7));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().tpm_rc(), rc::kSessionMemory);
+  EXPECT_EQ(pcr_value(), before);
+  EXPECT_EQ(counts(cmd::PcrExtend::kInfo.code).wrapped, 1u);
+  EXPECT_EQ(counts(cmd::PcrExtend::kInfo.code).passed_through, 0u);
+}
+
+// Room for the wrapper's session comes only from the caller's own sessions:
+// another client's stay loaded, even when the caller's command then finds no
+// slot (as it would have beside that client without the wrapper, one session
+// later).
+TEST_P(WrapTest, AnotherClientsSessionsAreNeverSavedToMakeRoom) {
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  auto x = HmacSession::start(tpm(), SessionOptions{});
+  auto y = HmacSession::start(tpm(), SessionOptions{});
+  ASSERT_TRUE(x.ok() && y.ok());
+  seen_.clear();
+  auto mine = HmacSession::start(*caller_, SessionOptions{});
+  ASSERT_FALSE(mine.ok());
+  EXPECT_EQ(mine.error().tpm_rc(), rc::kSessionMemory);
+  for (const Bytes& frame : seen_) {
+    bool save = frame.size() >= 14 && load_be32(frame.data() + 6) == cmd::ContextSave::kInfo.code;
+    EXPECT_FALSE(save && (load_be32(frame.data() + 10) == (*x)->handle() || load_be32(frame.data() + 10) == (*y)->handle()))
+        << "saved another client's session";
+  }
+  auto loaded = tpm().list_handles(ht::kFirstHmacSession);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  EXPECT_NE(std::find(loaded->begin(), loaded->end(), (*x)->handle()), loaded->end());
+  EXPECT_NE(std::find(loaded->begin(), loaded->end(), (*y)->handle()), loaded->end());
+}
+
 TEST_P(WrapTest, AnErrorResponseIsTheCallersUnchanged) {
   // PCR 30 does not exist: the same code as without the wrapper.
   auto direct = tpm().run(cmd::PcrReset{NamedHandle::of(30)}, {Auth::password()});

@@ -50,6 +50,20 @@
 // authorization they need, or are not in the command table (a vendor's) pass
 // through unchanged; counts() says per command code what each got.
 //
+// Session slots (src/wrap/session_room.cc): a TPM holds three loaded
+// sessions (libtpms, swtpm; MAX_LOADED_SESSIONS), and tpm2-tools 5.4 keeps
+// three loaded for tpm2_createek. Where the kernel's resource manager would
+// context-save sessions between commands (/dev/tpmrm0), the wrapper keeps its
+// own saved while the TPM is full and, for each command it wraps then, saves
+// one of the caller's loaded sessions (one the caller started or loaded
+// through it; never another client's) that the command does not use, loads
+// its own, and after the response saves its own and loads the caller's back
+// under the same handle (Part 1 §30). A caller's StartAuthSession or
+// ContextLoad refused with TPM_RC_SESSION_MEMORY is sent once more after the
+// wrapper made that room (neither changes anything but a session slot). The
+// TPM's error code is not authenticated: a forged one costs context swaps,
+// never a command without the wrapper's session.
+//
 // Faults: a response the session does not authenticate, a garbled or a lost
 // one is an error (kIntegrity / kParse / kRuntime) and retires the session
 // (flushed when it may still exist; only handles this wrapper created are
@@ -67,7 +81,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/hmac_session.h"
@@ -124,6 +140,11 @@ class CommandWrapper {
   struct Pending;
   Status ensure_session();
   Status ensure_cipher_checked();
+  // Session slots (above; src/wrap/session_room.cc).
+  Status load_session();
+  Status make_room();
+  void restore_room();
+  void save_session_for_room();
   void retire_session(bool may_exist);
   Result<Bytes> name_of(uint32_t handle);
   Result<Bytes> unwrap_checked(ByteView response);
@@ -145,6 +166,15 @@ class CommandWrapper {
   uint64_t sessions_started_ = 0;
   bool cipher_checked_ = false;  // the session's cipher was proven (SessionFactory::check_cipher)
   bool session_lost_ = false;  // the last response's error named the session as gone
+  // Session slots: the wrapper's session while saved; a caller's session
+  // saved for the current command only; the sessions that command uses.
+  std::optional<Context> saved_;
+  std::optional<Context> evicted_;
+  std::vector<uint32_t> busy_;
+  // Sessions the caller started or loaded through this wrapper (the only
+  // ones it saves to make room: never another client's).
+  std::set<uint32_t> callers_loaded_;
+  bool need_room_ = false;  // the last try was refused TPM_RC_SESSION_MEMORY
 };
 
 }  // namespace tpmsec

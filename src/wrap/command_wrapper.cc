@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -83,6 +84,22 @@ struct Entry {
   ByteView raw;  // the whole entry
 };
 
+// The caller's distinct sessions a command needs loaded: its session
+// entries other than passwords, and the session handles in its handle area.
+template <class Entries>
+size_t sessions_loaded_for(const std::vector<uint32_t>& handles, const Entries& sessions) {
+  std::vector<uint32_t> used;
+  auto add = [&](uint32_t h) {
+    uint8_t type = static_cast<uint8_t>(h >> 24);
+    if ((type == ht::kHmacSession || type == ht::kPolicySession) && std::find(used.begin(), used.end(), h) == used.end()) {
+      used.push_back(h);
+    }
+  };
+  for (uint32_t h : handles) add(h);
+  for (const auto& e : sessions) add(e.handle);
+  return used.size();
+}
+
 Entry read_entry(Reader& r, ByteView frame, bool command) {
   Entry e;
   size_t start = r.offset();
@@ -144,6 +161,9 @@ struct CommandWrapper::Pending {
   std::optional<SecretBytes> new_auth_value;
   std::vector<uint32_t> handles;
   uint32_t flushed = 0;  // FlushContext's flushHandle
+  // The caller's sessions sent without continueSession: the TPM ends them
+  // when the command succeeds (Part 1 §19.6.4), and may reuse their handles.
+  std::vector<uint32_t> ending;
   // The caller's re-signable sessions in this command: slot and handle.
   std::vector<std::pair<size_t, uint32_t>> caller_tracked;
   bool resigned = false;
@@ -174,14 +194,22 @@ CommandWrapper::~CommandWrapper() { retire_session(/*may_exist=*/true); }
 uint32_t CommandWrapper::session_handle() const { return session_ ? session_->handle() : 0; }
 
 Status CommandWrapper::ensure_session() {
+  TPMSEC_RETURN_IF_ERROR(load_session());
   if (session_ && session_->usable()) return ok_status();
   retire_session(/*may_exist=*/true);
   // Each command sets the attributes it carries. The check that the TPM
   // uses the cipher asked for waits for the first command that carries
   // parameter encryption (ensure_cipher_checked): a program that never
   // sends a secret (tpm2_pcrextend) does not pay for it.
-  TPMSEC_ASSIGN_OR_RETURN(session_, factory_->start(attr::kContinueSession | attr::kAudit,
-                                                    SessionFactory::CipherCheck::kDeferred));
+  auto start = [&] {
+    return factory_->start(attr::kContinueSession | attr::kAudit, SessionFactory::CipherCheck::kDeferred);
+  };
+  auto started = start();
+  if (!started.ok() && started.error().tpm_rc() == rc::kSessionMemory) {
+    TPMSEC_RETURN_IF_ERROR(make_room());
+    started = start();
+  }
+  TPMSEC_ASSIGN_OR_RETURN(session_, std::move(started));
   cipher_checked_ = false;
   ++sessions_started_;
   return ok_status();
@@ -199,6 +227,7 @@ Status CommandWrapper::ensure_cipher_checked() {
 }
 
 void CommandWrapper::retire_session(bool may_exist) {
+  saved_.reset();
   if (!session_) return;
   if (may_exist) {
     // Only this wrapper's own handle; gone already counts as flushed.
@@ -298,10 +327,18 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
       sessions.push_back(read_entry(a, command, /*command=*/true));
     }
     if (!a.ok()) return pass();
+    for (const Entry& e : sessions) {
+      if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p->ending.push_back(e.handle);
+    }
   }
   ByteView params = r.rest();
   // A session area with no session in it is the TPM's to refuse, as before.
   if (!r.ok() || sessions.size() >= kMaxSessions || (p->caller_sessions && sessions.empty())) return pass();
+  // Nor one that needs three of the caller's sessions loaded, as session
+  // entries or as handles (GetSessionAuditDigest's sessionHandle, PolicySecret's
+  // policySession): a TPM holds three (TPM_PT_HR_LOADED_MIN; libtpms, swtpm
+  // and the chips tpmsec models), none left for the wrapper's.
+  if (sessions_loaded_for(p->handles, sessions) >= kMaxSessions) return pass();
 
   // Where the wrapper's session goes: the first password authorization's
   // slot, else the first free one (never an authorization slot the caller
@@ -324,6 +361,10 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // unless it authorizes.
   if (caller_audits && !password_slot) return pass();
 
+  // The sessions this command uses keep their slots (session_room.cc).
+  busy_.assign(p->handles.begin(), p->handles.end());
+  for (const Entry& e : sessions) busy_.push_back(e.handle);
+
   // Names (may read one through the session), then the session itself.
   std::vector<NamedHandle> named(p->handles.size());
   for (size_t i = 0; i < p->handles.size(); ++i) {
@@ -337,6 +378,8 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     named[i] = NamedHandle{p->handles[i], std::move(*name)};
   }
   TPMSEC_RETURN_IF_ERROR(ensure_session());
+  // Nothing to save is no reason to fail: the TPM answers the resend.
+  if (need_room_) (void)make_room();
   std::vector<const NamedHandle*> handle_ptrs;
   for (const NamedHandle& h : named) handle_ptrs.push_back(&h);
   auto input_for = [&](size_t slot, ByteView parameters, ByteView auth_value) {
@@ -460,6 +503,12 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   if (p.code == cc::kFlushContext && p.flushed) {
     tpm.foreign_flushed(p.flushed);
     caller_sessions_.erase(p.flushed);
+    callers_loaded_.erase(p.flushed);
+  }
+  for (uint32_t h : p.ending) {
+    tpm.foreign_flushed(h);
+    caller_sessions_.erase(h);
+    callers_loaded_.erase(h);
   }
   uint8_t count = p.info ? p.info->response_handle_count : 0;
   if (p.code == cc::kContextLoad) count = 1;
@@ -467,6 +516,8 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
     uint32_t h = load_be32(response.data() + kFrameHeaderBytes);
     tpm.note_foreign(h);
     if (p.code == cc::kContextLoad) names_.erase(h);
+    uint8_t type = static_cast<uint8_t>(h >> 24);
+    if (type == ht::kHmacSession || type == ht::kPolicySession) callers_loaded_.insert(h);
   }
 }
 
@@ -474,6 +525,7 @@ Result<Bytes> CommandWrapper::unwrap(ByteView response) {
   if (!pending_) return usage_error("a response without a command");
   auto out = unwrap_checked(response);
   pending_.reset();
+  restore_room();
   return out;
 }
 
@@ -629,13 +681,20 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
 void CommandWrapper::response_lost() {
   if (pending_ && !pending_->passed_through) retire_session(/*may_exist=*/true);
   pending_.reset();
+  restore_room();
 }
 
 Result<Bytes> CommandWrapper::exchange(Transport& transport, ByteView command) {
   for (int attempt = 0;; ++attempt) {
     session_lost_ = false;
-    TPMSEC_ASSIGN_OR_RETURN(Bytes frame, wrap(command));
+    auto wrapped = wrap(command);
+    if (!wrapped.ok()) {
+      restore_room();
+      return wrapped.error();
+    }
+    Bytes frame = std::move(*wrapped);
     const CommandInfo* info = pending_ ? pending_->info : nullptr;
+    bool passed = pending_ && pending_->passed_through;
     auto response = transport.transmit(frame);
     if (!response.ok()) {
       response_lost();
@@ -646,6 +705,19 @@ Result<Bytes> CommandWrapper::exchange(Transport& transport, ByteView command) {
     // running it (Part 1 §18.6); the code is not authenticated, so only a
     // command that changes nothing is sent again.
     if (session_lost_ && attempt == 0 && info && info->retry_safe) continue;
+    // No slot for a caller's new or reloaded session while the wrapper's
+    // holds one (session_room.cc): once more after making room.
+    if (attempt == 0 && info && (info->code == cc::kStartAuthSession || info->code == cc::kContextLoad) &&
+        out.size() >= kFrameHeaderBytes && load_be32(out.data() + 6) == rc::kSessionMemory) {
+      if (passed && session_ && !saved_) {
+        save_session_for_room();
+        continue;
+      }
+      if (!passed) {
+        need_room_ = true;
+        continue;
+      }
+    }
     return out;
   }
 }
