@@ -136,7 +136,7 @@ std::vector<std::string> commands_listed(const std::string& err) {
 class BatchSequence : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "batch-sequence-" +
+    dir_ = ::testing::TempDir() + "batch-sequence-" + std::to_string(::getpid()) + "-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ + "/tpm");
