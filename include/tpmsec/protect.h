@@ -15,8 +15,9 @@
 //   auto stream = (*tpm)->extend_stream({.pcr = 16});
 //   (*stream)->extend(digest); (*stream)->finish();
 //
-// What this layer links: the core and the bus transports (device, swtpm,
-// mssim), the policy decision (toml++), nothing of measurement, emulation or
+// What this layer links: the core, the host layer (the state directory:
+// file_host_state.h), the bus transports (device, swtpm, mssim), the policy
+// decision (toml++), nothing of measurement, emulation or
 // libtpms (scripts/check-layers). An in-process TPM (the embedded simulator)
 // is handed in already open by the caller that links it.
 #ifndef TPMSEC_PROTECT_H_
