@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -587,6 +591,59 @@ TEST(ConstantTimeEqual, ComparesContentsAndLength) {
   EXPECT_FALSE(constant_time_equal(a, c));
   EXPECT_FALSE(constant_time_equal(a, d));
   EXPECT_TRUE(constant_time_equal({}, {}));
+}
+
+}  // namespace
+}  // namespace tpmsec::crypto
+
+namespace tpmsec::crypto {
+namespace {
+
+// Every nonce is handed out once: no two equal across several refills of
+// the block, and none all zero (a wiped slice handed out by mistake).
+TEST(NonceRandom, NeverHandsOutTheSameBytesTwice) {
+  std::set<Bytes> seen;
+  const Bytes zero(32, 0);
+  for (int i = 0; i < 200; ++i) {  // 200 x 32 bytes: more than six 1 KiB blocks
+    Bytes nonce(32);
+    ASSERT_TRUE(nonce_random().fill(nonce).ok());
+    EXPECT_NE(nonce, zero);
+    EXPECT_TRUE(seen.insert(nonce).second) << "nonce " << i << " repeated";
+  }
+}
+
+// A forked child gets nonces of its own, not the rest of its parent's block
+// (both would send them on the bus).
+TEST(NonceRandom, AForkedChildDoesNotRepeatItsParentsNonces) {
+  Bytes first(16);
+  ASSERT_TRUE(nonce_random().fill(first).ok());  // the block is now filled
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Bytes nonce(16);
+    bool ok = nonce_random().fill(nonce).ok();
+    ssize_t n = ok ? ::write(fds[1], nonce.data(), nonce.size()) : -1;
+    ::_exit(n == 16 ? 0 : 1);
+  }
+  ::close(fds[1]);
+  Bytes childs(16);
+  ASSERT_EQ(::read(fds[0], childs.data(), childs.size()), 16);
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  Bytes parents(16);
+  ASSERT_TRUE(nonce_random().fill(parents).ok());
+  EXPECT_NE(childs, parents) << "the child handed out the parent's next nonce";
+}
+
+// Larger requests than any nonce go straight to the system RNG and fill it all.
+TEST(NonceRandom, FillsLargeRequestsEntirely) {
+  Bytes big(4096, 0);
+  ASSERT_TRUE(nonce_random().fill(big).ok());
+  EXPECT_LT(std::count(big.begin(), big.end(), 0), 100);
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 #include <mutex>
 #include <regex>
 
+#include "support/attacker.h"
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/transport.h"
@@ -31,6 +33,13 @@ bool contains(ByteView haystack, ByteView needle) {
 class TctiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // The TCTI keeps the null key's context and the TPM's capabilities
+    // between processes: in this suite's own state directory, inherited by
+    // every tool it runs.
+    state_dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                           ("tpmsec-tcti-state-" + std::to_string(::getpid())));
+    std::filesystem::remove_all(*state_dir_);
+    ::setenv("TPMSEC_STATE_DIR", state_dir_->c_str(), 1);
     swtpm_ = new testing::SwtpmProcess();
     ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
     // tpmsec's own connection sends Startup and reads the null key's name,
@@ -47,6 +56,9 @@ class TctiTest : public ::testing::Test {
     swtpm_ = nullptr;
     delete null_name_;
     null_name_ = nullptr;
+    std::filesystem::remove_all(*state_dir_);
+    delete state_dir_;
+    state_dir_ = nullptr;
   }
 
   void SetUp() override {
@@ -56,6 +68,7 @@ class TctiTest : public ::testing::Test {
     proxy_->set_rule([this](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
       testing::Reply reply = rule_ ? rule_(c, tpm) : testing::pass(c, tpm);
       std::lock_guard<std::mutex> lock(mu_);
+      codes_.push_back(c.code);
       bus_.insert(bus_.end(), c.bytes.begin(), c.bytes.end());
       if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
       return reply;
@@ -94,6 +107,11 @@ class TctiTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(mu_);
     return bus_;
   }
+  // The command codes the bus carried, and forgets them.
+  std::vector<uint32_t> take_codes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(codes_, {});
+  }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   Bytes pcr16() {
     auto t = open_transport(swtpm_->spec());
@@ -106,15 +124,18 @@ class TctiTest : public ::testing::Test {
 
   static testing::SwtpmProcess* swtpm_;
   static std::string* null_name_;
+  static std::filesystem::path* state_dir_;
   std::unique_ptr<testing::Interposer> proxy_;
   testing::Rule rule_;
   std::mutex mu_;
   Bytes bus_;
+  std::vector<uint32_t> codes_;
   std::filesystem::path dir_;
 };
 
 testing::SwtpmProcess* TctiTest::swtpm_ = nullptr;
 std::string* TctiTest::null_name_ = nullptr;
+std::filesystem::path* TctiTest::state_dir_ = nullptr;
 
 TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
   auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti(",log=" + path("log")));
@@ -126,6 +147,35 @@ TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
   std::ifstream log(path("log"));
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=1 encrypted=1"), std::string::npos) << text;
+}
+
+// What a tpm2_pcrextend costs the TPM through the TCTI once an earlier
+// process kept the null key: its context loaded, the session salted to it,
+// the key flushed, the extend in the session, the session flushed at
+// finalize. No CreatePrimary, no capability read, no cipher check (the
+// extend carries no secret).
+TEST_F(TctiTest, APcrExtendAfterTheFirstLoadsTheKeptNullKey) {
+  std::string digest(64, 'd');
+  auto first = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
+  ASSERT_EQ(first.exit_code, 0) << testing::describe(first);
+  take_codes();
+  Bytes before = pcr16();
+  auto second = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
+  ASSERT_EQ(second.exit_code, 0) << testing::describe(second);
+  std::vector<uint32_t> codes = take_codes();
+  auto expected = pcr_extended_value(alg::kSha256, before, *from_hex(digest));
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(pcr16(), *expected);
+  // Before the session: only the handle ledger's listing of a TPM without a
+  // resource manager (GetCapability(TPM_CAP_HANDLES), handle_ledger.h).
+  const std::vector<uint32_t> session = {cmd::ContextLoad::kInfo.code, cmd::StartAuthSession::kInfo.code,
+                                         cmd::FlushContext::kInfo.code, cmd::PcrExtend::kInfo.code,
+                                         cmd::FlushContext::kInfo.code};
+  ASSERT_GE(codes.size(), session.size());
+  EXPECT_EQ(std::vector<uint32_t>(codes.end() - session.size(), codes.end()), session);
+  for (size_t i = 0; i + session.size() < codes.size(); ++i) {
+    EXPECT_EQ(codes[i], cmd::GetCapability::kInfo.code) << "command " << i;
+  }
 }
 
 TEST_F(TctiTest, PcrExtendAndReadGiveTheSameResultsAsWithout) {
@@ -368,6 +418,51 @@ TEST_F(TctiTest, ABroadSetOfToolsWorksThroughIt) {
     auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
     EXPECT_EQ(left.out, "") << kind;
   }
+}
+
+// The interposer that owns the salt key (support/attacker.h) answers the
+// TCTI's CreatePrimary of the null key with its own key and would recover the
+// salt of every session salted to it. The TCTI holds the key to the pinned
+// name and refuses to initialize: the tool fails, no session is salted to the
+// attacker's key, and the attacker's digest never reaches the PCR.
+TEST_F(TctiTest, ASubstitutedSaltKeyIsRefusedAtInit) {
+  Bytes digest(32, 0x71), attackers(32, 0x66);
+  auto attacker = testing::NullKeyAttacker::create(testing::AttackerOptions{attackers});
+  ASSERT_TRUE(attacker.ok()) << attacker.error().message();
+  rule_ = (*attacker)->rule();
+  Bytes before = pcr16();
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_NE(ext.err.find("tpmsec TCTI: "), std::string::npos) << ext.err;
+  auto random = tool({"tpm2_getrandom", "--hex", "16"}, tcti());
+  EXPECT_NE(random.exit_code, 0) << testing::describe(random);
+  EXPECT_EQ(random.out, "") << "bytes vouched for by the attacker's session were printed";
+  EXPECT_EQ((*attacker)->error(), "");
+  EXPECT_GT((*attacker)->counters().keys_substituted, 0u);
+  EXPECT_EQ((*attacker)->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
+  EXPECT_EQ(pcr16(), before);
+}
+
+// Once a genuine run kept the null key's context, a later run loads it
+// rather than creating one: the attacker, who can substitute only a key the
+// TCTI creates, has no key to answer with and recovers no salt. What is left
+// to it, rewriting the digest on the bus, the TPM refuses (the session's
+// HMAC covers it): the tool fails and the PCR keeps its value.
+TEST_F(TctiTest, AKeptNullKeyLeavesTheAttackerNothingToSubstitute) {
+  Bytes digest(32, 0x72), attackers(32, 0x67);
+  auto genuine = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  ASSERT_EQ(genuine.exit_code, 0) << testing::describe(genuine);
+  auto attacker = testing::NullKeyAttacker::create(testing::AttackerOptions{attackers});
+  ASSERT_TRUE(attacker.ok()) << attacker.error().message();
+  rule_ = (*attacker)->rule();
+  Bytes before = pcr16();
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
+  EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
+  EXPECT_EQ((*attacker)->error(), "");
+  EXPECT_EQ((*attacker)->counters().keys_substituted, 0u);
+  EXPECT_EQ((*attacker)->counters().salts_recovered, 0u);
+  EXPECT_GT((*attacker)->counters().extends_substituted, 0u);
+  EXPECT_EQ(pcr16(), before);
 }
 
 TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "support/test_tpm.h"
+#include "support/tpm_frames.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
@@ -19,6 +20,7 @@
 #include "tpmsec/pcr.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/session_factory.h"
+#include "tpmsec/wire.h"
 #include "tpmsec/wrap.h"
 
 namespace tpmsec {
@@ -412,6 +414,65 @@ TEST_P(ResignTest, AForgedResponseEntryOfTheCallersSessionIsRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, ResignTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
+
+// The codes of the commands the bus carried (responses left out).
+std::vector<uint32_t> command_codes(const std::vector<Bytes>& seen) {
+  std::vector<uint32_t> codes;
+  for (size_t i = 0; i < seen.size(); i += 2) {
+    auto f = testing::parse_command(seen[i]);
+    codes.push_back(f.ok() ? f->code : 0);
+  }
+  return codes;
+}
+
+// A program that never sends a secret (tpm2_pcrextend) pays for no cipher
+// check: the null key is loaded, the session salted to it, the key flushed,
+// the extend goes out in the session; nothing else.
+TEST_P(WrapTest, AnExtendAloneSendsNoCipherCheck) {
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 0x11)).ok());
+  EXPECT_EQ(command_codes(seen_),
+            (std::vector<uint32_t>{cmd::ContextLoad::kInfo.code, cmd::StartAuthSession::kInfo.code,
+                                   cmd::FlushContext::kInfo.code, cmd::PcrExtend::kInfo.code}));
+}
+
+// StartAuthSession's symmetric definition is covered by no HMAC. An
+// interposer that turns the wrapper's AES-128 into AES-256 makes the two
+// sides encrypt with different keys while every HMAC still verifies. The
+// deferred cipher check catches it before the first command that carries a
+// parameter encrypted: GetRandom never goes out, the caller gets an error,
+// and the session is gone from the TPM.
+TEST_P(WrapTest, ARewrittenSessionCipherIsRefusedBeforeTheFirstEncryptedCommand) {
+  bool rewritten = false;
+  rule_ = [&rewritten](ByteView c, Transport& tpm) -> Result<Bytes> {
+    auto f = testing::parse_command(c);
+    if (!f.ok() || f->code != cmd::StartAuthSession::kInfo.code) return tpm.transmit(c);
+    // nonceCaller, encryptedSalt, sessionType, then symmetric: algorithm, keyBits.
+    Bytes& p = f->parameters;
+    Reader r(p);
+    r.tpm2b("nonceCaller", 64);
+    r.tpm2b("encryptedSalt");
+    r.u8("sessionType");
+    r.u16("symmetric.algorithm");
+    size_t at = r.offset();
+    if (r.u16("symmetric.keyBits") != 128 || !r.ok()) return tpm.transmit(c);
+    p[at] = 0x01;  // 256
+    p[at + 1] = 0x00;
+    rewritten = true;
+    return tpm.transmit(testing::build_command(*f));
+  };
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 0x22)).ok()) << "no parameter encrypted yet";
+  auto r = caller_->run(cmd::GetRandom{32});
+  ASSERT_TRUE(rewritten);
+  ASSERT_FALSE(r.ok()) << "random bytes decrypted with the wrong key were returned";
+  EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity) << r.error().message();
+  std::vector<uint32_t> codes = command_codes(seen_);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::GetRandom::kInfo.code), 0);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::Hash::kInfo.code), 1);
+  EXPECT_EQ(wrapper_->session_handle(), 0u);
+  auto left = tpm().list_handles(ht::kFirstLoadedSession);
+  ASSERT_TRUE(left.ok()) << left.error().message();
+  EXPECT_TRUE(left->empty()) << "the rewritten session was left on the TPM";
+}
 
 TEST_P(WrapTest, CountsReportNamesEachCommand) {
   ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());

@@ -91,6 +91,13 @@ class RandomSource {
 // The process-wide source backed by OpenSSL's RAND_bytes.
 RandomSource& system_random();
 
+// For nonces only (nonceCaller: public once sent, unpredictable until then):
+// RAND_bytes drawn a 1 KiB block at a time and handed out once each, so a
+// command's nonce costs a copy, not a RAND_bytes call (~0.65 µs). The
+// calling thread's own source; a forked child never reuses its parent's
+// block. Never for keys or secrets: those come from system_random().
+RandomSource& nonce_random();
+
 // ---- ECC (Part 1 §C.6, Part 2 §11.2.5) ----
 
 // TPM_ECC_NIST_P521 (the project's constants stop at P-384).

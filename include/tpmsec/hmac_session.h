@@ -46,7 +46,9 @@ struct SessionOptions {
   SymDef symmetric = SymDef::aes128_cfb();
   // Attributes for every command: continueSession, decrypt, encrypt, audit.
   uint8_t attributes = attr::kContinueSession;
-  crypto::RandomSource* random = nullptr;  // default: the system RNG
+  // Default: the system RNG for the session start, then the calling
+  // thread's nonce_random() for each command's nonceCaller.
+  crypto::RandomSource* random = nullptr;
 };
 
 class HmacSession final : public Session {
@@ -118,7 +120,7 @@ class HmacSession final : public Session {
   Bytes nonce_caller_;
   Bytes bind_name_;  // empty when unbound
   uint8_t attributes_;
-  crypto::RandomSource* random_;
+  crypto::RandomSource* random_;  // null: crypto::nonce_random()
   SecretBytes last_hmac_key_;  // the key the last command was HMAC'd with; the response uses it too
   uint8_t sent_attributes_ = 0;
   bool usable_ = true;

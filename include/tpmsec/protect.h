@@ -146,6 +146,15 @@ class ProtectedTpm {
   // A session factory: its null key created (or kept one loaded) and held to
   // the anchor; kNoTrustAnchor on a bus with none.
   Result<std::unique_ptr<SessionFactory>> factory(SymDef symmetric = SymDef::aes128_cfb());
+  // The same, its sessions run as `tuning` says (session_tuning()).
+  Result<std::unique_ptr<SessionFactory>> factory(const SessionTuning& tuning,
+                                                  SymDef symmetric = SymDef::aes128_cfb());
+  // How sessions run on this chip (the null key reloaded or recreated, ...):
+  // the policy's tuning for the TPM's plain identity, with no TPM command —
+  // a tuning never lowers protection, so it needs no audited read. The
+  // defaults when the shipped policy cannot be read; an error when the
+  // request's own policy file cannot.
+  Result<SessionTuning> session_tuning();
   // For work that opens no session: an anchor the request named is checked
   // anyway (one CreatePrimary of the null key), never ignored.
   Status check_named_anchor();
@@ -168,6 +177,10 @@ class ProtectedTpm {
   // Keeps what `factory` learnt (its null key) for the next process, when
   // the request asked to keep; a failure is a notice, never an error.
   void keep(const SessionFactory* factory);
+  // keep() again only when the factory's null key changed since (the TPM
+  // refused the kept context and the key was recreated): cheap enough to
+  // call after every command of a long-lived front end (the TCTI).
+  void keep_if_changed(const SessionFactory* factory);
   // Forgets what was kept of this boot (after a forged identity).
   void forget_kept();
 
@@ -185,6 +198,7 @@ class ProtectedTpm {
   ProtectRequest request_;
   std::optional<SessionCache> cache_;
   ProtectionConfig config_;  // resolved; symmetric set per use
+  bool kept_changed_key_ = false;  // keep_if_changed() kept a recreated key
 };
 
 // ProtectedTpm::audited_pcr_reads(): one audit session, continued across reads.

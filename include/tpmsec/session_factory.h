@@ -108,9 +108,17 @@ class SessionFactory {
 
   // A new session with `attributes` (continueSession, decrypt, encrypt, audit).
   // A session that will carry parameter encryption is first checked to use
-  // the cipher requested (one Hash command): StartAuthSession's symmetric
-  // definition is not authenticated otherwise.
-  Result<std::unique_ptr<HmacSession>> start(uint8_t attributes);
+  // the cipher requested (check_cipher(): one Hash command):
+  // StartAuthSession's symmetric definition is not authenticated otherwise.
+  // CipherCheck::kDeferred leaves that to the caller, who must call
+  // check_cipher() before the session's first command with decrypt or
+  // encrypt set (a wrapper that may never encrypt saves the command).
+  enum class CipherCheck { kNow, kDeferred };
+  Result<std::unique_ptr<HmacSession>> start(uint8_t attributes, CipherCheck check = CipherCheck::kNow);
+  // Proves with one Hash through `session` (decrypt and encrypt set, its
+  // attributes restored after) that the TPM uses the cipher this factory
+  // asked for; kIntegrity when the session start was altered on the bus.
+  Status check_cipher(HmacSession& session);
 
   // Accept a new null key after a TPM Reset the caller knows about.
   Status repin();

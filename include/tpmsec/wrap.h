@@ -123,6 +123,7 @@ class CommandWrapper {
  private:
   struct Pending;
   Status ensure_session();
+  Status ensure_cipher_checked();
   void retire_session(bool may_exist);
   Result<Bytes> name_of(uint32_t handle);
   Result<Bytes> unwrap_checked(ByteView response);
@@ -142,6 +143,7 @@ class CommandWrapper {
   std::unique_ptr<Pending> pending_;
   std::map<uint32_t, WrapCounts> counts_;
   uint64_t sessions_started_ = 0;
+  bool cipher_checked_ = false;  // the session's cipher was proven (SessionFactory::check_cipher)
   bool session_lost_ = false;  // the last response's error named the session as gone
 };
 

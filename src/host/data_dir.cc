@@ -1,5 +1,7 @@
 #include "tpmsec/data_dir.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -11,6 +13,23 @@ namespace {
 bool is_dir(const std::filesystem::path& p) {
   std::error_code ec;
   return std::filesystem::is_directory(p, ec);
+}
+
+// The data beside the shared object this code is in, when it is one (the
+// TCTI, loaded into a program of another prefix): <dir>/share/tpmsec in a
+// build tree, <prefix>/share/tpmsec from <prefix>/lib or <prefix>/lib/<multiarch>.
+std::filesystem::path beside_shared_object() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&beside_shared_object), &info) == 0 || !info.dli_fname) return {};
+  std::error_code ec;
+  auto self = std::filesystem::canonical(info.dli_fname, ec);
+  if (ec) return {};
+  auto dir = self.parent_path();
+  for (const auto& candidate : {dir / "share" / "tpmsec", dir / ".." / "share" / "tpmsec",
+                                dir / ".." / ".." / "share" / "tpmsec"}) {
+    if (is_dir(candidate)) return candidate.lexically_normal();
+  }
+  return {};
 }
 
 }  // namespace
@@ -29,6 +48,9 @@ std::string data_dir() {
   const auto build_tree = bin / "share" / "tpmsec";
   const auto installed = (bin / ".." / "share" / "tpmsec").lexically_normal();
   if (is_dir(build_tree)) return build_tree.string();
+  if (!is_dir(installed)) {
+    if (auto lib = beside_shared_object(); !lib.empty()) return lib.string();
+  }
   // A program of its own on the library, outside any prefix of tpmsec's:
   // the distribution's place.
   if (!is_dir(installed) && is_dir("/usr/share/tpmsec")) return "/usr/share/tpmsec";

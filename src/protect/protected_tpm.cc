@@ -102,6 +102,33 @@ Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(SymDef symmetric) 
   return SessionFactory::create(*tpm_, protection(symmetric), &info_);
 }
 
+Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(const SessionTuning& tuning, SymDef symmetric) {
+  ProtectionConfig config = protection(symmetric);
+  config.null_key_load = tuning.null_key;
+  return SessionFactory::create(*tpm_, config, &info_);
+}
+
+namespace {
+
+void print_tuning(const Notice& notice, const Policy& p, const PolicyRule& rule, const SessionTuning& t) {
+  say(notice, fmt::format("sessions on this TPM (policy {} rule '{}'{}): null key {}, checkpoint every {}", p.origin,
+                          rule.name, rule.null_key || rule.checkpoint_every ? "" : ", defaults",
+                          null_key_load_name(t.null_key), t.checkpoint_every));
+}
+
+}  // namespace
+
+Result<SessionTuning> ProtectedTpm::session_tuning() {
+  Result<Policy> p = load_command_policy(request_.policy);
+  if (!p.ok()) {
+    if (!request_.policy.empty()) return p.error();
+    return SessionTuning{};
+  }
+  PolicyDecision d = decide(*p, facts_);
+  if (request_.verbose && d.rule) print_tuning(request_.notice, *p, *d.rule, d.tuning);
+  return d.tuning;
+}
+
 Status ProtectedTpm::check_named_anchor() {
   if (std::holds_alternative<anchor::Automatic>(request_.anchor) ||
       std::holds_alternative<anchor::Unsalted>(request_.anchor)) {
@@ -112,23 +139,11 @@ Status ProtectedTpm::check_named_anchor() {
 
 Result<ExtendPlan> ProtectedTpm::plan_extends() {
   ExtendPlan plan;
-  auto print_tuning = [&](const Policy& p, const PolicyRule& rule, const SessionTuning& t) {
-    say(fmt::format("sessions on this TPM (policy {} rule '{}'{}): null key {}, checkpoint every {}", p.origin,
-                    rule.name, rule.null_key || rule.checkpoint_every ? "" : ", defaults",
-                    null_key_load_name(t.null_key), t.checkpoint_every));
-  };
   if (request_.strategy) {
     // The strategy is the operator's; how its sessions run on this chip is
-    // still the policy's (no TPM command: the plain identity suffices).
+    // still the policy's.
     plan.strategy = *request_.strategy;
-    Result<Policy> p = load_command_policy(request_.policy);
-    if (p.ok()) {
-      PolicyDecision d = decide(*p, facts_);
-      plan.tuning = d.tuning;
-      if (request_.verbose && d.rule) print_tuning(*p, *d.rule, d.tuning);
-    } else if (!request_.policy.empty()) {
-      return p.error();
-    }
+    TPMSEC_ASSIGN_OR_RETURN(plan.tuning, session_tuning());
     say(weak_strategy_notice(plan.strategy, "operator's --strategy"));
     return plan;
   }
@@ -148,7 +163,7 @@ Result<ExtendPlan> ProtectedTpm::plan_extends() {
     say(fmt::format("policy {} rule '{}' (line {}): {} for extends — {}", p.origin, d.rule->name, d.rule->line,
                     strategy_name(d.lifted_extend.value_or(d.extend)), d.rule->reason));
     say(fmt::format("the decision rests on: {}", fmt::join(d.rests_on, "; ")));
-    print_tuning(p, *d.rule, d.tuning);
+    print_tuning(request_.notice, p, *d.rule, d.tuning);
   }
   if (d.lifted_extend) {
     say(fmt::format("policy {} rule '{}' chose {} for extends, but {}: using {} ({})", p.origin, d.rule->name,
@@ -182,6 +197,12 @@ void ProtectedTpm::keep(const SessionFactory* factory) {
   if (Status st = cache_->put_null_key(key.snapshot()); !st.ok()) {
     say("warning: not kept for the next run: " + st.error().message());
   }
+}
+
+void ProtectedTpm::keep_if_changed(const SessionFactory* factory) {
+  if (kept_changed_key_ || !cache_ || !factory || !factory->null_key() || !factory->null_key()->changed()) return;
+  kept_changed_key_ = true;
+  keep(factory);
 }
 
 void ProtectedTpm::forget_kept() {

@@ -105,7 +105,7 @@ HmacSession::HmacSession(Tpm* tpm, uint32_t handle, uint16_t auth_hash, SymDef s
       nonce_tpm_(std::move(nonce_tpm)),
       bind_name_(std::move(bind_name)),
       attributes_(attributes),
-      random_(random ? random : &crypto::system_random()) {
+      random_(random) {
   if (tpm) {
     handle_ = ScopedHandle(*tpm, handle);
   } else {
@@ -124,7 +124,8 @@ SecretBytes HmacSession::key_with(ByteView auth_value) const {
 Status HmacSession::begin_command() {
   if (!usable_) return integrity_error(fmt::format("session 0x{:08x} is no longer usable", handle()));
   nonce_caller_.resize(nonce_tpm_.size());
-  return random_->fill(nonce_caller_);
+  // The calling thread's nonce source (a session may move between threads).
+  return (random_ ? *random_ : crypto::nonce_random()).fill(nonce_caller_);
 }
 
 Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {

@@ -217,13 +217,15 @@ Status check_session_cipher(Tpm& tpm, HmacSession& session) {
 
 }  // namespace
 
-Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes) {
+Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes, CipherCheck check) {
   TPMSEC_ASSIGN_OR_RETURN(auto session, start_unchecked(attributes));
-  if (attributes & (attr::kDecrypt | attr::kEncrypt)) {
+  if (check == CipherCheck::kNow && (attributes & (attr::kDecrypt | attr::kEncrypt))) {
     TPMSEC_RETURN_IF_ERROR(check_session_cipher(*tpm_, *session));
   }
   return session;
 }
+
+Status SessionFactory::check_cipher(HmacSession& session) { return check_session_cipher(*tpm_, session); }
 
 
 Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t attributes) {

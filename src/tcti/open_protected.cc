@@ -2,10 +2,19 @@
 
 namespace tpmsec::tcti {
 
-Result<ProtectedSessions> open_protected(const ProtectRequest& request) {
+Result<ProtectedSessions> open_protected(ProtectRequest request) {
+  // Like the CLI's commands: what an earlier process learnt of this TPM (its
+  // capabilities, its null key's saved context) is used and kept, so a
+  // program's session costs a ContextLoad, not a CreatePrimary and a dozen
+  // capability reads (protect.h, ProtectRequest::keep).
+  request.keep = true;
   ProtectedSessions out;
   TPMSEC_ASSIGN_OR_RETURN(out.tpm, ProtectedTpm::open(request));
-  TPMSEC_ASSIGN_OR_RETURN(out.factory, out.tpm->factory());
+  // Its sessions run as the policy tunes them for this chip (the null key
+  // reloaded, or recreated where that is faster), as the CLI's do.
+  TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, out.tpm->session_tuning());
+  TPMSEC_ASSIGN_OR_RETURN(out.factory, out.tpm->factory(tuning));
+  out.tpm->keep(out.factory.get());
   return out;
 }
 

@@ -16,7 +16,8 @@ struct ProtectedSessions {
   std::unique_ptr<SessionFactory> factory;  // on tpm->tpm(); destroyed first
 };
 
-Result<ProtectedSessions> open_protected(const ProtectRequest& request);
+// Uses and updates what earlier processes kept for this TPM (request.keep).
+Result<ProtectedSessions> open_protected(ProtectRequest request);
 
 }  // namespace tpmsec::tcti
 

@@ -70,6 +70,9 @@ TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) no
   if (!command) return TSS2_TCTI_RC_BAD_REFERENCE;
   if (s->awaiting_receive) return TSS2_TCTI_RC_BAD_SEQUENCE;
   auto out = s->wrapper->exchange(s->tpm.tpm->transport(), ByteView(command, size));
+  // Here, not at finalize: programs finalize from exit handlers, after
+  // OpenSSL has cleaned up.
+  s->tpm.tpm->keep_if_changed(s->tpm.factory.get());
   if (!out.ok() && out.error().kind() == ErrorKind::kUsage) return TSS2_TCTI_RC_BAD_VALUE;  // not a command frame
   s->awaiting_receive = true;
   if (out.ok()) {

@@ -176,12 +176,25 @@ uint32_t CommandWrapper::session_handle() const { return session_ ? session_->ha
 Status CommandWrapper::ensure_session() {
   if (session_ && session_->usable()) return ok_status();
   retire_session(/*may_exist=*/true);
-  // Started with both parameter-encryption attributes so that the factory
-  // checks once that the TPM uses the cipher asked for; each command then
-  // sets the attributes it carries.
-  TPMSEC_ASSIGN_OR_RETURN(session_, factory_->start(attr::kContinueSession | attr::kAudit | attr::kDecrypt |
-                                                    attr::kEncrypt));
+  // Each command sets the attributes it carries. The check that the TPM
+  // uses the cipher asked for waits for the first command that carries
+  // parameter encryption (ensure_cipher_checked): a program that never
+  // sends a secret (tpm2_pcrextend) does not pay for it.
+  TPMSEC_ASSIGN_OR_RETURN(session_, factory_->start(attr::kContinueSession | attr::kAudit,
+                                                    SessionFactory::CipherCheck::kDeferred));
+  cipher_checked_ = false;
   ++sessions_started_;
+  return ok_status();
+}
+
+Status CommandWrapper::ensure_cipher_checked() {
+  if (cipher_checked_) return ok_status();
+  if (Status st = factory_->check_cipher(*session_); !st.ok()) {
+    // Altered on the bus, or lost: no parameter is encrypted under it.
+    retire_session(/*may_exist=*/true);
+    return st;
+  }
+  cipher_checked_ = true;
   return ok_status();
 }
 
@@ -388,6 +401,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   if (changes_nv_name(p->code) && p->handles.size() == 2) names_.erase(p->handles[1]);
   if (p->code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
 
+  if (decrypt || p->encrypts_response) TPMSEC_RETURN_IF_ERROR(ensure_cipher_checked());
   session_->set_attributes(attr::kContinueSession | (caller_audits ? 0 : attr::kAudit) | (decrypt ? attr::kDecrypt : 0) |
                            (p->encrypts_response ? attr::kEncrypt : 0));
   TPMSEC_RETURN_IF_ERROR(session_->begin_command());
