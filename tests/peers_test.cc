@@ -36,7 +36,7 @@ struct Row {
   int first_cmds = 0;
 };
 
-// The table's rows by peer name (the first 27 columns: "tpmsec one-shot provisioned").
+// The table's rows by peer name (the first 44 columns: "tpm2_pcrextend through the TCTI provisioned").
 std::map<std::string, Row> parse(const std::string& out) {
   std::map<std::string, Row> rows;
   std::istringstream in(out);
@@ -49,9 +49,9 @@ std::map<std::string, Row> parse(const std::string& out) {
     }
     if (!table) continue;
     if (line.empty()) break;
-    std::string name = line.substr(0, 27);
+    std::string name = line.substr(0, 44);
     name.erase(name.find_last_not_of(' ') + 1);
-    std::istringstream f(line.substr(27));
+    std::istringstream f(line.substr(44));
     Row r;
     int cold_cmds = 0;
     f >> r.kind >> r.protection >> r.cold_ms >> cold_cmds >> r.first_ms >> r.first_cmds >> r.steady_ms >> r.steady_cmds;
@@ -74,7 +74,8 @@ class Peers : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(tmp_); }
   testing::CommandResult peers(std::vector<std::string> args) {
-    args.insert(args.begin(), {kScript, "--build", kBuild});
+    // The TCTI tpm2-tools can load (a plain build's in a sanitized tree).
+    args.insert(args.begin(), {kScript, "--build", kBuild, "--tcti", TPMSEC_TCTI_PATH});
     return run_command(args, {"TMPDIR=" + tmp_});
   }
   std::string tmp_;
@@ -151,6 +152,31 @@ TEST_F(Peers, EveryPeerOnSlb9670AndTpmsecLowestAmongProtected) {
   // Checkpoint is detection: judged against the unprotected baseline only.
   EXPECT_NE(r.out.find("verdict: tpmsec batch checkpoint: steady x"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("verdict: tpmsec batch checkpoint: first"), std::string::npos) << r.out;
+  // Unchanged programs through tpmsec's TCTI: protected, and on top of the program's own
+  // commands only the session's: the kept null key loaded, the salted session started, the
+  // key flushed, the session flushed at finalize. That last FlushContext (3.20 ms here) is
+  // all a TCTI adds to tpmsec's one-shot: it cannot know which command is a program's last.
+  for (const char* name : {"tpm2_pcrextend through the TCTI", "tpm2_pcrextend through the TCTI provisioned",
+                           "systemd-pcrphase through the TCTI"}) {
+    ASSERT_TRUE(rows.count(name)) << name << " missing\n" << r.out;
+    EXPECT_EQ(rows[name].protection, "yes:prevention") << name;
+  }
+  for (const char* name : {"tpm2_pcrextend through the TCTI", "tpm2_pcrextend through the TCTI provisioned"}) {
+    EXPECT_NE(r.out.find(std::string("verdict: ") + name + ": first lowest"), std::string::npos) << r.out;
+  }
+  // systemd-pcrphase's 7 commands are another workload than one extend: shown, not judged.
+  EXPECT_EQ(r.out.find("verdict: systemd-pcrphase through the TCTI"), std::string::npos) << r.out;
+  const Row& tcti = rows["tpm2_pcrextend through the TCTI"];
+  EXPECT_EQ(tcti.first_cmds, 5) << r.out;
+  EXPECT_DOUBLE_EQ(tcti.steady_cmds, 5) << r.out;
+  EXPECT_NEAR(tcti.steady_ms, rows["tpmsec one-shot"].steady_ms + 3.20, 0.011) << r.out;
+  // Bound to the bind secret: an unsalted StartAuthSession, the extend, the flush.
+  EXPECT_EQ(rows["tpm2_pcrextend through the TCTI provisioned"].first_cmds, 3) << r.out;
+  EXPECT_NEAR(rows["tpm2_pcrextend through the TCTI provisioned"].steady_ms,
+              rows["tpmsec one-shot provisioned"].steady_ms + 3.20, 0.011)
+      << r.out;
+  // systemd-pcrphase's 7 commands, and the session's 4.
+  EXPECT_EQ(rows["systemd-pcrphase through the TCTI"].first_cmds, rows["systemd-pcrphase"].first_cmds + 4) << r.out;
   // Nothing left behind: the script's temporary directory (its servers stopped with it).
   EXPECT_TRUE(fs::is_empty(tmp_)) << "left in " << tmp_;
 }

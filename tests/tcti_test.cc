@@ -465,6 +465,39 @@ TEST_F(TctiTest, AKeptNullKeyLeavesTheAttackerNothingToSubstitute) {
   EXPECT_EQ(pcr16(), before);
 }
 
+// tpm2-openssl (Debian's tpm2-openssl, OpenSSL 3's tpm2 provider) through
+// the TCTI: its provider opens the TCTI from its own initialization, while
+// OpenSSL is still loading providers, so tpmsec's crypto must not depend on
+// the program's default library context. Random bytes stay off the bus; a
+// key generated and used in the TPM signs what OpenSSL's software verifies.
+TEST_F(TctiTest, Tpm2OpensslWorksThroughIt) {
+  std::vector<std::string> env = {"TPM2OPENSSL_TCTI=" + tcti()};
+  auto rand = run_command({"openssl", "rand", "-provider", "tpm2", "-provider", "default", "-hex", "16"}, env);
+  proxy_->wait_idle();
+  ASSERT_EQ(rand.exit_code, 0) << testing::describe(rand);
+  auto bytes = from_hex(std::string(rand.out.substr(0, 32)));
+  ASSERT_TRUE(bytes.ok()) << rand.out;
+  EXPECT_FALSE(contains(bus(), *bytes));
+
+  std::ofstream(path("msg")) << "signed in the TPM through tpmsec's TCTI\n";
+  auto gen = run_command({"openssl", "genpkey", "-provider", "tpm2", "-provider", "default", "-algorithm", "EC",
+                          "-pkeyopt", "group:P-256", "-out", path("key.pem")},
+                         env);
+  ASSERT_EQ(gen.exit_code, 0) << testing::describe(gen);
+  auto pub = run_command({"openssl", "pkey", "-provider", "tpm2", "-provider", "default", "-in", path("key.pem"),
+                          "-pubout", "-out", path("pub.pem")},
+                         env);
+  ASSERT_EQ(pub.exit_code, 0) << testing::describe(pub);
+  auto sign = run_command({"openssl", "pkeyutl", "-provider", "tpm2", "-provider", "default", "-sign", "-inkey",
+                           path("key.pem"), "-rawin", "-digest", "sha256", "-in", path("msg"), "-out", path("sig")},
+                          env);
+  ASSERT_EQ(sign.exit_code, 0) << testing::describe(sign);
+  auto verify = run_command({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", path("pub.pem"), "-rawin",
+                             "-digest", "sha256", "-in", path("msg"), "-sigfile", path("sig")});
+  EXPECT_EQ(verify.exit_code, 0) << testing::describe(verify);
+  flush_transients();
+}
+
 TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {
   std::string no_anchor = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port());
   auto r = tool({"tpm2_getrandom", "--hex", "8"}, no_anchor);

@@ -98,9 +98,15 @@ TEST(DefaultTpm, ChoosesAsTpm2ToolsDoes) {
   }
 }
 
+// Also the tpmsec TCTI's configuration with a malformed item or TPM string,
+// or two anchors: nothing of it is dropped.
 TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
   for (const char* tcti : {"tabrmd", "tabrmd:bus_name=com.intel.tss2.Tabrmd", "abrmd", "libtss2-tcti-spi-helper.so",
-                           "cmd:ssh host tpm2_send", "mssim:colour=blue", "device:path=/dev/tpm0,x=1"}) {
+                           "cmd:ssh host tpm2_send", "mssim:colour=blue", "device:path=/dev/tpm0,x=1",
+                           "tpmsec:swtpm:port=1,tofu,tofu", "tpmsec:swtpm:port=1,tofu,null-name=000b",
+                           "tpmsec:swtpm:port=1,ek-ca=/x,tofu", "tpmsec:swtpm:port=1,salt=dsa",
+                           "tpmsec:swtpm:port=1,null-name=", "tpmsec:swtpm:port=1,tofu=yes",
+                           "tpmsec:swtpm:port=1,policy=", "tpmsec:swtpm:colour=blue", "tpmsec:tabrmd"}) {
     SCOPED_TRACE(tcti);
     // Even where the host has a device: a named TPM is never replaced by another.
     auto d = choose_default_tpm(nullptr, tcti, true);
@@ -112,6 +118,42 @@ TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
   }
   // TPMSEC_TPM wins over a TPM2TOOLS_TCTI tpmsec cannot speak.
   EXPECT_TRUE(choose_default_tpm("embedded", "tabrmd", false).ok());
+}
+
+// TPM2TOOLS_TCTI naming the tpmsec TCTI (docs/tcti.md): the TPM string
+// inside it, and its protection items for the CLI to apply as flags.
+TEST(DefaultTpm, TheTpmsecTctiGivesItsTpmStringAndItems) {
+  const std::string name = "000b" + std::string(64, 'a');
+  for (std::string prefix : {"tpmsec:", "libtss2-tcti-tpmsec.so.0:", "libtss2-tcti-tpmsec.so:"}) {
+    SCOPED_TRACE(prefix);
+    std::string tcti = prefix + "swtpm:host=127.0.0.1,port=2321,null-name=" + name + ",salt=rsa,log=/tmp/t.log";
+    auto d = choose_default_tpm(nullptr, tcti.c_str(), true);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    EXPECT_EQ(d->spec, "swtpm:host=127.0.0.1,port=2321");
+    EXPECT_EQ(d->source, TpmSource::kTpm2ToolsTcti);
+    ASSERT_TRUE(d->tcti.has_value());
+    EXPECT_EQ(d->tcti->null_name, name);
+    EXPECT_EQ(d->tcti->salt, "rsa");
+    EXPECT_EQ(d->tcti->log, "/tmp/t.log");
+    EXPECT_FALSE(d->tcti->tofu);
+    EXPECT_TRUE(d->tcti->anchor());
+  }
+  // Items may come anywhere; the TPM string keeps its order.
+  auto mixed = choose_default_tpm(nullptr, "tpmsec:swtpm:host=h,tofu,policy=/p.toml,port=1", false);
+  ASSERT_TRUE(mixed.ok()) << mixed.error().message();
+  EXPECT_EQ(mixed->spec, "swtpm:host=h,port=1");
+  EXPECT_TRUE(mixed->tcti->tofu);
+  EXPECT_EQ(mixed->tcti->policy, "/p.toml");
+  // No TPM string: the host's TPM through the resource manager, as the TCTI opens.
+  for (const char* bare : {"tpmsec", "tpmsec:", "tpmsec:tofu"}) {
+    auto d = choose_default_tpm(nullptr, bare, false);
+    ASSERT_TRUE(d.ok()) << bare << ": " << d.error().message();
+    EXPECT_EQ(d->spec, "device:/dev/tpmrm0") << bare;
+  }
+  // Other TCTIs carry no tpmsec configuration.
+  auto other = choose_default_tpm(nullptr, "swtpm:host=h,port=1", false);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->tcti.has_value());
 }
 
 TEST(TransportSpec, MssimParsesWithItsPorts) {

@@ -71,6 +71,11 @@ class TrustAnchorTest : public ::testing::Test {
     r.notice = [notices](std::string_view line) { notices->emplace_back(line); };
     return ProtectedTpm::open(r);
   }
+  // Without --tpm, the TPM named by TPM2TOOLS_TCTI=tpmsec:SPEC,ITEMS.
+  CommandResult via_tcti(const std::vector<std::string>& args, const std::string& items) {
+    return run_tpmsec(args, {"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=boot-1", "TPMSEC_TPM=",
+                             "TPM2TOOLS_TCTI=tpmsec:" + swtpm_->spec() + items});
+  }
 
   static testing::SwtpmProcess* swtpm_;
   std::string state_;
@@ -308,6 +313,88 @@ TEST(ForcePcr, ExtendingPcr0To15OfADeviceNeedsForcePcr) {
   auto forced = run_tpmsec({"pcr", "extend", "7", kDigest, "--tpm", "device:/dev/null", "--force-pcr"});
   EXPECT_EQ(forced.exit_code, 1) << describe(forced);
   EXPECT_EQ(forced.err.find("--force-pcr"), std::string::npos) << forced.err;
+}
+
+// TPM2TOOLS_TCTI=tpmsec:TPM,ITEMS (the TCTI's syntax, docs/tcti.md): the CLI
+// uses the TPM string inside it and applies its anchor as the flag: the
+// right pin protects, a wrong one is an integrity failure, none on a bus is
+// refused as without the variable.
+TEST_F(TrustAnchorTest, TheTpmsecTctiInTpm2ToolsTctiGivesTheTpmAndItsAnchor) {
+  std::string name = genuine_name();
+  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "extend", "16", kDigest},
+                                        std::vector<std::string>{"random", "8"}}) {
+    SCOPED_TRACE(args[0]);
+    auto ok = via_tcti(args, ",null-name=" + name);
+    EXPECT_EQ(ok.exit_code, 0) << describe(ok);
+    EXPECT_EQ(ok.err.find("note"), std::string::npos) << ok.err;
+    auto bad = via_tcti(args, ",null-name=" + wrong_name());
+    EXPECT_EQ(bad.exit_code, kExitIntegrity) << describe(bad);
+    EXPECT_EQ(bad.out, "");
+    auto none = via_tcti(args, "");
+    EXPECT_EQ(none.exit_code, kExitUsage) << describe(none);
+    EXPECT_NE(none.err.find("--null-name"), std::string::npos) << none.err;
+  }
+  auto tofu = via_tcti({"random", "8"}, ",tofu");
+  EXPECT_EQ(tofu.exit_code, 0) << describe(tofu);
+  EXPECT_NE(tofu.err.find("--tofu"), std::string::npos) << tofu.err;
+  // The salt= item is applied: the session is salted to the RSA null key,
+  // whose name is not the ECC key's.
+  auto rsa_key = tpmsec({"null-key", "--salt", "rsa"});
+  ASSERT_EQ(rsa_key.exit_code, 0) << describe(rsa_key);
+  std::string rsa_name = rsa_key.out.substr(0, rsa_key.out.find('\n'));
+  ASSERT_NE(rsa_name, name);
+  auto rsa = via_tcti({"random", "8"}, ",salt=rsa,null-name=" + rsa_name);
+  EXPECT_EQ(rsa.exit_code, 0) << describe(rsa);
+  auto ecc_pin = via_tcti({"random", "8"}, ",salt=rsa,null-name=" + name);
+  EXPECT_EQ(ecc_pin.exit_code, kExitIntegrity) << describe(ecc_pin);
+}
+
+// The items count as flags: an anchor there and another here, or a salt= or
+// policy= unlike the flag's, is a usage error naming the variable, never a
+// silent choice; --tpm names another TPM and the variable is not read.
+TEST_F(TrustAnchorTest, TheTpmsecTctiItemsAndFlagsNeverDisagreeSilently) {
+  std::string name = genuine_name();
+  struct Case {
+    std::vector<std::string> flags;
+    std::string items;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--tofu"}, ",null-name=" + name},
+           {{"--null-name", name}, ",tofu"},
+           {{"--null-name", name}, ",null-name=" + name},
+           {{"--salt", "ecc"}, ",null-name=" + name + ",salt=rsa"},
+           {{"--policy", "/nonexistent/a.toml"}, ",null-name=" + name + ",policy=/nonexistent/b.toml"},
+           {{"--unsalted"}, ",ek-ca=/etc/ssl/certs"},
+       }) {
+    std::vector<std::string> args{"pcr", "extend", "16", kDigest};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    SCOPED_TRACE(c.flags[0] + " with" + c.items);
+    auto r = via_tcti(args, c.items);
+    EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
+    EXPECT_NE(r.err.find("TPM2TOOLS_TCTI"), std::string::npos) << r.err;
+  }
+  // A flag that agrees with the item is no conflict.
+  auto same = via_tcti({"random", "8", "--salt", "ecc"}, ",salt=ecc,null-name=" + name);
+  EXPECT_EQ(same.exit_code, 0) << describe(same);
+  // --tpm wins and the variable (here naming a wrong pin) is not read.
+  auto given = via_tcti({"random", "8", "--tpm", swtpm_->spec(), "--null-name", name}, ",null-name=" + wrong_name());
+  EXPECT_EQ(given.exit_code, 0) << describe(given);
+  EXPECT_EQ(given.err, "") << given.err;
+}
+
+// What a command does not apply is named on stderr: the TCTI's log= on
+// every command, the protection items on one that takes no protection
+// options (info).
+TEST_F(TrustAnchorTest, TheTpmsecTctiItemsACommandIgnoresAreNamed) {
+  std::string name = genuine_name();
+  auto logged = via_tcti({"random", "8"}, ",null-name=" + name + ",log=/nonexistent/tcti.log");
+  EXPECT_EQ(logged.exit_code, 0) << describe(logged);
+  EXPECT_NE(logged.err.find("ignores log="), std::string::npos) << logged.err;
+  EXPECT_EQ(logged.err.find("null-name="), std::string::npos) << logged.err;
+  auto info = via_tcti({"info"}, ",null-name=" + name + ",salt=rsa");
+  EXPECT_EQ(info.exit_code, 0) << describe(info);
+  EXPECT_NE(info.err.find("ignores null-name=, salt="), std::string::npos) << info.err;
+  EXPECT_NE(info.err.find(swtpm_->spec()), std::string::npos) << info.err;
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -98,9 +99,31 @@ enum class TpmSource {
   kHostDevice,    // /dev/tpmrm0 exists
   kFallback,      // nothing named a TPM and the host has none: embedded
 };
+// The tpmsec TCTI's configuration (docs/tcti.md): a TPM string with
+// tpmsec's protection items appended as further comma-separated items, named
+// as the CLI's flags: null-name=HEX|FILE, ek-ca=PATH, tofu, salt=ecc|rsa,
+// policy=FILE, log=FILE. Everything else belongs to the TPM string, in order.
+struct TpmsecTctiConfig {
+  std::string tpm;        // empty: none named
+  std::string null_name;  // at most one of null_name, ek_ca, tofu
+  std::string ek_ca;
+  bool tofu = false;
+  std::string salt;       // "", "ecc" or "rsa"
+  std::string policy;
+  std::string log;
+  bool anchor() const { return !null_name.empty() || !ek_ca.empty() || tofu; }
+};
+// kUsage naming the item for anything malformed or given twice.
+Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config);
+
 struct DefaultTpm {
   std::string spec;
   TpmSource source = TpmSource::kFallback;
+  // $TPM2TOOLS_TCTI named the tpmsec TCTI (tpmsec:CONFIG or its library
+  // name): its configuration; `spec` is its TPM string (device:/dev/tpmrm0
+  // when it names none, as the TCTI does). The caller applies the
+  // protection items or says which it ignores.
+  std::optional<TpmsecTctiConfig> tcti;
   // True when the embedded simulator stands in for a TPM nobody named: a
   // command that changes TPM state says so (it changes nothing on the host).
   bool unnamed_simulator() const { return source == TpmSource::kFallback; }

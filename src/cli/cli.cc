@@ -56,6 +56,25 @@ Result<std::string> TpmOption::tpm_string() const {
   // model would be neither, so only a TPM the environment names replaces the
   // embedded one there.
   if (!emulate.empty() && d.source == TpmSource::kHostDevice) return std::string("embedded");
+  if (d.tcti) {
+    // Items this command does not apply: named, never dropped silently.
+    std::vector<std::string> ignored;
+    if (!takes_protection) {
+      if (!d.tcti->null_name.empty()) ignored.push_back("null-name=");
+      if (!d.tcti->ek_ca.empty()) ignored.push_back("ek-ca=");
+      if (d.tcti->tofu) ignored.push_back("tofu");
+      if (!d.tcti->salt.empty()) ignored.push_back("salt=");
+      if (!d.tcti->policy.empty()) ignored.push_back("policy=");
+    }
+    if (!d.tcti->log.empty()) ignored.push_back("log=");
+    if (!ignored.empty()) {
+      fmt::print(stderr,
+                 "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores "
+                 "{} ({})\n",
+                 d.spec, fmt::join(ignored, ", "),
+                 takes_protection ? "the TCTI's own log" : "this command takes no protection options");
+    }
+  }
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
     fmt::print(stderr,
                "tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran on the embedded "
@@ -63,6 +82,12 @@ Result<std::string> TpmOption::tpm_string() const {
                kHostTpmDevice);
   }
   return d.spec;
+}
+
+Result<std::optional<TpmsecTctiConfig>> TpmOption::tcti_config() const {
+  if (!spec.empty()) return std::optional<TpmsecTctiConfig>();
+  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+  return d.tcti;
 }
 
 OpenTpm::OpenTpm() = default;

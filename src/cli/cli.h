@@ -70,13 +70,21 @@ struct TpmOption {
   std::string spec;            // --tpm; empty: the default (default_tpm())
   std::string emulate;
   bool changes_state = false;  // the command changes TPM state (PCRs, NV, persistent keys)
+  // The command takes the protection options (ProtectionOptions::add_to):
+  // the protection items of $TPM2TOOLS_TCTI=tpmsec:… count as its flags.
+  bool takes_protection = false;
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
   void add_to(CLI::App* sub, bool state_changing = false);
   // --tpm, else the host's TPM as tpm2-tools picks it (transport.h,
   // default_tpm()); with --emulate, /dev/tpmrm0 is not picked: the embedded
   // TPM plays the profile's chip unless the environment names another.
+  // When $TPM2TOOLS_TCTI names the tpmsec TCTI, its TPM string; the
+  // protection items this command does not apply are named on stderr.
   Result<std::string> tpm_string() const;
+  // Without --tpm, when the default is $TPM2TOOLS_TCTI=tpmsec:…: its
+  // configuration (transport.h); else none.
+  Result<std::optional<TpmsecTctiConfig>> tcti_config() const;
 };
 
 // An open TPM. Plain (the protect path: no --emulate): the transport and a

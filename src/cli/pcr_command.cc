@@ -88,7 +88,7 @@ void register_pcr(CLI::App& app, Action* action) {
                  "(Linux never protects reads)")
       ->check(CLI::IsMember({"none", "audit"}))
       ->capture_default_str();
-  read->protection.add_to(rd);
+  read->protection.add_to(rd, read->tpm);
   rd->callback([read, action] {
     *action = [read]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, read->protection.request());
@@ -116,7 +116,7 @@ void register_pcr(CLI::App& app, Action* action) {
                   "--strategy plain (tpm.disable_pcr_integrity=1)")
       ->check(CLI::IsMember({"hmac", "none"}));
   extend->strategy.add_to(ext);
-  extend->protection.add_to(ext);
+  extend->protection.add_to(ext, extend->tpm);
   ext->add_option("DIGEST", extend->digest,
                   "Digest as hex, the bank's size (64 hex digits for sha256); - reads one digest per line from "
                   "standard input (blank lines and # comments skipped) and extends them all through one stream")

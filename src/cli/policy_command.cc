@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "policy_command.h"
 #include "protection_options.h"
+#include "strategy_option.h"
 #include "tpmsec/calibration.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/profile_file.h"
@@ -66,7 +67,7 @@ void register_show(CLI::App* policy, Action* action) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
   o->tpm.add_to(sub);
-  o->protection.add_to(sub);
+  o->protection.add_to(sub, o->tpm);
   sub->add_option("--policy", o->policy, "Policy file (default: $TPMSEC_POLICY or data/policy/default.toml)");
   sub->add_option("--measurements", o->measurements,
                   "A `tpmsec bench --json` result of this TPM, for rules that test measured properties");
@@ -81,7 +82,9 @@ void register_show(CLI::App* policy, Action* action) {
       ->capture_default_str();
   sub->callback([o, action] {
     *action = [o]() -> Status {
-      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(o->policy));
+      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
+      TPMSEC_RETURN_IF_ERROR(apply_policy_option(o->policy, request));
+      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(request.policy));
       std::optional<StrategyCosts> measured;
       if (!o->measurements.empty()) {
         TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o->measurements));

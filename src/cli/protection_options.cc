@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "cli.h"
 
 namespace tpmsec::cli {
 
-void ProtectionOptions::add_to(CLI::App* sub) {
+void ProtectionOptions::add_to(CLI::App* sub, TpmOption& tpm_option) {
+  tpm = &tpm_option;
+  tpm_option.takes_protection = true;
   sub->add_option("--salt", salt,
                   "Salt the session to the null key with ecc (P-256 ECDH, as Linux), rsa (RSA-2048 OAEP), or auto "
                   "(ecc unless the TPM lacks P-256)")
@@ -45,8 +48,7 @@ bool ProtectionOptions::anchor_given() const {
 Result<ProtectRequest> ProtectionOptions::request() const {
   ProtectRequest r;
   r.use_provisioned = use_provisioned;
-  if (salt == "ecc") r.salt = SaltKind::kEcc;
-  if (salt == "rsa") r.salt = SaltKind::kRsa;
+  std::string salt_kind = salt;
   const bool named = null_name_option && null_name_option->count() > 0;
   if (named && null_name.empty()) {
     return usage_error("--null-name is empty: give the null key's name (68 hex digits) or a file holding it");
@@ -58,6 +60,32 @@ Result<ProtectRequest> ProtectionOptions::request() const {
   if (named) r.anchor = anchor::NullName{null_name};
   if (tofu) r.anchor = anchor::Tofu{};
   if (!ek_ca.empty()) r.anchor = anchor::EkCa{ek_ca};
+  // $TPM2TOOLS_TCTI=tpmsec:TPM,ITEMS: its items as if they were flags.
+  std::optional<TpmsecTctiConfig> env;
+  if (tpm) {
+    TPMSEC_ASSIGN_OR_RETURN(env, tpm->tcti_config());
+  }
+  if (env) {
+    if (env->anchor() && anchor_given()) {
+      return usage_error("give one trust anchor: TPM2TOOLS_TCTI names one (null-name=, ek-ca= or tofu) and so does "
+                         "--ek-ca, --null-name or --tofu");
+    }
+    if (unsalted && !env->ek_ca.empty()) {
+      return usage_error("TPM2TOOLS_TCTI's ek-ca= salts sessions to the EK: it cannot go with --unsalted");
+    }
+    if (!env->null_name.empty()) r.anchor = anchor::NullName{env->null_name};
+    if (env->tofu) r.anchor = anchor::Tofu{};
+    if (!env->ek_ca.empty()) r.anchor = anchor::EkCa{env->ek_ca};
+    if (!env->salt.empty()) {
+      if (salt != "auto" && salt != env->salt) {
+        return usage_error(fmt::format("--salt {} and TPM2TOOLS_TCTI's salt={} disagree", salt, env->salt));
+      }
+      salt_kind = env->salt;
+    }
+    r.policy = env->policy;  // StrategyOption::apply_to refuses a --policy unlike it
+  }
+  if (salt_kind == "ecc") r.salt = SaltKind::kEcc;
+  if (salt_kind == "rsa") r.salt = SaltKind::kRsa;
   // Unsalted sessions have no salt key: an anchor for one is moot.
   if (unsalted) r.anchor = anchor::Unsalted{};
   return r;

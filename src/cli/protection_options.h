@@ -15,6 +15,8 @@
 
 namespace tpmsec::cli {
 
+struct TpmOption;  // cli.h
+
 struct ProtectionOptions {
   std::string salt = "auto";
   std::string null_name;
@@ -26,14 +28,20 @@ struct ProtectionOptions {
   // pinned persistent salt key) when no anchor option was given. Off for
   // commands that are about the salt key itself (null-key, provision).
   bool use_provisioned = true;
+  const TpmOption* tpm = nullptr;
 
-  void add_to(CLI::App* sub);
+  // `tpm`: the command's TPM option; without --tpm, the protection items
+  // of $TPM2TOOLS_TCTI=tpmsec:… count as these flags (request()).
+  void add_to(CLI::App* sub, TpmOption& tpm);
   // Only --null-name (commands that open no session of their own but can
   // check a pin: null-key).
   void add_null_name_to(CLI::App* sub, const char* help);
 
   // What these options ask of the protect path (protect.h), which resolves
-  // the anchor: kUsage for two anchors or an empty --null-name.
+  // the anchor: kUsage for two anchors or an empty --null-name. The items of
+  // $TPM2TOOLS_TCTI=tpmsec:… (without --tpm) count as flags: an anchor there
+  // and one here are two anchors, a salt= or policy= unlike the flag's is
+  // kUsage; none is dropped.
   Result<ProtectRequest> request() const;
   // The configuration these options select for the TPM behind `transport`
   // (the real one, not a decorator: its describe() keys the pins), resolved

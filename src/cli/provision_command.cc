@@ -94,7 +94,7 @@ void register_provision(CLI::App& app, Action* action) {
       "device: the kernel's pin (the embedded TPM needs none); --tofu is refused, since what is kept outlives the "
       "boot whose first use it would trust (docs/threat-model.md)");
   o->tpm.add_to(sub, /*state_changing=*/true);
-  o->protection.add_to(sub);
+  o->protection.add_to(sub, o->tpm);
   sub->add_option("--nv-index", o->nv_index, "The NV index to define (owner range)")->capture_default_str();
   o->salt_key_option =
       sub->add_option("--salt-key", o->salt_key,

@@ -24,7 +24,7 @@ void register_random(CLI::App& app, Action* action) {
       ->capture_default_str();
   sub->add_flag("--xor", o->use_xor, "Use XOR obfuscation instead of AES-CFB for the encryption");
   o->tpm.add_to(sub);
-  o->protection.add_to(sub);
+  o->protection.add_to(sub, o->tpm);
   sub->callback([o, action] {
     *action = [o]() -> Status {
       if (o->count.empty() || o->count.size() > 2 || o->count.find_first_not_of("0123456789") != std::string::npos ||

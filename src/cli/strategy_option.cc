@@ -24,8 +24,19 @@ Status StrategyOption::apply_to(ProtectRequest& request) const {
     if (!kind.ok()) return usage_error(kind.error().message());
     request.strategy = *kind;
   }
-  request.policy = policy;
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(policy, request));
   request.verbose = verbose;
+  return ok_status();
+}
+
+Status apply_policy_option(const std::string& policy, ProtectRequest& request) {
+  if (policy.empty()) return ok_status();
+  // The request may carry $TPM2TOOLS_TCTI's policy= (ProtectionOptions):
+  // two policies are a usage error, not a silent choice.
+  if (!request.policy.empty() && request.policy != policy) {
+    return usage_error(fmt::format("--policy {} and TPM2TOOLS_TCTI's policy={} disagree", policy, request.policy));
+  }
+  request.policy = policy;
   return ok_status();
 }
 

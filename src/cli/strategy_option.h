@@ -27,6 +27,10 @@ struct StrategyOption {
   Status apply_to(ProtectRequest& request) const;
 };
 
+// --policy FILE into `request`, which may already name $TPM2TOOLS_TCTI's
+// policy= (ProtectionOptions::request()): another file is kUsage.
+Status apply_policy_option(const std::string& policy, ProtectRequest& request);
+
 // "all" or a comma-separated list of strategy names.
 Result<std::vector<StrategyKind>> parse_strategy_list(const std::string& text);
 

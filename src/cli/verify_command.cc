@@ -275,7 +275,7 @@ void register_verify(CLI::App& app, Action* action) {
                   "IMA list, ascii or binary, classic or per-bank (/sys/kernel/security/ima/"
                   "ascii_runtime_measurements); read after the PCRs, so a list that grew since still verifies");
   o->tpm.add_to(sub);
-  o->protection.add_to(sub);
+  o->protection.add_to(sub, o->tpm);
   sub->add_option("--expected", o->expected,
                   "Expected values instead of a TPM: tpm2_pcrread's YAML, or JSON {\"sha256\": {\"0\": \"hex\", …}}");
   sub->add_option("--quote", o->quote,

@@ -6,6 +6,7 @@
 #include "crypto/openssl.h"
 
 #include <openssl/err.h>
+#include <openssl/provider.h>
 
 #include <array>
 #include <cstdio>
@@ -32,16 +33,29 @@ int hash_index(uint16_t hash_alg) {
 }
 constexpr size_t kHashCount = 5;
 
+// tpmsec's own library context with OpenSSL's default provider: the
+// program tpmsec runs in (the TCTI is loaded into any tpm2-tss program) may
+// have configured its default context otherwise, or be loading its
+// providers right now — tpm2-openssl's provider opens its TCTI from its own
+// initialization, before `-provider default` is active.
+struct LibraryContext {
+  OSSL_LIB_CTX* ctx = OSSL_LIB_CTX_new();
+  OSSL_PROVIDER* provider = ctx ? OSSL_PROVIDER_load(ctx, "default") : nullptr;
+  // Never freed: OpenSSL's own exit handler may run before ours, and a
+  // program's exit handlers (a TCTI's finalize) may still use the algorithms.
+};
+
 struct Algorithms {
   std::array<MdPtr, kHashCount> md;
   CipherPtr aes128_cfb, aes192_cfb, aes256_cfb;
 
   Algorithms() {
     static constexpr const char* kMdNames[kHashCount] = {"SHA1", "SHA2-256", "SHA2-384", "SHA2-512", "SM3"};
-    for (size_t i = 0; i < kHashCount; ++i) md[i].reset(EVP_MD_fetch(nullptr, kMdNames[i], nullptr));
-    aes128_cfb.reset(EVP_CIPHER_fetch(nullptr, "AES-128-CFB", nullptr));
-    aes192_cfb.reset(EVP_CIPHER_fetch(nullptr, "AES-192-CFB", nullptr));
-    aes256_cfb.reset(EVP_CIPHER_fetch(nullptr, "AES-256-CFB", nullptr));
+    OSSL_LIB_CTX* ctx = library_context();
+    for (size_t i = 0; i < kHashCount; ++i) md[i].reset(EVP_MD_fetch(ctx, kMdNames[i], nullptr));
+    aes128_cfb.reset(EVP_CIPHER_fetch(ctx, "AES-128-CFB", nullptr));
+    aes192_cfb.reset(EVP_CIPHER_fetch(ctx, "AES-192-CFB", nullptr));
+    aes256_cfb.reset(EVP_CIPHER_fetch(ctx, "AES-256-CFB", nullptr));
     ERR_clear_error();  // a missing algorithm is reported when it is used
   }
 };
@@ -58,6 +72,11 @@ Error unsupported_hash(uint16_t hash_alg) {
 }
 
 }  // namespace
+
+OSSL_LIB_CTX* library_context() {
+  static const LibraryContext* context = new LibraryContext();
+  return context->ctx;
+}
 
 Result<const EVP_MD*> md_for(uint16_t hash_alg) {
   int i = hash_index(hash_alg);

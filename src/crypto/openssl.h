@@ -37,6 +37,10 @@ using ParamsPtr = Owned<OSSL_PARAM, OSSL_PARAM_free>;
 inline constexpr size_t kMaxDigestSize = 64;
 inline constexpr size_t kMaxBlockSize = 128;
 
+// tpmsec's OpenSSL library context (the default provider), for every fetch:
+// never the host program's default context, which it may be configuring.
+OSSL_LIB_CTX* library_context();
+
 // The fetched EVP_MD for a TPM hash id, or a kUnsupported error.
 Result<const EVP_MD*> md_for(uint16_t hash_alg);
 

@@ -18,7 +18,9 @@ class SystemRandom final : public RandomSource {
   Status fill(MutableByteView out) override {
     while (!out.empty()) {
       size_t n = std::min<size_t>(out.size(), INT_MAX);
-      if (RAND_bytes(out.data(), static_cast<int>(n)) != 1) return internal::openssl_error("RAND_bytes");
+      if (RAND_bytes_ex(internal::library_context(), out.data(), n, 0) != 1) {
+        return internal::openssl_error("RAND_bytes");
+      }
       out = out.subspan(n);
     }
     return ok_status();

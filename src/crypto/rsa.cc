@@ -54,7 +54,7 @@ Result<internal::PkeyPtr> rsa_public_key(const BIGNUM* n, uint32_t exponent) {
     return openssl_error("building RSA key parameters");
   }
   internal::ParamsPtr params(OSSL_PARAM_BLD_to_param(builder.get()));
-  internal::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr));
+  internal::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(internal::library_context(), "RSA", nullptr));
   EVP_PKEY* key = nullptr;
   if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
       EVP_PKEY_fromdata(ctx.get(), &key, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
@@ -106,7 +106,7 @@ Result<Bytes> rsa_oaep_encrypt(ByteView modulus, uint32_t exponent, uint16_t has
 
   // RSAEP: c = EM^e mod n. EM < n because EM's first byte is zero.
   TPMSEC_ASSIGN_OR_RETURN(internal::PkeyPtr key, rsa_public_key(n.get(), exponent));
-  internal::PkeyCtxPtr encrypt(EVP_PKEY_CTX_new_from_pkey(nullptr, key.get(), nullptr));
+  internal::PkeyCtxPtr encrypt(EVP_PKEY_CTX_new_from_pkey(internal::library_context(), key.get(), nullptr));
   Bytes ciphertext(k);
   size_t written = ciphertext.size();
   if (!encrypt || EVP_PKEY_encrypt_init(encrypt.get()) != 1 ||

@@ -126,17 +126,73 @@ Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view text) {
   return open_swtpm(a);
 }
 
-Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device) {
+namespace {
+
+// A tpm2-tss TCTI string's driver name and configuration (what follows the
+// first colon). tpm2-tools also takes the library's file name
+// (libtss2-tcti-device.so.0).
+struct TctiName {
+  std::string name;
+  std::string conf;
+};
+TctiName split_tcti(std::string_view tcti) {
   std::string text(tcti);
   size_t colon = text.find(':');
-  std::string name = text.substr(0, colon);
-  std::string conf = colon == std::string::npos ? "" : text.substr(colon + 1);
-  // tpm2-tools also takes the library's file name (libtss2-tcti-device.so.0).
-  if (name.rfind("libtss2-tcti-", 0) == 0) {
-    name = name.substr(13);
-    if (size_t so = name.find(".so"); so != std::string::npos) name = name.substr(0, so);
+  TctiName out{text.substr(0, colon), colon == std::string::npos ? "" : text.substr(colon + 1)};
+  if (out.name.rfind("libtss2-tcti-", 0) == 0) {
+    out.name = out.name.substr(13);
+    if (size_t so = out.name.find(".so"); so != std::string::npos) out.name = out.name.substr(0, so);
   }
-  if (name == "abrmd") name = "tabrmd";
+  if (out.name == "abrmd") out.name = "tabrmd";
+  return out;
+}
+
+}  // namespace
+
+Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config) {
+  TpmsecTctiConfig out;
+  bool anchor_set = false, salt_set = false, policy_set = false, log_set = false;
+  auto once = [](bool& seen, std::string_view key) -> Status {
+    if (seen) return usage_error(fmt::format("tpmsec TCTI: {} given twice", key));
+    seen = true;
+    return ok_status();
+  };
+  size_t start = 0;
+  for (bool last = false; !last;) {
+    size_t at = config.find(',', start);
+    last = at == std::string_view::npos;
+    std::string_view item = config.substr(start, last ? std::string_view::npos : at - start);
+    start = at + 1;
+    size_t eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    std::string value(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
+    bool has_value = eq != std::string_view::npos && !value.empty();
+    if (key == "null-name" || key == "ek-ca") {
+      if (!has_value) return usage_error(fmt::format("tpmsec TCTI: {}= needs a value", key));
+      TPMSEC_RETURN_IF_ERROR(once(anchor_set, "a trust anchor (null-name=, ek-ca=, tofu)"));
+      (key == "null-name" ? out.null_name : out.ek_ca) = value;
+    } else if (key == "tofu") {
+      if (eq != std::string_view::npos) return usage_error("tpmsec TCTI: tofu takes no value");
+      TPMSEC_RETURN_IF_ERROR(once(anchor_set, "a trust anchor (null-name=, ek-ca=, tofu)"));
+      out.tofu = true;
+    } else if (key == "salt") {
+      TPMSEC_RETURN_IF_ERROR(once(salt_set, "salt="));
+      if (value != "ecc" && value != "rsa") return usage_error(fmt::format("tpmsec TCTI: salt={} (ecc or rsa)", value));
+      out.salt = value;
+    } else if (key == "policy" || key == "log") {
+      if (!has_value) return usage_error(fmt::format("tpmsec TCTI: {}= needs a file", key));
+      TPMSEC_RETURN_IF_ERROR(once(key == "policy" ? policy_set : log_set, key));
+      (key == "policy" ? out.policy : out.log) = value;
+    } else {
+      if (!out.tpm.empty()) out.tpm += ',';
+      out.tpm += item;
+    }
+  }
+  return out;
+}
+
+Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device) {
+  auto [name, conf] = split_tcti(tcti);
   // tpm2-tss's device TCTI without a path tries /dev/tpmrm0, then /dev/tpm0.
   if (name == "device" && conf.empty()) return std::string("device:") + (host_device ? kHostTpmDevice : "/dev/tpm0");
   if (name == "device" || name == "swtpm" || name == "mssim") {
@@ -144,12 +200,27 @@ Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device
     TPMSEC_RETURN_IF_ERROR(status_of(parse_transport_spec(spec)));
     return spec;
   }
-  return usage_error(fmt::format("the {} TCTI is not supported", name.empty() ? text : name));
+  return usage_error(fmt::format("the {} TCTI is not supported", name.empty() ? std::string(tcti) : name));
 }
 
 Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti, bool host_device) {
   if (tpmsec_tpm && *tpmsec_tpm) return DefaultTpm{tpmsec_tpm, TpmSource::kTpmsecTpm};
   if (tpm2tools_tcti && *tpm2tools_tcti) {
+    // The tpmsec TCTI (docs/tcti.md): its TPM string, and its protection
+    // items for the caller. With none named it opens the host's TPM through
+    // the kernel's resource manager, as the TCTI does.
+    if (TctiName t = split_tcti(tpm2tools_tcti); t.name == "tpmsec") {
+      Result<TpmsecTctiConfig> config = parse_tpmsec_tcti_config(t.conf);
+      DefaultTpm d{std::string("device:") + kHostTpmDevice, TpmSource::kTpm2ToolsTcti};
+      Status valid = status_of(config);
+      if (config.ok() && !config->tpm.empty()) {
+        d.spec = config->tpm;
+        valid = status_of(parse_transport_spec(d.spec));
+      }
+      if (!valid.ok()) return usage_error(fmt::format("TPM2TOOLS_TCTI={}: {}", tpm2tools_tcti, valid.error().message()));
+      d.tcti = std::move(*config);
+      return d;
+    }
     Result<std::string> spec = tpm_string_from_tcti(tpm2tools_tcti, host_device);
     if (!spec.ok()) {
       return usage_error(fmt::format(
