@@ -16,6 +16,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/ek_certificate.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/ek_key.h"
 
 namespace tpmsec {
@@ -24,6 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 using crypto::CaBundle;
 using crypto::CertifiedKey;
+
+// A bundle as --ek-ca names it: files the operator gave, read by the host.
+Result<CaBundle> load_ca_bundle_file(const std::string& file_or_dir) {
+  return load_ca_bundle(file_or_dir, FileHostState());
+}
 
 class EkCertificateTest : public ::testing::Test {
  protected:
@@ -105,7 +111,7 @@ class EkCertificateTest : public ::testing::Test {
     return path(name);
   }
   CaBundle load(const std::string& p) {
-    auto b = CaBundle::load(p);
+    auto b = load_ca_bundle_file(p);
     EXPECT_TRUE(b.ok()) << b.error().message();
     return b.ok() ? *b : CaBundle{};
   }
@@ -120,14 +126,14 @@ std::string* EkCertificateTest::failure_ = new std::string();
 // ---- The CA bundle ----
 
 TEST_F(EkCertificateTest, MissingBundleIsAUsageError) {
-  auto b = CaBundle::load(path("no-such-bundle.pem"));
+  auto b = load_ca_bundle_file(path("no-such-bundle.pem"));
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().kind(), ErrorKind::kUsage);
   EXPECT_NE(b.error().message().find("does not exist"), std::string::npos) << b.error().message();
 }
 
 TEST_F(EkCertificateTest, EmptyDirectoryIsAUsageError) {
-  auto b = CaBundle::load(bundle_dir("empty", {}));
+  auto b = load_ca_bundle_file(bundle_dir("empty", {}));
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().kind(), ErrorKind::kUsage);
   EXPECT_NE(b.error().message().find("no certificate"), std::string::npos) << b.error().message();
@@ -135,7 +141,7 @@ TEST_F(EkCertificateTest, EmptyDirectoryIsAUsageError) {
 
 TEST_F(EkCertificateTest, BadPemIsAUsageErrorNamingTheFile) {
   std::string bad = write("bad.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n");
-  auto b = CaBundle::load(bad);
+  auto b = load_ca_bundle_file(bad);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().kind(), ErrorKind::kUsage);
   EXPECT_NE(b.error().message().find(bad), std::string::npos) << b.error().message();
@@ -145,13 +151,13 @@ TEST_F(EkCertificateTest, BadPemIsAUsageErrorNamingTheFile) {
 TEST_F(EkCertificateTest, FileWithoutACertificateIsAUsageError) {
   for (const std::string& f : {write("text.pem", "just some text\n"), path("p256.key"), path("p256.der")}) {
     SCOPED_TRACE(f);
-    auto b = CaBundle::load(f);
+    auto b = load_ca_bundle_file(f);
     ASSERT_FALSE(b.ok());
     EXPECT_EQ(b.error().kind(), ErrorKind::kUsage);
     EXPECT_NE(b.error().message().find("holds no PEM certificate"), std::string::npos) << b.error().message();
   }
   // In a directory too: the file is named, never skipped silently.
-  auto b = CaBundle::load(bundle_dir("with-a-key", {"p256.pem", "p256.key"}));
+  auto b = load_ca_bundle_file(bundle_dir("with-a-key", {"p256.pem", "p256.key"}));
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("p256.key"), std::string::npos) << b.error().message();
 }
@@ -285,7 +291,7 @@ TEST_F(EkCertificateTest, ALeafInTheBundleIsNoAnchor) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().kind(), ErrorKind::kIntegrity);
   // A bundle of leaves only has nothing to vouch with: the operator's mistake.
-  auto only = CaBundle::load(path("rogue-ek.pem"));
+  auto only = load_ca_bundle_file(path("rogue-ek.pem"));
   ASSERT_FALSE(only.ok());
   EXPECT_EQ(only.error().kind(), ErrorKind::kUsage);
   EXPECT_NE(only.error().message().find("no CA certificate"), std::string::npos) << only.error().message();

@@ -42,6 +42,7 @@
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/ek_key.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/session_factory.h"
@@ -53,6 +54,14 @@ namespace tpmsec::testing {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The CA bundle the genuine TPM's EK certificate chains to, as the protect
+// layer reads it for --ek-ca.
+std::shared_ptr<const crypto::CaBundle> ca_bundle(const std::string& dir) {
+  auto bundle = load_ca_bundle(dir, FileHostState());
+  EXPECT_TRUE(bundle.ok()) << bundle.error().message();
+  return bundle.ok() ? std::make_shared<const crypto::CaBundle>(std::move(*bundle)) : nullptr;
+}
 
 constexpr uint32_t kPcr = 16;
 
@@ -246,7 +255,7 @@ TEST_F(EkSaltTest, SurvivesATpmReset) {
   Direct d(swtpm_->spec());
   ASSERT_TRUE(d.ok());
   ProtectionConfig config;
-  config.ek_ca = genuine_->trust_dir;
+  config.ek_ca = ca_bundle(genuine_->trust_dir);
   auto factory = SessionFactory::create(d.tpm(), config);
   ASSERT_TRUE(factory.ok()) << factory.error().message();
   ASSERT_NE((*factory)->ek_key(), nullptr);
@@ -607,7 +616,7 @@ TEST_F(EkSaltTest, KernelPinCatchesARelayOnFirstUse) {
     auto transport = device_from_fd(device.take_client_fd(), "/dev/tpm0");
     Tpm tpm(*transport);
     ProtectionConfig config;
-    config.ek_ca = genuine_->trust_dir;
+    config.ek_ca = ca_bundle(genuine_->trust_dir);
     config.pinned_null_name = *kernel_pin;
     config.pin_origin = "the kernel's pin";
     config.ek_pins = std::move(pins);

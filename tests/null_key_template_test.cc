@@ -16,6 +16,7 @@
 #include "support/test_data.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/structures.h"
 
@@ -77,7 +78,7 @@ class TempFile {
 };
 
 void expect_usage_error(const std::string& input, const std::string& why) {
-  auto r = parse_null_name(input);
+  auto r = parse_null_name(input, FileHostState());
   ASSERT_FALSE(r.ok()) << why << ": accepted \"" << input << "\" as " << to_hex(*r);
   EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << why << ": " << r.error().message();
 }
@@ -144,13 +145,13 @@ TEST(NullKeyName, ComputeNameFollowsTheNameAlg) {
 TEST(ParseNullName, AcceptsSixtyEightHexDigits) {
   std::string hex = recorded_name_hex();
   ASSERT_EQ(hex.size(), 68u);
-  auto name = parse_null_name(hex);
+  auto name = parse_null_name(hex, FileHostState());
   ASSERT_TRUE(name.ok()) << name.error().message();
   EXPECT_EQ(to_hex(*name), hex);
 
   std::string upper = hex;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto from_upper = parse_null_name(upper);
+  auto from_upper = parse_null_name(upper, FileHostState());
   ASSERT_TRUE(from_upper.ok()) << from_upper.error().message();
   EXPECT_EQ(to_hex(*from_upper), hex);
 }
@@ -159,7 +160,7 @@ TEST(ParseNullName, AcceptsAFileInTheSysfsFormat) {
   std::string hex = recorded_name_hex();
   TempFile file(hex + "\n");  // as /sys/class/tpm/tpm0/null_name reads
   ASSERT_NE(file.path().find('/'), std::string::npos);
-  auto name = parse_null_name(file.path());
+  auto name = parse_null_name(file.path(), FileHostState());
   ASSERT_TRUE(name.ok()) << name.error().message();
   EXPECT_EQ(to_hex(*name), hex);
 }

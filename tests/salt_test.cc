@@ -22,6 +22,7 @@
 #include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/salt.h"
 #include "tpmsec/salt_key.h"
 #include "tpmsec/structures.h"
@@ -381,23 +382,25 @@ TEST(SaltKeyStore, KeepsWhatItPinnedAndRefusesAnEditedFile) {
   ASSERT_TRUE(pub.ok());
   const std::string dir = ::testing::TempDir() + "salt-key-store";
   std::filesystem::remove_all(dir);
-  SaltKeyStore store(dir);
+  FileHostState store(dir);
+  const TpmId tpm = TpmId::of("swtpm:port=1");
   PersistentSaltKey k;
   k.handle = kDefaultSaltKeyHandle;
   k.public_area = *pub;
   k.name = compute_name(*pub).value();
-  ASSERT_TRUE(store.put("swtpm:port=1", k).ok());
-  auto back = store.get("swtpm:port=1");
+  ASSERT_TRUE(store.put_salt_key(tpm, k).ok());
+  auto back = store.salt_key(tpm);
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ((*back)->name, k.name);
   EXPECT_EQ((*back)->handle, kDefaultSaltKeyHandle);
   EXPECT_FALSE((*back)->created);
-  auto other = store.get("swtpm:port=2");
+  auto other = store.salt_key(TpmId::of("swtpm:port=2"));
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->has_value());
 
   // Edited to a key that can leave the TPM, and to an unrestricted one.
-  const std::string kept = testing::slurp(store.path("swtpm:port=1"));
+  const std::string file = store.where(StateRecord::kSaltKey, tpm);
+  const std::string kept = testing::slurp(file);
   for (uint32_t taken : {object_attr::kFixedTpm, object_attr::kRestricted}) {
     SCOPED_TRACE(taken);
     Public weak = *pub;
@@ -405,8 +408,8 @@ TEST(SaltKeyStore, KeepsWhatItPinnedAndRefusesAnEditedFile) {
     std::string text = kept;
     std::string old_hex = to_hex(marshal_to_bytes(*pub).value());
     text.replace(text.find(old_hex), old_hex.size(), to_hex(marshal_to_bytes(weak).value()));
-    std::ofstream(store.path("swtpm:port=1"), std::ios::trunc) << text;
-    auto edited = store.get("swtpm:port=1");
+    std::ofstream(file, std::ios::trunc) << text;
+    auto edited = store.salt_key(tpm);
     ASSERT_FALSE(edited.ok());
     EXPECT_EQ(edited.error().kind(), ErrorKind::kParse);
   }

@@ -11,9 +11,9 @@
 
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
-#include "tpmsec/ek_pin.h"
-#include "tpmsec/kernel_pin.h"
-#include "tpmsec/pin_store.h"
+#include "testing/memory_host_state.h"
+#include "tpmsec/file_host_state.h"
+#include "tpmsec/protect.h"
 
 namespace tpmsec {
 namespace {
@@ -61,6 +61,16 @@ class TrustAnchorTest : public ::testing::Test {
     return r.out.substr(0, r.out.find('\n'));
   }
   static std::string wrong_name() { return "000b" + std::string(64, '0'); }
+  // The protect path in this process, its host state in host_ (memory).
+  Result<std::unique_ptr<ProtectedTpm>> open_in_memory(Anchor anchor, std::vector<std::string>* notices) {
+    ProtectRequest r;
+    r.tpm = swtpm_->spec();
+    r.anchor = std::move(anchor);
+    r.keep = true;
+    r.host = host_;
+    r.notice = [notices](std::string_view line) { notices->emplace_back(line); };
+    return ProtectedTpm::open(r);
+  }
   // Without --tpm, the TPM named by TPM2TOOLS_TCTI=tpmsec:SPEC,ITEMS.
   CommandResult via_tcti(const std::vector<std::string>& args, const std::string& items) {
     return run_tpmsec(args, {"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=boot-1", "TPMSEC_TPM=",
@@ -69,6 +79,23 @@ class TrustAnchorTest : public ::testing::Test {
 
   static testing::SwtpmProcess* swtpm_;
   std::string state_;
+  std::shared_ptr<testing::MemoryHostState> host_ = std::make_shared<testing::MemoryHostState>("boot-1");
+};
+
+// For a test of the protect path over host state in memory: the state
+// directory the environment names must not come to exist.
+class NoStateDirectory {
+ public:
+  explicit NoStateDirectory(const std::string& parent) : dir_(parent + "/unused") {
+    ::setenv("TPMSEC_STATE_DIR", dir_.c_str(), 1);
+  }
+  ~NoStateDirectory() {
+    EXPECT_FALSE(std::filesystem::exists(dir_)) << "the library wrote a state directory";
+    ::unsetenv("TPMSEC_STATE_DIR");
+  }
+
+ private:
+  std::string dir_;
 };
 
 testing::SwtpmProcess* TrustAnchorTest::swtpm_ = nullptr;
@@ -140,13 +167,15 @@ TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
   EXPECT_NE(first.err.find("warning: --tofu: trusting the null key"), std::string::npos) << first.err;
   std::string name = genuine_name();
 
-  PinStore store(state_);
-  auto pin = store.get(swtpm_->spec(), "ecc");
+  FileHostState store(state_);
+  const TpmId id = TpmId::of(swtpm_->spec());
+  auto pin = store.null_key_pin(id, SaltKind::kEcc);
   ASSERT_TRUE(pin.ok()) << pin.error().message();
   ASSERT_TRUE(pin->has_value());
   EXPECT_EQ(to_hex((*pin)->name), name);
   EXPECT_EQ((*pin)->boot_id, "boot-1");
-  EXPECT_EQ(std::filesystem::status(store.dir()).permissions() & std::filesystem::perms::all,
+  EXPECT_EQ(std::filesystem::status(store.where(StateRecord::kNullKeyPin)).permissions() &
+                std::filesystem::perms::all,
             std::filesystem::perms::owner_all);
 
   auto again = tpmsec({"pcr", "read", "16", "--protect", "audit", "--tofu"});
@@ -155,7 +184,7 @@ TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
 
   // The pin of this boot is another key's (as after a substitution, or a
   // TPM reset this host did not see): exit 3, saying how to forget it.
-  ASSERT_TRUE(store.put(swtpm_->spec(), "ecc", "boot-1", *from_hex(wrong_name())).ok());
+  ASSERT_TRUE(store.put_null_key_pin(id, SaltKind::kEcc, {*from_hex(wrong_name()), "boot-1"}).ok());
   auto mismatch = tpmsec({"pcr", "extend", "16", kDigest, "--tofu"});
   EXPECT_EQ(mismatch.exit_code, kExitIntegrity) << describe(mismatch);
   EXPECT_NE(mismatch.err.find("null-key --forget"), std::string::npos) << mismatch.err;
@@ -168,9 +197,108 @@ TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
   auto forget = tpmsec({"null-key", "--forget"});
   EXPECT_EQ(forget.exit_code, 0) << describe(forget);
   EXPECT_NE(forget.err.find("forgot"), std::string::npos) << forget.err;
-  auto gone = store.get(swtpm_->spec(), "ecc");
+  auto gone = store.null_key_pin(id, SaltKind::kEcc);
   ASSERT_TRUE(gone.ok());
   EXPECT_FALSE(gone->has_value());
+}
+
+// The protect path with its host state in memory (testing/memory_host_state.h):
+// --tofu pins on the first use of a boot, uses the pin silently afterwards,
+// pins afresh after a reboot, and what it keeps for the next process
+// (capabilities, the null key) is of its boot. No state directory is made.
+TEST_F(TrustAnchorTest, InMemoryHostStateTofuPinsPerBootAndKeepsItsSessionCache) {
+  NoStateDirectory none(state_);
+  const TpmId tpm = TpmId::of(swtpm_->spec());
+  std::vector<std::string> notices;
+  Bytes pinned;
+  {
+    auto first = open_in_memory(anchor::Tofu{}, &notices);
+    ASSERT_TRUE(first.ok()) << first.error().message();
+    auto factory = (*first)->factory();
+    ASSERT_TRUE(factory.ok()) << factory.error().message();
+    ASSERT_EQ(notices.size(), 1u);
+    EXPECT_NE(notices[0].find("trusting the null key"), std::string::npos) << notices[0];
+    auto pin = host_->null_key_pin(tpm, SaltKind::kEcc);
+    ASSERT_TRUE(pin.ok() && pin->has_value());
+    EXPECT_EQ((*pin)->boot_id, "boot-1");
+    EXPECT_EQ((*pin)->name, (*factory)->null_key()->name());
+    pinned = (*pin)->name;
+    (*first)->keep(factory->get());
+    ASSERT_TRUE(host_->kept_info(tpm, "boot-1").has_value());
+    auto kept = host_->kept_null_key(tpm, "boot-1", SaltKind::kEcc);
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_EQ(kept->name, pinned);
+  }
+  {
+    // The same boot: the pin is used silently, and held to.
+    notices.clear();
+    auto again = open_in_memory(anchor::Tofu{}, &notices);
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    ASSERT_TRUE((*again)->protection().pinned_null_name.has_value());
+    EXPECT_EQ(*(*again)->protection().pinned_null_name, pinned);
+    EXPECT_TRUE((*again)->protection().kept_null_key.has_value()) << "the kept null key is offered";
+    auto factory = (*again)->factory();
+    EXPECT_TRUE(factory.ok()) << factory.error().message();
+    EXPECT_TRUE(notices.empty());
+  }
+  {
+    // A pin of this boot that is another key's: an integrity failure.
+    ASSERT_TRUE(host_->put_null_key_pin(tpm, SaltKind::kEcc, {Bytes(34, 0x0b), "boot-1"}).ok());
+    auto forged = open_in_memory(anchor::Tofu{}, &notices);
+    ASSERT_TRUE(forged.ok()) << forged.error().message();
+    auto refused = (*forged)->factory();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().kind(), ErrorKind::kIntegrity) << refused.error().message();
+  }
+  {
+    // Another boot: the pin is stale and what was kept of boot-1 is not used.
+    host_->set_boot_id("boot-2");
+    notices.clear();
+    auto rebooted = open_in_memory(anchor::Tofu{}, &notices);
+    ASSERT_TRUE(rebooted.ok()) << rebooted.error().message();
+    EXPECT_FALSE((*rebooted)->protection().pinned_null_name.has_value());
+    EXPECT_TRUE((*rebooted)->protection().trust_first_use);
+    EXPECT_FALSE((*rebooted)->protection().kept_null_key.has_value()) << "boot-1's null key used in boot-2";
+    auto factory = (*rebooted)->factory();
+    ASSERT_TRUE(factory.ok()) << factory.error().message();
+    auto repinned = host_->null_key_pin(tpm, SaltKind::kEcc);
+    ASSERT_TRUE(repinned.ok() && repinned->has_value());
+    EXPECT_EQ((*repinned)->boot_id, "boot-2");
+    EXPECT_EQ((*repinned)->name, pinned) << "the same TPM, not reset";
+  }
+}
+
+// --null-name FILE is read through the host state.
+TEST_F(TrustAnchorTest, InMemoryHostStateANamedPinFileIsReadThroughTheHost) {
+  NoStateDirectory none(state_);
+  std::vector<std::string> notices;
+  std::string genuine;
+  {
+    auto tofu = open_in_memory(anchor::Tofu{}, &notices);
+    ASSERT_TRUE(tofu.ok()) << tofu.error().message();
+    auto factory = (*tofu)->factory();
+    ASSERT_TRUE(factory.ok()) << factory.error().message();
+    genuine = (*factory)->null_key()->name_hex();
+  }
+  {
+    host_->add_file("/pins/null_name", genuine + "\n");
+    auto named = open_in_memory(anchor::NullName{"/pins/null_name"}, &notices);
+    ASSERT_TRUE(named.ok()) << named.error().message();
+    auto factory = (*named)->factory();
+    EXPECT_TRUE(factory.ok()) << factory.error().message();
+  }
+  {
+    host_->add_file("/pins/other", "000b" + std::string(64, '0') + "\n");
+    auto other = open_in_memory(anchor::NullName{"/pins/other"}, &notices);
+    ASSERT_TRUE(other.ok()) << other.error().message();
+    auto refused = (*other)->factory();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().kind(), ErrorKind::kIntegrity) << refused.error().message();
+  }
+  auto missing = open_in_memory(anchor::NullName{"/pins/none"}, &notices);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind(), ErrorKind::kUsage);
+  EXPECT_NE(missing.error().message().find("cannot read null key name from /pins/none"), std::string::npos);
 }
 
 // PCRs 0-15 of a kernel device are what verifiers trust: extending one
@@ -186,71 +314,6 @@ TEST(ForcePcr, ExtendingPcr0To15OfADeviceNeedsForcePcr) {
   EXPECT_EQ(forced.exit_code, 1) << describe(forced);
   EXPECT_EQ(forced.err.find("--force-pcr"), std::string::npos) << forced.err;
 }
-
-TEST(PinStore, MalformedPinFileIsAnErrorNamingIt) {
-  std::string dir = temp_dir("pins");
-  PinStore store(dir);
-  ASSERT_TRUE(store.put("swtpm:path=/x", "ecc", "b", Bytes{0, 0x0b, 1}).ok());
-  std::ofstream(store.path("swtpm:path=/x", "ecc")) << "tpm=swtpm:path=/other\nsalt=ecc\nboot=b\nname=000b01\n";
-  auto r = store.get("swtpm:path=/x", "ecc");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find(store.path("swtpm:path=/x", "ecc")), std::string::npos);
-  std::filesystem::remove_all(dir);
-}
-
-// The EK pins (--ek-ca): kept whole per TPM string and key type, 0600 in a
-// 0700 directory, a malformed file an error naming it and how to forget
-// it, and forget() dropping both key types.
-TEST(EkPinStore, KeepsChecksAndForgets) {
-  std::string dir = temp_dir("ek-pins");
-  EkPinStore store(dir);
-  const std::string tpm = "swtpm:host=127.0.0.1,port=1";
-  Bytes ek{0, 0x0b, 1, 2}, null_name{0, 0x0b, 3};
-  ASSERT_TRUE(store.put(tpm, SaltKind::kEcc, {ek, "", {}}).ok());
-  ASSERT_TRUE(store.put(tpm, SaltKind::kRsa, {ek, "boot-1", null_name}).ok());
-  auto ecc = store.get(tpm, SaltKind::kEcc);
-  ASSERT_TRUE(ecc.ok()) << ecc.error().message();
-  ASSERT_TRUE(ecc->has_value());
-  EXPECT_EQ((*ecc)->name, ek);
-  EXPECT_EQ((*ecc)->null_boot, "");
-  auto rsa = store.get(tpm, SaltKind::kRsa);
-  ASSERT_TRUE(rsa.ok() && rsa->has_value());
-  EXPECT_EQ((*rsa)->null_boot, "boot-1");
-  EXPECT_EQ((*rsa)->null_name, null_name);
-  EXPECT_EQ(std::filesystem::status(store.path(tpm, SaltKind::kEcc)).permissions() & std::filesystem::perms::all,
-            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  EXPECT_EQ(std::filesystem::status(store.dir()).permissions() & std::filesystem::perms::all,
-            std::filesystem::perms::owner_all);
-  EXPECT_FALSE(store.get("another TPM", SaltKind::kEcc)->has_value());
-
-  std::ofstream(store.path(tpm, SaltKind::kEcc)) << "tpm=swtpm:host=other\nsalt=ecc\nname=000b01\n";
-  auto bad = store.get(tpm, SaltKind::kEcc);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find(store.path(tpm, SaltKind::kEcc)), std::string::npos);
-  EXPECT_NE(bad.error().message().find("null-key --forget"), std::string::npos);
-
-  auto forgot = store.forget(tpm);
-  ASSERT_TRUE(forgot.ok());
-  EXPECT_TRUE(*forgot);
-  EXPECT_FALSE(store.get(tpm, SaltKind::kRsa)->has_value());
-  EXPECT_FALSE(*store.forget(tpm));
-  std::filesystem::remove_all(dir);
-}
-
-TEST(KernelPin, DevicePathsMapToTheirSysfsFile) {
-  std::string root = temp_dir("sysfs");
-  std::filesystem::create_directories(root + "/class/tpm/tpm0");
-  std::ofstream(root + "/class/tpm/tpm0/null_name") << "000b" << std::string(64, 'a') << "\n";
-  ::setenv("TPMSEC_SYSFS_ROOT", root.c_str(), 1);
-  EXPECT_EQ(kernel_null_name_file("/dev/tpmrm0"), root + "/class/tpm/tpm0/null_name");
-  EXPECT_EQ(kernel_null_name_file("/dev/tpm0"), root + "/class/tpm/tpm0/null_name");
-  EXPECT_EQ(kernel_null_name_file("/dev/tpm1"), "") << "no pin exported for tpm1";
-  EXPECT_EQ(kernel_null_name_file("/dev/tpmrmx"), "");
-  EXPECT_EQ(kernel_null_name_file("/tmp/sock"), "");
-  ::unsetenv("TPMSEC_SYSFS_ROOT");
-  std::filesystem::remove_all(root);
-}
-
 
 // TPM2TOOLS_TCTI=tpmsec:TPM,ITEMS (the TCTI's syntax, docs/tcti.md): the CLI
 // uses the TPM string inside it and applies its anchor as the flag: the

@@ -15,7 +15,6 @@
 #ifndef TPMSEC_BIND_SECRET_H_
 #define TPMSEC_BIND_SECRET_H_
 
-#include <optional>
 #include <string>
 
 #include "tpmsec/bytes.h"
@@ -44,21 +43,6 @@ struct BindSecret {
 NvPublic bind_index_public(uint32_t nv_index);
 // Name of an NV index = nameAlg || H(TPMS_NV_PUBLIC) (Part 1, "Names").
 Result<Bytes> nv_index_name(const NvPublic& nv_public);
-
-// Where bind secrets live: STATE_DIR/bind/, one file per TPM string.
-class BindStore {
- public:
-  explicit BindStore(const std::string& state_dir);
-  // The secret kept for `tpm`; none when there is none. A file that does
-  // not parse is kParse naming it (a secret is never silently dropped).
-  Result<std::optional<BindSecret>> get(const std::string& tpm) const;
-  Status put(const std::string& tpm, const BindSecret& secret);
-  Result<bool> remove(const std::string& tpm);
-  std::string path(const std::string& tpm) const;
-
- private:
-  std::string dir_;
-};
 
 // Defines the bind index with a fresh random secret. The NV_DefineSpace is
 // authorised for the owner hierarchy (empty owner authValue) through a

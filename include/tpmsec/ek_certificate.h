@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/result.h"
@@ -39,15 +40,27 @@ struct x509_store_st;  // OpenSSL's X509_STORE
 
 namespace tpmsec::crypto {
 
+// A file of a CA bundle: its path and its content. Reading the files is the
+// host's part (host_state.h: HostState::read_ca_files, load_ca_bundle).
+struct PemFile {
+  std::string name;
+  std::string text;
+};
+
+// A CA file larger than this is not a CA bundle (the system bundle is ~200 KiB).
+inline constexpr size_t kMaxCaFileBytes = 4u << 20;
+// The most files a bundle directory may hold.
+inline constexpr size_t kMaxCaBundleFiles = 1024;
+
 // Certificates the operator trusts to vouch for EK certificates.
 class CaBundle {
  public:
-  // The CA certificates of a PEM file (one or more certificates), or of each
-  // regular file of a directory (not recursive); other certificates are
-  // read and left out. A file that holds no certificate, or an unreadable or
-  // malformed one, fails with kUsage naming it; so does a bundle with no CA
-  // certificate at all.
-  static Result<CaBundle> load(const std::string& file_or_dir);
+  // The CA certificates of the PEM files of bundle `file_or_dir` (a PEM file
+  // of one or more certificates, or each regular file of a directory, not
+  // recursive); other certificates are read and left out. A file that holds
+  // no certificate, or a malformed one, fails with kUsage naming it; so does
+  // a bundle with no CA certificate at all.
+  static Result<CaBundle> from_pem_files(const std::string& file_or_dir, const std::vector<PemFile>& files);
 
   // How many CA certificates it holds.
   size_t size() const { return count_; }

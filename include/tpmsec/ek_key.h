@@ -68,14 +68,14 @@ Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index);
 
 class EkKey {
  public:
-  // Reads and verifies the EK certificate of `kind` against the CA bundle at
-  // `ca_path` (a PEM file or a directory of them), builds the EK's public
+  // Reads and verifies the EK certificate of `kind` against the CA bundle
+  // `bundle` (host_state.h: load_ca_bundle), builds the EK's public
   // area from it, creates the EK (CreatePrimary(TPM_RH_ENDORSEMENT), empty
   // endorsement password) and requires the TPM's name to match; then
   // ContextSave and FlushContext, leaving nothing loaded.
-  static Result<EkKey> create(Tpm& tpm, SaltKind kind, const std::string& ca_path);
+  static Result<EkKey> create(Tpm& tpm, SaltKind kind, const crypto::CaBundle& bundle);
   // ECC P-256 when the TPM has that EK certificate, else RSA-2048.
-  static Result<EkKey> create_preferred(Tpm& tpm, const std::string& ca_path);
+  static Result<EkKey> create_preferred(Tpm& tpm, const crypto::CaBundle& bundle);
 
   // Loads the key for use (ContextLoad); when the TPM refuses the context,
   // creates the EK again and checks its name (kIntegrity if different).

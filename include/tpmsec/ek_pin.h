@@ -17,7 +17,7 @@
 //
 // What it rests on: the first use being clean for a TPM without a kernel
 // pin (a relay present then is pinned, as with any TOFU), and the state
-// directory being writable only by its owner.
+// directory being writable only by its owner (file_host_state.h).
 #ifndef TPMSEC_EK_PIN_H_
 #define TPMSEC_EK_PIN_H_
 
@@ -38,31 +38,14 @@ struct EkPin {
   bool null_key_proven = false;
 };
 
-class EkPinStore {
- public:
-  // Pins live in DIR/ek-pins/ (created 0700 on the first put()).
-  explicit EkPinStore(std::string state_dir);
-
-  struct Record {
-    Bytes name;
-    // The boot in which, and the null key name for which, the TPM holding
-    // this EK showed the kernel's pin; empty when never.
-    std::string null_boot;
-    Bytes null_name;
-  };
-  // The record of `tpm` and `kind`; none when there is none. A malformed
-  // file is kParse naming it and how to forget it.
-  Result<std::optional<Record>> get(const std::string& tpm, SaltKind kind) const;
-  // Writes the record whole or not at all (state_file::write_private).
-  Status put(const std::string& tpm, SaltKind kind, const Record& record);
-  // Removes the pins of `tpm` (both key types). True when one existed.
-  Result<bool> forget(const std::string& tpm);
-
-  const std::string& dir() const { return dir_; }
-  std::string path(const std::string& tpm, SaltKind kind) const;
-
- private:
-  std::string dir_;
+// What is kept of a pinned EK (HostState::ek_pin, host_state.h): written
+// whole or not at all, per TPM string and key type.
+struct EkPinRecord {
+  Bytes name;
+  // The boot in which, and the null key name for which, the TPM holding
+  // this EK showed the kernel's pin; empty when never.
+  std::string null_boot;
+  Bytes null_name;
 };
 
 }  // namespace tpmsec

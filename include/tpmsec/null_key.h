@@ -43,10 +43,6 @@ Public null_key_template(SaltKind kind);
 Result<Bytes> compute_name(const Public& public_area);
 Result<Bytes> compute_name(const NvPublic& nv_public);
 
-// Parses a null-key name given as hex (68 digits for SHA-256) or as the path
-// of a file holding it in the kernel's sysfs format.
-Result<Bytes> parse_null_name(const std::string& hex_or_path);
-
 class NullKey {
  public:
   // CreatePrimary(TPM_RH_NULL), checks the name and the public point, pins

@@ -15,8 +15,9 @@
 //   auto stream = (*tpm)->extend_stream({.pcr = 16});
 //   (*stream)->extend(digest); (*stream)->finish();
 //
-// What this layer links: the core and the bus transports (device, swtpm,
-// mssim), the policy decision (toml++), nothing of measurement, emulation or
+// What this layer links: the core, the host layer (the state directory:
+// file_host_state.h), the bus transports (device, swtpm, mssim), the policy
+// decision (toml++), nothing of measurement, emulation or
 // libtpms (scripts/check-layers). An in-process TPM (the embedded simulator)
 // is handed in already open by the caller that links it.
 #ifndef TPMSEC_PROTECT_H_
@@ -30,6 +31,7 @@
 #include <variant>
 
 #include "tpmsec/hmac_session.h"
+#include "tpmsec/host_state.h"
 #include "tpmsec/policy.h"
 #include "tpmsec/result.h"
 #include "tpmsec/session_cache.h"
@@ -96,6 +98,11 @@ struct ProtectRequest {
   // Notices also say which policy rule decided and the facts it rests on.
   bool verbose = false;
   Notice notice;
+  // Where pins, kept state and provisioned secrets are read and kept, and
+  // how the host is asked for its boot id, the kernel's pin and the files
+  // the request names (host_state.h). None: the state directory
+  // (FileHostState, file_host_state.h: $TPMSEC_STATE_DIR, ...).
+  std::shared_ptr<HostState> host;
 };
 
 // The strategy for extends on this TPM and how its sessions run there.
@@ -215,9 +222,14 @@ class AuditedPcrReads {
 Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const Transport& transport,
                                             const TpmInfo& info, SymDef symmetric = SymDef::aes128_cfb());
 
-// What a process keeps for the TPM behind `base` (session_cache.h), when
-// `keep` and the TPM outlives the process and the host names its boot; else none.
-std::optional<SessionCache> session_cache_for(const Transport& base, bool keep);
+// What a process keeps for the TPM behind `base` (session_cache.h) in `host`
+// (none: the state directory's), when `keep` and the TPM outlives the
+// process and the host names its boot; else none.
+std::optional<SessionCache> session_cache_for(const Transport& base, bool keep,
+                                              std::shared_ptr<HostState> host = nullptr);
+
+// The host state `request` names, else the state directory's (FileHostState).
+std::shared_ptr<HostState> host_state_of(const ProtectRequest& request);
 
 // The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
 // and logs; a front end maps it to its own spelling.

@@ -22,7 +22,6 @@
 #ifndef TPMSEC_SALT_KEY_H_
 #define TPMSEC_SALT_KEY_H_
 
-#include <optional>
 #include <string>
 
 #include "tpmsec/bytes.h"
@@ -53,21 +52,6 @@ struct PersistentSaltKey {
 // sensitiveDataOrigin), ECC P-256 or RSA-2048, SHA-256 names. kIntegrity
 // naming what is wrong otherwise. A kept file is held to the same check.
 Status check_salt_key_public(const Public& p);
-
-// Where pinned salt keys live: STATE_DIR/salt-key/, one file per TPM string.
-class SaltKeyStore {
- public:
-  explicit SaltKeyStore(const std::string& state_dir);
-  // The key pinned for `tpm`; none when there is none. A file that does not
-  // parse is kParse naming it.
-  Result<std::optional<PersistentSaltKey>> get(const std::string& tpm) const;
-  Status put(const std::string& tpm, const PersistentSaltKey& key);
-  Result<bool> remove(const std::string& tpm);
-  std::string path(const std::string& tpm) const;
-
- private:
-  std::string dir_;
-};
 
 // Pins the key at `handle`: its public area read by ReadPublic in an audit
 // session of `factory` (which must be keyed: salted to, or bound by, an

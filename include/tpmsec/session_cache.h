@@ -3,8 +3,9 @@
 // key, salted StartAuthSession, FlushContext, the command) and not a
 // CreatePrimary and four GetCapability calls more.
 //
-// Kept per TPM string and per host boot, like a TOFU pin (pin_store.h), in
-// STATE_DIR/session-cache/, readable only by the owner:
+// Kept per TPM string and per host boot, like a TOFU pin, in the host's
+// state (host_state.h; FileHostState: STATE_DIR/session-cache/, readable
+// only by the owner):
 //   - the TPM's plain capabilities (tpm_info.h): they are unauthenticated
 //     wherever they come from, and decide only what an unauthenticated read
 //     may decide (the salt kind, PCR checks, a policy choice among
@@ -18,23 +19,25 @@
 #ifndef TPMSEC_SESSION_CACHE_H_
 #define TPMSEC_SESSION_CACHE_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "tpmsec/host_state.h"
 #include "tpmsec/null_key.h"
+#include "tpmsec/tpm_id.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec {
 
 class SessionCache {
  public:
-  // The cache of `tpm` (a TPM string, as Transport::describe() gives it) for
-  // `boot_id`, in `state_dir`/session-cache.
-  SessionCache(const std::string& state_dir, std::string tpm, std::string boot_id);
+  // The cache of `tpm` for `boot_id`, kept in `host`.
+  SessionCache(std::shared_ptr<HostState> host, TpmId tpm, std::string boot_id);
 
   // What is kept for this TPM and boot; none when nothing is, or it is of
-  // another boot. A file that does not parse is ignored (and replaced by
-  // the next put): a cache is never a reason to fail.
+  // another boot. A record that does not read back is ignored (and replaced
+  // by the next put): a cache is never a reason to fail.
   std::optional<TpmInfo> info() const;
   std::optional<NullKey::Snapshot> null_key(SaltKind kind) const;
 
@@ -45,11 +48,9 @@ class SessionCache {
   // Removes everything kept for this TPM; true when something was.
   Result<bool> forget();
 
-  std::string path(const std::string& what) const;
-
  private:
-  std::string dir_;
-  std::string tpm_;
+  std::shared_ptr<HostState> host_;
+  TpmId tpm_;
   std::string boot_;
 };
 

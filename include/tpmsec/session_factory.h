@@ -34,14 +34,15 @@ struct ProtectionConfig {
   //   pinned_null_name  the null key must have this name (the kernel's
   //                     /sys/class/tpm/tpmN/null_name, --null-name, a TOFU pin);
   //   ek_ca             salt to the TPM's endorsement key, proven by its EK
-  //                     certificate chaining to this CA bundle (file or directory),
+  //                     certificate chaining to a CA of this bundle (the
+  //                     protect layer reads it: host_state.h, load_ca_bundle),
   //                     held to ek_pins and to a kernel pin (below);
   //   trust_first_use   accept the first null key seen (tests; --tofu, which
   //                     keeps it with on_first_use; measurement commands).
   // With none of them, create() refuses (kUsage) on a transport with a bus.
   std::optional<Bytes> pinned_null_name;
   std::string pin_origin;  // where the pin came from, for the mismatch error
-  std::string ek_ca;
+  std::shared_ptr<const crypto::CaBundle> ek_ca;
   // With ek_ca: the EKs pinned for this TPM by earlier verified uses
   // (ek_pin.h). The EK of a pinned kind must have the pinned name, else
   // kIntegrity: a relay to another genuine TPM of the same CA. With no

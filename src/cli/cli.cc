@@ -18,7 +18,7 @@
 #include "tpmsec/calibration.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/files.h"
-#include "tpmsec/pin_store.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/latency_model.h"
 #include "tpmsec/command_variant.h"
 

@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "tpmsec/bind_secret.h"
 #include "tpmsec/salt_key.h"
-#include "tpmsec/pin_store.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {
@@ -32,21 +32,21 @@ void register_info(CLI::App& app, Action* action) {
         fmt::print("{:<24}{}\n{}", "transport", open.transport().describe(), text);
         // What `tpmsec provision` kept for protected commands here.
         if (open.transport().outlives_process()) {
-          BindStore store(default_state_dir());
-          auto bind = store.get(open.transport().describe());
+          FileHostState host;
+          const TpmId tpm = TpmId::of(open.transport().describe());
+          auto bind = host.bind_secret(tpm);
           fmt::print("{:<24}{}\n", "bind secret",
                      !bind.ok()  ? bind.error().message()
                      : *bind     ? fmt::format("provisioned: NV index 0x{:08x} ({})", (*bind)->nv_index,
-                                               store.path(open.transport().describe()))
+                                               host.where(StateRecord::kBindSecret, tpm))
                                  : std::string("not provisioned (tpmsec provision)"));
-          SaltKeyStore keys(default_state_dir());
-          auto key = keys.get(open.transport().describe());
+          auto key = host.salt_key(tpm);
           fmt::print("{:<24}{}\n", "salt key",
                      !key.ok()  ? key.error().message()
                      : *key     ? fmt::format("pinned: 0x{:08x}, {}{} ({})", (*key)->handle,
                                               (*key)->kind() == SaltKind::kRsa ? "RSA" : "ECC",
                                               (*key)->created ? ", made by tpmsec" : "",
-                                              keys.path(open.transport().describe()))
+                                              host.where(StateRecord::kSaltKey, tpm))
                                 : std::string("none pinned (tpmsec provision --salt-key)"));
         }
       }

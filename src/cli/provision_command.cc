@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "protection_options.h"
 #include "tpmsec/bind_secret.h"
-#include "tpmsec/pin_store.h"
+#include "tpmsec/file_host_state.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/salt_key.h"
 
@@ -27,9 +27,10 @@ Result<uint32_t> parse_handle(const std::string& text, uint8_t type, const char*
 // --salt-key: pin (or --create) a persistent salt key, or with --remove
 // forget it (and evict it when tpmsec made it).
 Status provision_salt_key(OpenTpm& open, ProtectRequest request, uint32_t handle, bool create, bool remove) {
-  const std::string tpm = open.transport().describe();
-  SaltKeyStore store(default_state_dir());
-  TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> kept, store.get(tpm));
+  const TpmId id = TpmId::of(open.transport().describe());
+  const std::string& tpm = id.text;
+  FileHostState store;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> kept, store.salt_key(id));
   if (remove) {
     if (!kept) return usage_error(fmt::format("no salt key is pinned for {}: nothing to remove", tpm));
     bool evicted = false;
@@ -38,7 +39,7 @@ Status provision_salt_key(OpenTpm& open, ProtectRequest request, uint32_t handle
       if (!st.ok() && rc_base(st.error().tpm_rc()) != rc::kHandle) return st;
       evicted = st.ok();
     }
-    TPMSEC_RETURN_IF_ERROR(status_of(store.remove(tpm)));
+    TPMSEC_RETURN_IF_ERROR(status_of(store.erase(StateRecord::kSaltKey, id)));
     fmt::print(stderr, "tpmsec: forgot the salt key 0x{:08x} of {}{}\n", kept->handle, tpm,
                !kept->created ? " (left in the TPM: tpmsec did not make it)"
                : evicted      ? " and evicted it from the TPM"
@@ -48,7 +49,7 @@ Status provision_salt_key(OpenTpm& open, ProtectRequest request, uint32_t handle
   if (kept) {
     return usage_error(fmt::format("{} already has a pinned salt key (0x{:08x}, {}); 'tpmsec provision --remove "
                                    "--salt-key' first",
-                                   tpm, kept->handle, store.path(tpm)));
+                                   tpm, kept->handle, store.where(StateRecord::kSaltKey, id)));
   }
   if (std::holds_alternative<anchor::Unsalted>(request.anchor)) {
     return usage_error("--unsalted cannot vouch for a salt key");
@@ -58,7 +59,7 @@ Status provision_salt_key(OpenTpm& open, ProtectRequest request, uint32_t handle
   const SaltKind kind = factory->config().salt.value_or(choose_salt(open.info()));
   TPMSEC_ASSIGN_OR_RETURN(PersistentSaltKey key,
                           create ? create_salt_key(*factory, handle, kind) : pin_salt_key(*factory, handle));
-  if (Status st = store.put(tpm, key); !st.ok()) {
+  if (Status st = store.put_salt_key(id, key); !st.ok()) {
     if (key.created) (void)evict_salt_key(open.tpm(), key);
     return st;
   }
@@ -67,7 +68,7 @@ Status provision_salt_key(OpenTpm& open, ProtectRequest request, uint32_t handle
              "tpmsec: pinned the {} salt key at 0x{:08x} of {}{} (name {}, kept in {}); protected commands now salt "
              "their sessions to it, with no null key to load\n",
              key.kind() == SaltKind::kRsa ? "RSA" : "ECC", handle, tpm, key.created ? ", made by tpmsec" : "",
-             to_hex(key.name), store.path(tpm));
+             to_hex(key.name), store.where(StateRecord::kSaltKey, id));
   return ok_status();
 }
 
@@ -136,13 +137,14 @@ void register_provision(CLI::App& app, Action* action) {
         return usage_error(fmt::format("{} ends with this process: nothing to provision (use embedded:state=DIR)", tpm));
       }
       if (salt_key) return provision_salt_key(open, std::move(request), key_handle, o->create, o->remove);
-      BindStore store(default_state_dir());
-      TPMSEC_ASSIGN_OR_RETURN(std::optional<BindSecret> kept, store.get(tpm));
+      const TpmId id = TpmId::of(tpm);
+      FileHostState store;
+      TPMSEC_ASSIGN_OR_RETURN(std::optional<BindSecret> kept, store.bind_secret(id));
       if (o->remove) {
         if (!kept) return usage_error(fmt::format("{} is not provisioned: nothing to remove", tpm));
         Status undefined = undefine_bind_index(open.tpm(), kept->nv_index);
         if (!undefined.ok() && rc_base(undefined.error().tpm_rc()) != rc::kHandle) return undefined;
-        TPMSEC_RETURN_IF_ERROR(status_of(store.remove(tpm)));
+        TPMSEC_RETURN_IF_ERROR(status_of(store.erase(StateRecord::kBindSecret, id)));
         fmt::print(stderr, "tpmsec: removed the bind secret of {} (NV index 0x{:08x}{})\n", tpm, kept->nv_index,
                    undefined.ok() ? "" : ", already gone from the TPM");
         return ok_status();
@@ -150,7 +152,7 @@ void register_provision(CLI::App& app, Action* action) {
       if (kept) {
         return usage_error(fmt::format("{} is already provisioned (NV index 0x{:08x}, {}); 'tpmsec provision "
                                        "--remove' first",
-                                       tpm, kept->nv_index, store.path(tpm)));
+                                       tpm, kept->nv_index, store.where(StateRecord::kBindSecret, id)));
       }
       if (o->protection.unsalted) {
         return usage_error("--unsalted would send the bind secret where an interposer can read it");
@@ -158,7 +160,7 @@ void register_provision(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
       TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory());
       TPMSEC_ASSIGN_OR_RETURN(BindSecret secret, provision_bind_secret(*factory, index));
-      if (Status st = store.put(tpm, secret); !st.ok()) {
+      if (Status st = store.put_bind_secret(id, secret); !st.ok()) {
         (void)undefine_bind_index(open.tpm(), index);
         return st;
       }
@@ -166,7 +168,7 @@ void register_provision(CLI::App& app, Action* action) {
       fmt::print(stderr,
                  "tpmsec: provisioned {}: NV index 0x{:08x} holds a bind secret kept in {} (readable only by its "
                  "owner); protected commands now start unsalted sessions bound to it\n",
-                 tpm, index, store.path(tpm));
+                 tpm, index, store.where(StateRecord::kBindSecret, id));
       return ok_status();
     };
   });

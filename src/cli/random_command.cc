@@ -3,8 +3,7 @@
 
 #include "cli.h"
 #include "protection_options.h"
-#include "tpmsec/ek_pin.h"
-#include "tpmsec/pin_store.h"
+#include "tpmsec/file_host_state.h"
 
 namespace tpmsec::cli {
 
@@ -83,11 +82,12 @@ void register_null_key(CLI::App& app, Action* action) {
         if (o->protection.anchor_given()) return usage_error("--forget takes no --null-name");
         TPMSEC_ASSIGN_OR_RETURN(std::string spec, o->tpm.tpm_string());
         TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
-        PinStore store(default_state_dir());
-        TPMSEC_ASSIGN_OR_RETURN(bool forgot, store.forget(t->describe()));
-        TPMSEC_ASSIGN_OR_RETURN(bool forgot_ek, EkPinStore(default_state_dir()).forget(t->describe()));
+        auto host = std::make_shared<FileHostState>();
+        const TpmId tpm = TpmId::of(t->describe());
+        TPMSEC_ASSIGN_OR_RETURN(bool forgot, host->erase(StateRecord::kNullKeyPin, tpm));
+        TPMSEC_ASSIGN_OR_RETURN(bool forgot_ek, host->erase(StateRecord::kEkPin, tpm));
         // What one-shot commands kept of this TPM goes with the pin.
-        TPMSEC_RETURN_IF_ERROR(status_of(SessionCache(default_state_dir(), t->describe(), "").forget()));
+        TPMSEC_RETURN_IF_ERROR(status_of(SessionCache(host, tpm, "").forget()));
         fmt::print(stderr, "tpmsec: {} for {}\n", forgot ? "forgot the --tofu pin" : "no --tofu pin kept",
                    t->describe());
         if (forgot_ek) fmt::print(stderr, "tpmsec: forgot the --ek-ca EK pin for {}\n", t->describe());

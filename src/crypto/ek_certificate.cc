@@ -10,8 +10,6 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <vector>
 
@@ -28,23 +26,6 @@ using BioPtr = Owned<BIO, BIO_free_all>;
 using X509Ptr = Owned<X509, X509_free>;
 using StoreCtxPtr = Owned<X509_STORE_CTX, X509_STORE_CTX_free>;
 
-// A CA file larger than this is not a CA bundle (the system bundle is ~200 KiB).
-constexpr uintmax_t kMaxBundleFile = 4u << 20;
-// The most files a bundle directory may hold.
-constexpr size_t kMaxBundleFiles = 1024;
-
-Result<std::string> read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) return usage_error(fmt::format("cannot read CA file {}: {}", path.string(), ec.message()));
-  if (size > kMaxBundleFile) {
-    return usage_error(fmt::format("CA file {} is {} bytes, more than a CA bundle should be", path.string(), size));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return usage_error(fmt::format("cannot read CA file {}", path.string()));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // tcg-kp-EKCertificate (TCG EK Credential Profile for TPM Family 2.0, §3.2):
 // the extended key usage that says "this certifies a TPM's endorsement key".
 constexpr char kEkCertificateEku[] = "2.23.133.8.1";
@@ -59,8 +40,8 @@ bool is_ca(X509* cert) {
 
 // Adds every CA certificate of a PEM file to `store`; returns how many
 // certificates the file held (`*cas`: how many of them were CAs).
-Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path, size_t* cas) {
-  TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(path));
+Result<size_t> add_pem_file(X509_STORE* store, const PemFile& file, size_t* cas) {
+  const std::string& text = file.text;
   BioPtr bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
   if (!bio) return internal::openssl_error("BIO_new_mem_buf");
   size_t count = 0;
@@ -75,11 +56,11 @@ Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path
       }
       if (at_end) {
         ERR_clear_error();
-        return usage_error(fmt::format("CA file {} holds no PEM certificate", path.string()));
+        return usage_error(fmt::format("CA file {} holds no PEM certificate", file.name));
       }
       // The operator's file is malformed: a usage error, with OpenSSL's reason.
       Error reason = internal::openssl_error(fmt::format("reading certificate {}", count + 1));
-      return usage_error(fmt::format("CA file {} is not a valid PEM certificate bundle: {}", path.string(),
+      return usage_error(fmt::format("CA file {} is not a valid PEM certificate bundle: {}", file.name,
                                      reason.message()));
     }
     // Only a CA is an anchor or an intermediate: a leaf certificate in the
@@ -87,7 +68,7 @@ Result<size_t> add_pem_file(X509_STORE* store, const std::filesystem::path& path
     // nothing, not even for itself.
     if (is_ca(cert.get())) {
       if (X509_STORE_add_cert(store, cert.get()) != 1) {
-        return internal::openssl_error(fmt::format("adding certificate {} of {}", count + 1, path.string()));
+        return internal::openssl_error(fmt::format("adding certificate {} of {}", count + 1, file.name));
       }
       ++*cas;
     }
@@ -182,32 +163,14 @@ Result<X509Ptr> parse_der(ByteView der) {
 
 }  // namespace
 
-Result<CaBundle> CaBundle::load(const std::string& file_or_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::file_status status = fs::status(file_or_dir, ec);
-  if (ec || !fs::exists(status)) return usage_error(fmt::format("CA bundle {} does not exist", file_or_dir));
-  std::vector<fs::path> files;
-  if (fs::is_directory(status)) {
-    for (const fs::directory_entry& e : fs::directory_iterator(file_or_dir, ec)) {
-      if (!e.is_regular_file(ec)) continue;
-      if (files.size() == kMaxBundleFiles) {
-        return usage_error(fmt::format("CA directory {} holds more than {} files", file_or_dir, kMaxBundleFiles));
-      }
-      files.push_back(e.path());
-    }
-    if (ec) return usage_error(fmt::format("cannot list CA directory {}: {}", file_or_dir, ec.message()));
-    std::sort(files.begin(), files.end());  // errors name the same file every run
-  } else {
-    files.push_back(file_or_dir);
-  }
+Result<CaBundle> CaBundle::from_pem_files(const std::string& file_or_dir, const std::vector<PemFile>& files) {
   if (files.empty()) return usage_error(fmt::format("CA directory {} holds no certificate files", file_or_dir));
 
   CaBundle bundle;
   bundle.store_.reset(X509_STORE_new(), X509_STORE_free);
   if (!bundle.store_) return internal::openssl_error("X509_STORE_new");
   size_t certificates = 0;
-  for (const fs::path& f : files) {
+  for (const PemFile& f : files) {
     TPMSEC_ASSIGN_OR_RETURN(size_t n, add_pem_file(bundle.store_.get(), f, &bundle.count_));
     certificates += n;
   }

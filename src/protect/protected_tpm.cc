@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include "notice.h"
-#include "tpmsec/pin_store.h"
 #include "tpmsec/protect.h"
 
 namespace tpmsec {
@@ -22,11 +21,12 @@ void say(const Notice& notice, std::string_view line) {
   }
 }
 
-std::optional<SessionCache> session_cache_for(const Transport& base, bool keep) {
+std::optional<SessionCache> session_cache_for(const Transport& base, bool keep, std::shared_ptr<HostState> host) {
   if (!keep || !base.outlives_process()) return std::nullopt;
-  auto boot = host_boot_id();
+  if (!host) host = host_state_of(ProtectRequest{});
+  auto boot = host->boot_id();
   if (!boot.ok()) return std::nullopt;
-  return SessionCache(default_state_dir(), base.describe(), *boot);
+  return SessionCache(std::move(host), TpmId::of(base.describe()), *boot);
 }
 
 ProtectedTpm::~ProtectedTpm() = default;
@@ -46,9 +46,10 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
   if (!transport) return usage_error("no TPM transport");
   std::unique_ptr<ProtectedTpm> p(new ProtectedTpm());
   p->request_ = request;
+  p->request_.host = host_state_of(request);  // one for the cache and the anchor
   p->owned_transport_ = std::move(transport);
   p->base_ = p->owned_transport_.get();
-  p->cache_ = session_cache_for(*p->base_, request.keep);
+  p->cache_ = session_cache_for(*p->base_, request.keep, p->request_.host);
   p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
   p->tpm_ = p->owned_tpm_.get();
   std::optional<TpmInfo> known = p->cache_ ? p->cache_->info() : std::nullopt;
@@ -61,7 +62,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
     }
   }
   p->facts_ = facts_of(p->info_, *p->base_);
-  TPMSEC_RETURN_IF_ERROR(p->resolve(request));
+  TPMSEC_RETURN_IF_ERROR(p->resolve(p->request_));
   return p;
 }
 
@@ -69,12 +70,13 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& 
                                                           const TpmInfo& info, const TpmFacts& facts) {
   std::unique_ptr<ProtectedTpm> p(new ProtectedTpm());
   p->request_ = request;
+  p->request_.host = host_state_of(request);  // one for the cache and the anchor
   p->base_ = &base;
   p->tpm_ = &tpm;
   p->info_ = info;
   p->facts_ = facts;
-  p->cache_ = session_cache_for(base, request.keep);
-  TPMSEC_RETURN_IF_ERROR(p->resolve(request));
+  p->cache_ = session_cache_for(base, request.keep, p->request_.host);
+  TPMSEC_RETURN_IF_ERROR(p->resolve(p->request_));
   return p;
 }
 

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "state_file.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -24,48 +23,6 @@ NvPublic bind_index_public(uint32_t nv_index) {
 }
 
 Result<Bytes> nv_index_name(const NvPublic& nv_public) { return compute_name(nv_public); }
-
-BindStore::BindStore(const std::string& state_dir) : dir_(state_dir + "/bind") {}
-
-std::string BindStore::path(const std::string& tpm) const {
-  const std::string id = state_file::tpm_id(tpm);
-  return fmt::format("{}/{}", dir_, id);
-}
-
-Result<std::optional<BindSecret>> BindStore::get(const std::string& tpm) const {
-  const std::string file = path(tpm);
-  bool missing = false;
-  TPMSEC_ASSIGN_OR_RETURN(std::string text, state_file::read(file, &missing));
-  if (missing) return std::optional<BindSecret>();
-  auto f = state_file::parse_lines(text);
-  auto bad = [&] {
-    return parse_error(fmt::format("{}: not a tpmsec bind secret for {}; 'tpmsec provision --remove --tpm {}' "
-                                   "removes it",
-                                   file, tpm, tpm));
-  };
-  if (f["tpm"] != tpm) return bad();
-  const std::optional<uint32_t> index = state_file::handle_value(f["index"]);
-  auto secret = from_hex(f["secret"]);
-  if (!index || !secret.ok() || secret->size() != kBindSecretBytes) return bad();
-  BindSecret b;
-  b.nv_index = *index;
-  TPMSEC_ASSIGN_OR_RETURN(b.name, nv_index_name(bind_index_public(b.nv_index)));
-  b.secret = SecretBytes(*secret);
-  secure_wipe(secret->data(), secret->size());
-  secure_wipe(text.data(), text.size());
-  return std::optional<BindSecret>(std::move(b));
-}
-
-Status BindStore::put(const std::string& tpm, const BindSecret& b) {
-  if (tpm.find('\n') != std::string::npos) return usage_error("a TPM string with a newline cannot be provisioned");
-  std::string text =
-      fmt::format("tpm={}\nindex=0x{:08x}\nsecret={}\n", tpm, b.nv_index, to_hex(b.secret.view()));
-  Status st = state_file::write_private(dir_, path(tpm), text);
-  secure_wipe(text.data(), text.size());
-  return st;
-}
-
-Result<bool> BindStore::remove(const std::string& tpm) { return state_file::remove(path(tpm)); }
 
 Status undefine_bind_index(Tpm& tpm, uint32_t nv_index) {
   auto r = tpm.run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), NamedHandle::of(nv_index)},

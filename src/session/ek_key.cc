@@ -157,14 +157,12 @@ Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index) {
   return der;
 }
 
-Result<EkKey> EkKey::create(Tpm& tpm, SaltKind kind, const std::string& ca_path) {
-  TPMSEC_ASSIGN_OR_RETURN(crypto::CaBundle bundle, crypto::CaBundle::load(ca_path));
+Result<EkKey> EkKey::create(Tpm& tpm, SaltKind kind, const crypto::CaBundle& bundle) {
   TPMSEC_ASSIGN_OR_RETURN(Bytes der, read_ek_certificate(tpm, ek_certificate_index(kind)));
   return from_certificate(tpm, kind, der, bundle);
 }
 
-Result<EkKey> EkKey::create_preferred(Tpm& tpm, const std::string& ca_path) {
-  TPMSEC_ASSIGN_OR_RETURN(crypto::CaBundle bundle, crypto::CaBundle::load(ca_path));
+Result<EkKey> EkKey::create_preferred(Tpm& tpm, const crypto::CaBundle& bundle) {
   auto ecc = read_ek_certificate(tpm, kEkCertIndexEccP256);
   if (ecc.ok()) return from_certificate(tpm, SaltKind::kEcc, *ecc, bundle);
   if (ecc.error().kind() != ErrorKind::kUnsupported) return ecc.error();

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "tpmsec/crypto.h"
 #include "tpmsec/text.h"
 
@@ -48,26 +46,6 @@ Result<Bytes> name_of(const PublicArea& area) {
 
 Result<Bytes> compute_name(const Public& public_area) { return name_of(public_area); }
 Result<Bytes> compute_name(const NvPublic& nv_public) { return name_of(nv_public); }
-
-Result<Bytes> parse_null_name(const std::string& hex_or_path) {
-  std::string text(trim(hex_or_path));
-  if (text.find('/') != std::string::npos) {
-    std::ifstream in(text);
-    if (!in) return usage_error(fmt::format("cannot read null key name from {}", text));
-    std::string line;
-    std::getline(in, line);
-    text = std::string(trim(line));
-  }
-  auto name = from_hex(text);
-  if (!name.ok()) return usage_error("null key name: " + name.error().message());
-  if (name->size() < 2 || !digest_size(static_cast<uint16_t>((*name)[0] << 8 | (*name)[1])) ||
-      name->size() != 2u + *digest_size(static_cast<uint16_t>((*name)[0] << 8 | (*name)[1]))) {
-    return usage_error(fmt::format("null key name must be a hash algorithm id and its digest (68 hex digits for "
-                                   "SHA-256), got {} bytes",
-                                   name->size()));
-  }
-  return name;
-}
 
 Result<ScopedHandle> NullKey::create_checked(Tpm& tpm, Bytes* name, Public* out_public) {
   cmd::CreatePrimary c;

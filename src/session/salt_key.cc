@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "state_file.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -98,47 +97,6 @@ Status check_salt_key_public(const Public& p) {
   }
   return integrity_error(fmt::format("the key's type 0x{:04x} cannot take a salt (ECC or RSA)", p.type));
 }
-
-SaltKeyStore::SaltKeyStore(const std::string& state_dir) : dir_(state_dir + "/salt-key") {}
-
-std::string SaltKeyStore::path(const std::string& tpm) const {
-  const std::string id = state_file::tpm_id(tpm);
-  return fmt::format("{}/{}", dir_, id);
-}
-
-Result<std::optional<PersistentSaltKey>> SaltKeyStore::get(const std::string& tpm) const {
-  const std::string file = path(tpm);
-  bool missing = false;
-  TPMSEC_ASSIGN_OR_RETURN(std::string text, state_file::read(file, &missing));
-  if (missing) return std::optional<PersistentSaltKey>();
-  auto f = state_file::parse_lines(text);
-  auto bad = [&] {
-    return parse_error(fmt::format("{}: not a tpmsec salt key for {}; 'tpmsec provision --remove --salt-key --tpm {}' "
-                                   "removes it",
-                                   file, tpm, tpm));
-  };
-  if (f["tpm"] != tpm || (f["created"] != "0" && f["created"] != "1")) return bad();
-  PersistentSaltKey k;
-  k.handle = state_file::handle_value(f["handle"]).value_or(0);
-  auto pub_bytes = from_hex(f["public"]);
-  if (!persistent(k.handle) || !pub_bytes.ok()) return bad();
-  auto pub = unmarshal_exact<Public>(*pub_bytes, "kept salt key");
-  if (!pub.ok() || !check_salt_key_public(*pub).ok()) return bad();
-  k.public_area = std::move(*pub);
-  TPMSEC_ASSIGN_OR_RETURN(k.name, compute_name(k.public_area));
-  k.created = f["created"] == "1";
-  return std::optional<PersistentSaltKey>(std::move(k));
-}
-
-Status SaltKeyStore::put(const std::string& tpm, const PersistentSaltKey& k) {
-  if (tpm.find('\n') != std::string::npos) return usage_error("a TPM string with a newline cannot be provisioned");
-  TPMSEC_ASSIGN_OR_RETURN(Bytes pub, marshal_to_bytes(k.public_area));
-  return state_file::write_private(dir_, path(tpm),
-                                   fmt::format("tpm={}\nhandle=0x{:08x}\nname={}\npublic={}\ncreated={}\n", tpm,
-                                               k.handle, to_hex(k.name), to_hex(pub), k.created ? 1 : 0));
-}
-
-Result<bool> SaltKeyStore::remove(const std::string& tpm) { return state_file::remove(path(tpm)); }
 
 Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle) {
   TPMSEC_RETURN_IF_ERROR(check_persistent(handle));

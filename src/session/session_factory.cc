@@ -10,7 +10,7 @@ namespace tpmsec {
 SaltKind choose_salt(const TpmInfo& info) { return info.ecc_p256 ? SaltKind::kEcc : SaltKind::kRsa; }
 
 bool has_trust_anchor(const ProtectionConfig& config) {
-  return config.unsalted || config.bind || config.salt_key || config.pinned_null_name || !config.ek_ca.empty() ||
+  return config.unsalted || config.bind || config.salt_key || config.pinned_null_name || config.ek_ca ||
          config.trust_first_use;
 }
 
@@ -99,8 +99,8 @@ Result<EkKey> anchored_ek(Tpm& tpm, const ProtectionConfig& config, const TpmInf
   std::optional<SaltKind> kind = config.salt;
   if (!kind && pin_of(config, SaltKind::kEcc)) kind = SaltKind::kEcc;
   if (!kind && pin_of(config, SaltKind::kRsa)) kind = SaltKind::kRsa;
-  TPMSEC_ASSIGN_OR_RETURN(EkKey key, kind ? EkKey::create(tpm, *kind, config.ek_ca)
-                                          : EkKey::create_preferred(tpm, config.ek_ca));
+  TPMSEC_ASSIGN_OR_RETURN(EkKey key, kind ? EkKey::create(tpm, *kind, *config.ek_ca)
+                                          : EkKey::create_preferred(tpm, *config.ek_ca));
   const EkPin* pin = pin_of(config, key.kind());
   if (pin && pin->name != key.name()) {
     return integrity_error(fmt::format("the TPM's certified EK is {}, but this TPM's EK was pinned as {}: another "
@@ -150,14 +150,14 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
   std::unique_ptr<SessionFactory> f(new SessionFactory(tpm, config));
   if (config.bind) {
     // Bound to the provisioned secret: the key needs no salt.
-    if (config.unsalted || !config.ek_ca.empty()) {
+    if (config.unsalted || config.ek_ca) {
       return usage_error("a bind secret takes the place of a salt: not with --unsalted or --ek-ca");
     }
     return f;
   }
   if (config.salt_key && !config.unsalted) {
     // A pinned persistent key: nothing to create or load.
-    if (!config.ek_ca.empty()) return usage_error("a pinned salt key takes the place of --ek-ca: not both");
+    if (config.ek_ca) return usage_error("a pinned salt key takes the place of --ek-ca: not both");
     if (config.salt && *config.salt != config.salt_key->kind()) {
       return usage_error(fmt::format("the pinned salt key at 0x{:08x} is {}: --salt {} cannot be used with it",
                                      config.salt_key->handle, config.salt_key->kind() == SaltKind::kRsa ? "RSA" : "ECC",
@@ -166,7 +166,7 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
     f->config_.salt = config.salt_key->kind();
     return f;
   }
-  if (!config.unsalted && !config.ek_ca.empty()) {
+  if (!config.unsalted && config.ek_ca) {
     TPMSEC_ASSIGN_OR_RETURN(EkKey key, anchored_ek(tpm, config, info));
     f->config_.salt = key.kind();
     f->ek_key_ = std::move(key);

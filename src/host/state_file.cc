@@ -9,17 +9,13 @@
 #include <sstream>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/crypto.h"
 #include "tpmsec/files.h"
 #include "tpmsec/text.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::state_file {
 
-std::string tpm_id(const std::string& tpm) {
-  auto digest = crypto::hash(alg::kSha256, {as_bytes(std::string_view(tpm))});
-  return digest.ok() ? to_hex(ByteView(*digest).first(16)) : "unknown";
-}
+const char* salt_label(SaltKind kind) { return kind == SaltKind::kRsa ? "rsa" : "ecc"; }
 
 std::optional<uint32_t> handle_value(const std::string& text) {
   if (text.size() != 10 || text.rfind("0x", 0) != 0) return std::nullopt;
@@ -42,6 +38,15 @@ std::map<std::string, std::string> parse_lines(const std::string& text) {
     if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
   }
   return out;
+}
+
+Result<std::optional<std::map<std::string, std::string>>> read_fields(const std::string& path) {
+  bool missing = false;
+  TPMSEC_ASSIGN_OR_RETURN(std::string text, read(path, &missing));
+  if (missing) return std::optional<std::map<std::string, std::string>>();
+  auto fields = parse_lines(text);
+  secure_wipe(text.data(), text.size());
+  return std::optional<std::map<std::string, std::string>>(std::move(fields));
 }
 
 Status make_private_dir(const std::string& dir) { return files::make_private_dir(dir); }

@@ -1,0 +1,132 @@
+// What tpmsec keeps on, and reads from, the host it runs on: the one typed
+// store of host state, keyed by TPM (tpm_id.h), as LevelDB's Env is the one
+// way its core reaches the operating system. The core (wire, crypto,
+// sessions, strategies) does no file system, /proc or /sys access of its
+// own: what it needs of the host it is handed through a HostState, which the
+// protect layer makes (protect.h: ProtectRequest::host).
+//
+// Implementations:
+//   - FileHostState (file_host_state.h, the tpmsec_host target): the state
+//     directory (0600 files in 0700 directories, never through a planted
+//     symbolic link; files.h), /proc's boot id, /sys's null_name pins;
+//   - MemoryHostState (testing/memory_host_state.h): in memory, for tests
+//     that need no state directory.
+//
+// Records are kept per TPM string. A record that cannot be read back as
+// written is a kParse error naming where it is and how to remove it (a pin
+// or a secret is never silently dropped); the kept session cache is the
+// exception: it is only ever a cache, so a bad one reads as none.
+#ifndef TPMSEC_HOST_STATE_H_
+#define TPMSEC_HOST_STATE_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tpmsec/bind_secret.h"
+#include "tpmsec/bytes.h"
+#include "tpmsec/ek_certificate.h"
+#include "tpmsec/ek_pin.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/result.h"
+#include "tpmsec/salt_key.h"
+#include "tpmsec/tpm_id.h"
+#include "tpmsec/tpm_info.h"
+
+namespace tpmsec {
+
+// Trust on first use of the null key (--tofu), kept per TPM, salt kind and
+// host boot.
+//
+// The null key's name is a function of the TPM's null seed, which every TPM
+// Reset (every host boot) regenerates. A pin therefore holds for one boot of
+// this host: it is stored with the host's boot id (HostState::boot_id()). A
+// pin of an earlier boot is stale: the next first use replaces it.
+//
+// What it rests on (docs/threat-model.md): the first use of each boot being
+// clean. An interposer present at that first use wins until the pin is
+// forgotten; one that arrives later is caught (the name differs: exit 3).
+// Nothing from the TPM is used to decide which boot it is: a forged "new
+// boot" could otherwise make tpmsec take a new pin.
+struct NullKeyPin {
+  Bytes name;
+  std::string boot_id;
+};
+
+// The kinds of record, for erase() and where().
+enum class StateRecord {
+  kNullKeyPin,   // NullKeyPin, per salt kind
+  kEkPin,        // EkPinRecord (ek_pin.h), per salt kind
+  kKeptInfo,     // the kept capabilities (session_cache.h)
+  kKeptNullKey,  // the kept null key (session_cache.h), per salt kind
+  kBindSecret,   // BindSecret (bind_secret.h)
+  kSaltKey,      // PersistentSaltKey (salt_key.h)
+};
+
+class HostState {
+ public:
+  virtual ~HostState();
+
+  // This host's boot id (the kernel's /proc/sys/kernel/random/boot_id):
+  // what ties a record to one boot of the host (a TPM Reset).
+  virtual Result<std::string> boot_id() = 0;
+
+  // --tofu pins. none when there is none.
+  virtual Result<std::optional<NullKeyPin>> null_key_pin(const TpmId& tpm, SaltKind kind) const = 0;
+  // Keeps `pin` whole or not at all.
+  virtual Status put_null_key_pin(const TpmId& tpm, SaltKind kind, const NullKeyPin& pin) = 0;
+
+  // --ek-ca's pins of the EK (ek_pin.h).
+  virtual Result<std::optional<EkPinRecord>> ek_pin(const TpmId& tpm, SaltKind kind) const = 0;
+  virtual Status put_ek_pin(const TpmId& tpm, SaltKind kind, const EkPinRecord& record) = 0;
+
+  // What one-shot commands keep for the next process (session_cache.h), of
+  // `boot` only: none when nothing is kept, it is of another boot, or it
+  // does not read back.
+  virtual std::optional<TpmInfo> kept_info(const TpmId& tpm, const std::string& boot) const = 0;
+  virtual Status put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) = 0;
+  virtual std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                         SaltKind kind) const = 0;
+  virtual Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) = 0;
+
+  // What `tpmsec provision` kept (bind_secret.h, salt_key.h).
+  virtual Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const = 0;
+  virtual Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) = 0;
+  virtual Result<std::optional<PersistentSaltKey>> salt_key(const TpmId& tpm) const = 0;
+  virtual Status put_salt_key(const TpmId& tpm, const PersistentSaltKey& key) = 0;
+
+  // Removes the records `what` of `tpm` (of every salt kind). True when one
+  // existed.
+  virtual Result<bool> erase(StateRecord what, const TpmId& tpm) = 0;
+  // Where records of `what` are kept (a directory), and where the one of
+  // `tpm` (and `kind`, for a kind kept per salt kind) is: for what a person
+  // reads.
+  virtual std::string where(StateRecord what) const = 0;
+  virtual std::string where(StateRecord what, const TpmId& tpm, SaltKind kind = SaltKind::kEcc) const = 0;
+
+  // The file in which the kernel exports its pin of the null key of the TPM
+  // behind `device_path` (kernel_pin.h); empty when it exports none.
+  virtual std::string kernel_null_name_file(std::string_view device_path) const = 0;
+  // A file the user named (a null key's name in the kernel's format): its
+  // first line. kUsage "cannot read null key name from PATH" when it cannot
+  // be read.
+  virtual Result<std::string> read_null_name_file(const std::string& path) const = 0;
+  // The PEM files of a CA bundle (ek_certificate.h): the file, or each
+  // regular file of the directory in name order. kUsage naming the bundle
+  // or file when it does not exist or cannot be read.
+  virtual Result<std::vector<crypto::PemFile>> read_ca_files(const std::string& file_or_dir) const = 0;
+};
+
+// A null key's name given as hex (68 digits for SHA-256), or as the path of a
+// file holding it in the kernel's sysfs format (read through `host`).
+Result<Bytes> parse_null_name(const std::string& hex_or_path, const HostState& host);
+
+// The CA bundle `file_or_dir` (a PEM file or a directory of them), read
+// through `host` (crypto::CaBundle::from_pem_files).
+Result<crypto::CaBundle> load_ca_bundle(const std::string& file_or_dir, const HostState& host);
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_HOST_STATE_H_

@@ -1,0 +1,24 @@
+// Which TPM host state is kept for (host_state.h): the TPM string a transport
+// describes itself by (Transport::describe(), transport.h), and the key a
+// store files it under, computed here once.
+#ifndef TPMSEC_TPM_ID_H_
+#define TPMSEC_TPM_ID_H_
+
+#include <string>
+
+namespace tpmsec {
+
+struct TpmId {
+  // The TPM string ("device:/dev/tpmrm0", "swtpm:host=...,port=2321"): what
+  // records hold and messages show. It can hold any character.
+  std::string text;
+  // A name safe in any file system: the first 16 bytes of SHA-256(text), in
+  // lowercase hex (32 characters).
+  std::string key;
+
+  static TpmId of(std::string text);
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_TPM_ID_H_

@@ -1,0 +1,172 @@
+// The kept session cache's files (file_host_state.h, session_cache.h).
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <sstream>
+
+#include "state_file.h"
+#include "tpmsec/file_host_state.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/text.h"
+
+namespace tpmsec {
+namespace {
+
+std::optional<uint32_t> number(const std::map<std::string, std::string>& f, const std::string& key) {
+  auto it = f.find(key);
+  if (it == f.end()) return std::nullopt;
+  uint32_t v = 0;
+  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size()) return std::nullopt;
+  return v;
+}
+
+template <typename T>
+std::optional<T> unmarshal_hex(const std::string& hex) {
+  auto bytes = from_hex(hex);
+  if (!bytes.ok()) return std::nullopt;
+  Reader r(*bytes);
+  T v;
+  unmarshal(r, v);
+  r.expect_end("kept value");
+  if (!r.ok()) return std::nullopt;
+  return v;
+}
+
+// The fields of TpmInfo that read_tpm_info fills, as key=value lines.
+std::string info_lines(const TpmInfo& i) {
+  std::string out = fmt::format(
+      "manufacturer={}\nvendor1={}\nvendor2={}\nvendor3={}\nvendor4={}\nfirmware1={}\nfirmware2={}\nfamily={}\n"
+      "level={}\nrevision={}\nday={}\nyear={}\ntype={}\npcr_count={}\necc_p256={}\nrsa_2048={}\nloaded_sessions={}\n"
+      "active_sessions={}\ntransient_objects={}\nobject_context={}\nsession_context={}\ninput_buffer={}\n",
+      i.manufacturer_raw, i.vendor_raw[0], i.vendor_raw[1], i.vendor_raw[2], i.vendor_raw[3], i.firmware_version_1,
+      i.firmware_version_2, to_hex(as_bytes(std::string_view(i.spec_family))), i.spec_level, i.spec_revision,
+      i.spec_day_of_year, i.spec_year, i.tpm_type, i.pcr_count, int(i.ecc_p256), int(i.rsa_2048),
+      i.max_loaded_sessions, i.max_active_sessions, i.max_transient_objects, i.max_object_context,
+      i.max_session_context, i.input_buffer);
+  for (const PcrBank& b : i.pcr_banks) {
+    out += fmt::format("bank={}:{}\n", b.hash, fmt::join(b.pcrs, ","));
+  }
+  return out;
+}
+
+std::optional<TpmInfo> info_from(const std::string& text) {
+  auto f = state_file::parse_lines(text);
+  TpmInfo i;
+  std::array<uint32_t*, 19> fields{&i.manufacturer_raw,  &i.vendor_raw[0],        &i.vendor_raw[1],
+                                   &i.vendor_raw[2],     &i.vendor_raw[3],        &i.firmware_version_1,
+                                   &i.firmware_version_2, &i.spec_level,          &i.spec_revision,
+                                   &i.spec_day_of_year,  &i.spec_year,            &i.tpm_type,
+                                   &i.pcr_count,         &i.max_loaded_sessions,  &i.max_active_sessions,
+                                   &i.max_transient_objects, &i.max_object_context, &i.max_session_context,
+                                   &i.input_buffer};
+  static const std::array<const char*, 19> keys{
+      "manufacturer", "vendor1",        "vendor2",         "vendor3",           "vendor4",
+      "firmware1",    "firmware2",      "level",           "revision",          "day",
+      "year",         "type",           "pcr_count",       "loaded_sessions",   "active_sessions",
+      "transient_objects", "object_context", "session_context", "input_buffer"};
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto v = number(f, keys[k]);
+    if (!v) return std::nullopt;
+    *fields[k] = *v;
+  }
+  auto ecc = number(f, "ecc_p256"), rsa = number(f, "rsa_2048");
+  auto family = from_hex(f["family"]);
+  if (!ecc || !rsa || !family.ok()) return std::nullopt;
+  i.ecc_p256 = *ecc != 0;
+  i.rsa_2048 = *rsa != 0;
+  i.spec_family.assign(family->begin(), family->end());
+  i.manufacturer = property_text(i.manufacturer_raw);
+  for (size_t k = 0; k < 4; ++k) i.vendor_strings[k] = property_text(i.vendor_raw[k]);
+  // Banks: the only repeated key, read again line by line.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("bank=", 0) != 0) continue;
+    std::string_view rest = std::string_view(line).substr(5);
+    size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    PcrBank bank;
+    uint32_t hash = 0;
+    if (std::from_chars(rest.data(), rest.data() + colon, hash).ec != std::errc() || hash > 0xffff) return std::nullopt;
+    bank.hash = static_cast<uint16_t>(hash);
+    rest.remove_prefix(colon + 1);
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      uint32_t pcr = 0;
+      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), pcr);
+      if (ec != std::errc() || end != item.data() + item.size() || pcr > 1024) return std::nullopt;
+      bank.pcrs.push_back(pcr);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    i.pcr_banks.push_back(std::move(bank));
+  }
+  return i;
+}
+
+}  // namespace
+
+namespace {
+
+// The lines of a kept file when it is of `tpm` and `boot`.
+std::optional<std::map<std::string, std::string>> read_kept(const std::string& file, const std::string& tpm,
+                                                            const std::string& boot, std::string* text) {
+  bool missing = false;
+  auto read = state_file::read(file, &missing);
+  if (!read.ok() || missing) return std::nullopt;
+  auto fields = state_file::parse_lines(*read);
+  if (fields["tpm"] != tpm || fields["boot"] != boot) return std::nullopt;
+  if (text) *text = std::move(*read);
+  return fields;
+}
+
+Status check_line_safe(const std::string& tpm, const std::string& boot) {
+  if (tpm.find('\n') != std::string::npos || boot.find('\n') != std::string::npos) {
+    return usage_error("a TPM string or boot id with a newline cannot be kept");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+std::optional<TpmInfo> FileHostState::kept_info(const TpmId& tpm, const std::string& boot) const {
+  std::string text;
+  if (!read_kept(where(StateRecord::kKeptInfo, tpm), tpm.text, boot, &text)) return std::nullopt;
+  return info_from(text);
+}
+
+std::optional<NullKey::Snapshot> FileHostState::kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                              SaltKind kind) const {
+  auto f = read_kept(where(StateRecord::kKeptNullKey, tpm, kind), tpm.text, boot, nullptr);
+  if (!f) return std::nullopt;
+  NullKey::Snapshot s;
+  s.kind = kind;
+  auto pub = unmarshal_hex<Public>((*f)["public"]);
+  auto context = unmarshal_hex<Context>((*f)["context"]);
+  auto name = from_hex((*f)["name"]);
+  if (!pub || !context || !name.ok()) return std::nullopt;
+  s.public_area = std::move(*pub);
+  s.context = std::move(*context);
+  s.name = std::move(*name);
+  return s;
+}
+
+Status FileHostState::put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) {
+  TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
+  return state_file::write_private(where(StateRecord::kKeptInfo), where(StateRecord::kKeptInfo, tpm),
+                                   fmt::format("tpm={}\nboot={}\n{}", tpm.text, boot, info_lines(info)));
+}
+
+Status FileHostState::put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) {
+  TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes pub, marshal_to_bytes(key.public_area));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes context, marshal_to_bytes(key.context));
+  return state_file::write_private(where(StateRecord::kKeptNullKey), where(StateRecord::kKeptNullKey, tpm, key.kind),
+                                   fmt::format("tpm={}\nboot={}\npublic={}\nname={}\ncontext={}\n", tpm.text, boot,
+                                               to_hex(pub), to_hex(key.name), to_hex(context)));
+}
+
+}  // namespace tpmsec

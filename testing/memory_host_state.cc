@@ -1,0 +1,70 @@
+#include "testing/memory_host_state.h"
+
+#include <fmt/format.h>
+
+namespace tpmsec::testing {
+namespace {
+
+template <typename Map>
+bool erase_tpm(Map& map, const std::string& key) {
+  bool any = false;
+  for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) any = map.erase({key, kind}) > 0 || any;
+  return any;
+}
+
+// A BindSecret's secret is not copyable: a copy is made on purpose.
+BindSecret clone(const BindSecret& b) { return BindSecret{b.nv_index, b.name, b.secret.clone()}; }
+
+const char* label(SaltKind kind) { return kind == SaltKind::kRsa ? "rsa" : "ecc"; }
+
+}  // namespace
+
+Result<std::optional<BindSecret>> MemoryHostState::bind_secret(const TpmId& tpm) const {
+  auto it = bind_secrets_.find(tpm.key);
+  if (it == bind_secrets_.end()) return std::optional<BindSecret>();
+  return std::optional<BindSecret>(clone(it->second));
+}
+
+Status MemoryHostState::put_bind_secret(const TpmId& tpm, const BindSecret& secret) {
+  bind_secrets_.insert_or_assign(tpm.key, clone(secret));
+  return ok_status();
+}
+
+Result<bool> MemoryHostState::erase(StateRecord what, const TpmId& tpm) {
+  switch (what) {
+    case StateRecord::kNullKeyPin: return erase_tpm(null_key_pins_, tpm.key);
+    case StateRecord::kEkPin: return erase_tpm(ek_pins_, tpm.key);
+    case StateRecord::kKeptInfo: return kept_info_.erase(tpm.key) > 0;
+    case StateRecord::kKeptNullKey: return erase_tpm(kept_null_keys_, tpm.key);
+    case StateRecord::kBindSecret: return bind_secrets_.erase(tpm.key) > 0;
+    case StateRecord::kSaltKey: return salt_keys_.erase(tpm.key) > 0;
+  }
+  return false;
+}
+
+std::string MemoryHostState::where(StateRecord what) const {
+  return fmt::format("memory:record-{}", static_cast<int>(what));
+}
+
+std::string MemoryHostState::where(StateRecord what, const TpmId& tpm, SaltKind kind) const {
+  return fmt::format("{}/{}-{}", where(what), tpm.key, label(kind));
+}
+
+Result<std::string> MemoryHostState::read_null_name_file(const std::string& path) const {
+  auto text = find(files_, path);
+  if (!text) return usage_error(fmt::format("cannot read null key name from {}", path));
+  return text->substr(0, text->find('\n'));
+}
+
+Result<std::vector<crypto::PemFile>> MemoryHostState::read_ca_files(const std::string& file_or_dir) const {
+  std::vector<crypto::PemFile> out;
+  if (auto text = find(files_, file_or_dir)) return std::vector<crypto::PemFile>{{file_or_dir, *text}};
+  const std::string dir = file_or_dir + "/";
+  for (auto it = files_.lower_bound(dir); it != files_.end() && it->first.rfind(dir, 0) == 0; ++it) {
+    out.push_back({it->first, it->second});
+  }
+  if (out.empty()) return usage_error(fmt::format("CA bundle {} does not exist", file_or_dir));
+  return out;
+}
+
+}  // namespace tpmsec::testing

@@ -1,0 +1,111 @@
+// The host-state layer's file system (FileHostState, file_host_state.h, the
+// tpmsec_host target): each record kept whole in its file where it always
+// was, 0600 in a 0700 directory, a malformed file an error naming it and how
+// to forget it, the kernel's pins found under /sys. The protect path over
+// host state in memory, with no state directory, is in trust_anchor_test.cc.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tpmsec/file_host_state.h"
+#include "tpmsec/kernel_pin.h"
+
+namespace tpmsec {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_dir(const char* prefix) {
+  std::string tmpl = ::testing::TempDir() + "/" + prefix + "-XXXXXX";
+  return ::mkdtemp(tmpl.data()) ? tmpl : "";
+}
+
+fs::perms permissions(const std::string& path) { return fs::status(path).permissions() & fs::perms::all; }
+
+TEST(FileHostState, AMalformedPinFileIsAnErrorNamingIt) {
+  std::string dir = temp_dir("pins");
+  FileHostState store(dir);
+  const TpmId tpm = TpmId::of("swtpm:path=/x");
+  ASSERT_TRUE(store.put_null_key_pin(tpm, SaltKind::kEcc, {Bytes{0, 0x0b, 1}, "b"}).ok());
+  const std::string file = store.where(StateRecord::kNullKeyPin, tpm, SaltKind::kEcc);
+  std::ofstream(file) << "tpm=swtpm:path=/other\nsalt=ecc\nboot=b\nname=000b01\n";
+  auto r = store.null_key_pin(tpm, SaltKind::kEcc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(file), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// The EK pins (--ek-ca): kept whole per TPM string and key type, 0600 in a
+// 0700 directory, a malformed file an error naming it and how to forget
+// it, and erase() dropping both key types.
+TEST(FileHostState, EkPinsAreKeptCheckedAndForgotten) {
+  std::string dir = temp_dir("ek-pins");
+  FileHostState store(dir);
+  const TpmId tpm = TpmId::of("swtpm:host=127.0.0.1,port=1");
+  Bytes ek{0, 0x0b, 1, 2}, null_name{0, 0x0b, 3};
+  ASSERT_TRUE(store.put_ek_pin(tpm, SaltKind::kEcc, {ek, "", {}}).ok());
+  ASSERT_TRUE(store.put_ek_pin(tpm, SaltKind::kRsa, {ek, "boot-1", null_name}).ok());
+  auto ecc = store.ek_pin(tpm, SaltKind::kEcc);
+  ASSERT_TRUE(ecc.ok()) << ecc.error().message();
+  ASSERT_TRUE(ecc->has_value());
+  EXPECT_EQ((*ecc)->name, ek);
+  EXPECT_EQ((*ecc)->null_boot, "");
+  auto rsa = store.ek_pin(tpm, SaltKind::kRsa);
+  ASSERT_TRUE(rsa.ok() && rsa->has_value());
+  EXPECT_EQ((*rsa)->null_boot, "boot-1");
+  EXPECT_EQ((*rsa)->null_name, null_name);
+  const std::string file = store.where(StateRecord::kEkPin, tpm, SaltKind::kEcc);
+  EXPECT_EQ(permissions(file), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(permissions(store.where(StateRecord::kEkPin)), fs::perms::owner_all);
+  EXPECT_FALSE(store.ek_pin(TpmId::of("another TPM"), SaltKind::kEcc)->has_value());
+
+  std::ofstream(file) << "tpm=swtpm:host=other\nsalt=ecc\nname=000b01\n";
+  auto bad = store.ek_pin(tpm, SaltKind::kEcc);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find(file), std::string::npos);
+  EXPECT_NE(bad.error().message().find("null-key --forget"), std::string::npos);
+
+  auto forgot = store.erase(StateRecord::kEkPin, tpm);
+  ASSERT_TRUE(forgot.ok());
+  EXPECT_TRUE(*forgot);
+  EXPECT_FALSE(store.ek_pin(tpm, SaltKind::kRsa)->has_value());
+  EXPECT_FALSE(*store.erase(StateRecord::kEkPin, tpm));
+  fs::remove_all(dir);
+}
+
+// Every record is where it always was (existing state directories keep
+// working): DIR/<folder>/<first 16 bytes of SHA-256(TPM string)>[-suffix].
+TEST(FileHostState, RecordsKeepTheirPaths) {
+  FileHostState store("/state");
+  const TpmId tpm = TpmId::of("swtpm:port=1");
+  ASSERT_EQ(tpm.key.size(), 32u);
+  EXPECT_EQ(tpm.text, "swtpm:port=1");
+  EXPECT_EQ(store.where(StateRecord::kNullKeyPin, tpm, SaltKind::kRsa), "/state/null-key-pins/" + tpm.key + "-rsa");
+  EXPECT_EQ(store.where(StateRecord::kEkPin, tpm, SaltKind::kEcc), "/state/ek-pins/" + tpm.key + "-ecc");
+  EXPECT_EQ(store.where(StateRecord::kKeptInfo, tpm), "/state/session-cache/" + tpm.key + "-info");
+  EXPECT_EQ(store.where(StateRecord::kKeptNullKey, tpm, SaltKind::kEcc), "/state/session-cache/" + tpm.key + "-ecc");
+  EXPECT_EQ(store.where(StateRecord::kBindSecret, tpm), "/state/bind/" + tpm.key);
+  EXPECT_EQ(store.where(StateRecord::kSaltKey, tpm), "/state/salt-key/" + tpm.key);
+}
+
+TEST(KernelPin, DevicePathsMapToTheirSysfsFile) {
+  std::string root = temp_dir("sysfs");
+  fs::create_directories(root + "/class/tpm/tpm0");
+  std::ofstream(root + "/class/tpm/tpm0/null_name") << "000b" << std::string(64, 'a') << "\n";
+  ::setenv("TPMSEC_SYSFS_ROOT", root.c_str(), 1);
+  EXPECT_EQ(kernel_null_name_file("/dev/tpmrm0"), root + "/class/tpm/tpm0/null_name");
+  EXPECT_EQ(kernel_null_name_file("/dev/tpm0"), root + "/class/tpm/tpm0/null_name");
+  EXPECT_EQ(kernel_null_name_file("/dev/tpm1"), "") << "no pin exported for tpm1";
+  EXPECT_EQ(kernel_null_name_file("/dev/tpmrmx"), "");
+  EXPECT_EQ(kernel_null_name_file("/tmp/sock"), "");
+  EXPECT_EQ(FileHostState("/state").kernel_null_name_file("/dev/tpmrm0"), root + "/class/tpm/tpm0/null_name");
+  ::unsetenv("TPMSEC_SYSFS_ROOT");
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace tpmsec
