@@ -108,6 +108,27 @@ class TctiTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(mu_);
     return bus_;
   }
+  // No loaded or saved session and no transient object left on the TPM.
+  void expect_no_handles_left() {
+    for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
+      auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
+      ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
+      EXPECT_EQ(left.out, "") << kind;
+    }
+  }
+  // The interposer that owns the salt key (support/attacker.h) on the bus,
+  // substituting its own digest in every PCR_Extend.
+  std::unique_ptr<testing::NullKeyAttacker> owns_the_salt_key() {
+    auto a = testing::NullKeyAttacker::create(testing::AttackerOptions{Bytes(32, 0x66)});
+    EXPECT_TRUE(a.ok()) << a.error().message();
+    if (!a.ok()) return nullptr;
+    rule_ = (*a)->rule();
+    return std::move(*a);
+  }
+  static std::string slurp(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
   // The command codes the bus carried, and forgets them.
   std::vector<uint32_t> take_codes() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -334,11 +355,7 @@ TEST_F(TctiTest, FlushingEverySessionThroughItLeavesNothingBehind) {
   EXPECT_NE(text.find("FlushContext 0x00000165 wrapped=0 encrypted=0 passed=1"), std::string::npos) << text;
   auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
   EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
-  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
-    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
-    ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
-    EXPECT_EQ(left.out, "") << kind;
-  }
+  expect_no_handles_left();
 }
 
 // The attacker flushes the TCTI's session just before a command reaches the
@@ -499,18 +516,10 @@ TEST_F(TctiTest, CreateEkWithThreeSessionsOfItsOwnWorksThroughIt) {
   EXPECT_NE(text.find("EvictControl 0x00000120 wrapped=1 encrypted=0 passed=0"), std::string::npos) << text;
   auto plain = run_command({"tpm2_readpublic", "-T", direct(), "-c", "0x81010005", "-o", path("plain.pub")});
   ASSERT_EQ(plain.exit_code, 0) << testing::describe(plain);
-  auto read = [&](const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  EXPECT_EQ(read(path("ek.pub")), read(path("plain.pub")));
+  EXPECT_EQ(slurp(path("ek.pub")), slurp(path("plain.pub")));
   auto evict = run_command({"tpm2_evictcontrol", "-T", direct(), "-C", "o", "-c", "0x81010005"});
   EXPECT_EQ(evict.exit_code, 0) << testing::describe(evict);
-  for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
-    auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
-    ASSERT_EQ(left.exit_code, 0) << testing::describe(left);
-    EXPECT_EQ(left.out, "") << kind;
-  }
+  expect_no_handles_left();
 }
 
 // The interposer that owns the salt key (support/attacker.h) answers the
@@ -519,10 +528,9 @@ TEST_F(TctiTest, CreateEkWithThreeSessionsOfItsOwnWorksThroughIt) {
 // name and refuses to initialize: the tool fails, no session is salted to the
 // attacker's key, and the attacker's digest never reaches the PCR.
 TEST_F(TctiTest, ASubstitutedSaltKeyIsRefusedAtInit) {
-  Bytes digest(32, 0x71), attackers(32, 0x66);
-  auto attacker = testing::NullKeyAttacker::create(testing::AttackerOptions{attackers});
-  ASSERT_TRUE(attacker.ok()) << attacker.error().message();
-  rule_ = (*attacker)->rule();
+  Bytes digest(32, 0x71);
+  auto attacker = owns_the_salt_key();
+  ASSERT_TRUE(attacker);
   Bytes before = pcr16();
   auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
   EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
@@ -530,9 +538,9 @@ TEST_F(TctiTest, ASubstitutedSaltKeyIsRefusedAtInit) {
   auto random = tool({"tpm2_getrandom", "--hex", "16"}, tcti());
   EXPECT_NE(random.exit_code, 0) << testing::describe(random);
   EXPECT_EQ(random.out, "") << "bytes vouched for by the attacker's session were printed";
-  EXPECT_EQ((*attacker)->error(), "");
-  EXPECT_GT((*attacker)->counters().keys_substituted, 0u);
-  EXPECT_EQ((*attacker)->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
+  EXPECT_EQ(attacker->error(), "");
+  EXPECT_GT(attacker->counters().keys_substituted, 0u);
+  EXPECT_EQ(attacker->counters().salts_recovered, 0u) << "a session was salted to the attacker's key";
   EXPECT_EQ(pcr16(), before);
 }
 
@@ -542,19 +550,18 @@ TEST_F(TctiTest, ASubstitutedSaltKeyIsRefusedAtInit) {
 // to it, rewriting the digest on the bus, the TPM refuses (the session's
 // HMAC covers it): the tool fails and the PCR keeps its value.
 TEST_F(TctiTest, AKeptNullKeyLeavesTheAttackerNothingToSubstitute) {
-  Bytes digest(32, 0x72), attackers(32, 0x67);
+  Bytes digest(32, 0x72);
   auto genuine = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
   ASSERT_EQ(genuine.exit_code, 0) << testing::describe(genuine);
-  auto attacker = testing::NullKeyAttacker::create(testing::AttackerOptions{attackers});
-  ASSERT_TRUE(attacker.ok()) << attacker.error().message();
-  rule_ = (*attacker)->rule();
+  auto attacker = owns_the_salt_key();
+  ASSERT_TRUE(attacker);
   Bytes before = pcr16();
   auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)}, tcti());
   EXPECT_NE(ext.exit_code, 0) << testing::describe(ext);
-  EXPECT_EQ((*attacker)->error(), "");
-  EXPECT_EQ((*attacker)->counters().keys_substituted, 0u);
-  EXPECT_EQ((*attacker)->counters().salts_recovered, 0u);
-  EXPECT_GT((*attacker)->counters().extends_substituted, 0u);
+  EXPECT_EQ(attacker->error(), "");
+  EXPECT_EQ(attacker->counters().keys_substituted, 0u);
+  EXPECT_EQ(attacker->counters().salts_recovered, 0u);
+  EXPECT_GT(attacker->counters().extends_substituted, 0u);
   EXPECT_EQ(pcr16(), before);
 }
 
