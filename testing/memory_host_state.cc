@@ -38,6 +38,8 @@ Result<bool> MemoryHostState::erase(StateRecord what, const TpmId& tpm) {
     case StateRecord::kKeptNullKey: return erase_tpm(kept_null_keys_, tpm.key);
     case StateRecord::kBindSecret: return bind_secrets_.erase(tpm.key) > 0;
     case StateRecord::kSaltKey: return salt_keys_.erase(tpm.key) > 0;
+    case StateRecord::kKeptCommandCount:
+      return std::erase_if(kept_command_counts_, [&](const auto& e) { return e.first.first == tpm.key; }) > 0;
   }
   return false;
 }

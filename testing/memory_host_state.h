@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "tpmsec/host_state.h"
 
@@ -59,6 +60,18 @@ class MemoryHostState final : public HostState {
     kept_null_keys_[{tpm.key, key.kind}] = {boot, key};
     return ok_status();
   }
+  std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                             const ProgramId& program) const override {
+    return of_boot(find(kept_command_counts_, std::pair(tpm.key, program.key)), boot);
+  }
+  Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
+                                uint64_t count) override {
+    kept_command_counts_[{tpm.key, program.key}] = {boot, count};
+    return ok_status();
+  }
+  // The program this process runs, as the test says (default "/usr/bin/test-program").
+  void set_running_program(std::string path) { program_ = std::move(path); }
+  Result<ProgramId> running_program() const override { return ProgramId::of(program_); }
   Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const override;
   Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) override;
   Result<std::optional<PersistentSaltKey>> salt_key(const TpmId& tpm) const override {
@@ -105,6 +118,8 @@ class MemoryHostState final : public HostState {
   std::map<Key, EkPinRecord> ek_pins_;
   std::map<std::string, PerBoot<TpmInfo>> kept_info_;
   std::map<Key, PerBoot<NullKey::Snapshot>> kept_null_keys_;
+  std::map<std::pair<std::string, std::string>, PerBoot<uint64_t>> kept_command_counts_;  // TPM key, program key
+  std::string program_ = "/usr/bin/test-program";
   std::map<std::string, BindSecret> bind_secrets_;
   std::map<std::string, PersistentSaltKey> salt_keys_;
 };

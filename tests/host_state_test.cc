@@ -92,6 +92,46 @@ TEST(FileHostState, RecordsKeepTheirPaths) {
   EXPECT_EQ(store.where(StateRecord::kSaltKey, tpm), "/state/salt-key/" + tpm.key);
 }
 
+// What the TCTI keeps per program (session_cache.h): a count per TPM, boot
+// and program, 0600, only ever a cache (another program's, another boot's or
+// a malformed record reads as none), forgotten with the TPM's other records.
+TEST(FileHostState, CommandCountsAreKeptPerProgramAndBoot) {
+  std::string dir = temp_dir("counts");
+  FileHostState store(dir);
+  const TpmId tpm = TpmId::of("swtpm:host=127.0.0.1,port=1");
+  const ProgramId extend = ProgramId::of("/usr/bin/tpm2 (tpm2_pcrextend)");
+  const ProgramId read = ProgramId::of("/usr/bin/tpm2 (tpm2_pcrread)");
+  EXPECT_FALSE(store.kept_command_count(tpm, "b1", extend));
+  ASSERT_TRUE(store.put_kept_command_count(tpm, "b1", extend, 1).ok());
+  ASSERT_TRUE(store.put_kept_command_count(tpm, "b1", read, 7).ok());
+  EXPECT_EQ(store.kept_command_count(tpm, "b1", extend), 1u);
+  EXPECT_EQ(store.kept_command_count(tpm, "b1", read), 7u);
+  EXPECT_FALSE(store.kept_command_count(tpm, "b2", extend)) << "another boot's";
+  EXPECT_FALSE(store.kept_command_count(TpmId::of("swtpm:host=127.0.0.1,port=2"), "b1", extend)) << "another TPM's";
+  const std::string file = dir + "/session-cache/" + tpm.key + "-commands-" + extend.key;
+  EXPECT_EQ(permissions(file), fs::perms::owner_read | fs::perms::owner_write);
+  std::ofstream(file) << "tpm=" << tpm.text << "\nboot=b1\nprogram=" << extend.path << "\ncommands=1x\n";
+  EXPECT_FALSE(store.kept_command_count(tpm, "b1", extend)) << "a malformed count";
+  std::ofstream(file) << "tpm=" << tpm.text << "\nboot=b1\nprogram=/usr/bin/other\ncommands=1\n";
+  EXPECT_FALSE(store.kept_command_count(tpm, "b1", extend)) << "another program's";
+  auto erased = store.erase(StateRecord::kKeptCommandCount, tpm);
+  ASSERT_TRUE(erased.ok()) << erased.error().message();
+  EXPECT_TRUE(*erased);
+  EXPECT_FALSE(store.kept_command_count(tpm, "b1", read));
+  EXPECT_FALSE(fs::exists(file));
+  fs::remove_all(dir);
+}
+
+// The executable, as /proc names it (a multi-call binary run by another name
+// has that name added: tcti_test runs tpm2-tools).
+TEST(FileHostState, TheRunningProgramIsItsExecutable) {
+  FileHostState store(temp_dir("program"));
+  auto p = store.running_program();
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->path, fs::read_symlink("/proc/self/exe").string());
+  EXPECT_EQ(p->key.size(), 32u);
+}
+
 TEST(KernelPin, DevicePathsMapToTheirSysfsFile) {
   std::string root = temp_dir("sysfs");
   fs::create_directories(root + "/class/tpm/tpm0");

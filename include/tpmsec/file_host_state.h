@@ -8,11 +8,13 @@
 // when read and replaced, never followed, when written (files.h):
 //   DIR/null-key-pins/ID-SALT   --tofu pins (SALT: ecc, rsa)
 //   DIR/ek-pins/ID-SALT         --ek-ca's EK pins
-//   DIR/session-cache/ID-info   kept capabilities; ID-SALT: kept null keys
+//   DIR/session-cache/ID-info   kept capabilities; ID-SALT: kept null keys;
+//                               ID-commands-PROGRAM: a program's command count
 //   DIR/bind/ID                 the bind secret (bind_secret.h)
 //   DIR/salt-key/ID             the pinned salt key (salt_key.h)
-// ID is the TPM's TpmId::key; each file also holds the TPM string, which
-// must be the one asked for.
+// ID is the TPM's TpmId::key (PROGRAM a ProgramId::key); each file also
+// holds the TPM string (and the program's path), which must be the one
+// asked for.
 #ifndef TPMSEC_FILE_HOST_STATE_H_
 #define TPMSEC_FILE_HOST_STATE_H_
 
@@ -47,6 +49,11 @@ class FileHostState final : public HostState {
   std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
                                                  SaltKind kind) const override;
   Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) override;
+  std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                             const ProgramId& program) const override;
+  Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
+                                uint64_t count) override;
+  Result<ProgramId> running_program() const override;
   Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const override;
   Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) override;
   Result<std::optional<PersistentSaltKey>> salt_key(const TpmId& tpm) const override;
@@ -59,6 +66,9 @@ class FileHostState final : public HostState {
   Result<std::vector<crypto::PemFile>> read_ca_files(const std::string& file_or_dir) const override;
 
  private:
+  std::string command_count_file(const TpmId& tpm, const ProgramId& program) const;
+  Result<bool> erase_command_counts(const TpmId& tpm);
+
   std::string dir_;
 };
 

@@ -20,6 +20,7 @@
 #define TPMSEC_HOST_STATE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,7 @@ enum class StateRecord {
   kKeptNullKey,  // the kept null key (session_cache.h), per salt kind
   kBindSecret,   // BindSecret (bind_secret.h)
   kSaltKey,      // PersistentSaltKey (salt_key.h)
+  kKeptCommandCount,  // the kept command count of a program (session_cache.h), per program
 };
 
 class HostState {
@@ -90,6 +92,17 @@ class HostState {
   virtual std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
                                                          SaltKind kind) const = 0;
   virtual Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) = 0;
+  // The command count a front end that protects another program's commands
+  // (the TCTI) kept for `program` on `tpm` the last time it ran in `boot`
+  // (session_cache.h); none when not kept.
+  virtual std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                                     const ProgramId& program) const = 0;
+  virtual Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
+                                        uint64_t count) = 0;
+  // The program this process runs (its executable, /proc/self/exe, and the
+  // name it was run by when that is another: a multi-call binary's): what a
+  // record per program is kept under. kRuntime when it cannot be told.
+  virtual Result<ProgramId> running_program() const = 0;
 
   // What `tpmsec provision` kept (bind_secret.h, salt_key.h).
   virtual Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const = 0;

@@ -183,6 +183,15 @@ class ProtectedTpm {
   void keep_if_changed(const SessionFactory* factory);
   // Forgets what was kept of this boot (after a forged identity).
   void forget_kept();
+  // For a front end that protects another program's commands (the TCTI):
+  // the command count it kept the last time the program this process runs
+  // used this TPM in this boot (session_cache.h; the TCTI keeps which
+  // command was the last its session went on), when the request keeps; none
+  // when not known. commands_kept() keeps `count` for the next run; a
+  // failure is a notice. Neither needs the TPM or OpenSSL: commands_kept()
+  // may run from an exit handler.
+  std::optional<uint64_t> commands_last_run() const;
+  void commands_kept(uint64_t count);
 
  private:
   ProtectedTpm() = default;
@@ -199,6 +208,7 @@ class ProtectedTpm {
   std::optional<SessionCache> cache_;
   ProtectionConfig config_;  // resolved; symmetric set per use
   bool kept_changed_key_ = false;  // keep_if_changed() kept a recreated key
+  std::optional<ProgramId> program_;  // the running program, when kept per program
 };
 
 // ProtectedTpm::audited_pcr_reads(): one audit session, continued across reads.

@@ -15,7 +15,11 @@
 //     force (the kernel's, --null-name, this boot's --tofu pin), or on an
 //     in-process TPM that needs none. The salt is encrypted to the kept
 //     public key, so a TPM without its private key cannot read it; a context
-//     the TPM refuses makes tpmsec recreate the key and hold it to the pin.
+//     the TPM refuses makes tpmsec recreate the key and hold it to the pin;
+//   - per program, which of its commands was the last the TCTI's session
+//     went on (the TCTI ends its session with that command the next time:
+//     wrap.h). Only ever a guess: a program that needs the session later
+//     gets a new one, at the cost of its start.
 #ifndef TPMSEC_SESSION_CACHE_H_
 #define TPMSEC_SESSION_CACHE_H_
 
@@ -43,6 +47,8 @@ class SessionCache {
 
   Status put_info(const TpmInfo& info);
   Status put_null_key(const NullKey::Snapshot& key);
+  std::optional<uint64_t> command_count(const ProgramId& program) const;
+  Status put_command_count(const ProgramId& program, uint64_t count);
   // Removes the kept capabilities (the TPM changed: they are read afresh).
   Status drop_info();
   // Removes everything kept for this TPM; true when something was.

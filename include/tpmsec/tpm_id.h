@@ -19,6 +19,16 @@ struct TpmId {
   static TpmId of(std::string text);
 };
 
+// A program whose commands a front end protects (the TCTI), for what is kept
+// per program (host_state.h): its executable's path, and a key computed as
+// TpmId's.
+struct ProgramId {
+  std::string path;
+  std::string key;
+
+  static ProgramId of(std::string path);
+};
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_TPM_ID_H_

@@ -30,7 +30,8 @@ const char* folder(StateRecord what) {
     case StateRecord::kNullKeyPin: return "null-key-pins";
     case StateRecord::kEkPin: return "ek-pins";
     case StateRecord::kKeptInfo:
-    case StateRecord::kKeptNullKey: return "session-cache";
+    case StateRecord::kKeptNullKey:
+    case StateRecord::kKeptCommandCount: return "session-cache";
     case StateRecord::kBindSecret: return "bind";
     case StateRecord::kSaltKey: return "salt-key";
   }
@@ -80,6 +81,7 @@ std::string FileHostState::where(StateRecord what) const { return fmt::format("{
 std::string FileHostState::where(StateRecord what, const TpmId& tpm, SaltKind kind) const {
   switch (what) {
     case StateRecord::kKeptInfo: return fmt::format("{}/{}-info", where(what), tpm.key);
+    case StateRecord::kKeptCommandCount: return fmt::format("{}/{}-commands-*", where(what), tpm.key);
     case StateRecord::kBindSecret:
     case StateRecord::kSaltKey: return fmt::format("{}/{}", where(what), tpm.key);
     default: return fmt::format("{}/{}-{}", where(what), tpm.key, state_file::salt_label(kind));
@@ -90,12 +92,47 @@ Result<bool> FileHostState::erase(StateRecord what, const TpmId& tpm) {
   if (what == StateRecord::kKeptInfo || what == StateRecord::kBindSecret || what == StateRecord::kSaltKey) {
     return state_file::remove(where(what, tpm));
   }
+  if (what == StateRecord::kKeptCommandCount) return erase_command_counts(tpm);
   bool any = false;
   for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) {
     TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(where(what, tpm, kind)));
     any = any || removed;
   }
   return any;
+}
+
+std::string FileHostState::command_count_file(const TpmId& tpm, const ProgramId& program) const {
+  return fmt::format("{}/{}-commands-{}", where(StateRecord::kKeptCommandCount), tpm.key, program.key);
+}
+
+Result<bool> FileHostState::erase_command_counts(const TpmId& tpm) {
+  namespace fs = std::filesystem;
+  const std::string prefix = tpm.key + "-commands-";
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(where(StateRecord::kKeptCommandCount), ec)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) files.push_back(e.path().string());
+  }
+  bool any = false;
+  for (const std::string& f : files) {
+    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(f));
+    any = any || removed;
+  }
+  return any;
+}
+
+Result<ProgramId> FileHostState::running_program() const {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return runtime_error("cannot tell which program this is (/proc/self/exe)");
+  // A multi-call binary is a program per name it is run by (tpm2-tools:
+  // /usr/bin/tpm2 run as tpm2_pcrextend, tpm2_createprimary, ...).
+  bool missing = false;
+  auto cmdline = state_file::read("/proc/self/cmdline", &missing);
+  std::string name;
+  if (cmdline.ok() && !missing) name = std::filesystem::path(cmdline->substr(0, cmdline->find('\0'))).filename().string();
+  if (name.empty() || name == exe.filename().string()) return ProgramId::of(exe.string());
+  return ProgramId::of(fmt::format("{} ({})", exe.string(), name));
 }
 
 std::string FileHostState::kernel_null_name_file(std::string_view device_path) const {

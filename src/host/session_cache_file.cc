@@ -154,6 +154,26 @@ std::optional<NullKey::Snapshot> FileHostState::kept_null_key(const TpmId& tpm, 
   return s;
 }
 
+std::optional<uint64_t> FileHostState::kept_command_count(const TpmId& tpm, const std::string& boot,
+                                                          const ProgramId& program) const {
+  auto f = read_kept(command_count_file(tpm, program), tpm.text, boot, nullptr);
+  if (!f || (*f)["program"] != program.path) return std::nullopt;
+  const std::string& text = (*f)["commands"];
+  uint64_t count = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return count;
+}
+
+Status FileHostState::put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
+                                             uint64_t count) {
+  TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
+  if (program.path.find('\n') != std::string::npos) return usage_error("a program path with a newline cannot be kept");
+  return state_file::write_private(where(StateRecord::kKeptCommandCount), command_count_file(tpm, program),
+                                   fmt::format("tpm={}\nboot={}\nprogram={}\ncommands={}\n", tpm.text, boot,
+                                               program.path, count));
+}
+
 Status FileHostState::put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
   return state_file::write_private(where(StateRecord::kKeptInfo), where(StateRecord::kKeptInfo, tpm),

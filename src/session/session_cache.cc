@@ -15,12 +15,21 @@ Status SessionCache::put_info(const TpmInfo& info) { return host_->put_kept_info
 
 Status SessionCache::put_null_key(const NullKey::Snapshot& key) { return host_->put_kept_null_key(tpm_, boot_, key); }
 
+std::optional<uint64_t> SessionCache::command_count(const ProgramId& program) const {
+  return host_->kept_command_count(tpm_, boot_, program);
+}
+
+Status SessionCache::put_command_count(const ProgramId& program, uint64_t count) {
+  return host_->put_kept_command_count(tpm_, boot_, program, count);
+}
+
 Status SessionCache::drop_info() { return status_of(host_->erase(StateRecord::kKeptInfo, tpm_)); }
 
 Result<bool> SessionCache::forget() {
   TPMSEC_ASSIGN_OR_RETURN(bool info, host_->erase(StateRecord::kKeptInfo, tpm_));
   TPMSEC_ASSIGN_OR_RETURN(bool keys, host_->erase(StateRecord::kKeptNullKey, tpm_));
-  return info || keys;
+  TPMSEC_ASSIGN_OR_RETURN(bool counts, host_->erase(StateRecord::kKeptCommandCount, tpm_));
+  return info || keys || counts;
 }
 
 }  // namespace tpmsec
