@@ -552,6 +552,126 @@ TEST_P(WrapTest, ARewrittenSessionCipherIsRefusedBeforeTheFirstEncryptedCommand)
   EXPECT_TRUE(left->empty()) << "the rewritten session was left on the TPM";
 }
 
+// A front end that expects the program's last command (end_session_with(),
+// as the TCTI does for a program that sent as many the last time): the TPM
+// ends the session with it, no FlushContext follows, nothing is left loaded.
+TEST_P(WrapTest, TheSessionEndsWithTheCommandTheFrontEndNamed) {
+  wrapper_->end_session_with(2);
+  ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
+  EXPECT_NE(wrapper_->session_handle(), 0u);
+  Bytes before = pcr_value();
+  Bytes digest(32, 0x21);
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, digest).ok());
+  EXPECT_EQ(pcr_value(), *pcr_extended_value(alg::kSha256, before, digest));
+  EXPECT_EQ(wrapper_->commands(), 2u);
+  EXPECT_EQ(wrapper_->session_handle(), 0u);
+  auto left = tpm().list_handles(ht::kFirstLoadedSession);
+  ASSERT_TRUE(left.ok()) << left.error().message();
+  EXPECT_TRUE(left->empty()) << "the TPM kept the session";
+  size_t sent = seen_.size();
+  caller_.reset();
+  wrapped_.reset();
+  wrapper_.reset();
+  EXPECT_EQ(seen_.size(), sent) << "a FlushContext after the session ended";
+}
+
+// The guess was short: the command after it gets a new session, which lasts
+// to the end and is flushed then; every command applied once.
+TEST_P(WrapTest, ACommandAfterTheNamedLastOneGetsANewSession) {
+  wrapper_->end_session_with(1);
+  Bytes before = pcr_value();
+  Bytes digest(32, 0x23);
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, digest).ok());
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, digest).ok());
+  ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, digest).ok());
+  Bytes expected = before;
+  for (int i = 0; i < 3; ++i) expected = *pcr_extended_value(alg::kSha256, expected, digest);
+  EXPECT_EQ(pcr_value(), expected);
+  EXPECT_EQ(wrapper_->sessions_started(), 2u);
+  EXPECT_NE(wrapper_->session_handle(), 0u);
+  caller_.reset();
+  wrapped_.reset();
+  wrapper_.reset();
+  auto left = tpm().list_handles(ht::kFirstLoadedSession);
+  ASSERT_TRUE(left.ok()) << left.error().message();
+  EXPECT_TRUE(left->empty()) << "the second session was left on the TPM";
+}
+
+// continueSession is in both HMACs. An interposer that sets it on the ending
+// command (to leave the session behind once the wrapper stops tracking it)
+// makes the TPM refuse the command; one that sets it in the response (so the
+// wrapper stops tracking a session the TPM ended, or the other way round) is
+// refused by the wrapper. Either way the PCR is unchanged and no session is
+// left on the TPM.
+TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
+  for (bool in_response : {false, true}) {
+    SCOPED_TRACE(in_response ? "flipped in the response" : "flipped in the command");
+    ASSERT_NO_FATAL_FAILURE(TearDown());
+    ASSERT_NO_FATAL_FAILURE(SetUp());
+    wrapper_->end_session_with(1);
+    bool flipped = false;
+    rule_ = [&flipped, in_response](ByteView c, Transport& inner) -> Result<Bytes> {
+      bool extend = testing::command_code_of(c) == cmd::PcrExtend::kInfo.code;
+      if (!extend) return inner.transmit(c);
+      if (!in_response) {
+        auto f = testing::parse_command(c);
+        if (!f.ok()) return f.error();
+        for (auto& e : f->sessions) {
+          if (e.handle != rh::kPasswordSession) e.attributes |= attr::kContinueSession;
+        }
+        flipped = true;
+        return inner.transmit(testing::build_command(*f));
+      }
+      TPMSEC_ASSIGN_OR_RETURN(Bytes r, inner.transmit(c));
+      auto f = testing::parse_response(r, cmd::PcrExtend::kInfo.code);
+      if (!f.ok() || f->sessions.empty()) return r;
+      f->sessions[0].attributes |= attr::kContinueSession;
+      flipped = true;
+      return testing::build_response(*f);
+    };
+    Bytes before = pcr_value();
+    Status st = pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 0x25));
+    ASSERT_TRUE(flipped);
+    ASSERT_FALSE(st.ok()) << "the flipped attribute went unnoticed";
+    if (!in_response) EXPECT_EQ(pcr_value(), before);
+    rule_ = nullptr;
+    caller_.reset();
+    wrapped_.reset();
+    wrapper_.reset();
+    auto left = tpm().list_handles(ht::kFirstLoadedSession);
+    ASSERT_TRUE(left.ok()) << left.error().message();
+    EXPECT_TRUE(left->empty()) << "a session was left on the TPM";
+  }
+}
+
+// SequenceComplete ends the caller's hash sequence (TPMA_CC.flushed), and the
+// TPM gives its number to the next object: the null key of the wrapper's
+// next session must not be refused as "already in use" (tpm2-openssl signs
+// through a hash sequence, then its session ends: tests/tcti_test.cc).
+TEST_P(WrapTest, ACompletedSequencesHandleMayBeTheWrappersNextKey) {
+  const CommandInfo& start = *find_command(0x186);     // HashSequenceStart
+  const CommandInfo& complete = *find_command(0x13E);  // SequenceComplete
+  Writer sp;
+  sp.u16(0);  // auth: empty
+  sp.u16(alg::kSha256);
+  auto started = caller_->execute(start, {}, *sp.finish(), {});
+  ASSERT_TRUE(started.ok()) << started.error().message();
+  ASSERT_EQ(started->handles.size(), 1u);
+  NamedHandle sequence = NamedHandle::of(started->handles[0]);
+  const NamedHandle* handles[] = {&sequence};
+  Writer cp;
+  cp.tpm2b(as_bytes(std::string_view("data")), "buffer");
+  cp.u32(rh::kNull);
+  Auth password = Auth::password();
+  auto done = caller_->execute(complete, handles, *cp.finish(), std::span<const Auth>(&password, 1));
+  ASSERT_TRUE(done.ok()) << done.error().message();
+  // A new session for the next command: its null key is loaded again.
+  ASSERT_TRUE(caller_->run(cmd::FlushContext{wrapper_->session_handle()}).ok());
+  auto r = caller_->run(cmd::GetRandom{8});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(wrapper_->sessions_started(), 2u);
+}
+
 TEST_P(WrapTest, CountsReportNamesEachCommand) {
   ASSERT_TRUE(caller_->run(cmd::GetRandom{8}).ok());
   EXPECT_NE(wrapper_->counts_report().find("GetRandom 0x0000017b wrapped=1 encrypted=1 passed=0"), std::string::npos)

@@ -126,6 +126,23 @@ class CommandWrapper {
   // when the TPM's error named the old one and the command is retry_safe.
   Result<Bytes> exchange(Transport& transport, ByteView command);
 
+  // The session's last command: the caller's `command`-th exchange() (from
+  // 1), when it is wrapped, goes out without continueSession, so the TPM
+  // ends the session with it and no FlushContext is needed at the end (a
+  // one-shot program's one command then costs what `tpmsec pcr extend`
+  // costs). A front end says so when that was the last command wrapped the
+  // last time the program ran (ProtectedTpm::commands_last_run()). Only a
+  // guess: a later command that needs a session gets a new one (one
+  // StartAuthSession more), kept to the end; none ends while the wrapper
+  // juggles session slots (session_room.cc), nor when the TPM refuses that
+  // command (it keeps the session, flushed at the end).
+  void end_session_with(uint64_t command) { end_with_ = command; }
+  // The caller's commands given to exchange() so far (a resend not counted).
+  uint64_t commands() const { return commands_; }
+  // Which of them (from 1) was the last the wrapper's session went on; 0
+  // when none.
+  uint64_t last_wrapped_command() const { return last_wrapped_; }
+
   // Per command code, since construction.
   const std::map<uint32_t, WrapCounts>& counts() const { return counts_; }
   // counts() as text, one line per command code:
@@ -175,6 +192,9 @@ class CommandWrapper {
   // ones it saves to make room: never another client's).
   std::set<uint32_t> callers_loaded_;
   bool need_room_ = false;  // the last try was refused TPM_RC_SESSION_MEMORY
+  uint64_t commands_ = 0;
+  uint64_t last_wrapped_ = 0;
+  std::optional<uint64_t> end_with_;
 };
 
 }  // namespace tpmsec

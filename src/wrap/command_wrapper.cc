@@ -445,8 +445,11 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   if (p->code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
 
   if (decrypt || p->encrypts_response) TPMSEC_RETURN_IF_ERROR(ensure_cipher_checked());
-  session_->set_attributes(attr::kContinueSession | (caller_audits ? 0 : attr::kAudit) | (decrypt ? attr::kDecrypt : 0) |
-                           (p->encrypts_response ? attr::kEncrypt : 0));
+  // The session ends with this command when it is the one the front end
+  // said would be the last (end_session_with()).
+  bool last = end_with_ && commands_ == *end_with_ && !saved_ && !evicted_ && !need_room_;
+  session_->set_attributes((last ? 0 : attr::kContinueSession) | (caller_audits ? 0 : attr::kAudit) |
+                           (decrypt ? attr::kDecrypt : 0) | (p->encrypts_response ? attr::kEncrypt : 0));
   TPMSEC_RETURN_IF_ERROR(session_->begin_command());
   SecretBytes parameters(params);  // may hold a secret the bus must not see
   ByteView auth_value = authorizes ? p->auth_value.view() : ByteView();
@@ -492,6 +495,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   counts.passwords_left += passwords - (p->replaced_password ? 1 : 0);
   p->passed_through = false;
   pending_ = std::move(p);
+  last_wrapped_ = commands_;
   return frame;
 }
 
@@ -504,6 +508,15 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
     tpm.foreign_flushed(p.flushed);
     caller_sessions_.erase(p.flushed);
     callers_loaded_.erase(p.flushed);
+  }
+  // SequenceComplete and EventSequenceComplete end their sequence object
+  // (TPMA_CC.flushed): its number is free for the next object loaded.
+  if (p.info && p.info->flushes_handles) {
+    for (uint32_t h : p.handles) {
+      if ((h >> 24) != ht::kTransient) continue;
+      tpm.foreign_flushed(h);
+      names_.erase(h);
+    }
   }
   for (uint32_t h : p.ending) {
     tpm.foreign_flushed(h);
@@ -649,6 +662,9 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
     }
   }
   note_response_handles(p, response);
+  // A command sent without continueSession ended the session (its response
+  // verified): the next command starts another.
+  if (!session_->usable()) retire_session(/*may_exist=*/false);
 
   // The response the caller would have had.
   Writer w(kMaxFrame, "response");
@@ -685,6 +701,7 @@ void CommandWrapper::response_lost() {
 }
 
 Result<Bytes> CommandWrapper::exchange(Transport& transport, ByteView command) {
+  ++commands_;
   for (int attempt = 0;; ++attempt) {
     session_lost_ = false;
     auto wrapped = wrap(command);
