@@ -189,15 +189,74 @@ TEST_F(TctiTest, APcrExtendAfterTheFirstLoadsTheKeptNullKey) {
   ASSERT_TRUE(expected.ok());
   EXPECT_EQ(pcr16(), *expected);
   // Before the session: only the handle ledger's listing of a TPM without a
-  // resource manager (GetCapability(TPM_CAP_HANDLES), handle_ledger.h).
+  // resource manager (GetCapability(TPM_CAP_HANDLES), handle_ledger.h). The
+  // first run sent one command, so the second's session ends with it: no
+  // FlushContext after the extend (wrap.h, end_session_with()).
   const std::vector<uint32_t> session = {cmd::ContextLoad::kInfo.code, cmd::StartAuthSession::kInfo.code,
-                                         cmd::FlushContext::kInfo.code, cmd::PcrExtend::kInfo.code,
-                                         cmd::FlushContext::kInfo.code};
+                                         cmd::FlushContext::kInfo.code, cmd::PcrExtend::kInfo.code};
   ASSERT_GE(codes.size(), session.size());
   EXPECT_EQ(std::vector<uint32_t>(codes.end() - session.size(), codes.end()), session);
   for (size_t i = 0; i + session.size() < codes.size(); ++i) {
     EXPECT_EQ(codes[i], cmd::GetCapability::kInfo.code) << "command " << i;
   }
+}
+
+// The session ends with as many commands as the program sent the last time
+// (wrap.h, end_session_with()). A run that sends more gets a second session
+// for the rest, flushed at finalize, and every extend applied once; the run
+// after it ends its one session with its second extend.
+TEST_F(TctiTest, AProgramThatSendsMoreThanLastTimeGetsASecondSession) {
+  std::string d(64, 'a'), e(64, 'b');
+  auto once = tool({"tpm2_pcrextend", "16:sha256=" + d}, tcti());
+  ASSERT_EQ(once.exit_code, 0) << testing::describe(once);
+  auto count = [](const std::vector<uint32_t>& codes, uint32_t code) {
+    return std::count(codes.begin(), codes.end(), code);
+  };
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run == 0 ? "one more than last time" : "as many as last time");
+    take_codes();
+    Bytes before = pcr16();
+    auto twice = tool({"tpm2_pcrextend", "16:sha256=" + d, "16:sha256=" + e}, tcti());
+    ASSERT_EQ(twice.exit_code, 0) << testing::describe(twice);
+    Bytes expected = *pcr_extended_value(alg::kSha256, before, *from_hex(d));
+    expected = *pcr_extended_value(alg::kSha256, expected, *from_hex(e));
+    EXPECT_EQ(pcr16(), expected);
+    std::vector<uint32_t> codes = take_codes();
+    EXPECT_EQ(count(codes, cmd::PcrExtend::kInfo.code), 2);
+    EXPECT_EQ(count(codes, cmd::StartAuthSession::kInfo.code), run == 0 ? 2 : 1);
+    ASSERT_FALSE(codes.empty());
+    EXPECT_EQ(codes.back(), run == 0 ? cmd::FlushContext::kInfo.code : cmd::PcrExtend::kInfo.code);
+    expect_no_handles_left();
+  }
+}
+
+// systemd frees its TCTI context without Tss2_Tcti_Finalize and dlcloses the
+// library (src/shared/tpm2-util.c, tpm2_context_free()). On this TPM without
+// a resource manager the session would stay loaded, a slot of three per run:
+// the library's destructor ends it. The second run ends its session with
+// systemd's last command: its one FlushContext is the null key's.
+TEST_F(TctiTest, SystemdPcrphaseWhichNeverFinalizesLeavesNothingBehind) {
+  std::string dir = std::filesystem::path(TPMSEC_TCTI_PATH).parent_path().string();
+  // systemd-pcrphase measures only after systemd-stub measured the kernel
+  // into PCR 11: the stub's EFI variable in a private mount namespace.
+  const std::string script =
+      "mount -t tmpfs tpmsec-test /sys/firmware && mkdir -p /sys/firmware/efi/efivars && "
+      "printf '\\007\\000\\000\\0001\\0001\\000' "
+      ">/sys/firmware/efi/efivars/StubPcrKernelImage-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f && "
+      "exec /lib/systemd/systemd-pcrphase --tpm2-device=\"$0\" tpmsec-test";
+  std::string device = "tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) + ",null-name=" + *null_name_;
+  std::vector<long> flushes;
+  for (int run = 0; run < 2; ++run) {
+    take_codes();
+    auto r = run_command({"unshare", "-m", "sh", "-c", script, device}, {"LD_LIBRARY_PATH=" + dir});
+    proxy_->wait_idle();
+    ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+    std::vector<uint32_t> codes = take_codes();
+    flushes.push_back(std::count(codes.begin(), codes.end(), cmd::FlushContext::kInfo.code));
+    expect_no_handles_left();
+  }
+  EXPECT_GE(flushes[0], 2);
+  EXPECT_EQ(flushes[1], 1);
 }
 
 TEST_F(TctiTest, PcrExtendAndReadGiveTheSameResultsAsWithout) {

@@ -18,6 +18,9 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <mutex>
+#include <optional>
+#include <set>
 
 #include "tcti/open_protected.h"
 #include "tcti/tcti_config.h"
@@ -34,6 +37,7 @@ struct State {
   ProtectedSessions tpm;
   std::unique_ptr<CommandWrapper> wrapper;  // destroyed first: flushes its session
   std::string log;
+  std::optional<uint64_t> last_run;  // the program's last wrapped command the last time
   bool awaiting_receive = false;
   Bytes response;
   TSS2_RC error = TSS2_RC_SUCCESS;
@@ -122,17 +126,59 @@ void write_log(const State& s) {
   if (!st.ok()) say(fmt::format("log={}: {}", s.log, st.error().message()));
 }
 
-void finalize(TSS2_TCTI_CONTEXT* ctx) noexcept {
+// The contexts initialized and not finalized yet. systemd frees a TCTI
+// context without Tss2_Tcti_Finalize and then dlcloses the library
+// (systemd/systemd, src/shared/tpm2-util.c, tpm2_context_free()): on a TPM
+// without a resource manager the session would stay loaded, one slot of
+// three per run. The library's destructor ends what is left (below). Never
+// freed: it must outlive every other static object of the library.
+std::mutex& live_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::set<State*>& live() {
+  static auto* s = new std::set<State*>;
+  return *s;
+}
+
+// Finalizes one context's state (no byte of the caller's context is read:
+// it may be freed already).
+void end(State* s) noexcept {
   try {
-    State* s = state_of(ctx);
-    if (!s) return;
+    {
+      std::lock_guard<std::mutex> lock(live_mutex());
+      if (live().erase(s) == 0) return;
+    }
     write_log(*s);
+    // The next run of this program ends its session with the command that
+    // was the last wrapped this time (wrap.h, end_session_with()).
+    uint64_t last = s->wrapper->last_wrapped_command();
+    if (last != s->last_run.value_or(0)) s->tpm.tpm->commands_kept(last);
     // The wrapper flushes its session before the factory and the TPM go.
     s->wrapper.reset();
     delete s;
-    reinterpret_cast<Context*>(ctx)->state = nullptr;
-    reinterpret_cast<Context*>(ctx)->common.v1.magic = 0;
   } catch (...) {
+  }
+}
+
+void finalize(TSS2_TCTI_CONTEXT* ctx) noexcept {
+  State* s = state_of(ctx);
+  if (!s) return;
+  reinterpret_cast<Context*>(ctx)->state = nullptr;
+  reinterpret_cast<Context*>(ctx)->common.v1.magic = 0;
+  end(s);
+}
+
+// At dlclose or exit: what a program never finalized.
+__attribute__((destructor)) void end_unfinalized() {
+  for (;;) {
+    State* s = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(live_mutex());
+      if (live().empty()) return;
+      s = *live().begin();
+    }
+    end(s);
   }
 }
 
@@ -182,6 +228,11 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   auto state = std::make_unique<State>();
   state->tpm = std::move(*opened);
   state->wrapper = std::make_unique<CommandWrapper>(*state->tpm.factory);
+  // A program whose N-th command was the last wrapped the last time likely
+  // runs the same way again: its session ends with the N-th, saving the
+  // FlushContext at finalize.
+  state->last_run = state->tpm.tpm->commands_last_run();
+  if (state->last_run) state->wrapper->end_session_with(*state->last_run);
   state->log = parsed->log;
 
   auto* c = reinterpret_cast<Context*>(ctx);
@@ -195,6 +246,10 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   c->common.v1.getPollHandles = get_poll_handles;
   c->common.v1.setLocality = set_locality;
   c->common.makeSticky = make_sticky;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex());
+    live().insert(state.get());
+  }
   c->state = state.release();
   return TSS2_RC_SUCCESS;
 } catch (const std::bad_alloc&) {
