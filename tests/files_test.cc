@@ -115,6 +115,25 @@ TEST_F(FilesTest, APlantedLinkToAFileIsReplacedNeverFollowed) {
   EXPECT_EQ(entries(shared_), std::vector<std::string>{"r.json"});  // no temporary file left
 }
 
+// A log (the TCTI's log=): appended, one write per block; a new one 0644
+// under any umask; a link planted where another user can write is refused,
+// never written through.
+TEST_F(FilesTest, ALogIsAppendedAndNeverWrittenThroughAPlantedLink) {
+  Umask u(0);
+  fs::path log = shared_ / "tcti.log";
+  ASSERT_TRUE(files::append_output(log.string(), "# one\n").ok());
+  ASSERT_TRUE(files::append_output(log.string(), "# two\n").ok());
+  EXPECT_EQ(slurp(log), "# one\n# two\n");
+  EXPECT_EQ(mode_of(log), 0644u);
+  fs::path link = plant("planted.log", victim_);
+  Status st = files::append_output(link.string(), "# three\n");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kRuntime);
+  EXPECT_EQ(st.error().message().rfind("cannot write " + link.string(), 0), 0u) << st.error().message();
+  expect_victim_untouched();
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+}
+
 // The same through the CLI: the cheapest output (an emulated bench's JSON).
 TEST_F(FilesTest, BenchJsonThroughAPlantedLinkLeavesTheVictimUnchanged) {
   fs::path link = plant("bench.json", victim_);

@@ -171,6 +171,21 @@ TEST_F(TctiTest, GetRandomThroughTheTctiNeverShowsTheBytes) {
   EXPECT_NE(text.find("GetRandom 0x0000017b wrapped=1 encrypted=1"), std::string::npos) << text;
 }
 
+// log= is a running log: each program run appends its block, headed by the
+// program and its pid, so one file set for every program keeps them all.
+TEST_F(TctiTest, TheLogKeepsABlockPerProgramRun) {
+  for (int run = 0; run < 2; ++run) {
+    auto r = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",log=" + path("log")));
+    ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  }
+  std::string text = slurp(path("log"));
+  size_t headers = 0, blocks = 0;
+  for (size_t at = 0; (at = text.find("# tpm2_getrandom pid ", at)) != std::string::npos; ++at) ++headers;
+  for (size_t at = 0; (at = text.find("GetRandom 0x0000017b wrapped=1", at)) != std::string::npos; ++at) ++blocks;
+  EXPECT_EQ(headers, 2u) << text;
+  EXPECT_EQ(blocks, 2u) << text;
+}
+
 // What a tpm2_pcrextend costs the TPM through the TCTI once an earlier
 // process kept the null key: its context loaded, the session salted to it,
 // the key flushed, the extend in the session, the session flushed at

@@ -60,6 +60,14 @@ Result<OutputPlan> plan_output(const std::string& path);
 // PATH: reason" on failure, and then `path` is as it was.
 Status write_output(const std::string& path, std::string_view content, mode_t new_mode = 0644);
 
+// Appends `content` to the log `path` in one write (O_APPEND: blocks from
+// processes appending at once do not interleave within a write): a FIFO,
+// device or socket as write_output() writes it; a regular file in place, or
+// created `new_mode` less the umask when missing; a symbolic link only where
+// write_output() follows one (else kRuntime, never followed). kRuntime
+// "cannot write PATH: reason" on failure.
+Status append_output(const std::string& path, std::string_view content, mode_t new_mode = 0644);
+
 // True when `st` (a directory) can be written by nobody but root and the
 // caller: owned by one of them, no group or other write bit.
 bool trusted_dir(const struct stat& st);

@@ -106,6 +106,29 @@ Result<OutputPlan> plan_output(const std::string& path) {
   return std::get<Decision>(d).plan;
 }
 
+Status append_output(const std::string& path, std::string_view content, mode_t new_mode) {
+  auto fail = [&](const std::string& why) {
+    return runtime_error(fmt::format("cannot write {}: {}", path == "-" ? "standard output" : path, why));
+  };
+  if (path == "-") return write_output(path, content, new_mode);
+  auto d = decide(path);
+  if (auto* why = std::get_if<std::string>(&d)) return fail(*why);
+  const Decision& decision = std::get<Decision>(d);
+  int flags = O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC | (decision.follow ? 0 : O_NOFOLLOW);
+  if (decision.plan.kind == OutputPlan::Kind::kReplace) flags |= O_CREAT;
+  // A link where none is followed (planted since it was looked at) fails
+  // here with ELOOP: never written through.
+  Fd fd(::open(decision.plan.file.c_str(), flags, new_mode));
+  if (fd.get() < 0) return fail(std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return fail("is a directory");
+  int err = internal::write_all(fd.get(), content);
+  if (int c = fd.close(); err == 0) err = c;
+  if (err != 0) return fail(std::strerror(err));
+  return ok_status();
+}
+
 Status write_output(const std::string& path, std::string_view content, mode_t new_mode) {
   auto fail = [&](const std::string& why) {
     return runtime_error(fmt::format("cannot write {}: {}", path == "-" ? "standard output" : path, why));

@@ -14,6 +14,9 @@
 
 #include <fmt/format.h>
 
+#include <errno.h>  // program_invocation_name
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -120,9 +123,12 @@ TSS2_RC receive(TSS2_TCTI_CONTEXT* ctx, size_t* size, uint8_t* response, int32_t
   return TSS2_TCTI_RC_GENERAL_FAILURE;
 }
 
+// One block per program run, appended: a log of every program that used the
+// TCTI with it (docs/tcti.md, "log=").
 void write_log(const State& s) {
   if (s.log.empty()) return;
-  Status st = files::write_output(s.log, s.wrapper->counts_report());
+  Status st = files::append_output(
+      s.log, fmt::format("# {} pid {}\n{}", program_invocation_name, ::getpid(), s.wrapper->counts_report()));
   if (!st.ok()) say(fmt::format("log={}: {}", s.log, st.error().message()));
 }
 
