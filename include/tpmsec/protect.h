@@ -197,6 +197,8 @@ class ProtectedTpm {
   ProtectedTpm() = default;
   Status resolve(const ProtectRequest& request);
   void say(std::string_view line) const;
+  // protection(symmetric) as `tuning` runs its sessions.
+  ProtectionConfig tuned(const SessionTuning& tuning, SymDef symmetric = SymDef::aes128_cfb()) const;
 
   std::unique_ptr<Transport> owned_transport_;
   std::unique_ptr<Tpm> owned_tpm_;

@@ -116,10 +116,14 @@ Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(SymDef symmetric) 
   return SessionFactory::create(*tpm_, protection(symmetric), &info_);
 }
 
+ProtectionConfig ProtectedTpm::tuned(const SessionTuning& tuning, SymDef symmetric) const {
+  ProtectionConfig c = protection(symmetric);
+  c.null_key_load = tuning.null_key;
+  return c;
+}
+
 Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(const SessionTuning& tuning, SymDef symmetric) {
-  ProtectionConfig config = protection(symmetric);
-  config.null_key_load = tuning.null_key;
-  return SessionFactory::create(*tpm_, config, &info_);
+  return SessionFactory::create(*tpm_, tuned(tuning, symmetric), &info_);
 }
 
 namespace {
@@ -188,8 +192,7 @@ Result<ExtendPlan> ProtectedTpm::plan_extends() {
 }
 
 Result<std::unique_ptr<ExtendStream>> ProtectedTpm::extend_stream(const ExtendPlan& plan, StreamOptions options) {
-  options.protection = protection();
-  options.protection.null_key_load = plan.tuning.null_key;
+  options.protection = tuned(plan.tuning);
   if (plan.strategy == StrategyKind::kPlain) {
     // No session: an anchor the request named is checked anyway, never ignored.
     TPMSEC_RETURN_IF_ERROR(check_named_anchor());
