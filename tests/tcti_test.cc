@@ -276,6 +276,47 @@ TEST_F(TctiTest, SystemdPcrphaseWhichNeverFinalizesLeavesNothingBehind) {
   EXPECT_EQ(flushes[1], 1);
 }
 
+// systemd-creds (systemd 252) seals a credential to the TPM and unseals it
+// through the TCTI, loaded by name: the secret never crosses the bus in clear
+// either way (Create's sensitive data and Unseal's answer are encrypted, by
+// the TCTI's session or by systemd's own salted policy session, which the
+// TCTI then leaves as it is), and the TCTI leaves nothing of its own on the
+// TPM (systemd 252 leaves its own unseal session loaded, with or without the
+// TCTI).
+TEST_F(TctiTest, SystemdCredsSealsAndUnsealsThroughIt) {
+  const std::string secret = "credential-8e41c7-secret";
+  std::string dir = std::filesystem::path(TPMSEC_TCTI_PATH).parent_path().string();
+  std::string device = "--tpm2-device=tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
+                       ",null-name=" + *null_name_;
+  std::ofstream(path("plain")) << secret;
+  auto enc = run_command({"systemd-creds", "encrypt", "--with-key=tpm2", device, "--name=tpmsec-test", path("plain"),
+                          path("cred")},
+                         {"LD_LIBRARY_PATH=" + dir});
+  proxy_->wait_idle();
+  ASSERT_EQ(enc.exit_code, 0) << testing::describe(enc);
+  flush_transients();
+  expect_no_handles_left();
+  // What systemd-creds decrypt leaves loaded: sessions listed, then flushed.
+  auto left_by = [&](const std::string& tpm2_device) {
+    auto dec = run_command({"systemd-creds", "decrypt", "--tpm2-device=" + tpm2_device, "--name=tpmsec-test",
+                            path("cred"), "-"},
+                           {"LD_LIBRARY_PATH=" + dir});
+    proxy_->wait_idle();
+    EXPECT_EQ(dec.exit_code, 0) << testing::describe(dec);
+    EXPECT_EQ(dec.out, secret);
+    flush_transients();
+    auto left = run_command({"tpm2_getcap", "-T", direct(), "handles-loaded-session"});
+    auto flushed = run_command({"tpm2_flushcontext", "-T", direct(), "-l"});
+    EXPECT_EQ(flushed.exit_code, 0) << testing::describe(flushed);
+    return std::count(left.out.begin(), left.out.end(), '\n');
+  };
+  long through = left_by(device.substr(std::string_view("--tpm2-device=").size()));
+  EXPECT_FALSE(contains(bus(), as_bytes(std::string_view(secret))));
+  long without = left_by(direct());
+  EXPECT_EQ(through, without) << "sessions left loaded through the TCTI and without it";
+  expect_no_handles_left();
+}
+
 TEST_F(TctiTest, PcrExtendAndReadGiveTheSameResultsAsWithout) {
   std::string digest(64, 'c');
   auto ext = tool({"tpm2_pcrextend", "16:sha256=" + digest}, tcti());
