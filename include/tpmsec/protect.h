@@ -32,7 +32,7 @@
 
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/host_state.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 #include "tpmsec/result.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"

@@ -9,8 +9,8 @@
 #include <toml++/toml.h>
 
 #include "policy_checks.h"
-#include "tpmsec/data_dir.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/host/data_dir.h"
+#include "tpmsec/policy/policy.h"
 
 namespace tpmsec {
 namespace {
