@@ -47,6 +47,12 @@ sed -i '3i #include <tpmsec/host/files.h>' "$work/tree/include/tpmsec/bytes.h"
 expect "core contract, host header" \
   "include/tpmsec/bytes.h:3: includes tpmsec/host/files.h (layer host), which core may not see"
 
+# A layer includes a layer beside it: the policy decision does not build on the host.
+fresh
+sed -i '1i #include "tpmsec/host/data_dir.h"' "$work/tree/src/policy/policy_match.cc"
+expect "policy source, host header" \
+  "src/policy/policy_match.cc:1: includes tpmsec/host/data_dir.h (layer host), which policy may not see"
+
 # A front end sees only what it links: the TCTI links no calibration.
 fresh
 sed -i '1i #include "tpmsec/calibration/calibration.h"' "$work/tree/src/tcti/tcti_config.cc"

@@ -21,7 +21,9 @@
 #include "tpmsec/emulation/emulated_identity.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/host/policy_path.h"
 #include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
 #include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/emulation/profile_summary.h"
 

@@ -235,6 +235,11 @@ std::shared_ptr<HostState> host_state_of(const ProtectRequest& request);
 // and logs; a front end maps it to its own spelling.
 std::string_view anchor_name(const Anchor& anchor);
 
+// The policy a command follows: `path` (--policy) when given, else
+// $TPMSEC_POLICY, else the shipped default (tpmsec/host/policy_path.h).
+// operator_chosen is set for the first two.
+Result<Policy> load_command_policy(const std::string& path);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_PROTECT_H_

@@ -14,6 +14,7 @@
 #include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {

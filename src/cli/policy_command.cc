@@ -10,6 +10,7 @@
 #include "strategy_option.h"
 #include "tpmsec/calibration/calibration.h"
 #include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
 #include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {

@@ -149,16 +149,9 @@ struct Policy {
 // conditions), no last rule matching every TPM.
 Result<Policy> parse_policy(std::string_view text, const std::string& origin);
 Result<Policy> load_policy(const std::string& path);
-
-// $TPMSEC_POLICY if set, else data_dir()/policy/default.toml.
-std::string default_policy_path();
-// The shipped policy, data_dir()/policy/default.toml.
-std::string shipped_policy_path();
-
-// The policy a command follows: `path` (--policy) when given, else
-// $TPMSEC_POLICY, else the shipped default. operator_chosen is set for the
-// first two.
-Result<Policy> load_command_policy(const std::string& path);
+// Where a command's policy file is (--policy, $TPMSEC_POLICY, the shipped
+// default) is the host's: tpmsec/host/policy_path.h; the policy a command
+// follows, load_command_policy(), is in tpmsec/protect.h.
 
 // Where a fact came from, so whether an interposer on the bus could have chosen it.
 enum class FactOrigin {
