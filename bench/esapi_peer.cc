@@ -39,7 +39,7 @@
 #include "timing_transport.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec::bench {
 namespace {

@@ -65,7 +65,7 @@
 #include "tpmsec/pcr.h"
 #include "tpmsec/salt.h"
 #include "tpmsec/session_factory.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 #if __has_include(<valgrind/callgrind.h>)

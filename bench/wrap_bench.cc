@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "tpmsec/session_factory.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 #include "tpmsec/wrap.h"
 

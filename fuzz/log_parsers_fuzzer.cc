@@ -10,8 +10,8 @@
 
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/event_log.h"
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/event_log.h"
+#include "tpmsec/replay/ima_log.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tpmsec/bench.h"
-#include "tpmsec/ftrace_import.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/measure/bench.h"
+#include "tpmsec/measure/ftrace_import.h"
+#include "tpmsec/policy/policy.h"
 
 using namespace tpmsec;
 

@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "support/run_command.h"
-#include "tpmsec/algtest_import.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/algtest_import.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec {
 namespace {

@@ -5,10 +5,10 @@
 
 #include "support/json_schema.h"
 #include "support/test_tpm.h"
-#include "tpmsec/measured_tpm.h"
+#include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/profile_file.h"
-#include "tpmsec/profile_from_bench.h"
+#include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/measure/profile_from_bench.h"
 
 namespace tpmsec {
 namespace {

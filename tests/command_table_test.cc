@@ -21,8 +21,8 @@
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/tpm.h"
-#include "tpmsec/tracing.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/tracing.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

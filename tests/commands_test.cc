@@ -22,7 +22,7 @@
 #include "tpmsec/structures.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

@@ -13,7 +13,7 @@
 
 #include "support/run_command.h"
 #include "support/test_data.h"
-#include "tpmsec/compare.h"
+#include "tpmsec/measure/compare.h"
 
 namespace tpmsec {
 namespace {

@@ -16,7 +16,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/ek_certificate.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/ek_key.h"
 
 namespace tpmsec {

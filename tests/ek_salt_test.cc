@@ -42,13 +42,13 @@
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/ek_key.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec::testing {
 namespace {

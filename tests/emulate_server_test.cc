@@ -33,11 +33,11 @@
 #include "tpmsec/crypto.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/text.h"
 #include "tpmsec/tpm.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

@@ -1,6 +1,6 @@
 // The TCG crypto-agile event log: parsing, the PCR values it implies (checked
 // against OpenSSL and, when installed, tpm2_eventlog), and hostile input.
-#include "tpmsec/event_log.h"
+#include "tpmsec/replay/event_log.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

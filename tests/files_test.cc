@@ -1,5 +1,5 @@
 // The files a root tpmsec writes, attacked as another local user would
-// (include/tpmsec/files.h; docs/threat-model.md, "Files"): a symlink planted
+// (include/tpmsec/host/files.h; docs/threat-model.md, "Files"): a symlink planted
 // in a directory others can write (a 1777 directory, the link owned by
 // another uid, as in /tmp), a state directory others can write, a link at a
 // state file's name, a write that fails half-way, and every umask.
@@ -22,7 +22,7 @@
 
 #include "support/run_command.h"
 #include "support/test_data.h"
-#include "tpmsec/files.h"
+#include "tpmsec/host/files.h"
 
 namespace tpmsec {
 namespace {

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "support/json_schema.h"
-#include "tpmsec/ftrace_import.h"
-#include "tpmsec/profile_from_bench.h"
+#include "tpmsec/measure/ftrace_import.h"
+#include "tpmsec/measure/profile_from_bench.h"
 
 namespace tpmsec {
 namespace {

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "tpmsec/file_host_state.h"
-#include "tpmsec/kernel_pin.h"
+#include "tpmsec/host/file_host_state.h"
+#include "tpmsec/host/kernel_pin.h"
 
 namespace tpmsec {
 namespace {

@@ -1,7 +1,7 @@
 // IMA measurement logs: both renderings of every template, the PCR values they
 // imply, violations, and hostile input. Logs come from tests/support/log_builder,
 // whose digests are OpenSSL's own, not the parser's.
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/ima_log.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 
 #include "support/run_command.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/ima_log.h"
 
 namespace tpmsec {
 namespace {

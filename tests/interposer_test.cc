@@ -55,7 +55,7 @@
 #include "tpmsec/response_code.h"
 #include "tpmsec/salt.h"
 #include "tpmsec/tpm.h"
-#include "tpmsec/tracing.h"
+#include "tpmsec/transport/tracing.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec::testing {

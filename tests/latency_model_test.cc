@@ -12,15 +12,15 @@
 #include <set>
 
 #include "testing/transport_doubles.h"
-#include "tpmsec/command_variant.h"
-#include "tpmsec/emulated_identity.h"
-#include "tpmsec/latency_transport.h"
+#include "tpmsec/emulation/command_variant.h"
+#include "tpmsec/emulation/emulated_identity.h"
+#include "tpmsec/emulation/latency_transport.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/profile_file.h"
-#include "tpmsec/profile_summary.h"
+#include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/profile_summary.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm_info.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec {
 namespace {

@@ -16,7 +16,7 @@
 #include "support/test_data.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/structures.h"
 

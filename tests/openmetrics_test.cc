@@ -26,7 +26,7 @@
 #include "support/log_builder.h"
 #include "support/test_data.h"
 #include "support/run_command.h"
-#include "tpmsec/openmetrics.h"
+#include "tpmsec/measure/openmetrics.h"
 
 namespace tpmsec {
 namespace {

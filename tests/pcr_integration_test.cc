@@ -2,7 +2,7 @@
 #include <openssl/sha.h>
 
 #include "support/test_tpm.h"
-#include "tpmsec/tpm_info_json.h"
+#include "tpmsec/emulation/tpm_info_json.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/tpm_info.h"
 

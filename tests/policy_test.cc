@@ -15,15 +15,17 @@
 
 #include "support/run_command.h"
 #include "support/test_tpm.h"
-#include "tpmsec/calibration.h"
+#include "tpmsec/calibration/calibration.h"
 #include "tpmsec/commands.h"
 #include "support/fault_injection.h"
-#include "tpmsec/emulated_identity.h"
+#include "tpmsec/emulation/emulated_identity.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/policy.h"
-#include "tpmsec/profile_file.h"
-#include "tpmsec/profile_summary.h"
+#include "tpmsec/host/policy_path.h"
+#include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
+#include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/profile_summary.h"
 
 namespace tpmsec {
 namespace {

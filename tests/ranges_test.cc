@@ -13,10 +13,10 @@
 #include "support/json_schema.h"
 #include "support/log_builder.h"
 #include "support/run_command.h"
-#include "tpmsec/algtest_import.h"
-#include "tpmsec/calibration.h"
-#include "tpmsec/profile_file.h"
-#include "tpmsec/value_range.h"
+#include "tpmsec/emulation/algtest_import.h"
+#include "tpmsec/calibration/calibration.h"
+#include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "support/run_command.h"
 #include "support/test_data.h"
-#include "tpmsec/calibration.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/calibration/calibration.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec {
 namespace {

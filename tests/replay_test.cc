@@ -13,7 +13,7 @@
 #include "support/log_builder.h"
 #include "support/run_command.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/event_log.h"
+#include "tpmsec/replay/event_log.h"
 
 namespace tpmsec {
 namespace {

@@ -22,7 +22,7 @@
 #include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/salt.h"
 #include "tpmsec/salt_key.h"
 #include "tpmsec/structures.h"

@@ -10,14 +10,14 @@
 #include <random>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/latency_transport.h"
+#include "tpmsec/emulation/latency_transport.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/response_code.h"
-#include "tpmsec/slot_limits.h"
+#include "tpmsec/emulation/slot_limits.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/tpm.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

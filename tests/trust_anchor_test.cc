@@ -12,7 +12,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "testing/memory_host_state.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/protect.h"
 
 namespace tpmsec {

@@ -2,7 +2,7 @@
 // reference TPM, its state kept across processes; swtpm for a quote made by
 // tpm2-tools), against files of expected values, and against a quote's PCR
 // digest. Real logs from tests/data/logs (README.md there says whence).
-#include "tpmsec/verify.h"
+#include "tpmsec/replay/verify.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -20,8 +20,8 @@
 #include "support/swtpm_process.h"
 #include "support/test_data.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/event_log.h"
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/event_log.h"
+#include "tpmsec/replay/ima_log.h"
 
 namespace tpmsec::verify {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/host_state.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 #include "tpmsec/result.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
@@ -246,6 +246,11 @@ std::shared_ptr<HostState> host_state_of(const ProtectRequest& request);
 // The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
 // and logs; a front end maps it to its own spelling.
 std::string_view anchor_name(const Anchor& anchor);
+
+// The policy a command follows: `path` (--policy) when given, else
+// $TPMSEC_POLICY, else the shipped default (tpmsec/host/policy_path.h).
+// operator_chosen is set for the first two.
+Result<Policy> load_command_policy(const std::string& path);
 
 }  // namespace tpmsec
 

@@ -57,7 +57,7 @@ Result<TpmInfo> read_tpm_info(Tpm& tpm);
 // non-printable bytes as '.').
 std::string property_text(uint32_t raw);
 
-// The JSON form (docs/info-json.md) is in tpmsec/tpm_info_json.h.
+// The JSON form (docs/info-json.md) is in tpmsec/emulation/tpm_info_json.h.
 // The text `tpmsec info` prints.
 std::string to_text(const TpmInfo& info);
 

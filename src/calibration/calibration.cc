@@ -1,4 +1,4 @@
-#include "tpmsec/calibration.h"
+#include "tpmsec/calibration/calibration.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <optional>
 
-#include "tpmsec/profile_summary.h"
-#include "tpmsec/value_range.h"
+#include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "tpmsec/calibration.h"
+#include "tpmsec/calibration/calibration.h"
 
 namespace tpmsec {
 namespace {

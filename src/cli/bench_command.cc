@@ -9,11 +9,12 @@
 #include "floor_flags.h"
 #include "progress.h"
 #include "strategy_option.h"
-#include "tpmsec/bench.h"
-#include "tpmsec/calibration.h"
-#include "tpmsec/openmetrics.h"
+#include "tpmsec/measure/bench.h"
+#include "tpmsec/calibration/calibration.h"
+#include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {

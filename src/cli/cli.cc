@@ -15,12 +15,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "tpmsec/calibration.h"
+#include "tpmsec/calibration/calibration.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/files.h"
-#include "tpmsec/file_host_state.h"
-#include "tpmsec/latency_model.h"
-#include "tpmsec/command_variant.h"
+#include "tpmsec/host/files.h"
+#include "tpmsec/host/file_host_state.h"
+#include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/emulation/command_variant.h"
 
 namespace tpmsec::cli {
 
@@ -172,7 +172,7 @@ Result<std::unique_ptr<ProtectedTpm>> OpenTpm::protect(ProtectRequest request) c
 Status write_file(const std::string& path, const std::string& content) {
   // Replaced through a temporary file, or written in place when standard
   // output, a device or FIFO; a link another user could have planted is
-  // never followed (include/tpmsec/files.h).
+  // never followed (include/tpmsec/host/files.h).
   return files::write_output(path, content);
 }
 

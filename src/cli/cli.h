@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/measured_tpm.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/measure/measured_tpm.h"
+#include "tpmsec/policy/policy.h"
 #include "tpmsec/protect.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
@@ -143,7 +143,7 @@ void warn_not_kept(const Error& e);
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option);
 
 // Writes `content` to an output path by files::write_output()
-// (include/tpmsec/files.h): "-" is standard output; a device or FIFO is
+// (include/tpmsec/host/files.h): "-" is standard output; a device or FIFO is
 // written through; a regular file is replaced through a temporary file and a
 // rename, so an interrupted run never leaves a half-written file; a symlink
 // is followed only in a directory nobody but root and the caller can write.

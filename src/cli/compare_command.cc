@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "tpmsec/compare.h"
+#include "tpmsec/measure/compare.h"
 
 namespace tpmsec::cli {
 

@@ -1,13 +1,13 @@
 // `tpmsec emulate PROFILE --port P`: the arguments and the printing; the
-// server is the library's (tpmsec/emulation_server.h, src/emulation/server).
+// server is the library's (tpmsec/emulation/server/emulation_server.h, src/emulation/server).
 #include <fmt/format.h>
 
 #include "cli.h"
 #include "progress.h"
-#include "tpmsec/emulation_server.h"
-#include "tpmsec/transports.h"
-#include "tpmsec/profile_summary.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/server/emulation_server.h"
+#include "tpmsec/transport/transports.h"
+#include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 namespace emulate_cmd {

@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "tpmsec/bind_secret.h"
 #include "tpmsec/salt_key.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {

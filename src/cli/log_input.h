@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tpmsec/event_log.h"
-#include "tpmsec/replay.h"
+#include "tpmsec/replay/event_log.h"
+#include "tpmsec/replay/replay.h"
 
 namespace tpmsec::cli {
 

@@ -12,10 +12,10 @@
 #include "policy_command.h"
 #include "progress.h"
 #include "protection_options.h"
-#include "tpmsec/calibration.h"
-#include "tpmsec/openmetrics.h"
-#include "tpmsec/policy.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/calibration/calibration.h"
+#include "tpmsec/measure/openmetrics.h"
+#include "tpmsec/policy/policy.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 namespace {

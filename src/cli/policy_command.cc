@@ -8,9 +8,10 @@
 #include "policy_command.h"
 #include "protection_options.h"
 #include "strategy_option.h"
-#include "tpmsec/calibration.h"
-#include "tpmsec/policy.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/calibration/calibration.h"
+#include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 

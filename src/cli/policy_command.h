@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "cli.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 
 namespace tpmsec::cli {
 

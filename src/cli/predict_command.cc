@@ -7,8 +7,8 @@
 #include "log_input.h"
 #include "progress.h"
 #include "strategy_option.h"
-#include "tpmsec/predict.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/replay/predict.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 

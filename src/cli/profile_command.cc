@@ -5,10 +5,10 @@
 #include <filesystem>
 
 #include "cli.h"
-#include "tpmsec/algtest_import.h"
-#include "tpmsec/profile_from_bench.h"
-#include "tpmsec/profile_summary.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/algtest_import.h"
+#include "tpmsec/measure/profile_from_bench.h"
+#include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 

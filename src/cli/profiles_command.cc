@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "cli.h"
-#include "tpmsec/value_range.h"
-#include "tpmsec/profile_summary.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/value_range.h"
+#include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-#include "tpmsec/clock.h"
+#include "tpmsec/transport/clock.h"
 
 namespace tpmsec::cli {
 

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "protection_options.h"
 #include "tpmsec/bind_secret.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/salt_key.h"
 

@@ -3,7 +3,7 @@
 
 #include "cli.h"
 #include "protection_options.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 
 namespace tpmsec::cli {
 

@@ -8,13 +8,13 @@
 #include "progress.h"
 #include "protection_options.h"
 #include "strategy_option.h"
-#include "tpmsec/calibration.h"
+#include "tpmsec/calibration/calibration.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/event_log.h"
-#include "tpmsec/openmetrics.h"
+#include "tpmsec/replay/event_log.h"
+#include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/replay.h"
+#include "tpmsec/replay/replay.h"
 
 namespace tpmsec::cli {
 namespace {

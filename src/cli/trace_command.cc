@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "tpmsec/bench.h"
-#include "tpmsec/ftrace_import.h"
+#include "tpmsec/measure/bench.h"
+#include "tpmsec/measure/ftrace_import.h"
 
 namespace tpmsec::cli {
 

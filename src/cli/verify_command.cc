@@ -11,7 +11,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/verify.h"
+#include "tpmsec/replay/verify.h"
 
 namespace tpmsec::cli {
 namespace {

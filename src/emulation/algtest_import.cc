@@ -1,5 +1,5 @@
 // Latency profiles from tpm2-algtest result directories (TPMScan).
-#include "tpmsec/algtest_import.h"
+#include "tpmsec/emulation/algtest_import.h"
 
 #include <fmt/format.h>
 

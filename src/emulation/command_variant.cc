@@ -1,6 +1,6 @@
 // Which modelled variant a traced command is, and how many of its bytes are
 // encrypted parameter.
-#include "tpmsec/command_variant.h"
+#include "tpmsec/emulation/command_variant.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/wire.h"

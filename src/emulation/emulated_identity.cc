@@ -4,8 +4,8 @@
 
 #include <charconv>
 
-#include "tpmsec/emulated_identity.h"
-#include "tpmsec/tpm_info_json.h"
+#include "tpmsec/emulation/emulated_identity.h"
+#include "tpmsec/emulation/tpm_info_json.h"
 
 namespace tpmsec {
 

@@ -2,8 +2,8 @@
 // variant, the HMAC-session and parameter-encryption costs, seeded jitter
 // and tail events.
 #include "tpmsec/text.h"
-#include "tpmsec/command_variant.h"
-#include "tpmsec/latency_model.h"
+#include "tpmsec/emulation/command_variant.h"
+#include "tpmsec/emulation/latency_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // A latency profile's provenance tags (docs/latency-profiles.md).
-#include "tpmsec/latency_profile.h"
+#include "tpmsec/emulation/latency_profile.h"
 
 namespace tpmsec {
 

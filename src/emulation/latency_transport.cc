@@ -5,8 +5,8 @@
 #include <cmath>
 #include <thread>
 
-#include "tpmsec/latency_transport.h"
-#include "tpmsec/slot_limits.h"
+#include "tpmsec/emulation/latency_transport.h"
+#include "tpmsec/emulation/slot_limits.h"
 
 namespace tpmsec {
 namespace {

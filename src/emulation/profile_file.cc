@@ -12,9 +12,9 @@
 #include <set>
 #include <sstream>
 
-#include "tpmsec/data_dir.h"
-#include "tpmsec/emulated_identity.h"
-#include "tpmsec/profile_file.h"
+#include "tpmsec/host/data_dir.h"
+#include "tpmsec/emulation/emulated_identity.h"
+#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec {

@@ -3,7 +3,7 @@
 // it must warn that it rests on estimates only.
 #include <fmt/format.h>
 
-#include "tpmsec/profile_summary.h"
+#include "tpmsec/emulation/profile_summary.h"
 
 namespace tpmsec {
 namespace {

@@ -1,6 +1,6 @@
 // The emulated chip's session and object slots and its context gap
 // (slot_limits.h).
-#include "tpmsec/slot_limits.h"
+#include "tpmsec/emulation/slot_limits.h"
 
 #include <algorithm>
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tpmsec/algtest_import.h"
-#include "tpmsec/value_range.h"
+#include "tpmsec/emulation/algtest_import.h"
+#include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec {
 

@@ -1,4 +1,4 @@
-#include "tpmsec/data_dir.h"
+#include "tpmsec/host/data_dir.h"
 
 #include <dlfcn.h>
 

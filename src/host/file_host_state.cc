@@ -1,7 +1,7 @@
 // FileHostState (file_host_state.h): where each record lives, the boot id,
 // and the files a user names. The records' formats are in pin_files.cc,
 // session_cache_file.cc and provision_files.cc.
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <iterator>
 
 #include "state_file.h"
-#include "tpmsec/kernel_pin.h"
+#include "tpmsec/host/kernel_pin.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec {

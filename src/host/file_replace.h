@@ -1,6 +1,6 @@
 // The one way tpmsec replaces a file (reports and state alike): a temporary
 // file created O_CREAT|O_EXCL|O_NOFOLLOW beside the name, then renamed over
-// it. include/tpmsec/files.h says which files go this way.
+// it. include/tpmsec/host/files.h says which files go this way.
 #ifndef TPMSEC_SRC_COMMON_FILE_REPLACE_H_
 #define TPMSEC_SRC_COMMON_FILE_REPLACE_H_
 

@@ -1,4 +1,4 @@
-#include "tpmsec/kernel_pin.h"
+#include "tpmsec/host/kernel_pin.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,4 +1,4 @@
-// Reports: where write_output() puts them (include/tpmsec/files.h).
+// Reports: where write_output() puts them (include/tpmsec/host/files.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "file_replace.h"
-#include "tpmsec/files.h"
+#include "tpmsec/host/files.h"
 
 namespace tpmsec::files {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "state_file.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec {

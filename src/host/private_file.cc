@@ -1,5 +1,5 @@
 // TPM state and kept secrets: 0600 files in 0700 directories
-// (include/tpmsec/files.h).
+// (include/tpmsec/host/files.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "file_replace.h"
-#include "tpmsec/files.h"
+#include "tpmsec/host/files.h"
 
 namespace tpmsec::files {
 

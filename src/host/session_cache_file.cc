@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "state_file.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/text.h"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/files.h"
+#include "tpmsec/host/files.h"
 #include "tpmsec/text.h"
 #include "tpmsec/wire.h"
 

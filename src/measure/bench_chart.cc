@@ -7,7 +7,7 @@
 #include <map>
 
 #include "svg.h"
-#include "tpmsec/bench.h"
+#include "tpmsec/measure/bench.h"
 
 namespace tpmsec {
 std::string bench_svg(const BenchResult& r) {

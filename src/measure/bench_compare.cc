@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "tpmsec/compare.h"
+#include "tpmsec/measure/compare.h"
 #include "tpmsec/strategy.h"
 
 namespace tpmsec {

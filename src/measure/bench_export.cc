@@ -1,8 +1,8 @@
 // Machine-readable bench outputs: JSON (docs/bench-json.md), CSV, Chrome trace events.
 #include <fmt/format.h>
 
-#include "tpmsec/bench.h"
-#include "tpmsec/value_range.h"
+#include "tpmsec/measure/bench.h"
+#include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec {
 namespace {

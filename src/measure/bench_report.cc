@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "tpmsec/bench.h"
+#include "tpmsec/measure/bench.h"
 #include "tpmsec/commands.h"
 
 namespace tpmsec {

@@ -6,8 +6,8 @@
 
 #include <ctime>
 
-#include "tpmsec/tpm_info_json.h"
-#include "tpmsec/bench.h"
+#include "tpmsec/emulation/tpm_info_json.h"
+#include "tpmsec/measure/bench.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/tpm_info.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "svg.h"
-#include "tpmsec/compare.h"
+#include "tpmsec/measure/compare.h"
 
 namespace tpmsec {
 namespace {

@@ -1,6 +1,6 @@
 // From function_graph call trees to a bench result: which TPM command each
 // tpm_transmit_cmd was, and which strategy each tpm2_pcr_extend used.
-#include "tpmsec/ftrace_import.h"
+#include "tpmsec/measure/ftrace_import.h"
 
 #include <fmt/format.h>
 

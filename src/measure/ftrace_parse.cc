@@ -14,7 +14,7 @@
 #include <cmath>
 #include <map>
 
-#include "tpmsec/ftrace_import.h"
+#include "tpmsec/measure/ftrace_import.h"
 
 namespace tpmsec {
 namespace {

@@ -1,7 +1,7 @@
-#include "tpmsec/measured_tpm.h"
+#include "tpmsec/measure/measured_tpm.h"
 
-#include "tpmsec/profile_file.h"
-#include "tpmsec/profile_summary.h"
+#include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/profile_summary.h"
 
 namespace tpmsec {
 

@@ -1,13 +1,13 @@
 // Prometheus text exposition format 0.0.4 (what node_exporter's textfile
 // collector reads): https://prometheus.io/docs/instrumenting/exposition_formats/
 // `promtool check metrics` accepts it (tests/openmetrics_test.cc runs it).
-#include "tpmsec/openmetrics.h"
+#include "tpmsec/measure/openmetrics.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "tpmsec/bench.h"
+#include "tpmsec/measure/bench.h"
 
 namespace tpmsec {
 

@@ -1,10 +1,10 @@
-#include "tpmsec/profile_from_bench.h"
+#include "tpmsec/measure/profile_from_bench.h"
 
 #include <fmt/format.h>
 
 #include <map>
 
-#include "tpmsec/profile_file.h"
+#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec {
 namespace {

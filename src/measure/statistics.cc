@@ -1,4 +1,4 @@
-#include "tpmsec/statistics.h"
+#include "tpmsec/measure/statistics.h"
 
 #include <algorithm>
 #include <numeric>

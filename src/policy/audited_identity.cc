@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/commands.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 
 namespace tpmsec {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 
 namespace tpmsec {
 

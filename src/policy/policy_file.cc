@@ -9,8 +9,7 @@
 #include <toml++/toml.h>
 
 #include "policy_checks.h"
-#include "tpmsec/data_dir.h"
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 
 namespace tpmsec {
 namespace {
@@ -241,22 +240,6 @@ std::string to_toml(const PolicyRule& r) {
   out += fmt::format("reason = {}\n", toml_string(r.reason));
   if (!r.source.empty()) out += fmt::format("source = {}\n", toml_string(r.source));
   return out;
-}
-
-std::string shipped_policy_path() { return data_dir() + "/policy/default.toml"; }
-
-std::string default_policy_path() {
-  const char* env = std::getenv("TPMSEC_POLICY");
-  if (env && *env) return env;
-  return shipped_policy_path();
-}
-
-Result<Policy> load_command_policy(const std::string& path) {
-  const char* env = std::getenv("TPMSEC_POLICY");
-  bool chosen = !path.empty() || (env && *env);
-  TPMSEC_ASSIGN_OR_RETURN(Policy p, load_policy(path.empty() ? default_policy_path() : path));
-  p.operator_chosen = chosen;
-  return p;
 }
 
 }  // namespace tpmsec

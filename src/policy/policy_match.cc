@@ -8,7 +8,7 @@
 #include <charconv>
 #include <set>
 
-#include "tpmsec/policy.h"
+#include "tpmsec/policy/policy.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/text.h"
 

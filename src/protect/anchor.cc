@@ -6,7 +6,7 @@
 #include <map>
 
 #include "notice.h"
-#include "tpmsec/file_host_state.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/host_state.h"
 #include "tpmsec/protect.h"
 

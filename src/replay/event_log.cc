@@ -1,5 +1,5 @@
-// Parsing the TCG crypto-agile event log (layout in tpmsec/event_log.h).
-#include "tpmsec/event_log.h"
+// Parsing the TCG crypto-agile event log (layout in tpmsec/replay/event_log.h).
+#include "tpmsec/replay/event_log.h"
 
 #include <fmt/format.h>
 

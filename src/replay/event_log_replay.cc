@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/event_log.h"
+#include "tpmsec/replay/event_log.h"
 #include "tpmsec/pcr.h"
 
 namespace tpmsec::event_log {

@@ -6,7 +6,7 @@
 
 #include "replay/printable.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/verify.h"
+#include "tpmsec/replay/verify.h"
 
 namespace tpmsec::verify {
 

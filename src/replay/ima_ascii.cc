@@ -11,7 +11,7 @@
 #include "replay/ima_template.h"
 #include "replay/printable.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/ima_log.h"
 
 namespace tpmsec::ima {
 

@@ -12,7 +12,7 @@
 #include "replay/little_endian.h"
 #include "replay/printable.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/ima_log.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::ima {

@@ -10,7 +10,7 @@
 #include "replay/little_endian.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/ima_log.h"
 #include "tpmsec/pcr.h"
 
 namespace tpmsec::ima {

@@ -1,6 +1,6 @@
 // The IMA templates tpmsec reads: their field layouts, decoding each field from
 // either log rendering, and rebuilding the template data the kernel hashed.
-// Internal to src/replay; the public API is tpmsec/ima_log.h.
+// Internal to src/replay; the public API is tpmsec/replay/ima_log.h.
 #ifndef TPMSEC_REPLAY_IMA_TEMPLATE_H_
 #define TPMSEC_REPLAY_IMA_TEMPLATE_H_
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "tpmsec/ima_log.h"
+#include "tpmsec/replay/ima_log.h"
 
 namespace tpmsec::ima::internal {
 

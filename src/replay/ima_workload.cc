@@ -1,4 +1,4 @@
-#include "tpmsec/replay.h"
+#include "tpmsec/replay/replay.h"
 
 namespace tpmsec {
 

@@ -1,4 +1,4 @@
-#include "tpmsec/predict.h"
+#include "tpmsec/replay/predict.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "measure/svg.h"
-#include "tpmsec/value_range.h"
+#include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec {
 

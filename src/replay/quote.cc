@@ -4,7 +4,7 @@
 
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/verify.h"
+#include "tpmsec/replay/verify.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::verify {

@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include "tpmsec/pcr.h"
-#include "tpmsec/openmetrics.h"
-#include "tpmsec/replay.h"
+#include "tpmsec/measure/openmetrics.h"
+#include "tpmsec/replay/replay.h"
 
 namespace tpmsec {
 namespace {

@@ -1,5 +1,5 @@
 // The chains a firmware log and an IMA list imply, and their comparison with
-// given PCR values (contract in tpmsec/verify.h).
+// given PCR values (contract in tpmsec/replay/verify.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include "replay/printable.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/verify.h"
+#include "tpmsec/replay/verify.h"
 
 namespace tpmsec::verify {
 

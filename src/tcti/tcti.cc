@@ -27,7 +27,7 @@
 
 #include "tcti/open_protected.h"
 #include "tcti/tcti_config.h"
-#include "tpmsec/files.h"
+#include "tpmsec/host/files.h"
 #include "tpmsec/wrap.h"
 
 namespace tpmsec::tcti {

@@ -1,4 +1,4 @@
-#include "tpmsec/clock.h"
+#include "tpmsec/transport/clock.h"
 
 namespace tpmsec {
 

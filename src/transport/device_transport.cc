@@ -14,7 +14,7 @@
 
 #include "transport_limits.h"
 #include "socket_io.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

@@ -15,9 +15,9 @@
 
 #include "startup.h"
 #include "tpmsec/commands.h"
-#include "tpmsec/files.h"
+#include "tpmsec/host/files.h"
 #include "tpmsec/response_code.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

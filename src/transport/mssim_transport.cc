@@ -8,7 +8,7 @@
 #include "transport_limits.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

@@ -7,7 +7,7 @@
 #include "startup.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {

@@ -1,4 +1,4 @@
-#include "tpmsec/tracing.h"
+#include "tpmsec/transport/tracing.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // (in-process libtpms) one included. The bus transports and the TPM string
 // syntax are in transport_string.cc (tpmsec_transports).
 #include "tpmsec/transport.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec {
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/transport.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec {
 namespace {

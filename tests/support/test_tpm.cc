@@ -3,7 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec::testing {
 namespace {

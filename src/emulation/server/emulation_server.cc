@@ -1,8 +1,8 @@
-// The server's loop (tpmsec/emulation_server.h): one thread polls the two
+// The server's loop (tpmsec/emulation/server/emulation_server.h): one thread polls the two
 // listening sockets and every client connection; a connection's request is
 // read as far as its channel asks, and a whole request is served at once,
 // one at a time on the one chip.
-#include "tpmsec/emulation_server.h"
+#include "tpmsec/emulation/server/emulation_server.h"
 
 #include <poll.h>
 

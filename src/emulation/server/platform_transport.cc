@@ -2,7 +2,7 @@
 
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
-#include "tpmsec/transports.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec::emulation {
 

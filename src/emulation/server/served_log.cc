@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "tpmsec/emulation_server.h"
-#include "tpmsec/statistics.h"
-#include "tpmsec/tpm_info_json.h"
+#include "tpmsec/emulation/server/emulation_server.h"
+#include "tpmsec/measure/statistics.h"
+#include "tpmsec/emulation/tpm_info_json.h"
 
 namespace tpmsec::emulation {
 namespace {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/bench.h"
-#include "tpmsec/emulated_identity.h"
-#include "tpmsec/latency_model.h"
-#include "tpmsec/tracing.h"
+#include "tpmsec/measure/bench.h"
+#include "tpmsec/emulation/emulated_identity.h"
+#include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/transport/tracing.h"
 
 namespace tpmsec::emulation {
 

@@ -1,0 +1,77 @@
+// The host's state on its file system (host_state.h): the one HostState a
+// program on the library gets unless it brings its own (protect.h,
+// ProtectRequest::host). The tpmsec_host target.
+//
+// The state directory holds one file per record, "key=value" lines, read
+// with a size bound, written whole or not at all, 0600 in 0700 directories
+// whatever the umask; a symbolic link planted at a record's name is refused
+// when read and replaced, never followed, when written (files.h):
+//   DIR/null-key-pins/ID-SALT   --tofu pins (SALT: ecc, rsa)
+//   DIR/ek-pins/ID-SALT         --ek-ca's EK pins
+//   DIR/session-cache/ID-info   kept capabilities; ID-SALT: kept null keys;
+//                               ID-commands-PROGRAM: a program's command count
+//   DIR/bind/ID                 the bind secret (bind_secret.h)
+//   DIR/salt-key/ID             the pinned salt key (salt_key.h)
+// ID is the TPM's TpmId::key (PROGRAM a ProgramId::key); each file also
+// holds the TPM string (and the program's path), which must be the one
+// asked for.
+#ifndef TPMSEC_HOST_FILE_HOST_STATE_H_
+#define TPMSEC_HOST_FILE_HOST_STATE_H_
+
+#include <string>
+
+#include "tpmsec/host_state.h"
+
+namespace tpmsec {
+
+// Where tpmsec keeps what outlives a process: $TPMSEC_STATE_DIR, else
+// /var/lib/tpmsec for root, else $XDG_STATE_HOME/tpmsec or
+// ~/.local/state/tpmsec.
+std::string default_state_dir();
+
+class FileHostState final : public HostState {
+ public:
+  // State in `state_dir` (created 0700 on the first put). The boot id is
+  // /proc/sys/kernel/random/boot_id, or in test builds (CMake option
+  // TPMSEC_TEST_HOOKS) $TPMSEC_BOOT_ID when set (tests simulate a reboot
+  // with it); release builds ignore it. The kernel's pins are under /sys
+  // (kernel_pin.h).
+  explicit FileHostState(std::string state_dir = default_state_dir());
+  const std::string& dir() const { return dir_; }
+
+  Result<std::string> boot_id() override;
+  Result<std::optional<NullKeyPin>> null_key_pin(const TpmId& tpm, SaltKind kind) const override;
+  Status put_null_key_pin(const TpmId& tpm, SaltKind kind, const NullKeyPin& pin) override;
+  Result<std::optional<EkPinRecord>> ek_pin(const TpmId& tpm, SaltKind kind) const override;
+  Status put_ek_pin(const TpmId& tpm, SaltKind kind, const EkPinRecord& record) override;
+  std::optional<TpmInfo> kept_info(const TpmId& tpm, const std::string& boot) const override;
+  Status put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) override;
+  std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                 SaltKind kind) const override;
+  Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) override;
+  std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                             const ProgramId& program) const override;
+  Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
+                                uint64_t count) override;
+  Result<ProgramId> running_program() const override;
+  Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const override;
+  Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) override;
+  Result<std::optional<PersistentSaltKey>> salt_key(const TpmId& tpm) const override;
+  Status put_salt_key(const TpmId& tpm, const PersistentSaltKey& key) override;
+  Result<bool> erase(StateRecord what, const TpmId& tpm) override;
+  std::string where(StateRecord what) const override;
+  std::string where(StateRecord what, const TpmId& tpm, SaltKind kind = SaltKind::kEcc) const override;
+  std::string kernel_null_name_file(std::string_view device_path) const override;
+  Result<std::string> read_null_name_file(const std::string& path) const override;
+  Result<std::vector<crypto::PemFile>> read_ca_files(const std::string& file_or_dir) const override;
+
+ private:
+  std::string command_count_file(const TpmId& tpm, const ProgramId& program) const;
+  Result<bool> erase_command_counts(const TpmId& tpm);
+
+  std::string dir_;
+};
+
+}  // namespace tpmsec
+
+#endif  // TPMSEC_HOST_FILE_HOST_STATE_H_

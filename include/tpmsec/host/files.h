@@ -1,0 +1,90 @@
+// The files tpmsec writes, and the rules it writes them by (a root tool's
+// rules: nothing half-written, no symlink another user could plant ever
+// followed, secrets readable by their owner only). docs/threat-model.md,
+// "Files", says the same for users.
+//
+// Reports (--json, --svg, -o, ...):
+//   - a regular file, or a name that does not exist yet, is replaced: the
+//     content goes to a temporary file created O_CREAT|O_EXCL|O_NOFOLLOW in
+//     the same directory, which is then renamed over the name. A replaced
+//     file keeps its mode (and, for root, its owner); a new one is
+//     `new_mode` less the umask (0644 for reports).
+//   - a FIFO, character device or socket (/dev/stdout, /dev/null) is written
+//     in place, never replaced; a regular file is never written in place.
+//   - "-" is standard output.
+//   - a symbolic link is followed only when the directory holding it can be
+//     written by nobody but root and the caller (trusted_dir): /dev/stdout.
+//     In any other directory (/tmp) the link is never followed: a link to a
+//     regular file or to nothing is replaced by the new file; a link to a
+//     device or FIFO is refused.
+// TPM state and kept secrets (embedded:state=DIR, the state directory):
+//   - files 0600 in 0700 directories, whatever the umask; written as reports
+//     are replaced, and synced before the rename;
+//   - a directory tpmsec creates is 0700; an existing one must be owned by
+//     root or the caller and writable by nobody else, else it is refused
+//     (kRuntime: exit 1), and is then narrowed to 0700;
+//   - a state file that is a symbolic link (or not a regular file) is
+//     refused when read, and replaced, never followed, when written.
+#ifndef TPMSEC_HOST_FILES_H_
+#define TPMSEC_HOST_FILES_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tpmsec/result.h"
+
+namespace tpmsec::files {
+
+// How write_output() will write `path` (what plan_output() found).
+struct OutputPlan {
+  enum class Kind { kReplace, kInPlace };
+  Kind kind = Kind::kReplace;
+  // What is replaced or written: `path` itself, or the target of a link in a
+  // trusted directory.
+  std::string file;
+  // One string per distinct output (device and inode, or the path when the
+  // file does not exist yet), so a caller can refuse the same output twice.
+  std::string identity;
+};
+
+// Decides how `path` would be written, without writing it: kUsage errors
+// that start with `path` ("PATH: is a directory", "PATH: directory D does not
+// exist", "PATH: a symbolic link to a missing file", "PATH: a symbolic link
+// in D, which other users can write, to a device or FIFO: refused").
+Result<OutputPlan> plan_output(const std::string& path);
+
+// Writes `content` to `path` by the rules above; kRuntime "cannot write
+// PATH: reason" on failure, and then `path` is as it was.
+Status write_output(const std::string& path, std::string_view content, mode_t new_mode = 0644);
+
+// Appends `content` to the log `path` in one write (O_APPEND: blocks from
+// processes appending at once do not interleave within a write): a FIFO,
+// device or socket as write_output() writes it; a regular file in place, or
+// created `new_mode` less the umask when missing; a symbolic link only where
+// write_output() follows one (else kRuntime, never followed). kRuntime
+// "cannot write PATH: reason" on failure.
+Status append_output(const std::string& path, std::string_view content, mode_t new_mode = 0644);
+
+// True when `st` (a directory) can be written by nobody but root and the
+// caller: owned by one of them, no group or other write bit.
+bool trusted_dir(const struct stat& st);
+
+// Creates the state directory `dir` (and missing parents) 0700, or checks
+// an existing one (see above) and narrows it to 0700.
+Status make_private_dir(const std::string& dir);
+
+// Replaces `path` with `content`, mode 0600 whatever the umask, synced, after
+// make_private_dir() on its directory.
+Status write_private(const std::string& path, std::string_view content);
+
+// The content of state file `path` (at most `max_bytes`, else kParse), or
+// none when it does not exist. A symbolic link or anything but a regular
+// file is refused (kRuntime), never followed.
+Result<std::optional<std::string>> read_private(const std::string& path, size_t max_bytes);
+
+}  // namespace tpmsec::files
+
+#endif  // TPMSEC_HOST_FILES_H_

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/check-includes can fail: on a copy of the tree with one upward
+# include planted at a time, it exits non-zero and names the file, the line,
+# the header's layer and the layer that may not see it, in one line; on the
+# copy as it is, it passes silently.
+#   tests/check_includes_test.sh CHECK TABLE SOURCE_DIR
+set -euo pipefail
+check=${1:?usage: check_includes_test.sh CHECK TABLE SOURCE_DIR}
+table=${2:?}
+src=${3:?}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "check_includes_test: $*" >&2; exit 1; }
+
+fresh() { rm -rf "$work/tree"; mkdir "$work/tree"; cp -r "$src/src" "$src/include" "$work/tree/"; }
+
+fresh
+out=$("$check" "$table" "$work/tree" 2>&1) || fail "the tree as it is fails: $out"
+[ -z "$out" ] || fail "the tree as it is passes but prints: $out"
+
+expect() {  # planted description, the one line expected
+  local what=$1 want=$2 out rc=0
+  out=$("$check" "$table" "$work/tree" 2>&1) || rc=$?
+  [ "$rc" = 1 ] || fail "$what: exit status $rc, expected 1 (output: $out)"
+  [ "$out" = "$want" ] || fail "$what: printed
+$out
+expected
+$want"
+  echo "ok: $what: $out"
+}
+
+# A core source includes an upper layer's public header.
+fresh
+sed -i '12i #include "tpmsec/emulation/latency_model.h"' "$work/tree/src/wire/bytes.cc"
+expect "core source, emulation header" \
+  "src/wire/bytes.cc:12: includes tpmsec/emulation/latency_model.h (layer emulation), which core may not see"
+
+# A core source includes another layer's private header (src/transport/).
+fresh
+sed -i '3i #include "transport/startup.h"' "$work/tree/src/tpm/tpm.cc"
+expect "core source, transports' private header" \
+  "src/tpm/tpm.cc:3: includes transport/startup.h (layer transports), which core may not see"
+
+# A contract at the top of include/tpmsec/ (the core's) includes a host header.
+fresh
+sed -i '3i #include <tpmsec/host/files.h>' "$work/tree/include/tpmsec/bytes.h"
+expect "core contract, host header" \
+  "include/tpmsec/bytes.h:3: includes tpmsec/host/files.h (layer host), which core may not see"
+
+# A layer includes a layer beside it: the policy decision does not build on the host.
+fresh
+sed -i '1i #include "tpmsec/host/data_dir.h"' "$work/tree/src/policy/policy_match.cc"
+expect "policy source, host header" \
+  "src/policy/policy_match.cc:1: includes tpmsec/host/data_dir.h (layer host), which policy may not see"
+
+# A front end sees only what it links: the TCTI links no calibration.
+fresh
+sed -i '1i #include "tpmsec/calibration/calibration.h"' "$work/tree/src/tcti/tcti_config.cc"
+expect "TCTI source, calibration header" \
+  "src/tcti/tcti_config.cc:1: includes tpmsec/calibration/calibration.h (layer calibration), which tcti may not see"
+
+# A header in a folder that is no layer's is an error too (it would be checked by nothing).
+fresh
+mkdir "$work/tree/include/tpmsec/stray"
+echo '// nothing' >"$work/tree/include/tpmsec/stray/x.h"
+rc=0; out=$("$check" "$table" "$work/tree" 2>&1) || rc=$?
+[ "$rc" = 2 ] && [[ $out == "include/tpmsec/stray/x.h: belongs to no layer"* ]] ||
+  fail "a header of no layer: exit status $rc, printed: $out"
+echo "ok: header of no layer: $out"
