@@ -84,6 +84,18 @@ TEST(CommandTable, EveryCommandCodeHasOneName) {
 }
 
 // What Part 3's handle areas and Auth Index annotations imply for every entry.
+// command_code() finds each command by its name (a misspelt name is a
+// compile error, not a test failure).
+static_assert(command_code("PCR_Extend") == 0x182);
+static_assert(command_code("NV_UndefineSpaceSpecial") == 0x11F);
+TEST(CommandTable, EveryNameGivesItsCode) {
+  for (const CommandInfo& c : all_commands()) {
+    size_t same = 0;
+    for (const CommandInfo& d : all_commands()) same += d.name == c.name;
+    EXPECT_EQ(same, 1u) << c.name << ": command_code() would find the first";
+  }
+}
+
 TEST(CommandTable, EntriesAreConsistent) {
   for (const CommandInfo& c : all_commands()) {
     SCOPED_TRACE(c.name);

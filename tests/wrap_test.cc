@@ -649,8 +649,8 @@ TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
 // next session must not be refused as "already in use" (tpm2-openssl signs
 // through a hash sequence, then its session ends: tests/tcti_test.cc).
 TEST_P(WrapTest, ACompletedSequencesHandleMayBeTheWrappersNextKey) {
-  const CommandInfo& start = *find_command(0x186);     // HashSequenceStart
-  const CommandInfo& complete = *find_command(0x13E);  // SequenceComplete
+  const CommandInfo& start = *find_command(command_code("HashSequenceStart"));
+  const CommandInfo& complete = *find_command(command_code("SequenceComplete"));
   Writer sp;
   sp.u16(0);  // auth: empty
   sp.u16(alg::kSha256);

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "tpmsec/command.h"
 
@@ -239,6 +240,16 @@ constexpr const CommandInfo* find_in_table(uint32_t code) {
   return nullptr;
 }
 }  // namespace detail
+
+// A command's code by its Part 3 name ("FlushContext"), at compile time: code
+// that handles a command specially names it, and a name that is not in the
+// table does not compile (the throw is never reached at run time).
+consteval uint32_t command_code(std::string_view name) {
+  for (const CommandInfo& c : kCommandTable) {
+    if (c.name == name) return c.code;
+  }
+  throw "not a TPM 2.0 command name (command_table.h)";
+}
 
 // A command's entry at compile time: what a typed definition's kInfo is.
 // A code that is not in the table does not compile.

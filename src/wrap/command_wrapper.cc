@@ -23,30 +23,30 @@ namespace {
 constexpr size_t kMaxFrame = 65536;
 constexpr size_t kMaxSessions = 3;
 
-// Command codes whose handling differs (Part 2 §6.5.2).
+// Command codes whose handling differs, by name from the command table.
 namespace cc {
-constexpr uint32_t kNvUndefineSpaceSpecial = 0x11F;
-constexpr uint32_t kEvictControl = 0x120;
-constexpr uint32_t kNvUndefineSpace = 0x122;
-constexpr uint32_t kHierarchyChangeAuth = 0x129;
-constexpr uint32_t kCreatePrimary = 0x131;
-constexpr uint32_t kNvGlobalWriteLock = 0x132;
-constexpr uint32_t kNvIncrement = 0x134;
-constexpr uint32_t kNvSetBits = 0x135;
-constexpr uint32_t kNvExtend = 0x136;
-constexpr uint32_t kNvWrite = 0x137;
-constexpr uint32_t kNvWriteLock = 0x138;
-constexpr uint32_t kNvChangeAuth = 0x13B;
-constexpr uint32_t kStartup = 0x144;
-constexpr uint32_t kNvReadLock = 0x14F;
-constexpr uint32_t kLoad = 0x157;
-constexpr uint32_t kContextLoad = 0x161;
-constexpr uint32_t kFlushContext = 0x165;
-constexpr uint32_t kLoadExternal = 0x167;
-constexpr uint32_t kNvReadPublic = 0x169;
-constexpr uint32_t kReadPublic = 0x173;
-constexpr uint32_t kStartAuthSession = 0x176;
-constexpr uint32_t kCreateLoaded = 0x191;
+constexpr uint32_t kNvUndefineSpaceSpecial = command_code("NV_UndefineSpaceSpecial");
+constexpr uint32_t kEvictControl = command_code("EvictControl");
+constexpr uint32_t kNvUndefineSpace = command_code("NV_UndefineSpace");
+constexpr uint32_t kHierarchyChangeAuth = command_code("HierarchyChangeAuth");
+constexpr uint32_t kCreatePrimary = command_code("CreatePrimary");
+constexpr uint32_t kNvGlobalWriteLock = command_code("NV_GlobalWriteLock");
+constexpr uint32_t kNvIncrement = command_code("NV_Increment");
+constexpr uint32_t kNvSetBits = command_code("NV_SetBits");
+constexpr uint32_t kNvExtend = command_code("NV_Extend");
+constexpr uint32_t kNvWrite = command_code("NV_Write");
+constexpr uint32_t kNvWriteLock = command_code("NV_WriteLock");
+constexpr uint32_t kNvChangeAuth = command_code("NV_ChangeAuth");
+constexpr uint32_t kStartup = command_code("Startup");
+constexpr uint32_t kNvReadLock = command_code("NV_ReadLock");
+constexpr uint32_t kLoad = command_code("Load");
+constexpr uint32_t kContextLoad = command_code("ContextLoad");
+constexpr uint32_t kFlushContext = command_code("FlushContext");
+constexpr uint32_t kLoadExternal = command_code("LoadExternal");
+constexpr uint32_t kNvReadPublic = command_code("NV_ReadPublic");
+constexpr uint32_t kReadPublic = command_code("ReadPublic");
+constexpr uint32_t kStartAuthSession = command_code("StartAuthSession");
+constexpr uint32_t kCreateLoaded = command_code("CreateLoaded");
 }  // namespace cc
 
 // NV commands that change an index's attributes (TPMA_NV_WRITTEN, the
