@@ -166,6 +166,9 @@ class CommandWrapper {
   Result<Bytes> name_of(uint32_t handle);
   Result<Bytes> unwrap_checked(ByteView response);
   void note_response_handles(const Pending& p, ByteView response);
+  // The cached Names a command makes stale (EvictControl, NV undefines and
+  // writes; wrap.h above), forgotten before it goes out.
+  void forget_names_changed_by(uint32_t code, const std::vector<uint32_t>& handles, ByteView params);
 
   // The caller's re-signable sessions (above).
   class CallerNonce;

@@ -14,14 +14,15 @@
 #include "tpmsec/response_code.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/wire.h"
+#include "wrap/caller_frame.h"
 
 namespace tpmsec {
 namespace {
 
-// Frames are bounded here before any byte of them is read; a TPM's own
-// limit (TPM_PT_MAX_COMMAND_SIZE) is far below.
-constexpr size_t kMaxFrame = 65536;
-constexpr size_t kMaxSessions = 3;
+using wrapping::Entry;
+using wrapping::kMaxFrame;
+using wrapping::kMaxSessions;
+using wrapping::read_entry;
 
 // Command codes whose handling differs, by name from the command table.
 namespace cc {
@@ -73,42 +74,6 @@ std::optional<size_t> session_gone(uint32_t code) {
   uint32_t number = (code >> 8) & 0x7;
   if (number == 0) return std::nullopt;
   return number - 1;
-}
-
-// TPMS_AUTH_COMMAND / TPMS_AUTH_RESPONSE as bytes of the frame they came in.
-struct Entry {
-  uint32_t handle = 0;  // commands only
-  ByteView nonce;
-  uint8_t attributes = 0;
-  ByteView hmac;
-  ByteView raw;  // the whole entry
-};
-
-// The caller's distinct sessions a command needs loaded: its session
-// entries other than passwords, and the session handles in its handle area.
-template <class Entries>
-size_t sessions_loaded_for(const std::vector<uint32_t>& handles, const Entries& sessions) {
-  std::vector<uint32_t> used;
-  auto add = [&](uint32_t h) {
-    uint8_t type = static_cast<uint8_t>(h >> 24);
-    if ((type == ht::kHmacSession || type == ht::kPolicySession) && std::find(used.begin(), used.end(), h) == used.end()) {
-      used.push_back(h);
-    }
-  };
-  for (uint32_t h : handles) add(h);
-  for (const auto& e : sessions) add(e.handle);
-  return used.size();
-}
-
-Entry read_entry(Reader& r, ByteView frame, bool command) {
-  Entry e;
-  size_t start = r.offset();
-  if (command) e.handle = r.u32("TPMS_AUTH_COMMAND.sessionHandle");
-  e.nonce = r.tpm2b("nonce", 64);
-  e.attributes = r.u8("sessionAttributes");
-  e.hmac = r.tpm2b("hmac", 64);
-  if (r.ok()) e.raw = frame.subspan(start, r.offset() - start);
-  return e;
 }
 
 // The Name a response of an authenticated name-returning command carries
@@ -315,51 +280,20 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   if (!p->info || p->info->no_sessions) return pass();
   const CommandInfo& info = *p->info;
 
-  // The caller's frame: anything it gets wrong, the TPM answers as before.
-  Reader r(command.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
-  for (int i = 0; i < info.handle_count; ++i) p->handles.push_back(r.u32("handle"));
-  std::vector<Entry> sessions;
-  if (p->caller_sessions) {
-    uint32_t auth_size = r.u32("authorizationSize");
-    if (auth_size > r.remaining()) return pass();
-    Reader a = r.sub(auth_size, "authorization area");
-    while (a.ok() && a.remaining() > 0 && sessions.size() <= kMaxSessions) {
-      sessions.push_back(read_entry(a, command, /*command=*/true));
-    }
-    if (!a.ok()) return pass();
-    for (const Entry& e : sessions) {
-      if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p->ending.push_back(e.handle);
-    }
+  // The caller's frame (caller_frame.h): anything it gets wrong, the TPM
+  // answers as before; where the wrapper's session has no place, the command
+  // goes out as the caller gave it.
+  std::optional<wrapping::CallerFrame> frame = wrapping::read_caller_frame(command, info, p->caller_sessions);
+  if (!frame) return pass();
+  std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, info);
+  if (!plan) return pass();
+  p->handles = frame->handles;
+  const std::vector<Entry>& sessions = frame->sessions;
+  const ByteView params = frame->parameters;
+  for (const Entry& e : sessions) {
+    if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p->ending.push_back(e.handle);
   }
-  ByteView params = r.rest();
-  // A session area with no session in it is the TPM's to refuse, as before.
-  if (!r.ok() || sessions.size() >= kMaxSessions || (p->caller_sessions && sessions.empty())) return pass();
-  // Nor one that needs three of the caller's sessions loaded, as session
-  // entries or as handles (GetSessionAuditDigest's sessionHandle, PolicySecret's
-  // policySession): a TPM holds three (TPM_PT_HR_LOADED_MIN; libtpms, swtpm
-  // and the chips tpmsec models), none left for the wrapper's.
-  if (sessions_loaded_for(p->handles, sessions) >= kMaxSessions) return pass();
-
-  // Where the wrapper's session goes: the first password authorization's
-  // slot, else the first free one (never an authorization slot the caller
-  // left empty: the TPM refuses that command as it would have).
-  std::optional<size_t> password_slot;
-  size_t passwords = 0;
-  bool caller_hmac = false, caller_audits = false;
-  for (size_t i = 0; i < sessions.size(); ++i) {
-    if (sessions[i].attributes & attr::kAudit) caller_audits = true;
-    if (sessions[i].handle == rh::kPasswordSession) {
-      ++passwords;
-      if (!password_slot && i < info.auth_count) password_slot = i;
-    } else {
-      caller_hmac = true;
-    }
-  }
-  if (!password_slot && sessions.size() < info.auth_count) return pass();
-  // One session per command may audit (Part 1 §19.6.3, TPM_RC_ATTRIBUTES):
-  // beside a caller's audit session the wrapper's has nothing to carry
-  // unless it authorizes.
-  if (caller_audits && !password_slot) return pass();
+  bool caller_hmac = plan->caller_hmac;
 
   // The sessions this command uses keep their slots (session_room.cc).
   busy_.assign(p->handles.begin(), p->handles.end());
@@ -405,20 +339,9 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     }
   }
   if (caller_hmac && resignable) caller_hmac = false;
-  if (p->code == cc::kStartAuthSession && p->handles.size() == 2 && p->handles[0] == rh::kNull &&
-      p->handles[1] == rh::kNull) {
-    Reader sr(params);
-    sr.tpm2b("nonceCaller", 64);
-    ByteView salt = sr.tpm2b("encryptedSalt");
-    uint8_t type = sr.u8("sessionType");
-    uint16_t symmetric = sr.u16("symmetric.algorithm");
-    if (symmetric != alg::kNull) sr.u16("symmetric.keyBits");
-    if (symmetric != alg::kNull && symmetric != alg::kXor) sr.u16("symmetric.mode");
-    uint16_t hash = sr.u16("authHash");
-    if (sr.ok() && salt.empty() && type == se::kHmac && digest_size(hash)) p->unsalted_session_hash = hash;
-  }
+  p->unsalted_session_hash = wrapping::unsalted_hmac_session_hash(p->code, p->handles, params);
 
-  if (password_slot) {
+  if (const std::optional<size_t>& password_slot = plan->password_slot) {
     p->our_slot = *password_slot;
     p->replaced_password = true;
     p->password_attributes = sessions[*password_slot].attributes;
@@ -438,17 +361,13 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     p->new_auth_value = SecretBytes(nr.tpm2b("newAuth", 64));
     if (!nr.ok()) return pass();
   }
-  if (p->code == cc::kEvictControl && params.size() >= 4) names_.erase(load_be32(params.data()));
-  if (p->code == cc::kNvUndefineSpace && p->handles.size() == 2) names_.erase(p->handles[1]);
-  if (p->code == cc::kNvUndefineSpaceSpecial && !p->handles.empty()) names_.erase(p->handles[0]);
-  if (changes_nv_name(p->code) && p->handles.size() == 2) names_.erase(p->handles[1]);
-  if (p->code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
+  forget_names_changed_by(p->code, p->handles, params);
 
   if (decrypt || p->encrypts_response) TPMSEC_RETURN_IF_ERROR(ensure_cipher_checked());
   // The session ends with this command when it is the one the front end
   // said would be the last (end_session_with()).
   bool last = end_with_ && commands_ == *end_with_ && !saved_ && !evicted_ && !need_room_;
-  session_->set_attributes((last ? 0 : attr::kContinueSession) | (caller_audits ? 0 : attr::kAudit) |
+  session_->set_attributes((last ? 0 : attr::kContinueSession) | (plan->caller_audits ? 0 : attr::kAudit) |
                            (decrypt ? attr::kDecrypt : 0) | (p->encrypts_response ? attr::kEncrypt : 0));
   TPMSEC_RETURN_IF_ERROR(session_->begin_command());
   SecretBytes parameters(params);  // may hold a secret the bus must not see
@@ -474,29 +393,28 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     }
   }
 
-  Writer w(kMaxFrame, "command");
-  w.u16(st::kSessions);
-  auto size_mark = w.begin_total_size32("commandSize");
-  w.u32(p->code);
-  for (uint32_t h : p->handles) w.u32(h);
-  auto auth_mark = w.begin_size32("authorizationSize");
+  std::vector<ByteView> entries(p->sent_sessions);
   for (size_t i = 0; i < p->sent_sessions; ++i) {
-    ByteView entry = i == p->our_slot ? ByteView(ours) : !resigned[i].empty() ? ByteView(resigned[i]) : sessions[i].raw;
-    w.bytes(entry, "TPMS_AUTH_COMMAND");
+    entries[i] = i == p->our_slot ? ByteView(ours) : !resigned[i].empty() ? ByteView(resigned[i]) : sessions[i].raw;
   }
-  w.end_size(auth_mark);
-  w.bytes(parameters.view(), "parameters");
-  w.end_size(size_mark);
-  TPMSEC_ASSIGN_OR_RETURN(Bytes frame, w.finish());
+  TPMSEC_ASSIGN_OR_RETURN(Bytes out, wrapping::build_command_frame(p->code, p->handles, entries, parameters.view()));
 
   ++counts.wrapped;
   if (decrypt || p->encrypts_response) ++counts.encrypted;
   if (p->replaced_password) ++counts.passwords_replaced;
-  counts.passwords_left += passwords - (p->replaced_password ? 1 : 0);
+  counts.passwords_left += plan->passwords - (p->replaced_password ? 1 : 0);
   p->passed_through = false;
   pending_ = std::move(p);
   last_wrapped_ = commands_;
-  return frame;
+  return out;
+}
+
+void CommandWrapper::forget_names_changed_by(uint32_t code, const std::vector<uint32_t>& handles, ByteView params) {
+  if (code == cc::kEvictControl && params.size() >= 4) names_.erase(load_be32(params.data()));
+  if (code == cc::kNvUndefineSpace && handles.size() == 2) names_.erase(handles[1]);
+  if (code == cc::kNvUndefineSpaceSpecial && !handles.empty()) names_.erase(handles[0]);
+  if (changes_nv_name(code) && handles.size() == 2) names_.erase(handles[1]);
+  if (code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
 }
 
 void CommandWrapper::note_response_handles(const Pending& p, ByteView response) {

@@ -1,0 +1,108 @@
+#include "wrap/caller_frame.h"
+
+#include <algorithm>
+
+#include "tpmsec/command_table.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
+
+namespace tpmsec::wrapping {
+namespace {
+
+// The caller's distinct sessions a command needs loaded: its session
+// entries other than passwords, and the session handles in its handle area.
+size_t sessions_loaded_for(std::span<const uint32_t> handles, std::span<const Entry> sessions) {
+  std::vector<uint32_t> used;
+  auto add = [&](uint32_t h) {
+    uint8_t type = static_cast<uint8_t>(h >> 24);
+    if ((type == ht::kHmacSession || type == ht::kPolicySession) && std::find(used.begin(), used.end(), h) == used.end()) {
+      used.push_back(h);
+    }
+  };
+  for (uint32_t h : handles) add(h);
+  for (const Entry& e : sessions) add(e.handle);
+  return used.size();
+}
+
+}  // namespace
+
+Entry read_entry(Reader& r, ByteView frame, bool command) {
+  Entry e;
+  size_t start = r.offset();
+  if (command) e.handle = r.u32("TPMS_AUTH_COMMAND.sessionHandle");
+  e.nonce = r.tpm2b("nonce", 64);
+  e.attributes = r.u8("sessionAttributes");
+  e.hmac = r.tpm2b("hmac", 64);
+  if (r.ok()) e.raw = frame.subspan(start, r.offset() - start);
+  return e;
+}
+
+std::optional<CallerFrame> read_caller_frame(ByteView command, const CommandInfo& info, bool with_sessions) {
+  CallerFrame f;
+  Reader r(command.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
+  for (int i = 0; i < info.handle_count; ++i) f.handles.push_back(r.u32("handle"));
+  if (with_sessions) {
+    uint32_t auth_size = r.u32("authorizationSize");
+    if (auth_size > r.remaining()) return std::nullopt;
+    Reader a = r.sub(auth_size, "authorization area");
+    while (a.ok() && a.remaining() > 0 && f.sessions.size() <= kMaxSessions) {
+      f.sessions.push_back(read_entry(a, command, /*command=*/true));
+    }
+    if (!a.ok()) return std::nullopt;
+  }
+  f.parameters = r.rest();
+  if (!r.ok() || f.sessions.size() >= kMaxSessions || (with_sessions && f.sessions.empty())) return std::nullopt;
+  // GetSessionAuditDigest's sessionHandle, PolicySecret's policySession:
+  // sessions the TPM must have loaded as much as an entry's.
+  if (sessions_loaded_for(f.handles, f.sessions) >= kMaxSessions) return std::nullopt;
+  return f;
+}
+
+std::optional<SlotPlan> plan_slot(std::span<const Entry> sessions, const CommandInfo& info) {
+  SlotPlan plan;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    if (sessions[i].attributes & attr::kAudit) plan.caller_audits = true;
+    if (sessions[i].handle == rh::kPasswordSession) {
+      ++plan.passwords;
+      if (!plan.password_slot && i < info.auth_count) plan.password_slot = i;
+    } else {
+      plan.caller_hmac = true;
+    }
+  }
+  if (!plan.password_slot && sessions.size() < info.auth_count) return std::nullopt;
+  if (plan.caller_audits && !plan.password_slot) return std::nullopt;
+  return plan;
+}
+
+uint16_t unsalted_hmac_session_hash(uint32_t code, std::span<const uint32_t> handles, ByteView parameters) {
+  if (code != command_code("StartAuthSession") || handles.size() != 2 || handles[0] != rh::kNull ||
+      handles[1] != rh::kNull) {
+    return 0;
+  }
+  Reader r(parameters);
+  r.tpm2b("nonceCaller", 64);
+  ByteView salt = r.tpm2b("encryptedSalt");
+  uint8_t type = r.u8("sessionType");
+  uint16_t symmetric = r.u16("symmetric.algorithm");
+  if (symmetric != alg::kNull) r.u16("symmetric.keyBits");
+  if (symmetric != alg::kNull && symmetric != alg::kXor) r.u16("symmetric.mode");
+  uint16_t hash = r.u16("authHash");
+  return r.ok() && salt.empty() && type == se::kHmac && digest_size(hash) ? hash : 0;
+}
+
+Result<Bytes> build_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> entries,
+                                  ByteView parameters) {
+  Writer w(kMaxFrame, "command");
+  w.u16(st::kSessions);
+  auto size_mark = w.begin_total_size32("commandSize");
+  w.u32(code);
+  for (uint32_t h : handles) w.u32(h);
+  auto auth_mark = w.begin_size32("authorizationSize");
+  for (ByteView entry : entries) w.bytes(entry, "TPMS_AUTH_COMMAND");
+  w.end_size(auth_mark);
+  w.bytes(parameters, "parameters");
+  w.end_size(size_mark);
+  return w.finish();
+}
+
+}  // namespace tpmsec::wrapping

@@ -1,0 +1,79 @@
+// A caller's command frame as the wrapper reads it (wrap.h), and the frame
+// it sends instead: the handle area, the session entries, the parameters
+// (Part 1 §18), every size bounded before a byte is read. What the wrapper
+// decides from a frame alone, never from a TPM's answer, is here too:
+// whether a command can take the wrapper's session, and in which slot.
+#ifndef TPMSEC_SRC_WRAP_CALLER_FRAME_H_
+#define TPMSEC_SRC_WRAP_CALLER_FRAME_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tpmsec/bytes.h"
+#include "tpmsec/command.h"
+#include "tpmsec/result.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec::wrapping {
+
+// Frames are bounded here before any byte of them is read; a TPM's own
+// limit (TPM_PT_MAX_COMMAND_SIZE) is far below.
+inline constexpr size_t kMaxFrame = 65536;
+// Session entries in one command (Part 1 §18.5).
+inline constexpr size_t kMaxSessions = 3;
+
+// TPMS_AUTH_COMMAND / TPMS_AUTH_RESPONSE as bytes of the frame they came in.
+struct Entry {
+  uint32_t handle = 0;  // commands only
+  ByteView nonce;
+  uint8_t attributes = 0;
+  ByteView hmac;
+  ByteView raw;  // the whole entry
+};
+Entry read_entry(Reader& r, ByteView frame, bool command);
+
+// A caller's command of a known code, split into its areas.
+struct CallerFrame {
+  std::vector<uint32_t> handles;
+  std::vector<Entry> sessions;  // empty: TPM_ST_NO_SESSIONS
+  ByteView parameters;
+};
+
+// The frame `command` (its header read and checked: `with_sessions` is its
+// tag) split by `info`; none when it must go out as the caller gave it: a
+// frame the TPM would refuse anyway (malformed, a session area with no
+// session), one with three sessions, or one that needs three of the
+// caller's sessions loaded (as entries or as handles: a TPM holds three,
+// TPM_PT_HR_LOADED_MIN, none left for the wrapper's).
+std::optional<CallerFrame> read_caller_frame(ByteView command, const CommandInfo& info, bool with_sessions);
+
+// Where the wrapper's session goes in a frame: the first password
+// authorization's slot, else the first free one.
+struct SlotPlan {
+  std::optional<size_t> password_slot;
+  size_t passwords = 0;         // password entries of the caller's
+  bool caller_hmac = false;     // the caller has an HMAC or policy session in it
+  bool caller_audits = false;   // ... one of which audits
+};
+// None when the wrapper's session has no place: an authorization slot the
+// caller left empty (the TPM refuses that command as it would have), or an
+// audit session of the caller's beside which the wrapper's would carry
+// nothing (one session per command may audit, Part 1 §19.6.3).
+std::optional<SlotPlan> plan_slot(std::span<const Entry> sessions, const CommandInfo& info);
+
+// The hash of the HMAC session a StartAuthSession asks for when it is
+// unsalted and unbound (the caller's sessions the wrapper can re-sign,
+// wrap.h); 0 otherwise.
+uint16_t unsalted_hmac_session_hash(uint32_t code, std::span<const uint32_t> handles, ByteView parameters);
+
+// The command frame: TPM_ST_SESSIONS, the handles, these entries, the
+// parameters.
+Result<Bytes> build_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> entries,
+                                  ByteView parameters);
+
+}  // namespace tpmsec::wrapping
+
+#endif  // TPMSEC_SRC_WRAP_CALLER_FRAME_H_
