@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 #include <variant>
 
 #include <fmt/format.h>
@@ -106,6 +108,26 @@ Result<OutputPlan> plan_output(const std::string& path) {
   return std::get<Decision>(d).plan;
 }
 
+namespace {
+
+// Opens `file` with `flags` (and `mode`, when it creates it), refuses it when
+// `refused` gives a reason for the opened file, writes `content` and closes:
+// the reason it failed, or none.
+std::optional<std::string> write_opened(const std::string& file, int flags, mode_t mode, std::string_view content,
+                                        std::string_view (*refused)(const struct stat&)) {
+  Fd fd(::open(file.c_str(), flags, mode));
+  if (fd.get() < 0) return std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return std::strerror(errno);
+  if (std::string_view why = refused(st); !why.empty()) return std::string(why);
+  int err = internal::write_all(fd.get(), content);
+  if (int c = fd.close(); err == 0) err = c;
+  if (err != 0) return std::strerror(err);
+  return std::nullopt;
+}
+
+}  // namespace
+
 Status append_output(const std::string& path, std::string_view content, mode_t new_mode) {
   auto fail = [&](const std::string& why) {
     return runtime_error(fmt::format("cannot write {}: {}", path == "-" ? "standard output" : path, why));
@@ -118,14 +140,8 @@ Status append_output(const std::string& path, std::string_view content, mode_t n
   if (decision.plan.kind == OutputPlan::Kind::kReplace) flags |= O_CREAT;
   // A link where none is followed (planted since it was looked at) fails
   // here with ELOOP: never written through.
-  Fd fd(::open(decision.plan.file.c_str(), flags, new_mode));
-  if (fd.get() < 0) return fail(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return fail("is a directory");
-  int err = internal::write_all(fd.get(), content);
-  if (int c = fd.close(); err == 0) err = c;
-  if (err != 0) return fail(std::strerror(err));
+  auto refused = [](const struct stat& st) -> std::string_view { return S_ISDIR(st.st_mode) ? "is a directory" : ""; };
+  if (auto why = write_opened(decision.plan.file, flags, new_mode, content, refused)) return fail(*why);
   return ok_status();
 }
 
@@ -144,16 +160,13 @@ Status write_output(const std::string& path, std::string_view content, mode_t ne
   const std::string& file = decision.plan.file;
 
   if (decision.plan.kind == OutputPlan::Kind::kInPlace) {
-    Fd fd(::open(file.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (decision.follow ? 0 : O_NOFOLLOW)));
-    if (fd.get() < 0) return fail(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
     // Swapped for a regular file since it was looked at: such a file is only
     // ever replaced, never written in place.
-    if (S_ISREG(st.st_mode)) return fail("changed while it was being opened");
-    int err = internal::write_all(fd.get(), content);
-    if (int c = fd.close(); err == 0) err = c;
-    if (err != 0) return fail(std::strerror(err));
+    auto refused = [](const struct stat& st) -> std::string_view {
+      return S_ISREG(st.st_mode) ? "changed while it was being opened" : "";
+    };
+    int flags = O_WRONLY | O_NOCTTY | O_CLOEXEC | (decision.follow ? 0 : O_NOFOLLOW);
+    if (auto why = write_opened(file, flags, 0, content, refused)) return fail(*why);
     return ok_status();
   }
 
