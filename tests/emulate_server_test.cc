@@ -31,6 +31,7 @@
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/emulation/profile_file.h"
@@ -624,6 +625,47 @@ TEST(EmulateServer, PrivateHandlesFlushWhatAClosingClientLeft) {
   EXPECT_NE(log.find("client closed (private handles: flushed 2 it left)"), std::string::npos) << log;
   EXPECT_NE(log.find("client closed (private handles: flushed 1 it left)"), std::string::npos) << log;
   EXPECT_NE(log.find("client connected (private handles: 1 present before it stay)"), std::string::npos) << log;
+}
+
+// On Linux each /dev/tpmrm0 client has the TPM's three loaded-session slots
+// to itself (tpm2-space.c saves a space's sessions between its commands).
+// With --private-handles, two clients holding four sessions at once both
+// work: a client that needs a slot another client's session holds gets it
+// (that session is context-saved, billed), and the other client's next
+// command that names it finds it loaded back under its handle.
+TEST(EmulateServer, PrivateHandlesGiveEachClientTheSessionSlots) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles"}));
+  {
+    auto a = open_swtpm({.host = "127.0.0.1", .port = server.port()});
+    auto b = open_swtpm({.host = "127.0.0.1", .port = server.port()});
+    ASSERT_TRUE(a.ok() && b.ok());
+    Tpm ta(**a), tb(**b);
+    std::vector<std::unique_ptr<HmacSession>> sessions;
+    for (Tpm* t : {&ta, &ta, &tb, &tb}) {
+      auto s = HmacSession::start(*t, SessionOptions{});
+      ASSERT_TRUE(s.ok()) << "session " << sessions.size() << ": " << s.error().message();
+      (*s)->set_attributes(attr::kContinueSession | attr::kAudit);
+      sessions.push_back(std::move(*s));
+    }
+    // Each session audits a command of its own client's, in turn.
+    for (int round = 0; round < 2; ++round) {
+      for (size_t i = 0; i < sessions.size(); ++i) {
+        Auth audit{sessions[i].get(), {}};
+        auto r = (i < 2 ? ta : tb).run(cmd::GetRandom{8}, std::span<const Auth>(&audit, 1));
+        ASSERT_TRUE(r.ok()) << "round " << round << ", session " << i << ": " << r.error().message();
+      }
+    }
+    sessions.clear();  // flushed, loaded or saved
+  }
+  Left left = handles_left(server.port());
+  ASSERT_EQ(left.error, "");
+  EXPECT_EQ(left.objects + left.loaded_sessions + left.saved_sessions, 0u);
+  EXPECT_EQ(server.stop(), 0);
+  std::string log = server.log();
+  EXPECT_NE(log.find("of another client saved to make room"), std::string::npos) << log;
+  EXPECT_GE(count_of(log, "tpmsec emulate: ContextSave.session "), 1u) << log;
+  EXPECT_GE(count_of(log, "tpmsec emulate: ContextLoad.session "), 1u) << log;
 }
 
 TEST(EmulateServer, WithoutPrivateHandlesAClosingClientsHandlesStay) {

@@ -26,32 +26,11 @@ size_t sessions_loaded_for(std::span<const uint32_t> handles, std::span<const En
 
 }  // namespace
 
-Entry read_entry(Reader& r, ByteView frame, bool command) {
-  Entry e;
-  size_t start = r.offset();
-  if (command) e.handle = r.u32("TPMS_AUTH_COMMAND.sessionHandle");
-  e.nonce = r.tpm2b("nonce", 64);
-  e.attributes = r.u8("sessionAttributes");
-  e.hmac = r.tpm2b("hmac", 64);
-  if (r.ok()) e.raw = frame.subspan(start, r.offset() - start);
-  return e;
-}
-
-std::optional<CallerFrame> read_caller_frame(ByteView command, const CommandInfo& info, bool with_sessions) {
-  CallerFrame f;
-  Reader r(command.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
-  for (int i = 0; i < info.handle_count; ++i) f.handles.push_back(r.u32("handle"));
-  if (with_sessions) {
-    uint32_t auth_size = r.u32("authorizationSize");
-    if (auth_size > r.remaining()) return std::nullopt;
-    Reader a = r.sub(auth_size, "authorization area");
-    while (a.ok() && a.remaining() > 0 && f.sessions.size() <= kMaxSessions) {
-      f.sessions.push_back(read_entry(a, command, /*command=*/true));
-    }
-    if (!a.ok()) return std::nullopt;
-  }
-  f.parameters = r.rest();
-  if (!r.ok() || f.sessions.size() >= kMaxSessions || (with_sessions && f.sessions.empty())) return std::nullopt;
+std::optional<CallerFrame> read_caller_frame(ByteView command) {
+  auto areas = read_command_areas(command, kMaxFrame, kMaxSessions);
+  if (!areas.ok()) return std::nullopt;
+  CallerFrame f{std::move(areas->handles), std::move(areas->sessions), areas->parameters};
+  if (f.sessions.size() >= kMaxSessions) return std::nullopt;
   // GetSessionAuditDigest's sessionHandle, PolicySecret's policySession:
   // sessions the TPM must have loaded as much as an entry's.
   if (sessions_loaded_for(f.handles, f.sessions) >= kMaxSessions) return std::nullopt;

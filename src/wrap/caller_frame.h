@@ -1,6 +1,6 @@
-// A caller's command frame as the wrapper reads it (wrap.h), and the frame
-// it sends instead: the handle area, the session entries, the parameters
-// (Part 1 §18), every size bounded before a byte is read. What the wrapper
+// A caller's command frame as the wrapper reads it (wrap.h; its areas read
+// by the library's command frame codec, tpmsec/command_frame.h), and the
+// frame it sends instead. What the wrapper
 // decides from a frame alone, never from a TPM's answer, is here too:
 // whether a command can take the wrapper's session, and in which slot.
 #ifndef TPMSEC_SRC_WRAP_CALLER_FRAME_H_
@@ -14,6 +14,7 @@
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/command.h"
+#include "tpmsec/command_frame.h"
 #include "tpmsec/result.h"
 #include "tpmsec/wire.h"
 
@@ -25,15 +26,7 @@ inline constexpr size_t kMaxFrame = 65536;
 // Session entries in one command (Part 1 §18.5).
 inline constexpr size_t kMaxSessions = 3;
 
-// TPMS_AUTH_COMMAND / TPMS_AUTH_RESPONSE as bytes of the frame they came in.
-struct Entry {
-  uint32_t handle = 0;  // commands only
-  ByteView nonce;
-  uint8_t attributes = 0;
-  ByteView hmac;
-  ByteView raw;  // the whole entry
-};
-Entry read_entry(Reader& r, ByteView frame, bool command);
+using Entry = AuthEntry;  // tpmsec/command_frame.h
 
 // A caller's command of a known code, split into its areas.
 struct CallerFrame {
@@ -42,13 +35,13 @@ struct CallerFrame {
   ByteView parameters;
 };
 
-// The frame `command` (its header read and checked: `with_sessions` is its
-// tag) split by `info`; none when it must go out as the caller gave it: a
+// The frame `command` split into its areas; none when it must go out as the
+// caller gave it: a
 // frame the TPM would refuse anyway (malformed, a session area with no
 // session), one with three sessions, or one that needs three of the
 // caller's sessions loaded (as entries or as handles: a TPM holds three,
 // TPM_PT_HR_LOADED_MIN, none left for the wrapper's).
-std::optional<CallerFrame> read_caller_frame(ByteView command, const CommandInfo& info, bool with_sessions);
+std::optional<CallerFrame> read_caller_frame(ByteView command);
 
 // Where the wrapper's session goes in a frame: the first password
 // authorization's slot, else the first free one.

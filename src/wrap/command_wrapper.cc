@@ -22,7 +22,6 @@ namespace {
 using wrapping::Entry;
 using wrapping::kMaxFrame;
 using wrapping::kMaxSessions;
-using wrapping::read_entry;
 
 // Command codes whose handling differs, by name from the command table.
 namespace cc {
@@ -283,7 +282,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // The caller's frame (caller_frame.h): anything it gets wrong, the TPM
   // answers as before; where the wrapper's session has no place, the command
   // goes out as the caller gave it.
-  std::optional<wrapping::CallerFrame> frame = wrapping::read_caller_frame(command, info, p->caller_sessions);
+  std::optional<wrapping::CallerFrame> frame = wrapping::read_caller_frame(command);
   if (!frame) return pass();
   std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, info);
   if (!plan) return pass();
@@ -514,7 +513,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
   if (r.ok() && param_size > r.remaining()) r.fail("parameterSize exceeds the response");
   ByteView params = r.bytes(param_size, "response parameters");
   std::array<Entry, kMaxSessions> entries;
-  for (size_t i = 0; i < p.sent_sessions; ++i) entries[i] = read_entry(r, response, /*command=*/false);
+  for (size_t i = 0; i < p.sent_sessions; ++i) entries[i] = read_auth_entry(r, response, /*command=*/false);
   r.expect_end("response");
   if (!r.ok()) {
     retire_session(true);

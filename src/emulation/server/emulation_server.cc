@@ -118,6 +118,7 @@ class EmulationServer::Impl {
     Port(Impl& server, uint64_t client) : s_(server), client_(client) {}
     Bytes execute(ByteView command) override { return execute_at(command, s_.locality_); }
     Bytes execute_at(ByteView command, uint8_t locality) override {
+      if (s_.o_.private_handles) s_.handles_.before(client_, command, locality);
       Bytes response = s_.chip_.execute(command, locality);
       if (s_.o_.private_handles) s_.handles_.answered(client_, command, response);
       return response;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
@@ -14,6 +17,17 @@ namespace tpmsec::emulation {
 namespace {
 constexpr uint32_t kRHandle = 1u << 28;            // TPMA_CC rHandle (Part 2 §8.9)
 constexpr uint32_t kCommandCodeBits = 0x2000FFFF;  // TPMA_CC commandIndex and V: the TPM_CC
+
+bool is_session(uint32_t h) {
+  uint8_t type = static_cast<uint8_t>(h >> 24);
+  return type == ht::kHmacSession || type == ht::kPolicySession;
+}
+
+bool succeeded(ByteView response) {
+  HeaderRead r = read_frame_header(response, response.size());
+  return r.check == FrameCheck::kOk && r.header.code == rc::kSuccess;
+}
+
 }  // namespace
 
 Status PrivateHandles::start() {
@@ -61,6 +75,13 @@ void PrivateHandles::connected(ClientId client) {
 void PrivateHandles::answered(ClientId client, ByteView command, ByteView response) {
   HeaderRead c = read_frame_header(command, kMaxCommandBytes);
   HeaderRead r = read_frame_header(response, response.size());
+  // A session the server saved, flushed by its client (FlushContext takes a
+  // saved session as it is).
+  if (c.check == FrameCheck::kOk && c.header.code == cmd::FlushContext::kInfo.code && succeeded(response) &&
+      command.size() >= kFrameHeaderBytes + 4) {
+    auto s = saved_.find(load_be32(command.data() + kFrameHeaderBytes));
+    if (s != saved_.end() && s->second.owner == client) saved_.erase(s);
+  }
   if (c.check != FrameCheck::kOk || r.check != FrameCheck::kOk || r.header.code != rc::kSuccess ||
       response.size() < kFrameHeaderBytes + 4 || !handle_creating_.count(c.header.code)) {
     return;
@@ -92,12 +113,81 @@ void PrivateHandles::closed(ClientId client, uint8_t locality) {
     HeaderRead r = read_frame_header(response, response.size());
     if (r.check == FrameCheck::kOk && r.header.code == rc::kSuccess) ++flushed;
   }
+  // Its sessions the server saved for another client's: flushed as saved.
+  for (auto s = saved_.begin(); s != saved_.end();) {
+    if (s->second.owner != client) {
+      ++s;
+      continue;
+    }
+    if (succeeded(send(cmd::FlushContext::kInfo.code, be32(s->first), locality))) ++flushed;
+    s = saved_.erase(s);
+  }
   for (auto o = owner_.begin(); o != owner_.end();) o = o->second == client ? owner_.erase(o) : std::next(o);
   log_(fmt::format("client closed (private handles: flushed {} it left)", flushed));
 }
 
+Bytes PrivateHandles::send(uint32_t code, ByteView parameters, uint8_t locality) {
+  Writer w(kMaxCommandBytes, "command");
+  w.u16(st::kNoSessions);
+  auto size = w.begin_total_size32("commandSize");
+  w.u32(code);
+  w.bytes(parameters, "parameters");
+  w.end_size(size);
+  auto command = w.finish();
+  if (!command.ok()) return error_frame(rc::kFailure);
+  return chip_.execute(*command, locality);
+}
+
+void PrivateHandles::before(ClientId client, ByteView command, uint8_t locality) {
+  auto areas = read_command_areas(command, kMaxCommandBytes);
+  if (!areas.ok()) return;
+  // The sessions the command names (handle area, session entries), and
+  // whether it makes one loaded (StartAuthSession, a session's ContextLoad).
+  std::set<uint32_t> named;
+  for (uint32_t h : areas->handles) {
+    if (is_session(h)) named.insert(h);
+  }
+  for (const AuthEntry& e : areas->sessions) {
+    if (is_session(e.handle)) named.insert(e.handle);
+  }
+  bool makes_one = areas->info->code == cmd::StartAuthSession::kInfo.code;
+  if (areas->info->code == cmd::ContextLoad::kInfo.code && areas->parameters.size() >= 12) {
+    makes_one = is_session(load_be32(areas->parameters.data() + 8));  // TPMS_CONTEXT: sequence, savedHandle
+  }
+  std::vector<uint32_t> back;
+  for (uint32_t h : named) {
+    auto s = saved_.find(h);
+    if (s != saved_.end() && s->second.owner == client) back.push_back(h);
+  }
+  size_t wanted = back.size() + (makes_one ? 1 : 0);
+  if (wanted == 0 || !chip_.platform().powered()) return;
+
+  Tpm tpm(chip_.unbilled());
+  auto loaded = tpm.list_handles(ht::kFirstLoadedSession);
+  if (!loaded.ok()) return;
+  size_t limit = chip_.profile().slots.max_loaded_sessions ? chip_.profile().slots.max_loaded_sessions : 3;
+  size_t in_use = loaded->size();
+  for (uint32_t h : *loaded) {
+    if (in_use + wanted <= limit) break;
+    auto o = owner_.find(HandleLedger::slot(h));
+    if (o == owner_.end() || o->second == client || named.count(h)) continue;
+    Bytes response = send(cmd::ContextSave::kInfo.code, be32(h), locality);
+    if (!succeeded(response)) continue;
+    saved_[h] = Saved{o->second, Bytes(response.begin() + kFrameHeaderBytes, response.end())};
+    --in_use;
+    log_(fmt::format("private handles: session 0x{:08x} of another client saved to make room", h));
+  }
+  for (uint32_t h : back) {
+    Bytes response = send(cmd::ContextLoad::kInfo.code, saved_[h].context, locality);
+    // Loaded back under its handle; a context the TPM refuses (a reset
+    // since) is gone, as the kernel's would be.
+    saved_.erase(h);
+    if (!succeeded(response)) log_(fmt::format("private handles: session 0x{:08x} could not be loaded back", h));
+  }
+}
+
 size_t PrivateHandles::entries() const {
-  size_t n = owner_.size();
+  size_t n = owner_.size() + saved_.size();
   for (const auto& [id, c] : clients_) n += 1 + c.present_at_connect.size();
   return n;
 }

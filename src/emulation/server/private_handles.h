@@ -23,8 +23,15 @@
 // logged. The FlushContexts are billed and logged as any command: a tpmrm
 // sends them (for a transient object it sends one after each command; one
 // per object at the close is the lower bound). The kernel's per-command
-// ContextLoad/ContextSave of a client's objects and sessions is not
-// modelled, for any client.
+// ContextLoad/ContextSave of a client's objects and sessions is modelled only
+// where a client would otherwise see another's sessions: the TPM's loaded-
+// session slots (three) are each space's own on Linux, so when a client's
+// command needs a slot that another client's loaded session holds (it starts
+// or loads a session, or names one of its own the server saved), that
+// session is context-saved first, and loaded back under its handle before
+// its own client's next command that names it (before()). Those
+// ContextSave/ContextLoad commands are billed and logged; with one client at
+// a time, or clients that leave each other room, nothing changes.
 #ifndef TPMSEC_SRC_EMULATION_SERVER_PRIVATE_HANDLES_H_
 #define TPMSEC_SRC_EMULATION_SERVER_PRIVATE_HANDLES_H_
 
@@ -34,6 +41,7 @@
 #include <vector>
 
 #include "emulation/server/emulated_chip.h"
+#include "tpmsec/bytes.h"
 
 namespace tpmsec::emulation {
 
@@ -46,6 +54,8 @@ class PrivateHandles {
   // The commands whose response carries a handle, from the TPM's own list.
   Status start();
   void connected(ClientId client);
+  // Before each of the client's commands (as commands at `locality`).
+  void before(ClientId client, ByteView command, uint8_t locality);
   // After each of the client's commands.
   void answered(ClientId client, ByteView command, ByteView response);
   // Flushes what the client left (as commands at `locality`).
@@ -68,6 +78,15 @@ class PrivateHandles {
     bool listing_failed = false;
   };
   std::map<ClientId, Client> clients_;
+  // Sessions saved to make room for another client's: handle -> its owner
+  // and its context (a TPMS_CONTEXT as ContextSave answered it).
+  struct Saved {
+    ClientId owner = 0;
+    Bytes context;
+  };
+  std::map<uint32_t, Saved> saved_;
+  // Sends `command` (NO_SESSIONS) at `locality`, billed; its response.
+  Bytes send(uint32_t code, ByteView parameters, uint8_t locality);
 };
 
 }  // namespace tpmsec::emulation

@@ -1,0 +1,50 @@
+#include "tpmsec/command_frame.h"
+
+#include <fmt/format.h>
+
+#include "tpmsec/command_table.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
+
+namespace tpmsec {
+
+AuthEntry read_auth_entry(Reader& r, ByteView frame, bool command) {
+  AuthEntry e;
+  size_t start = r.offset();
+  if (command) e.handle = r.u32("TPMS_AUTH_COMMAND.sessionHandle");
+  e.nonce = r.tpm2b("nonce", 64);
+  e.attributes = r.u8("sessionAttributes");
+  e.hmac = r.tpm2b("hmac", 64);
+  if (r.ok()) e.raw = frame.subspan(start, r.offset() - start);
+  return e;
+}
+
+Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t max_sessions) {
+  HeaderRead hr = read_frame_header(frame, max_size);
+  if (hr.check != FrameCheck::kOk || hr.header.size != frame.size()) {
+    return parse_error(fmt::format("a command frame of {} bytes whose header does not frame it", frame.size()));
+  }
+  CommandAreas a;
+  a.info = find_command(hr.header.code);
+  if (!a.info) return unsupported_error(fmt::format("command code 0x{:08x} is not in the command table", hr.header.code));
+  Reader r(frame.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
+  for (int i = 0; i < a.info->handle_count; ++i) a.handles.push_back(r.u32("handle"));
+  if (hr.header.tag == st::kSessions) {
+    uint32_t auth_size = r.u32("authorizationSize");
+    if (r.ok() && auth_size > r.remaining()) r.fail("authorizationSize exceeds the command");
+    Reader s = r.sub(auth_size, "authorization area");
+    while (s.ok() && s.remaining() > 0 && a.sessions.size() <= max_sessions) {
+      a.sessions.push_back(read_auth_entry(s, frame, /*command=*/true));
+    }
+    if (!s.ok()) return s.status().error().with_context(std::string(a.info->name) + " authorization area");
+    if (a.sessions.empty()) return parse_error(fmt::format("{}: a session area with no session", a.info->name));
+    if (a.sessions.size() > max_sessions) {
+      return parse_error(fmt::format("{}: more than {} sessions", a.info->name, max_sessions));
+    }
+  }
+  a.parameters = r.rest();
+  if (!r.ok()) return r.status().error().with_context(std::string(a.info->name) + " command");
+  return a;
+}
+
+}  // namespace tpmsec
