@@ -575,6 +575,30 @@ TEST_P(WrapTest, TheSessionEndsWithTheCommandTheFrontEndNamed) {
   EXPECT_EQ(seen_.size(), sent) << "a FlushContext after the session ended";
 }
 
+// Whatever the ending command answers reaches the caller as the TPM gave it
+// (tpm2_flushcontext -t -l -s lists three handle ranges; the third ends the
+// session).
+TEST_P(WrapTest, TheEndingCommandsAnswerIsTheCallersUnchanged) {
+  auto first = HmacSession::start(*caller_, SessionOptions{});
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  auto saved = (*first)->save(*caller_);
+  ASSERT_TRUE(saved.ok()) << saved.error().message();
+  wrapper_->end_session_with(wrapper_->commands() + 3);
+  std::vector<std::vector<uint32_t>> through, direct;
+  for (uint32_t range : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
+    auto l = caller_->list_handles(range);
+    ASSERT_TRUE(l.ok()) << l.error().message();
+    through.push_back(*l);
+  }
+  for (uint32_t range : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
+    auto l = tpm().list_handles(range);
+    ASSERT_TRUE(l.ok()) << l.error().message();
+    direct.push_back(*l);
+  }
+  EXPECT_EQ(wrapper_->session_handle(), 0u);
+  EXPECT_EQ(through, direct);
+}
+
 // The guess was short: the command after it gets a new session, which lasts
 // to the end and is flushed then; every command applied once.
 TEST_P(WrapTest, ACommandAfterTheNamedLastOneGetsANewSession) {

@@ -70,7 +70,9 @@ void register_emulate(CLI::App& app, Action* action) {
   sub->add_flag("--private-handles", o->server.private_handles,
                 "As /dev/tpmrm0: when a client's data connection closes, flush the transient objects and loaded "
                 "sessions it created that are still there (billed and logged as FlushContext); handles present "
-                "when it connected, and other clients' handles, stay. Clients may then skip their handle listing "
+                "when it connected, and other clients' handles, stay. Each client has the loaded-session slots to "
+                "itself: another client's session is context-saved when a command needs its slot, and loaded back "
+                "before its own client names it (billed). Clients may then skip their handle listing "
                 "(tpmsec: --tpm swtpm:...,handles=private). For tpm2-tss use --protocol mssim and its mssim: TCTI "
                 "(one connection per context): its swtpm: TCTI connects per command");
   sub->add_option("--json", o->json, "On exit, write the per-command modelled times as a bench result (tpmsec compare)");

@@ -69,6 +69,35 @@ uint16_t unsalted_hmac_session_hash(uint32_t code, std::span<const uint32_t> han
   return r.ok() && salt.empty() && type == se::kHmac && digest_size(hash) ? hash : 0;
 }
 
+std::optional<Bytes> listing_without(ByteView parameters, uint32_t handle) {
+  Reader r(parameters);
+  uint8_t more = r.u8("moreData");
+  uint32_t capability = r.u32("capability");
+  if (!r.ok() || capability != cap::kHandles) return std::nullopt;
+  uint32_t count = r.u32("count");
+  if (!r.ok() || count > r.remaining() / 4) return std::nullopt;
+  std::vector<uint32_t> handles;
+  bool found = false;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t h = r.u32("handle");
+    if (h == handle) {
+      found = true;
+    } else {
+      handles.push_back(h);
+    }
+  }
+  r.expect_end("GetCapability response");
+  if (!r.ok() || !found) return std::nullopt;
+  Writer w;
+  w.u8(more);
+  w.u32(capability);
+  w.u32(static_cast<uint32_t>(handles.size()));
+  for (uint32_t h : handles) w.u32(h);
+  auto out = w.finish();
+  if (!out.ok()) return std::nullopt;
+  return std::move(*out);
+}
+
 Result<Bytes> build_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> entries,
                                   ByteView parameters) {
   Writer w(kMaxFrame, "command");

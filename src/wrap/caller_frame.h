@@ -62,6 +62,12 @@ std::optional<SlotPlan> plan_slot(std::span<const Entry> sessions, const Command
 // wrap.h); 0 otherwise.
 uint16_t unsalted_hmac_session_hash(uint32_t code, std::span<const uint32_t> handles, ByteView parameters);
 
+// GetCapability's response parameters without `handle` when they list
+// TPM_CAP_HANDLES holding it (the wrapper's own session, which the caller
+// would not see without the wrapper, nor on /dev/tpmrm0 another client's);
+// none when they hold no such listing or the handle is not in it.
+std::optional<Bytes> listing_without(ByteView parameters, uint32_t handle);
+
 // The command frame: TPM_ST_SESSIONS, the handles, these entries, the
 // parameters.
 Result<Bytes> build_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> entries,

@@ -42,6 +42,7 @@ constexpr uint32_t kNvReadLock = command_code("NV_ReadLock");
 constexpr uint32_t kLoad = command_code("Load");
 constexpr uint32_t kContextLoad = command_code("ContextLoad");
 constexpr uint32_t kFlushContext = command_code("FlushContext");
+constexpr uint32_t kGetCapability = command_code("GetCapability");
 constexpr uint32_t kLoadExternal = command_code("LoadExternal");
 constexpr uint32_t kNvReadPublic = command_code("NV_ReadPublic");
 constexpr uint32_t kReadPublic = command_code("ReadPublic");
@@ -116,6 +117,7 @@ struct CommandWrapper::Pending {
   const CommandInfo* info = nullptr;
   bool passed_through = true;
   bool caller_sessions = false;  // the caller's tag was TPM_ST_SESSIONS
+  bool caller_hmac = false;      // ... and it holds an HMAC or policy session of the caller's
   size_t sent_sessions = 0;      // entries in the frame sent
   size_t our_slot = 0;
   bool replaced_password = false;
@@ -293,6 +295,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p->ending.push_back(e.handle);
   }
   bool caller_hmac = plan->caller_hmac;
+  p->caller_hmac = plan->caller_hmac;
 
   // The sessions this command uses keep their slots (session_room.cc).
   busy_.assign(p->handles.begin(), p->handles.end());
@@ -579,6 +582,15 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
     }
   }
   note_response_handles(p, response);
+  // The wrapper's own session is not the caller's to see (nor to flush: it
+  // may end with this very command): a handle listing the caller gets
+  // without it, as it would without the wrapper. Not under a session of the
+  // caller's, whose response HMAC covers the listing as the TPM gave it.
+  if (p.code == cc::kGetCapability && !p.caller_hmac) {
+    if (std::optional<Bytes> listing = wrapping::listing_without(plain.view(), session_->handle())) {
+      plain = SecretBytes(*listing);
+    }
+  }
   // A command sent without continueSession ended the session (its response
   // verified): the next command starts another.
   if (!session_->usable()) retire_session(/*may_exist=*/false);
