@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -19,30 +21,20 @@ CommandShape shape_of(ByteView command, ByteView response) {
   s.command_bytes = command.size();
   s.response_bytes = response.size();
   if (response.size() >= 10) s.response_code = load_be32(response.data() + 6);
-  Reader r(command);
-  uint16_t tag = r.u16("tag");
-  r.u32("size");
-  s.command_code = r.u32("code");
-  if (!r.ok()) return s;
-  const CommandInfo* k = find_command(s.command_code);
-  uint8_t handles = k ? k->handle_count : 0;
-  for (uint8_t i = 0; i < handles; ++i) {
-    uint32_t h = r.u32("handle");
-    if (i == 0) s.first_handle = h;
+  HeaderRead hr = read_frame_header(command, command.size());
+  if (hr.check != FrameCheck::kOk) return s;
+  s.command_code = hr.header.code;
+  // The areas by the library's one frame codec; a frame it cannot split is
+  // traced by its code alone (the TPM refuses it anyway).
+  auto areas = read_command_areas(command, command.size());
+  if (!areas.ok()) return s;
+  if (!areas->handles.empty()) s.first_handle = areas->handles[0];
+  for (const AuthEntry& e : areas->sessions) {
+    ++s.session_count;
+    s.session_attributes |= e.attributes;
+    if (e.handle != rh::kPasswordSession) s.hmac_session = true;
   }
-  if (tag == st::kSessions) {
-    Reader area = r.sub(r.u32("authorizationSize"), "authorization area");
-    while (area.ok() && area.remaining() > 0 && s.session_count < 3) {
-      uint32_t h = area.u32("session handle");
-      area.tpm2b("nonce");
-      uint8_t attrs = area.u8("attributes");
-      area.tpm2b("hmac");
-      if (!area.ok()) break;
-      ++s.session_count;
-      s.session_attributes |= attrs;
-      if (h != rh::kPasswordSession) s.hmac_session = true;
-    }
-  }
+  Reader r(areas->parameters);
   if (s.command_code == cmd::StartAuthSession::kInfo.code) {  // tpmKey, bind, nonceCaller, encryptedSalt
     s.salted = s.first_handle != rh::kNull;
     r.tpm2b("nonceCaller");
