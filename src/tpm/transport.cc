@@ -1,5 +1,7 @@
-// The Transport base class's defaults (and so its vtable): with the transports,
-// not with open_transport(), which is a layer above them (docs/architecture.md).
+// The Transport base class's defaults (and so its vtable and typeinfo): in the
+// core, whose contract transport.h is. Every layer that holds a Transport&
+// (the policy decision's facts too) then finds them below it, also where
+// UBSan's vptr check references the typeinfo (docs/architecture.md).
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
