@@ -2,7 +2,11 @@
 // tpm2-tools run unchanged through the TCTI (loaded by path, as tpm2-tss's
 // loader takes it) against a swtpm, with the test's interposer on the bus
 // between the TCTI and the swtpm, recording every byte or attacking.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <tss2/tss2_tcti.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -314,6 +318,51 @@ TEST_F(TctiTest, SystemdCredsSealsAndUnsealsThroughIt) {
   EXPECT_FALSE(contains(bus(), as_bytes(std::string_view(secret))));
   long without = left_by(direct());
   EXPECT_EQ(through, without) << "sessions left loaded through the TCTI and without it";
+  expect_no_handles_left();
+}
+
+// A program that forks after it opened the TCTI, whose child exits (running
+// the library's destructor: a C++ library with unique symbols is not
+// unloaded by dlclose, so its destructor runs at exit, systemd's too): the child
+// shares the parent's connection and must not end the parent's session on
+// it. Nothing goes on the bus from the child, and the parent's next command
+// is in the same session.
+TEST_F(TctiTest, AForkedChildLeavesTheParentsSessionAlone) {
+  void* lib = ::dlopen(TPMSEC_TCTI_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto info_of = reinterpret_cast<const TSS2_TCTI_INFO* (*)()>(::dlsym(lib, "Tss2_Tcti_Info"));
+  ASSERT_NE(info_of, nullptr);
+  const TSS2_TCTI_INFO* info = info_of();
+  const std::string config = tcti().substr(std::string(TPMSEC_TCTI_PATH).size() + 1);
+  size_t size = 0;
+  ASSERT_EQ(info->init(nullptr, &size, config.c_str()), TSS2_RC_SUCCESS);
+  std::vector<uint64_t> memory(size / sizeof(uint64_t) + 1);
+  auto* ctx = reinterpret_cast<TSS2_TCTI_CONTEXT*>(memory.data());
+  ASSERT_EQ(info->init(ctx, &size, config.c_str()), TSS2_RC_SUCCESS);
+  auto* common = reinterpret_cast<TSS2_TCTI_CONTEXT_COMMON_V1*>(ctx);
+  auto get_random = [&] {
+    const uint8_t command[] = {0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x7B, 0, 8};  // GetRandom(8)
+    if (common->transmit(ctx, sizeof(command), command) != TSS2_RC_SUCCESS) return false;
+    uint8_t response[64];
+    size_t got = sizeof(response);
+    return common->receive(ctx, &got, response, TSS2_TCTI_TIMEOUT_BLOCK) == TSS2_RC_SUCCESS && got == 20 &&
+           load_be32(response + 6) == 0;
+  };
+  ASSERT_TRUE(get_random());
+  take_codes();
+  pid_t child = ::fork();
+  if (child == 0) std::exit(0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status));  // its status is LeakSanitizer's in a sanitized tree
+  // A command of the child's would have been answered (and so recorded)
+  // before it exited.
+  EXPECT_EQ(take_codes(), std::vector<uint32_t>{}) << "the child sent commands on the parent's connection";
+  ASSERT_TRUE(get_random());
+  std::vector<uint32_t> codes = take_codes();
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::StartAuthSession::kInfo.code), 0) << "a new session";
+  common->finalize(ctx);
+  ::dlclose(lib);
   expect_no_handles_left();
 }
 

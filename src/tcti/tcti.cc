@@ -41,6 +41,7 @@ struct State {
   std::unique_ptr<CommandWrapper> wrapper;  // destroyed first: flushes its session
   std::string log;
   std::optional<uint64_t> last_run;  // the program's last wrapped command the last time
+  pid_t pid = 0;                     // the process that initialized it
   bool awaiting_receive = false;
   Bytes response;
   TSS2_RC error = TSS2_RC_SUCCESS;
@@ -175,7 +176,9 @@ void finalize(TSS2_TCTI_CONTEXT* ctx) noexcept {
   end(s);
 }
 
-// At dlclose or exit: what a program never finalized.
+// At dlclose or exit: what a program never finalized. Only in the process
+// that initialized it: a child that exits after a fork shares the parent's
+// connection and must not flush the parent's session.
 __attribute__((destructor)) void end_unfinalized() {
   for (;;) {
     State* s = nullptr;
@@ -183,6 +186,10 @@ __attribute__((destructor)) void end_unfinalized() {
       std::lock_guard<std::mutex> lock(live_mutex());
       if (live().empty()) return;
       s = *live().begin();
+      if (s->pid != ::getpid()) {
+        live().erase(s);  // the parent's: left to it
+        continue;
+      }
     }
     end(s);
   }
@@ -240,6 +247,7 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   state->last_run = state->tpm.tpm->commands_last_run();
   if (state->last_run) state->wrapper->end_session_with(*state->last_run);
   state->log = parsed->log;
+  state->pid = ::getpid();
 
   auto* c = reinterpret_cast<Context*>(ctx);
   std::memset(c, 0, sizeof(Context));
