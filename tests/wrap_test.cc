@@ -69,13 +69,18 @@ class WrapTest : public testing::TpmTest {
     seen_.clear();
   }
   void TearDown() override {
-    caller_.reset();
-    wrapped_.reset();
-    wrapper_.reset();
+    end_wrapper();
     factory_.reset();
     ours_.reset();
     bus_.reset();
     TpmTest::TearDown();
+  }
+
+  // The caller goes, then the wrapper (which flushes a session it still has).
+  void end_wrapper() {
+    caller_.reset();
+    wrapped_.reset();
+    wrapper_.reset();
   }
 
   Bytes pcr_value() {
@@ -569,9 +574,7 @@ TEST_P(WrapTest, TheSessionEndsWithTheCommandTheFrontEndNamed) {
   ASSERT_TRUE(left.ok()) << left.error().message();
   EXPECT_TRUE(left->empty()) << "the TPM kept the session";
   size_t sent = seen_.size();
-  caller_.reset();
-  wrapped_.reset();
-  wrapper_.reset();
+  end_wrapper();
   EXPECT_EQ(seen_.size(), sent) << "a FlushContext after the session ended";
 }
 
@@ -613,9 +616,7 @@ TEST_P(WrapTest, ACommandAfterTheNamedLastOneGetsANewSession) {
   EXPECT_EQ(pcr_value(), expected);
   EXPECT_EQ(wrapper_->sessions_started(), 2u);
   EXPECT_NE(wrapper_->session_handle(), 0u);
-  caller_.reset();
-  wrapped_.reset();
-  wrapper_.reset();
+  end_wrapper();
   auto left = tpm().list_handles(ht::kFirstLoadedSession);
   ASSERT_TRUE(left.ok()) << left.error().message();
   EXPECT_TRUE(left->empty()) << "the second session was left on the TPM";
@@ -659,9 +660,7 @@ TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
     ASSERT_FALSE(st.ok()) << "the flipped attribute went unnoticed";
     if (!in_response) EXPECT_EQ(pcr_value(), before);
     rule_ = nullptr;
-    caller_.reset();
-    wrapped_.reset();
-    wrapper_.reset();
+    end_wrapper();
     auto left = tpm().list_handles(ht::kFirstLoadedSession);
     ASSERT_TRUE(left.ok()) << left.error().message();
     EXPECT_TRUE(left->empty()) << "a session was left on the TPM";

@@ -90,6 +90,11 @@ inline constexpr uint32_t kFirstPolicySession = 0x03000000;
 inline constexpr uint32_t kFirstLoadedSession = 0x02000000;
 // TPM_HT_SAVED_SESSION (0x03) in a TPM_CAP_HANDLES listing: the context-saved sessions.
 inline constexpr uint32_t kFirstSavedSession = 0x03000000;
+// An HMAC or policy session's handle (loaded, or saved: listed as either type).
+constexpr bool is_session(uint32_t handle) {
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  return type == kHmacSession || type == kPolicySession;
+}
 }  // namespace ht
 
 // TPM_CAP (Part 2 §6.12)

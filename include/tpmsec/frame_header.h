@@ -36,6 +36,10 @@ struct HeaderRead {
 // Reads the header at the start of `bytes` (which may hold more, or less).
 HeaderRead read_frame_header(ByteView bytes, size_t max_size);
 
+// True when `response` is a whole response frame (its size as its header
+// says) that answers TPM_RC_SUCCESS.
+bool succeeded(ByteView response);
+
 // A bare response header carrying `response_code` (TPM_ST_NO_SESSIONS, 10
 // bytes): how a TPM answers a command it refuses.
 Bytes error_frame(uint32_t response_code);

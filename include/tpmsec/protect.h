@@ -187,10 +187,11 @@ class ProtectedTpm {
   // the command count it kept the last time the program this process runs
   // used this TPM in this boot (session_cache.h; the TCTI keeps which
   // command was the last its session went on), when the request keeps; none
-  // when not known. commands_kept() keeps `count` for the next run; a
-  // failure is a notice. Neither needs the TPM or OpenSSL: commands_kept()
-  // may run from an exit handler.
-  std::optional<uint64_t> commands_last_run() const;
+  // when not known. commands_kept() keeps `count` for the next run, once
+  // commands_last_run() has named the program; a failure is a notice.
+  // Neither needs the TPM, and commands_kept() no OpenSSL: it may run from
+  // an exit handler.
+  std::optional<uint64_t> commands_last_run();
   void commands_kept(uint64_t count);
 
  private:
@@ -210,7 +211,7 @@ class ProtectedTpm {
   std::optional<SessionCache> cache_;
   ProtectionConfig config_;  // resolved; symmetric set per use
   bool kept_changed_key_ = false;  // keep_if_changed() kept a recreated key
-  std::optional<ProgramId> program_;  // the running program, when kept per program
+  std::optional<ProgramId> program_;  // the running program, once commands_last_run() read it
 };
 
 // ProtectedTpm::audited_pcr_reads(): one audit session, continued across reads.

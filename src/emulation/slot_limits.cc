@@ -22,20 +22,8 @@ constexpr uint32_t kCcContextLoad = cmd::ContextLoad::kInfo.code;
 constexpr uint32_t kCcContextSave = cmd::ContextSave::kInfo.code;
 constexpr uint32_t kCcStartup = cmd::Startup::kInfo.code;
 
-// Saved sessions are listed with the policy-session type (TPM_HT_SAVED_SESSION = 0x03).
-constexpr uint32_t kFirstSavedSession = ht::kFirstPolicySession;
 constexpr uint32_t kSlotMask = 0x00FFFFFF;  // a session's slot, whether listed as 0x02… or 0x03…
 
-bool is_session(uint32_t handle) {
-  uint8_t type = static_cast<uint8_t>(handle >> 24);
-  return type == ht::kHmacSession || type == ht::kPolicySession;
-}
-
-// A whole response frame that answers success.
-bool succeeded(ByteView response) {
-  HeaderRead r = read_frame_header(response, response.size());
-  return r.check == FrameCheck::kOk && r.header.size == response.size() && r.header.code == rc::kSuccess;
-}
 
 bool contains(const std::vector<uint32_t>& handles, uint32_t handle) {
   return std::any_of(handles.begin(), handles.end(),
@@ -77,7 +65,7 @@ Result<SlotLimitTransport::Usage> SlotLimitTransport::usage(bool sessions, bool 
   Usage u;
   if (sessions) {
     TPMSEC_ASSIGN_OR_RETURN(u.loaded, list(ht::kFirstLoadedSession));
-    TPMSEC_ASSIGN_OR_RETURN(u.saved, list(kFirstSavedSession));
+    TPMSEC_ASSIGN_OR_RETURN(u.saved, list(ht::kFirstSavedSession));
     // Forget what is no longer saved (loaded again or flushed).
     for (auto it = saved_at_.begin(); it != saved_at_.end();) {
       it = contains(u.saved, it->first) ? std::next(it) : saved_at_.erase(it);
@@ -165,7 +153,7 @@ uint32_t SlotLimitTransport::decide(ByteView command) {
   if (saves) {
     if (!e.context_gap_max || areas->handles.empty()) return 0;
     const uint32_t handle = areas->handles[0];
-    if (!is_session(handle)) return 0;
+    if (!ht::is_session(handle)) return 0;
     auto u = usage(true, false);
     if (!u.ok() || !contains(u->loaded, handle)) return 0;  // not a loaded session: the TPM's own error
     return gap_at_max(u->saved) ? rc::kContextGap : 0;
@@ -173,7 +161,7 @@ uint32_t SlotLimitTransport::decide(ByteView command) {
   // ContextLoad: TPMS_CONTEXT = sequence (8), savedHandle (4), ...
   if (areas->parameters.size() < 12) return 0;
   const uint32_t saved_handle = load_be32(areas->parameters.data() + 8);
-  if (is_session(saved_handle)) {
+  if (ht::is_session(saved_handle)) {
     if (!session_limits) return 0;
     auto u = usage(true, false);
     if (!u.ok() || !contains(u->saved, saved_handle)) return 0;  // not saved: the TPM's own error
@@ -198,7 +186,7 @@ void SlotLimitTransport::observe(ByteView command, ByteView response) {
   const ByteView params = areas->parameters;
   if (code == kCcContextSave && !areas->handles.empty()) {
     const uint32_t handle = areas->handles[0];
-    if (!is_session(handle) || enforced_.context_gap_max == 0) return;
+    if (!ht::is_session(handle) || enforced_.context_gap_max == 0) return;
     saved_at_[handle & kSlotMask] = counter_;
     ++counter_;
     const uint64_t modulus = uint64_t{enforced_.context_gap_max} + 1;
@@ -209,7 +197,7 @@ void SlotLimitTransport::observe(ByteView command, ByteView response) {
   if (code == kCcStartup && startup.u16("startupType") == su::kClear && startup.ok()) {
     // A TPM Reset (no saved session survived) restarts the counter; a TPM
     // Restart keeps the saved sessions and the counter.
-    auto saved = list(kFirstSavedSession);
+    auto saved = list(ht::kFirstSavedSession);
     if (saved.ok() && saved->empty()) {
       saved_at_.clear();
       counter_ = counter_start();

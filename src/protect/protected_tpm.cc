@@ -29,17 +29,6 @@ std::optional<SessionCache> session_cache_for(const Transport& base, bool keep, 
   return SessionCache(std::move(host), TpmId::of(base.describe()), *boot);
 }
 
-namespace {
-
-// What is kept per program is kept only with the rest (a cache).
-std::optional<ProgramId> running_program(const std::optional<SessionCache>& cache, const HostState& host) {
-  if (!cache) return std::nullopt;
-  auto program = host.running_program();
-  if (!program.ok()) return std::nullopt;
-  return std::move(*program);
-}
-
-}  // namespace
 
 ProtectedTpm::~ProtectedTpm() = default;
 
@@ -62,7 +51,6 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
   p->owned_transport_ = std::move(transport);
   p->base_ = p->owned_transport_.get();
   p->cache_ = session_cache_for(*p->base_, request.keep, p->request_.host);
-  p->program_ = running_program(p->cache_, *p->request_.host);
   p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
   p->tpm_ = p->owned_tpm_.get();
   std::optional<TpmInfo> known = p->cache_ ? p->cache_->info() : std::nullopt;
@@ -89,7 +77,6 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& 
   p->info_ = info;
   p->facts_ = facts;
   p->cache_ = session_cache_for(base, request.keep, p->request_.host);
-  p->program_ = running_program(p->cache_, *p->request_.host);
   TPMSEC_RETURN_IF_ERROR(p->resolve(p->request_));
   return p;
 }
@@ -226,8 +213,15 @@ void ProtectedTpm::forget_kept() {
   if (cache_) (void)cache_->forget();
 }
 
-std::optional<uint64_t> ProtectedTpm::commands_last_run() const {
-  if (!cache_ || !program_) return std::nullopt;
+std::optional<uint64_t> ProtectedTpm::commands_last_run() {
+  // What is kept per program is kept only with the rest (a cache); which
+  // program this is is read here, for the one front end that asks.
+  if (!cache_) return std::nullopt;
+  if (!program_) {
+    auto program = request_.host->running_program();
+    if (!program.ok()) return std::nullopt;
+    program_ = std::move(*program);
+  }
   return cache_->command_count(*program_);
 }
 

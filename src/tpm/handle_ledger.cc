@@ -7,11 +7,6 @@
 namespace tpmsec {
 namespace {
 
-bool is_session(uint32_t handle) {
-  uint8_t type = static_cast<uint8_t>(handle >> 24);
-  return type == ht::kHmacSession || type == ht::kPolicySession;
-}
-
 std::string_view type_name(uint8_t type) {
   switch (type) {
     case ht::kTransient: return "transient object";
@@ -23,10 +18,10 @@ std::string_view type_name(uint8_t type) {
 
 }  // namespace
 
-bool HandleLedger::tracked(uint32_t handle) { return (handle >> 24) == ht::kTransient || is_session(handle); }
+bool HandleLedger::tracked(uint32_t handle) { return (handle >> 24) == ht::kTransient || ht::is_session(handle); }
 
 uint32_t HandleLedger::slot(uint32_t handle) {
-  return is_session(handle) ? ht::kFirstHmacSession | (handle & 0x00FFFFFF) : handle;
+  return ht::is_session(handle) ? ht::kFirstHmacSession | (handle & 0x00FFFFFF) : handle;
 }
 
 uint8_t HandleLedger::kind_bit(uint8_t type) {

@@ -1,6 +1,7 @@
 #include "tpmsec/frame_header.h"
 
 #include "tpmsec/constants.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -19,6 +20,11 @@ HeaderRead read_frame_header(ByteView bytes, size_t max_size) {
     out.check = FrameCheck::kOk;
   }
   return out;
+}
+
+bool succeeded(ByteView response) {
+  HeaderRead r = read_frame_header(response, response.size());
+  return r.check == FrameCheck::kOk && r.header.size == response.size() && r.header.code == rc::kSuccess;
 }
 
 Bytes error_frame(uint32_t response_code) {

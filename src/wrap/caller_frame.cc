@@ -14,8 +14,7 @@ namespace {
 size_t sessions_loaded_for(std::span<const uint32_t> handles, std::span<const Entry> sessions) {
   std::vector<uint32_t> used;
   auto add = [&](uint32_t h) {
-    uint8_t type = static_cast<uint8_t>(h >> 24);
-    if ((type == ht::kHmacSession || type == ht::kPolicySession) && std::find(used.begin(), used.end(), h) == used.end()) {
+    if (ht::is_session(h) && std::find(used.begin(), used.end(), h) == used.end()) {
       used.push_back(h);
     }
   };
@@ -26,15 +25,13 @@ size_t sessions_loaded_for(std::span<const uint32_t> handles, std::span<const En
 
 }  // namespace
 
-std::optional<CallerFrame> read_caller_frame(ByteView command) {
+std::optional<CommandAreas> read_caller_frame(ByteView command) {
   auto areas = read_command_areas(command, kMaxFrame, kMaxSessions);
-  if (!areas.ok()) return std::nullopt;
-  CallerFrame f{std::move(areas->handles), std::move(areas->sessions), areas->parameters};
-  if (f.sessions.size() >= kMaxSessions) return std::nullopt;
+  if (!areas.ok() || areas->sessions.size() >= kMaxSessions) return std::nullopt;
   // GetSessionAuditDigest's sessionHandle, PolicySecret's policySession:
   // sessions the TPM must have loaded as much as an entry's.
-  if (sessions_loaded_for(f.handles, f.sessions) >= kMaxSessions) return std::nullopt;
-  return f;
+  if (sessions_loaded_for(areas->handles, areas->sessions) >= kMaxSessions) return std::nullopt;
+  return std::move(*areas);
 }
 
 std::optional<SlotPlan> plan_slot(std::span<const Entry> sessions, const CommandInfo& info) {

@@ -28,20 +28,13 @@ inline constexpr size_t kMaxSessions = 3;
 
 using Entry = AuthEntry;  // tpmsec/command_frame.h
 
-// A caller's command of a known code, split into its areas.
-struct CallerFrame {
-  std::vector<uint32_t> handles;
-  std::vector<Entry> sessions;  // empty: TPM_ST_NO_SESSIONS
-  ByteView parameters;
-};
-
 // The frame `command` split into its areas; none when it must go out as the
 // caller gave it: a
 // frame the TPM would refuse anyway (malformed, a session area with no
 // session), one with three sessions, or one that needs three of the
 // caller's sessions loaded (as entries or as handles: a TPM holds three,
 // TPM_PT_HR_LOADED_MIN, none left for the wrapper's).
-std::optional<CallerFrame> read_caller_frame(ByteView command);
+std::optional<CommandAreas> read_caller_frame(ByteView command);
 
 // Where the wrapper's session goes in a frame: the first password
 // authorization's slot, else the first free one.

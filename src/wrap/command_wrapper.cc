@@ -284,7 +284,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // The caller's frame (caller_frame.h): anything it gets wrong, the TPM
   // answers as before; where the wrapper's session has no place, the command
   // goes out as the caller gave it.
-  std::optional<wrapping::CallerFrame> frame = wrapping::read_caller_frame(command);
+  std::optional<CommandAreas> frame = wrapping::read_caller_frame(command);
   if (!frame) return pass();
   std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, info);
   if (!plan) return pass();
@@ -449,8 +449,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
     uint32_t h = load_be32(response.data() + kFrameHeaderBytes);
     tpm.note_foreign(h);
     if (p.code == cc::kContextLoad) names_.erase(h);
-    uint8_t type = static_cast<uint8_t>(h >> 24);
-    if (type == ht::kHmacSession || type == ht::kPolicySession) callers_loaded_.insert(h);
+    if (ht::is_session(h)) callers_loaded_.insert(h);
   }
 }
 

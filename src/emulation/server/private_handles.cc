@@ -18,15 +18,6 @@ namespace {
 constexpr uint32_t kRHandle = 1u << 28;            // TPMA_CC rHandle (Part 2 §8.9)
 constexpr uint32_t kCommandCodeBits = 0x2000FFFF;  // TPMA_CC commandIndex and V: the TPM_CC
 
-bool is_session(uint32_t h) {
-  uint8_t type = static_cast<uint8_t>(h >> 24);
-  return type == ht::kHmacSession || type == ht::kPolicySession;
-}
-
-bool succeeded(ByteView response) {
-  HeaderRead r = read_frame_header(response, response.size());
-  return r.check == FrameCheck::kOk && r.header.code == rc::kSuccess;
-}
 
 }  // namespace
 
@@ -74,18 +65,14 @@ void PrivateHandles::connected(ClientId client) {
 
 void PrivateHandles::answered(ClientId client, ByteView command, ByteView response) {
   HeaderRead c = read_frame_header(command, kMaxCommandBytes);
-  HeaderRead r = read_frame_header(response, response.size());
+  if (c.check != FrameCheck::kOk || !succeeded(response)) return;
   // A session the server saved, flushed by its client (FlushContext takes a
   // saved session as it is).
-  if (c.check == FrameCheck::kOk && c.header.code == cmd::FlushContext::kInfo.code && succeeded(response) &&
-      command.size() >= kFrameHeaderBytes + 4) {
+  if (c.header.code == cmd::FlushContext::kInfo.code && command.size() >= kFrameHeaderBytes + 4) {
     auto s = saved_.find(load_be32(command.data() + kFrameHeaderBytes));
     if (s != saved_.end() && s->second.owner == client) saved_.erase(s);
   }
-  if (c.check != FrameCheck::kOk || r.check != FrameCheck::kOk || r.header.code != rc::kSuccess ||
-      response.size() < kFrameHeaderBytes + 4 || !handle_creating_.count(c.header.code)) {
-    return;
-  }
+  if (response.size() < kFrameHeaderBytes + 4 || !handle_creating_.count(c.header.code)) return;
   owner_[HandleLedger::slot(load_be32(response.data() + kFrameHeaderBytes))] = client;
 }
 
@@ -102,16 +89,7 @@ void PrivateHandles::closed(ClientId client, uint8_t locality) {
     auto owned = owner_.find(slot);
     const bool its = owned != owner_.end() ? owned->second == client : !c.present_at_connect.count(slot);
     if (!its) continue;
-    Writer w;
-    w.u16(st::kNoSessions);
-    w.u32(14);
-    w.u32(cmd::FlushContext::kInfo.code);
-    w.u32(h);
-    auto command = w.finish();
-    if (!command.ok()) continue;
-    Bytes response = chip_.execute(*command, locality);
-    HeaderRead r = read_frame_header(response, response.size());
-    if (r.check == FrameCheck::kOk && r.header.code == rc::kSuccess) ++flushed;
+    if (succeeded(send(cmd::FlushContext::kInfo.code, be32(h), locality))) ++flushed;
   }
   // Its sessions the server saved for another client's: flushed as saved.
   for (auto s = saved_.begin(); s != saved_.end();) {
@@ -145,14 +123,14 @@ void PrivateHandles::before(ClientId client, ByteView command, uint8_t locality)
   // whether it makes one loaded (StartAuthSession, a session's ContextLoad).
   std::set<uint32_t> named;
   for (uint32_t h : areas->handles) {
-    if (is_session(h)) named.insert(h);
+    if (ht::is_session(h)) named.insert(h);
   }
   for (const AuthEntry& e : areas->sessions) {
-    if (is_session(e.handle)) named.insert(e.handle);
+    if (ht::is_session(e.handle)) named.insert(e.handle);
   }
   bool makes_one = areas->info->code == cmd::StartAuthSession::kInfo.code;
   if (areas->info->code == cmd::ContextLoad::kInfo.code && areas->parameters.size() >= 12) {
-    makes_one = is_session(load_be32(areas->parameters.data() + 8));  // TPMS_CONTEXT: sequence, savedHandle
+    makes_one = ht::is_session(load_be32(areas->parameters.data() + 8));  // TPMS_CONTEXT: sequence, savedHandle
   }
   std::vector<uint32_t> back;
   for (uint32_t h : named) {
