@@ -40,6 +40,8 @@ Result<bool> MemoryHostState::erase(StateRecord what, const TpmId& tpm) {
     case StateRecord::kSaltKey: return salt_keys_.erase(tpm.key) > 0;
     case StateRecord::kKeptCommandCount:
       return std::erase_if(kept_command_counts_, [&](const auto& e) { return e.first.first == tpm.key; }) > 0;
+    case StateRecord::kKeptCallerSession:
+      return std::erase_if(kept_caller_sessions_, [&](const auto& e) { return e.first.first == tpm.key; }) > 0;
   }
   return false;
 }

@@ -82,6 +82,18 @@ class MemoryHostState final : public HostState {
     return ok_status();
   }
 
+  std::optional<KeptCallerSession> kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                       uint32_t handle) const override {
+    return of_boot(find(kept_caller_sessions_, std::pair(tpm.key, handle)), boot);
+  }
+  Status put_kept_caller_session(const TpmId& tpm, const std::string& boot, const KeptCallerSession& session) override {
+    kept_caller_sessions_[{tpm.key, session.handle}] = {boot, session};
+    return ok_status();
+  }
+  Status erase_kept_caller_session(const TpmId& tpm, uint32_t handle) override {
+    kept_caller_sessions_.erase({tpm.key, handle});
+    return ok_status();
+  }
   Result<bool> erase(StateRecord what, const TpmId& tpm) override;
   // "memory:record-N[/KEY-SALT]": nothing a person could open.
   std::string where(StateRecord what) const override;
@@ -119,6 +131,7 @@ class MemoryHostState final : public HostState {
   std::map<std::string, PerBoot<TpmInfo>> kept_info_;
   std::map<Key, PerBoot<NullKey::Snapshot>> kept_null_keys_;
   std::map<std::pair<std::string, std::string>, PerBoot<uint64_t>> kept_command_counts_;  // TPM key, program key
+  std::map<std::pair<std::string, uint32_t>, PerBoot<KeptCallerSession>> kept_caller_sessions_;  // TPM key, handle
   std::string program_ = "/usr/bin/test-program";
   std::map<std::string, BindSecret> bind_secrets_;
   std::map<std::string, PersistentSaltKey> salt_keys_;

@@ -116,6 +116,20 @@ TEST(RcFailedSession, OnlySessionRelativeAuthFailures) {
   EXPECT_EQ(rc_failed_session(0x000B09A2), std::nullopt);  // not a TPM-layer code
 }
 
+// A wrapper gives the TPM's answer about its own read of a handle's Name as
+// the error of the caller's command, numbered for that handle.
+TEST(ResponseCode, RenumberedForAnotherHandle) {
+  EXPECT_EQ(rc_for_handle(0x18B, 1), 0x28Bu);   // TPM_RC_HANDLE: handle 1 -> handle 2
+  EXPECT_EQ(rc_for_handle(0x28B, 0), 0x18Bu);
+  EXPECT_EQ(rc_for_handle(0x184, 2), 0x384u);   // TPM_RC_VALUE (handle 1) -> handle 3
+  EXPECT_EQ(rc_for_handle(0x910, 1), 0x911u);   // TPM_RC_REFERENCE_H0 -> H1
+  EXPECT_EQ(rc_for_handle(0x103, 1), 0x103u);   // TPM_RC_SEQUENCE: about no handle
+  EXPECT_EQ(rc_for_handle(0x98E, 1), 0x98Eu);   // a session's: left as it is
+  EXPECT_EQ(rc_for_handle(0x1C4, 1), 0x1C4u);   // a parameter's: left as it is
+  EXPECT_EQ(rc_for_handle(0x922, 1), 0x922u);   // TPM_RC_RETRY
+  EXPECT_EQ(rc_for_handle(0x18B, 7), 0x18Bu);   // no eighth handle
+}
+
 TEST(TpmError, CarriesCodeAndDescription) {
   Error e = tpm_error(0x9A2, "PCR_Extend");
   EXPECT_EQ(e.kind(), ErrorKind::kTpm);

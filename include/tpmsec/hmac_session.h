@@ -65,6 +65,7 @@ class HmacSession final : public Session {
   bool decrypts_command() const override { return attributes_ & attr::kDecrypt; }
   bool encrypts_response() const override { return attributes_ & attr::kEncrypt; }
   ByteView nonce_tpm() const override { return nonce_tpm_; }
+  uint16_t auth_hash() const { return auth_hash_; }
 
   Status begin_command() override;
   Status encrypt_parameter(MutableByteView data, ByteView auth_value) override;

@@ -56,6 +56,19 @@ struct NullKeyPin {
   std::string boot_id;
 };
 
+// A session a program started unsalted and unbound (so its HMAC key is the
+// authValue alone) and that a wrapper re-signs (wrap.h): its handle, its
+// authHash, and the nonceTPM of its last answer whose HMAC the wrapper
+// verified. Nothing secret: every field crossed the bus. Kept so that the
+// program's next process (tpm2_startauthsession, then tpm2_unseal -p
+// session:FILE) finds it; a record that is stale or altered only makes the
+// program's HMAC fail to verify, and the wrapper then re-signs nothing.
+struct KeptCallerSession {
+  uint32_t handle = 0;
+  uint16_t auth_hash = 0;
+  Bytes nonce_tpm;
+};
+
 // The kinds of record, for erase() and where().
 enum class StateRecord {
   kNullKeyPin,   // NullKeyPin, per salt kind
@@ -65,6 +78,7 @@ enum class StateRecord {
   kBindSecret,   // BindSecret (bind_secret.h)
   kSaltKey,      // PersistentSaltKey (salt_key.h)
   kKeptCommandCount,  // the kept command count of a program (session_cache.h), per program
+  kKeptCallerSession,  // a program's re-signable session (session_cache.h), per session handle
 };
 
 class HostState {
@@ -99,6 +113,14 @@ class HostState {
                                                      const ProgramId& program) const = 0;
   virtual Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
                                         uint64_t count) = 0;
+  // A program's session that a wrapper re-signs (session_cache.h,
+  // KeptCallerSession), by handle, of `boot` only: none when not kept, of
+  // another boot, or not readable. Erased when the session ended.
+  virtual std::optional<KeptCallerSession> kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                               uint32_t handle) const = 0;
+  virtual Status put_kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                         const KeptCallerSession& session) = 0;
+  virtual Status erase_kept_caller_session(const TpmId& tpm, uint32_t handle) = 0;
   // The program this process runs (its executable, /proc/self/exe, and the
   // name it was run by when that is another: a multi-call binary's): what a
   // record per program is kept under. kRuntime when it cannot be told.

@@ -193,6 +193,9 @@ class ProtectedTpm {
   // an exit handler.
   std::optional<uint64_t> commands_last_run();
   void commands_kept(uint64_t count);
+  // What is kept of this TPM between processes (request.keep); null when
+  // nothing is (an in-process TPM). Lives as long as this ProtectedTpm.
+  SessionCache* session_cache() { return cache_ ? &*cache_ : nullptr; }
 
  private:
   ProtectedTpm() = default;

@@ -50,6 +50,13 @@ bool rc_is_retryable(uint32_t code);
 // TPM_RC_REFERENCE_S0..S6 (the session handle names no session).
 std::optional<size_t> rc_failed_session(uint32_t code);
 
+// The same response code about a command's handle `index` (0-based) instead
+// of the one it names: a format-one handle error (TPM_RC_HANDLE + TPM_RC_1,
+// Part 2 §6.6) or TPM_RC_REFERENCE_H0..H6 renumbered; any other code as it
+// is. How a TPM's answer about one command's handle (a wrapper's read of a
+// Name) is given as the error of another command naming that handle.
+uint32_t rc_for_handle(uint32_t code, size_t index);
+
 // "TPM_RC_BAD_AUTH (session 1)", "TPM_RC_RETRY (warning)",
 // "TPM_RC_VALUE (parameter 2)", or "0x00012345 (unknown response code)".
 std::string describe_rc(uint32_t code);

@@ -37,6 +37,9 @@ enum class ErrorReason {
   // ECC salt asked for on a TPM without P-256: the front end says how to ask
   // for RSA.
   kUnsupportedSalt,
+  // A wrapper in strict mode (wrap.h) refused a command whose secret would
+  // cross the bus in clear: the front end names the command and the option.
+  kSecretInClear,
 };
 
 class Error {

@@ -16,6 +16,10 @@
 //     in-process TPM that needs none. The salt is encrypted to the kept
 //     public key, so a TPM without its private key cannot read it; a context
 //     the TPM refuses makes tpmsec recreate the key and hold it to the pin;
+//   - the sessions of programs that a TCTI re-signs (host_state.h,
+//     KeptCallerSession): the nonceTPM of each one's last verified answer,
+//     so a session started by one program (tpm2_startauthsession) is
+//     re-signed, and its command's parameters encrypted, in the next;
 //   - per program, which of its commands was the last the TCTI's session
 //     went on (the TCTI ends its session with that command the next time:
 //     wrap.h). Only ever a guess: a program that needs the session later
@@ -49,6 +53,9 @@ class SessionCache {
   Status put_null_key(const NullKey::Snapshot& key);
   std::optional<uint64_t> command_count(const ProgramId& program) const;
   Status put_command_count(const ProgramId& program, uint64_t count);
+  std::optional<KeptCallerSession> caller_session(uint32_t handle) const;
+  Status put_caller_session(const KeptCallerSession& session);
+  Status drop_caller_session(uint32_t handle);
   // Removes the kept capabilities (the TPM changed: they are read afresh).
   Status drop_info();
   // Removes everything kept for this TPM; true when something was.

@@ -111,6 +111,7 @@ struct TpmsecTctiConfig {
   std::string salt;       // "", "ecc" or "rsa"
   std::string policy;
   std::string log;
+  bool strict = false;  // refuse what would cross in clear (wrap.h, set_strict)
   bool anchor() const { return !null_name.empty() || !ek_ca.empty() || tofu; }
 };
 // kUsage naming the item for anything malformed or given twice.

@@ -83,11 +83,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/result.h"
+#include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/transport.h"
 
@@ -100,6 +102,7 @@ struct WrapCounts {
   uint64_t passed_through = 0;  // sent as the caller gave it
   uint64_t passwords_replaced = 0;  // a password went out as an HMAC authorization
   uint64_t passwords_left = 0;      // password slots left in clear (only one slot can be the wrapper's)
+  uint64_t refused = 0;             // not sent: strict mode (set_strict()) refused it
 };
 
 class CommandWrapper {
@@ -143,6 +146,23 @@ class CommandWrapper {
   // when none.
   uint64_t last_wrapped_command() const { return last_wrapped_; }
 
+  // Strict mode: a command whose secret would cross the bus in clear (a
+  // password left in a password entry, or a secret first parameter no
+  // session encrypts: wrap/caller_frame.h, secret_in_clear) is refused
+  // before a byte of it is sent: wrap() and exchange() return kUnsupported
+  // with ErrorReason::kSecretInClear naming the command. Off by default:
+  // such a command then goes out as described above, counted.
+  void set_strict(bool strict) { strict_ = strict; }
+
+  // The caller's re-signable sessions (above) are kept in `cache` (which
+  // must outlive the wrapper) beyond this process: a session a program
+  // started in one process (tpm2_startauthsession) is re-signed, and its
+  // commands' parameters encrypted, in the next one that loads it. What is
+  // kept is what crossed the bus (its handle, authHash, last nonceTPM); a
+  // kept nonce that is stale only fails the caller's HMAC check, and the
+  // command is then audited, not re-signed.
+  void keep_caller_sessions_in(SessionCache* cache) { kept_sessions_ = cache; }
+
   // Per command code, since construction.
   const std::map<uint32_t, WrapCounts>& counts() const { return counts_; }
   // counts() as text, one line per command code:
@@ -164,6 +184,8 @@ class CommandWrapper {
   void save_session_for_room();
   void retire_session(bool may_exist);
   Result<Bytes> name_of(uint32_t handle);
+  Error refusal_for_name(const Error& e, size_t index, uint32_t handle, const CommandInfo& info);
+  Error strict_refusal(const CommandInfo& info, std::string_view why);
   Result<Bytes> unwrap_checked(ByteView response);
   void note_response_handles(const Pending& p, ByteView response);
   // The cached Names a command makes stale (EvictControl, NV undefines and
@@ -174,11 +196,18 @@ class CommandWrapper {
   class CallerNonce;
   bool caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
                              const AuthorizeInput& in);
+  // Tracked here, or kept by an earlier process (keep_caller_sessions_in);
+  // null when neither.
+  HmacSession* caller_session(uint32_t handle);
+  void track_caller_session(uint32_t handle, uint16_t auth_hash, ByteView nonce_tpm);
+  void keep_caller_session(uint32_t handle);
+  void forget_caller_session(uint32_t handle);
   Result<Bytes> resign_caller_entry(uint32_t handle, ByteView nonce, const AuthorizeInput& in);
 
   SessionFactory* factory_;
   std::unique_ptr<CallerNonce> caller_nonce_;
   std::map<uint32_t, std::unique_ptr<HmacSession>> caller_sessions_;
+  SessionCache* kept_sessions_ = nullptr;
   std::unique_ptr<HmacSession> session_;
   std::map<uint32_t, Bytes> names_;  // authenticated Names of objects and NV indices
   std::unique_ptr<Pending> pending_;
@@ -195,6 +224,7 @@ class CommandWrapper {
   // ones it saves to make room: never another client's).
   std::set<uint32_t> callers_loaded_;
   bool need_room_ = false;  // the last try was refused TPM_RC_SESSION_MEMORY
+  bool strict_ = false;
   uint64_t commands_ = 0;
   uint64_t last_wrapped_ = 0;
   std::optional<uint64_t> end_with_;

@@ -31,7 +31,8 @@ const char* folder(StateRecord what) {
     case StateRecord::kEkPin: return "ek-pins";
     case StateRecord::kKeptInfo:
     case StateRecord::kKeptNullKey:
-    case StateRecord::kKeptCommandCount: return "session-cache";
+    case StateRecord::kKeptCommandCount:
+    case StateRecord::kKeptCallerSession: return "session-cache";
     case StateRecord::kBindSecret: return "bind";
     case StateRecord::kSaltKey: return "salt-key";
   }
@@ -82,6 +83,7 @@ std::string FileHostState::where(StateRecord what, const TpmId& tpm, SaltKind ki
   switch (what) {
     case StateRecord::kKeptInfo: return fmt::format("{}/{}-info", where(what), tpm.key);
     case StateRecord::kKeptCommandCount: return fmt::format("{}/{}-commands-*", where(what), tpm.key);
+    case StateRecord::kKeptCallerSession: return fmt::format("{}/{}-session-*", where(what), tpm.key);
     case StateRecord::kBindSecret:
     case StateRecord::kSaltKey: return fmt::format("{}/{}", where(what), tpm.key);
     default: return fmt::format("{}/{}-{}", where(what), tpm.key, state_file::salt_label(kind));
@@ -92,7 +94,8 @@ Result<bool> FileHostState::erase(StateRecord what, const TpmId& tpm) {
   if (what == StateRecord::kKeptInfo || what == StateRecord::kBindSecret || what == StateRecord::kSaltKey) {
     return state_file::remove(where(what, tpm));
   }
-  if (what == StateRecord::kKeptCommandCount) return erase_command_counts(tpm);
+  if (what == StateRecord::kKeptCommandCount) return erase_prefixed(what, tpm.key + "-commands-");
+  if (what == StateRecord::kKeptCallerSession) return erase_prefixed(what, tpm.key + "-session-");
   bool any = false;
   for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) {
     TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(where(what, tpm, kind)));
@@ -105,12 +108,15 @@ std::string FileHostState::command_count_file(const TpmId& tpm, const ProgramId&
   return fmt::format("{}/{}-commands-{}", where(StateRecord::kKeptCommandCount), tpm.key, program.key);
 }
 
-Result<bool> FileHostState::erase_command_counts(const TpmId& tpm) {
+std::string FileHostState::caller_session_file(const TpmId& tpm, uint32_t handle) const {
+  return fmt::format("{}/{}-session-{:08x}", where(StateRecord::kKeptCallerSession), tpm.key, handle);
+}
+
+Result<bool> FileHostState::erase_prefixed(StateRecord what, const std::string& prefix) {
   namespace fs = std::filesystem;
-  const std::string prefix = tpm.key + "-commands-";
   std::vector<std::string> files;
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(where(StateRecord::kKeptCommandCount), ec)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(where(what), ec)) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) files.push_back(e.path().string());
   }
   bool any = false;

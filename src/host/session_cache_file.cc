@@ -174,6 +174,37 @@ Status FileHostState::put_kept_command_count(const TpmId& tpm, const std::string
                                                program.path, count));
 }
 
+std::optional<KeptCallerSession> FileHostState::kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                                   uint32_t handle) const {
+  auto f = read_kept(caller_session_file(tpm, handle), tpm.text, boot, nullptr);
+  if (!f) return std::nullopt;
+  KeptCallerSession s;
+  s.handle = handle;
+  unsigned hash = 0;
+  const std::string& hash_text = (*f)["hash"];
+  auto [end, ec] = std::from_chars(hash_text.data(), hash_text.data() + hash_text.size(), hash, 16);
+  auto nonce = from_hex((*f)["nonce"]);
+  if (ec != std::errc() || end != hash_text.data() + hash_text.size() || hash > 0xFFFF || !nonce.ok() ||
+      (*f)["handle"] != fmt::format("{:08x}", handle)) {
+    return std::nullopt;
+  }
+  s.auth_hash = static_cast<uint16_t>(hash);
+  s.nonce_tpm = std::move(*nonce);
+  return s;
+}
+
+Status FileHostState::put_kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                              const KeptCallerSession& session) {
+  TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
+  return state_file::write_private(where(StateRecord::kKeptCallerSession), caller_session_file(tpm, session.handle),
+                                   fmt::format("tpm={}\nboot={}\nhandle={:08x}\nhash={:04x}\nnonce={}\n", tpm.text, boot,
+                                               session.handle, session.auth_hash, to_hex(session.nonce_tpm)));
+}
+
+Status FileHostState::erase_kept_caller_session(const TpmId& tpm, uint32_t handle) {
+  return status_of(state_file::remove(caller_session_file(tpm, handle)));
+}
+
 Status FileHostState::put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
   return state_file::write_private(where(StateRecord::kKeptInfo), where(StateRecord::kKeptInfo, tpm),

@@ -23,13 +23,24 @@ Status SessionCache::put_command_count(const ProgramId& program, uint64_t count)
   return host_->put_kept_command_count(tpm_, boot_, program, count);
 }
 
+std::optional<KeptCallerSession> SessionCache::caller_session(uint32_t handle) const {
+  return host_->kept_caller_session(tpm_, boot_, handle);
+}
+
+Status SessionCache::put_caller_session(const KeptCallerSession& session) {
+  return host_->put_kept_caller_session(tpm_, boot_, session);
+}
+
+Status SessionCache::drop_caller_session(uint32_t handle) { return host_->erase_kept_caller_session(tpm_, handle); }
+
 Status SessionCache::drop_info() { return status_of(host_->erase(StateRecord::kKeptInfo, tpm_)); }
 
 Result<bool> SessionCache::forget() {
   TPMSEC_ASSIGN_OR_RETURN(bool info, host_->erase(StateRecord::kKeptInfo, tpm_));
   TPMSEC_ASSIGN_OR_RETURN(bool keys, host_->erase(StateRecord::kKeptNullKey, tpm_));
   TPMSEC_ASSIGN_OR_RETURN(bool counts, host_->erase(StateRecord::kKeptCommandCount, tpm_));
-  return info || keys || counts;
+  TPMSEC_ASSIGN_OR_RETURN(bool sessions, host_->erase(StateRecord::kKeptCallerSession, tpm_));
+  return info || keys || counts || sessions;
 }
 
 }  // namespace tpmsec

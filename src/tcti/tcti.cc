@@ -61,6 +61,7 @@ State* state_of(TSS2_TCTI_CONTEXT* ctx) {
 }
 
 TSS2_RC rc_for(const Error& e) {
+  if (e.reason() == ErrorReason::kSecretInClear) return TSS2_TCTI_RC_NOT_PERMITTED;
   switch (e.kind()) {
     case ErrorKind::kUsage: return TSS2_TCTI_RC_BAD_VALUE;
     case ErrorKind::kRuntime: return TSS2_TCTI_RC_IO_ERROR;
@@ -88,7 +89,11 @@ TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) no
     s->error = TSS2_RC_SUCCESS;
   } else {
     // Refused, never returned: the caller gets a TCTI error, a person the reason.
-    say(fmt::format("response refused: {}", out.error().message()));
+    if (out.error().reason() == ErrorReason::kSecretInClear) {
+      say(out.error().message());  // nothing was sent
+    } else {
+      say(fmt::format("response refused: {}", out.error().message()));
+    }
     s->response.clear();
     s->error = rc_for(out.error());
   }
@@ -241,6 +246,10 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   auto state = std::make_unique<State>();
   state->tpm = std::move(*opened);
   state->wrapper = std::make_unique<CommandWrapper>(*state->tpm.factory);
+  state->wrapper->set_strict(parsed->strict);
+  // A session a program started in its previous process (tpm2-tools keeps
+  // them in files) is re-signed here too.
+  state->wrapper->keep_caller_sessions_in(state->tpm.tpm->session_cache());
   // A program whose N-th command was the last wrapped the last time likely
   // runs the same way again: its session ends with the N-th, saving the
   // FlushContext at finalize.

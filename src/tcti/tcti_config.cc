@@ -21,6 +21,7 @@ Result<TctiConfig> parse_tcti_config(std::string_view config) {
   // which may name this TCTI again).
   out.request.tpm = c.tpm.empty() ? "device:/dev/tpmrm0" : c.tpm;
   out.log = c.log;
+  out.strict = c.strict;
   if (out.log.empty()) {
     if (const char* env = std::getenv("TPMSEC_TCTI_LOG"); env && *env) out.log = env;
   }

@@ -151,7 +151,7 @@ TctiName split_tcti(std::string_view tcti) {
 
 Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config) {
   TpmsecTctiConfig out;
-  bool anchor_set = false, salt_set = false, policy_set = false, log_set = false;
+  bool anchor_set = false, salt_set = false, policy_set = false, log_set = false, strict_set = false;
   auto once = [](bool& seen, std::string_view key) -> Status {
     if (seen) return usage_error(fmt::format("tpmsec TCTI: {} given twice", key));
     seen = true;
@@ -175,6 +175,10 @@ Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config) {
       if (eq != std::string_view::npos) return usage_error("tpmsec TCTI: tofu takes no value");
       TPMSEC_RETURN_IF_ERROR(once(anchor_set, "a trust anchor (null-name=, ek-ca=, tofu)"));
       out.tofu = true;
+    } else if (key == "strict") {
+      if (eq != std::string_view::npos) return usage_error("tpmsec TCTI: strict takes no value");
+      TPMSEC_RETURN_IF_ERROR(once(strict_set, "strict"));
+      out.strict = true;
     } else if (key == "salt") {
       TPMSEC_RETURN_IF_ERROR(once(salt_set, "salt="));
       if (value != "ecc" && value != "rsa") return usage_error(fmt::format("tpmsec TCTI: salt={} (ecc or rsa)", value));

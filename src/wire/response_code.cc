@@ -100,6 +100,16 @@ std::optional<size_t> rc_failed_session(uint32_t code) {
   return number - 1;
 }
 
+uint32_t rc_for_handle(uint32_t code, size_t index) {
+  constexpr uint32_t kReferenceH0 = kWarn + 0x010, kReferenceH6 = kWarn + 0x016;
+  if (index > 6) return code;
+  if (code >= kReferenceH0 && code <= kReferenceH6) return kReferenceH0 + static_cast<uint32_t>(index);
+  // Handle-relative: format one, neither the parameter (bit 6) nor the
+  // session (bit 11) bit, a number in bits 8-10.
+  if (!is_format1(code) || (code & 0x040) || (code & 0x800) || ((code >> 8) & 0x7) == 0) return code;
+  return (code & ~0x700u) | (static_cast<uint32_t>(index + 1) << 8);
+}
+
 std::string describe_rc(uint32_t code) {
   if (code == 0) return "TPM_RC_SUCCESS";
   uint32_t base = rc_base(code);

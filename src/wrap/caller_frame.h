@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tpmsec/bytes.h"
@@ -50,16 +51,39 @@ struct SlotPlan {
 // nothing (one session per command may audit, Part 1 §19.6.3).
 std::optional<SlotPlan> plan_slot(std::span<const Entry> sessions, const CommandInfo& info);
 
-// The hash of the HMAC session a StartAuthSession asks for when it is
-// unsalted and unbound (the caller's sessions the wrapper can re-sign,
-// wrap.h); 0 otherwise.
-uint16_t unsalted_hmac_session_hash(uint32_t code, std::span<const uint32_t> handles, ByteView parameters);
+// The hash of the HMAC or policy session a StartAuthSession asks for when
+// it is unsalted and unbound: its sessionKey is empty, so its HMAC key is
+// the authValue the command uses, if any (the caller's sessions the wrapper
+// can re-sign, wrap.h); 0 otherwise.
+uint16_t computable_session_hash(uint32_t code, std::span<const uint32_t> handles, ByteView parameters);
 
 // GetCapability's response parameters without `handle` when they list
 // TPM_CAP_HANDLES holding it (the wrapper's own session, which the caller
 // would not see without the wrapper, nor on /dev/tpmrm0 another client's);
 // none when they hold no such listing or the handle is not in it.
 std::optional<Bytes> listing_without(ByteView parameters, uint32_t handle);
+
+// Strict mode (wrap.h): why `command`'s secret would cross the bus in clear
+// when it goes out with these choices, or empty when none would. Secrets:
+// a non-empty password left in a password entry, and the first parameter
+// of the commands whose first command or response parameter is secret
+// (secret_first_parameters() below) unless a session encrypts it: the
+// wrapper's (`decrypt`, `encrypt`) or one of the caller's own (its decrypt
+// or encrypt attribute). A command parameter whose bytes are all zero (an
+// empty sensitive area, no data) carries no secret. `replaced_password`: the
+// password slot the wrapper's session took, if any.
+std::string secret_in_clear(const CommandInfo& info, std::span<const Entry> sessions, ByteView parameters,
+                            std::optional<size_t> replaced_password, bool decrypt, bool encrypt);
+
+// Which first parameters of a command are secrets (the list strict mode
+// refuses in clear; docs/tcti.md): Part 3's sensitive areas, authValues,
+// private keys, unsealed and NV data, random bytes, shared secrets,
+// plaintexts of encryption and decryption.
+struct SecretParameters {
+  bool command = false;
+  bool response = false;
+};
+SecretParameters secret_first_parameters(uint32_t code);
 
 // The command frame: TPM_ST_SESSIONS, the handles, these entries, the
 // parameters.

@@ -48,6 +48,8 @@ constexpr uint32_t kNvReadPublic = command_code("NV_ReadPublic");
 constexpr uint32_t kReadPublic = command_code("ReadPublic");
 constexpr uint32_t kStartAuthSession = command_code("StartAuthSession");
 constexpr uint32_t kCreateLoaded = command_code("CreateLoaded");
+constexpr uint32_t kHashSequenceStart = command_code("HashSequenceStart");
+constexpr uint32_t kHmacStart = command_code("HMAC_Start");
 }  // namespace cc
 
 // NV commands that change an index's attributes (TPMA_NV_WRITTEN, the
@@ -55,6 +57,23 @@ constexpr uint32_t kCreateLoaded = command_code("CreateLoaded");
 bool changes_nv_name(uint32_t code) {
   return code == cc::kNvWrite || code == cc::kNvIncrement || code == cc::kNvSetBits || code == cc::kNvExtend ||
          code == cc::kNvWriteLock || code == cc::kNvReadLock;
+}
+
+// A caller's HMAC or policy session entry with an empty HMAC that neither
+// audits nor encrypts: the TPM accepts an empty HMAC only from a session
+// whose HMAC key is empty (no sessionKey, no authValue included), and then
+// checks nothing of cpHash or the nonces, and answers with an empty HMAC
+// too (the reference code's ComputeCommandHMAC and ComputeResponseHMAC,
+// SessionProcess.c). Parameters encrypted beside it change nothing it
+// proves: the entry goes out, and comes back, as it is. With any other key
+// the TPM refuses it, as it would have without the wrapper.
+bool empty_key_entry(const Entry& e) {
+  return ht::is_session(e.handle) && e.hmac.empty() && !(e.attributes & ~attr::kContinueSession);
+}
+
+// Commands whose response handle is a new sequence object (Part 3 §17).
+bool starts_sequence(uint32_t code) {
+  return code == cc::kHashSequenceStart || code == cc::kHmacStart;
 }
 
 // The handle whose Name a handle's own bytes are (Part 1 §16).
@@ -222,11 +241,20 @@ Result<Bytes> CommandWrapper::name_of(uint32_t handle) {
   std::optional<Bytes> candidate = name_in_response(info.code, first.parameters);
   if (!candidate) return parse_error(fmt::format("{}(0x{:08x}) carries no Name", info.name, handle));
   proposed.name = *candidate;
-  TPMSEC_RETURN_IF_ERROR(ensure_session());
-  session_->set_attributes(attr::kContinueSession | attr::kAudit);
-  Auth audit{session_.get(), {}};
-  TPMSEC_ASSIGN_OR_RETURN(RawResponse audited, tpm.execute(info, one, {}, std::span<const Auth>(&audit, 1)));
-  std::optional<Bytes> name = name_in_response(info.code, audited.parameters);
+  auto read_audited = [&]() -> Result<RawResponse> {
+    TPMSEC_RETURN_IF_ERROR(ensure_session());
+    session_->set_attributes(attr::kContinueSession | attr::kAudit);
+    Auth audit{session_.get(), {}};
+    return tpm.execute(info, one, {}, std::span<const Auth>(&audit, 1));
+  };
+  auto audited = read_audited();
+  if (!audited.ok() && audited.error().kind() == ErrorKind::kTpm && session_gone(audited.error().tpm_rc()) == 0) {
+    // The session was flushed behind the wrapper's back: a new one, once.
+    retire_session(/*may_exist=*/true);
+    audited = read_audited();
+  }
+  if (!audited.ok()) return audited.error();
+  std::optional<Bytes> name = name_in_response(info.code, audited->parameters);
   if (!name || *name != proposed.name) {
     return integrity_error(fmt::format("audited {}(0x{:08x}) answered another Name", info.name, handle));
   }
@@ -234,19 +262,50 @@ Result<Bytes> CommandWrapper::name_of(uint32_t handle) {
   return std::move(*name);
 }
 
+void CommandWrapper::track_caller_session(uint32_t handle, uint16_t auth_hash, ByteView nonce_tpm) {
+  caller_sessions_[handle] = std::make_unique<HmacSession>(nullptr, handle, auth_hash, SymDef{}, SecretBytes(),
+                                                           Bytes(nonce_tpm.begin(), nonce_tpm.end()), Bytes(), 0,
+                                                           caller_nonce_.get());
+  keep_caller_session(handle);
+}
+
+HmacSession* CommandWrapper::caller_session(uint32_t handle) {
+  if (auto it = caller_sessions_.find(handle); it != caller_sessions_.end()) return it->second.get();
+  // Started by an earlier process of the program (kept_sessions_).
+  std::optional<KeptCallerSession> kept = kept_sessions_ ? kept_sessions_->caller_session(handle) : std::nullopt;
+  if (!kept || !digest_size(kept->auth_hash)) return nullptr;
+  auto& s = caller_sessions_[handle];
+  s = std::make_unique<HmacSession>(nullptr, handle, kept->auth_hash, SymDef{}, SecretBytes(), kept->nonce_tpm,
+                                    Bytes(), 0, caller_nonce_.get());
+  return s.get();
+}
+
+void CommandWrapper::keep_caller_session(uint32_t handle) {
+  auto it = caller_sessions_.find(handle);
+  if (!kept_sessions_ || it == caller_sessions_.end()) return;
+  ByteView nonce = it->second->nonce_tpm();
+  // A cache: failing to keep costs the next process its encryption, nothing more.
+  (void)kept_sessions_->put_caller_session(
+      KeptCallerSession{handle, it->second->auth_hash(), Bytes(nonce.begin(), nonce.end())});
+}
+
+void CommandWrapper::forget_caller_session(uint32_t handle) {
+  if (caller_sessions_.erase(handle) == 0 && !kept_sessions_) return;
+  if (kept_sessions_) (void)kept_sessions_->drop_caller_session(handle);
+}
+
 bool CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
                                            const AuthorizeInput& in) {
-  auto it = caller_sessions_.find(handle);
-  if (it == caller_sessions_.end()) return false;
+  HmacSession* s = caller_session(handle);
+  if (!s) return false;
   // A session of the caller's that audits or encrypts itself stays the caller's.
   if (attributes & ~attr::kContinueSession) return false;
-  HmacSession& s = *it->second;
-  s.set_attributes(attributes);
+  s->set_attributes(attributes);
   caller_nonce_->set(nonce);
-  auto entry = s.begin_command().ok() ? s.authorize(in) : Result<Bytes>(usage_error("nonce"));
+  auto entry = s->begin_command().ok() ? s->authorize(in) : Result<Bytes>(usage_error("nonce"));
   if (entry.ok() && crypto::constant_time_equal(*entry, raw)) return true;
   // Another authValue, or a nonce the wrapper no longer tracks: not again.
-  caller_sessions_.erase(it);
+  forget_caller_session(handle);
   return false;
 }
 
@@ -255,6 +314,27 @@ Result<Bytes> CommandWrapper::resign_caller_entry(uint32_t handle, ByteView nonc
   caller_nonce_->set(nonce);
   TPMSEC_RETURN_IF_ERROR(s.begin_command());
   return s.authorize(in);
+}
+
+// No Name, no command: nothing of the caller's frame goes out without the
+// wrapper's session, whatever the TPM (or the bus) answered the read. The
+// TPM's error about the handle (TPM_RC_HANDLE for an object that is not
+// loaded, TPM_RC_SEQUENCE for a sequence the wrapper did not see start) is
+// the caller's command's error, numbered for its handle: it only ever makes
+// that command fail, as the TPM would have. Anything else (the wrapper's own
+// session refused, an answer that does not authenticate) is the wrapper's.
+Error CommandWrapper::refusal_for_name(const Error& e, size_t index, uint32_t handle, const CommandInfo& info) {
+  uint32_t code = e.tpm_rc();
+  bool about_handle = e.kind() == ErrorKind::kTpm && !((code & 0x080) && (code & 0x840)) && !session_gone(code);
+  std::string what = fmt::format("no authenticated Name for 0x{:08x}, so {} was not sent", handle, info.name);
+  if (about_handle) return Error(ErrorKind::kTpm, what, rc_for_handle(code, index));
+  return e.with_context(what);
+}
+
+Error CommandWrapper::strict_refusal(const CommandInfo& info, std::string_view why) {
+  ++counts_[info.code].refused;
+  return unsupported_error(fmt::format("strict: {} refused, not sent: {} would cross the bus in clear", info.name, why))
+      .with_reason(ErrorReason::kSecretInClear);
 }
 
 Result<Bytes> CommandWrapper::wrap(ByteView command) {
@@ -269,6 +349,15 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   p->info = find_command(p->code);
   WrapCounts& counts = counts_[p->code];
   auto pass = [&]() -> Result<Bytes> {
+    if (strict_ && p->info) {
+      // Sent as the caller gave it: every secret in it crosses in clear. A
+      // frame the codec cannot read, the TPM refuses anyway.
+      if (auto areas = read_command_areas(command, kMaxFrame); areas.ok()) {
+        std::string why = wrapping::secret_in_clear(*p->info, areas->sessions, areas->parameters, std::nullopt,
+                                                    /*decrypt=*/false, /*encrypt=*/false);
+        if (!why.empty()) return strict_refusal(*p->info, why);
+      }
+    }
     ++counts.passed_through;
     p->passed_through = true;
     pending_ = std::move(p);
@@ -305,12 +394,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   std::vector<NamedHandle> named(p->handles.size());
   for (size_t i = 0; i < p->handles.size(); ++i) {
     auto name = name_of(p->handles[i]);
-    if (!name.ok()) {
-      // A handle the TPM has no readable Name for (a sequence object, an
-      // unknown index) passes through: the TPM answers the caller as before.
-      if (name.error().kind() == ErrorKind::kTpm || name.error().kind() == ErrorKind::kUnsupported) return pass();
-      return name.error().with_context(fmt::format("the Name of 0x{:08x} for {}", p->handles[i], info.name));
-    }
+    if (!name.ok()) return refusal_for_name(name.error(), i, p->handles[i], info);
     named[i] = NamedHandle{p->handles[i], std::move(*name)};
   }
   TPMSEC_RETURN_IF_ERROR(ensure_session());
@@ -332,16 +416,16 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // caller's sessions do not stop parameter encryption.
   bool resignable = true;
   for (size_t i = 0; i < sessions.size(); ++i) {
-    if (sessions[i].handle == rh::kPasswordSession) continue;
-    if (caller_entry_verifies(sessions[i].handle, sessions[i].attributes, sessions[i].nonce, sessions[i].raw,
-                              input_for(i, params, {}))) {
-      p->caller_tracked.emplace_back(i, sessions[i].handle);
-    } else {
+    const Entry& e = sessions[i];
+    if (e.handle == rh::kPasswordSession) continue;
+    if (caller_entry_verifies(e.handle, e.attributes, e.nonce, e.raw, input_for(i, params, {}))) {
+      p->caller_tracked.emplace_back(i, e.handle);
+    } else if (!empty_key_entry(e)) {
       resignable = false;
     }
   }
   if (caller_hmac && resignable) caller_hmac = false;
-  p->unsalted_session_hash = wrapping::unsalted_hmac_session_hash(p->code, p->handles, params);
+  p->unsalted_session_hash = wrapping::computable_session_hash(p->code, p->handles, params);
 
   if (const std::optional<size_t>& password_slot = plan->password_slot) {
     p->our_slot = *password_slot;
@@ -362,6 +446,11 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     Reader nr(params);
     p->new_auth_value = SecretBytes(nr.tpm2b("newAuth", 64));
     if (!nr.ok()) return pass();
+  }
+  if (strict_) {
+    std::string why = wrapping::secret_in_clear(info, sessions, params, plan->password_slot, decrypt,
+                                                p->encrypts_response);
+    if (!why.empty()) return strict_refusal(info, why);
   }
   forget_names_changed_by(p->code, p->handles, params);
 
@@ -426,7 +515,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   Tpm& tpm = factory_->tpm();
   if (p.code == cc::kFlushContext && p.flushed) {
     tpm.foreign_flushed(p.flushed);
-    caller_sessions_.erase(p.flushed);
+    forget_caller_session(p.flushed);
     callers_loaded_.erase(p.flushed);
   }
   // SequenceComplete and EventSequenceComplete end their sequence object
@@ -440,7 +529,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   }
   for (uint32_t h : p.ending) {
     tpm.foreign_flushed(h);
-    caller_sessions_.erase(h);
+    forget_caller_session(h);
     callers_loaded_.erase(h);
   }
   uint8_t count = p.info ? p.info->response_handle_count : 0;
@@ -548,7 +637,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
     if (p.new_auth_value && slot == 0) cin.new_auth_value = p.new_auth_value->view();
     Status st = s.verify(cin);
     if (!st.ok()) {
-      caller_sessions_.erase(handle);
+      forget_caller_session(handle);
       retire_session(true);
       return st.error().with_context(std::string(info.name) + " response (the caller's session)");
     }
@@ -561,19 +650,26 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
       ew.tpm2b(mac, "hmac", 64);
       TPMSEC_ASSIGN_OR_RETURN(caller_entries[slot], ew.finish());
     }
-    if (!s.usable()) caller_sessions_.erase(handle);  // ended without continueSession
+    if (s.usable()) {
+      keep_caller_session(handle);  // its nonce rolled
+    } else {
+      forget_caller_session(handle);  // ended without continueSession
+    }
   }
   if (p.unsalted_session_hash && info.response_handle_count == 1) {
     Reader nr(plain.view());
     ByteView nonce_tpm = nr.tpm2b("nonceTPM", 64);
-    if (nr.ok() && !nonce_tpm.empty()) {
-      uint32_t h = load_be32(handles.data());
-      caller_sessions_[h] = std::make_unique<HmacSession>(nullptr, h, p.unsalted_session_hash, SymDef{}, SecretBytes(),
-                                                          Bytes(nonce_tpm.begin(), nonce_tpm.end()), Bytes(), 0,
-                                                          caller_nonce_.get());
-    }
+    if (nr.ok() && !nonce_tpm.empty()) track_caller_session(load_be32(handles.data()), p.unsalted_session_hash, nonce_tpm);
   }
-  if (std::optional<Bytes> name = name_in_response(p.code, plain.view())) {
+
+  if (starts_sequence(p.code) && info.response_handle_count == 1) {
+    // A sequence object's Name is the Empty Buffer (the TPM gives it no
+    // nameAlg; libtpms and the reference code, EntityGetName): known from
+    // this authenticated answer, so its SequenceUpdate and SequenceComplete
+    // go out wrapped too. A response handle is not in rpHash: a swapped one
+    // names another handle, whose commands the TPM then refuses (cpHash).
+    names_[load_be32(handles.data())] = Bytes();
+  } else if (std::optional<Bytes> name = name_in_response(p.code, plain.view())) {
     if (info.response_handle_count == 1) {
       names_[load_be32(handles.data())] = std::move(*name);
     } else if (!p.handles.empty() && (p.code == cc::kReadPublic || p.code == cc::kNvReadPublic)) {
@@ -635,6 +731,9 @@ Result<Bytes> CommandWrapper::exchange(Transport& transport, ByteView command) {
     auto wrapped = wrap(command);
     if (!wrapped.ok()) {
       restore_room();
+      // Refused with the TPM's own error about one of its handles: the
+      // caller's answer, nothing of its command sent (refusal_for_name).
+      if (wrapped.error().kind() == ErrorKind::kTpm) return error_frame(wrapped.error().tpm_rc());
       return wrapped.error();
     }
     Bytes frame = std::move(*wrapped);
@@ -671,9 +770,10 @@ std::string CommandWrapper::counts_report() const {
   std::string out;
   for (const auto& [code, c] : counts_) {
     const CommandInfo* info = find_command(code);
-    out += fmt::format("{} 0x{:08x} wrapped={} encrypted={} passed={} passwords={} clear-passwords={}\n",
+    out += fmt::format("{} 0x{:08x} wrapped={} encrypted={} passed={} passwords={} clear-passwords={}{}\n",
                        info ? info->name : std::string_view("unknown"), code, c.wrapped, c.encrypted,
-                       c.passed_through, c.passwords_replaced, c.passwords_left);
+                       c.passed_through, c.passwords_replaced, c.passwords_left,
+                       c.refused ? fmt::format(" refused={}", c.refused) : std::string());
   }
   return out;
 }

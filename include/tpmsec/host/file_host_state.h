@@ -53,6 +53,10 @@ class FileHostState final : public HostState {
                                              const ProgramId& program) const override;
   Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
                                 uint64_t count) override;
+  std::optional<KeptCallerSession> kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                       uint32_t handle) const override;
+  Status put_kept_caller_session(const TpmId& tpm, const std::string& boot, const KeptCallerSession& session) override;
+  Status erase_kept_caller_session(const TpmId& tpm, uint32_t handle) override;
   Result<ProgramId> running_program() const override;
   Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const override;
   Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) override;
@@ -67,7 +71,9 @@ class FileHostState final : public HostState {
 
  private:
   std::string command_count_file(const TpmId& tpm, const ProgramId& program) const;
-  Result<bool> erase_command_counts(const TpmId& tpm);
+  std::string caller_session_file(const TpmId& tpm, uint32_t handle) const;
+  // Removes every file of the folder of `what` whose name starts `prefix`.
+  Result<bool> erase_prefixed(StateRecord what, const std::string& prefix);
 
   std::string dir_;
 };

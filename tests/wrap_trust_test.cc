@@ -1,0 +1,335 @@
+// Nothing the wrapper decides rests on an answer no session authenticated
+// (docs/tcti.md, "What rests on what"): an interposer on the bus forges the
+// answers the wrapper reads before it wraps a command, and the caller must
+// never get a command out without the wrapper's session, a secret in clear,
+// nor a success for something that did not happen.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "support/test_tpm.h"
+#include "support/tpm_frames.h"
+#include "support/wrap_fixture.h"
+#include "tpmsec/command_table.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/crypto.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/hmac_session.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+using testing::contains;
+using testing::WrapTest;
+
+constexpr uint32_t kIndex = 0x01500031;
+constexpr uint32_t kPersistent = 0x81000031;
+constexpr uint16_t kNoSessionsTag = 0x8001;
+
+// Which of the wrapper's name reads the interposer answers itself.
+enum class Forged { kPlainRead, kAuditedRead };
+
+class WrapTrustTest : public WrapTest {
+ protected:
+  // The interposer answers the wrapper's ReadPublic / NV_ReadPublic (the
+  // plain one or the audited one) with `code`, and records every command
+  // code that reached the TPM.
+  void forge_name_reads(Forged which, uint32_t code) {
+    rule_ = [this, which, code](ByteView c, Transport& tpm) -> Result<Bytes> {
+      uint32_t cc = testing::command_code_of(c);
+      bool plain = c.size() >= 2 && ((c[0] << 8) | c[1]) == kNoSessionsTag;
+      bool name_read = cc == cmd::ReadPublic::kInfo.code || cc == cmd::NvReadPublic::kInfo.code;
+      if (name_read && plain == (which == Forged::kPlainRead)) return error_frame(code);
+      reached_.push_back(cc);
+      return tpm.transmit(c);
+    };
+  }
+  bool reached(uint32_t code) const { return std::find(reached_.begin(), reached_.end(), code) != reached_.end(); }
+
+  // An NV index holding `data`, made beside the wrapper (owner read/write).
+  void define_index(ByteView data) {
+    cmd::NvDefineSpace define;
+    define.auth_handle = NamedHandle::of(rh::kOwner);
+    define.public_info.nv_public.nv_index = kIndex;
+    define.public_info.nv_public.name_alg = alg::kSha256;
+    define.public_info.nv_public.attributes = 0x00000002 /* TPMA_NV_OWNERWRITE */ | nv_attr::kOwnerRead | nv_attr::kNoDa;
+    define.public_info.nv_public.data_size = static_cast<uint16_t>(data.size());
+    ASSERT_TRUE(tpm().run(define, {Auth::password()}).ok());
+    Writer w;
+    w.tpm2b(data, "data");
+    w.u16(0);
+    NamedHandle owner = NamedHandle::of(rh::kOwner);
+    NamedHandle index = index_handle();
+    const NamedHandle* handles[] = {&owner, &index};
+    Auth password = Auth::password();
+    auto wrote = tpm().execute(*find_command(command_code("NV_Write")), handles, *w.finish(),
+                               std::span<const Auth>(&password, 1));
+    ASSERT_TRUE(wrote.ok()) << wrote.error().message();
+  }
+  NamedHandle index_handle() {
+    auto nv = tpm().run(cmd::NvReadPublic{NamedHandle::of(kIndex)});
+    EXPECT_TRUE(nv.ok()) << nv.error().message();
+    return NamedHandle{kIndex, nv.ok() ? nv->nv_name.bytes : Bytes()};
+  }
+  Bytes index_data(uint16_t size) {
+    auto r = tpm().run(cmd::NvRead{NamedHandle::of(rh::kOwner), index_handle(), size, 0}, {Auth::password()});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? r->data.bytes : Bytes();
+  }
+  void undefine_index() {
+    auto r = tpm().run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), index_handle()}, {Auth::password()});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+  }
+
+  // A sealed object holding `secret`, loaded beside the wrapper; its handle.
+  NamedHandle load_sealed(ByteView secret) {
+    cmd::CreatePrimary p;
+    p.primary_handle = NamedHandle::of(rh::kOwner);
+    p.in_public.public_area = null_key_template(SaltKind::kEcc);
+    auto primary = tpm().run(p, {Auth::password()});
+    EXPECT_TRUE(primary.ok()) << primary.error().message();
+    if (!primary.ok()) return {};
+    NamedHandle parent{primary->object_handle, primary->name.bytes};
+    cmd::Create c;
+    c.parent_handle = parent;
+    c.in_sensitive.data.assign(secret.begin(), secret.end());
+    c.in_public.public_area.type = alg::kKeyedHash;
+    c.in_public.public_area.name_alg = alg::kSha256;
+    c.in_public.public_area.attributes = 0x00000452;  // fixedTPM fixedParent userWithAuth noDA
+    auto created = tpm().run(c, {Auth::password()});
+    EXPECT_TRUE(created.ok()) << created.error().message();
+    cmd::Load l;
+    l.parent_handle = parent;
+    if (created.ok()) {
+      l.in_private = created->out_private;
+      l.in_public = created->out_public;
+    }
+    auto loaded = tpm().run(l, {Auth::password()});
+    EXPECT_TRUE(loaded.ok()) << loaded.error().message();
+    EXPECT_TRUE(tpm().flush(parent.handle).ok());
+    return loaded.ok() ? NamedHandle{loaded->object_handle, loaded->name.bytes} : NamedHandle{};
+  }
+
+  std::vector<uint32_t> reached_;
+};
+
+// The critical case, for an NV index: a forged TPM_RC_HANDLE on
+// either name read. The caller gets that error, numbered for its own handle
+// (the index is NV_Read's second), and NV_Read never reaches the bus.
+TEST_P(WrapTrustTest, AForgedErrorOnAnIndexsNameReadNeverSendsTheReadUnprotected) {
+  const Bytes secret = *from_hex("a11ce5ec12e7000102030405060708090a0b0c0d0e0f");
+  define_index(secret);
+  for (Forged which : {Forged::kPlainRead, Forged::kAuditedRead}) {
+    reached_.clear();
+    forge_name_reads(which, rc::kHandle + 0x100);  // TPM_RC_HANDLE, handle 1
+    auto r = caller_->run(cmd::NvRead{NamedHandle::of(rh::kOwner), NamedHandle::of(kIndex),
+                                      static_cast<uint16_t>(secret.size()), 0},
+                          {Auth::password()});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), ErrorKind::kTpm) << r.error().message();
+    EXPECT_EQ(r.error().tpm_rc(), rc::kHandle + 0x200) << r.error().message();
+    EXPECT_FALSE(reached(cmd::NvRead::kInfo.code));
+    EXPECT_FALSE(contains(bus_bytes(), secret));
+  }
+  rule_ = nullptr;
+  EXPECT_EQ(counts(cmd::NvRead::kInfo.code).passed_through, 0u);
+  undefine_index();
+}
+
+// A write that never happened is never reported done.
+TEST_P(WrapTrustTest, AForgedErrorOnAnIndexsNameReadFailsTheWriteAndTheIndexKeepsItsData) {
+  const Bytes before(16, 0x11), after(16, 0x22);
+  define_index(before);
+  forge_name_reads(Forged::kPlainRead, rc::kHandle + 0x100);
+  Writer w;
+  w.tpm2b(after, "data");
+  w.u16(0);
+  NamedHandle owner = NamedHandle::of(rh::kOwner), index = NamedHandle::of(kIndex);
+  const NamedHandle* handles[] = {&owner, &index};
+  Auth password = Auth::password();
+  auto wrote = caller_->execute(*find_command(command_code("NV_Write")), handles, *w.finish(),
+                                std::span<const Auth>(&password, 1));
+  EXPECT_FALSE(wrote.ok());
+  EXPECT_FALSE(reached(command_code("NV_Write")));
+  EXPECT_FALSE(contains(bus_bytes(), after));
+  rule_ = nullptr;
+  EXPECT_EQ(index_data(16), before);
+  undefine_index();
+}
+
+// The same for objects: transient (loaded beside the wrapper), brought back
+// by the caller's own ContextLoad (whose answer is unauthenticated), and
+// persistent. Unseal never reaches the bus, nor does the sealed secret.
+TEST_P(WrapTrustTest, AForgedErrorOnAnObjectsNameReadNeverSendsTheUnsealUnprotected) {
+  const Bytes secret = *from_hex("5ea1ed5ec2e70f0e0d0c0b0a09080706");
+  NamedHandle sealed = load_sealed(secret);
+  ASSERT_NE(sealed.handle, 0u);
+  auto saved = tpm().run(cmd::ContextSave{sealed});
+  ASSERT_TRUE(saved.ok()) << saved.error().message();
+  auto reloaded = caller_->run(cmd::ContextLoad{saved->context});  // through the wrapper, passed through
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error().message();
+  auto persisted = tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), sealed, kPersistent}, {Auth::password()});
+  ASSERT_TRUE(persisted.ok()) << persisted.error().message();
+  for (uint32_t handle : {sealed.handle, reloaded->loaded_handle, kPersistent}) {
+    for (Forged which : {Forged::kPlainRead, Forged::kAuditedRead}) {
+      reached_.clear();
+      forge_name_reads(which, rc::kHandle + 0x100);
+      auto r = caller_->run(cmd::Unseal{NamedHandle::of(handle)}, {Auth::password()});
+      ASSERT_FALSE(r.ok()) << fmt::format("0x{:08x}", handle);
+      EXPECT_EQ(r.error().tpm_rc(), rc::kHandle + 0x100) << r.error().message();
+      EXPECT_FALSE(reached(cmd::Unseal::kInfo.code)) << fmt::format("0x{:08x}", handle);
+    }
+  }
+  // Unforged, each is unsealed under the wrapper's session, encrypted.
+  rule_ = nullptr;
+  for (uint32_t handle : {sealed.handle, reloaded->loaded_handle, kPersistent}) {
+    auto r = caller_->run(cmd::Unseal{NamedHandle::of(handle)}, {Auth::password()});
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->out_data.bytes, secret);
+  }
+  EXPECT_EQ(counts(cmd::Unseal::kInfo.code).passed_through, 0u);
+  EXPECT_EQ(counts(cmd::Unseal::kInfo.code).encrypted, 3u);
+  EXPECT_FALSE(contains(bus_bytes(), secret));
+  EXPECT_TRUE(tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kPersistent), kPersistent},
+                        {Auth::password()}).ok());
+  EXPECT_TRUE(tpm().flush(sealed.handle).ok());
+  EXPECT_TRUE(tpm().flush(reloaded->loaded_handle).ok());
+}
+
+// An answer that blames the wrapper's own session (not the caller's handle)
+// is the wrapper's error: nothing of the caller's command goes out either.
+TEST_P(WrapTrustTest, AForgedSessionErrorOnTheNameReadIsTheWrappersAndSendsNothing) {
+  const Bytes secret(16, 0x5c);
+  define_index(secret);
+  forge_name_reads(Forged::kAuditedRead, rc::kAuthFail + 0x800 + 0x100);  // TPM_RC_AUTH_FAIL, session 1
+  auto r = caller_->run(cmd::NvRead{NamedHandle::of(rh::kOwner), NamedHandle::of(kIndex), 16, 0},
+                        {Auth::password()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().kind(), ErrorKind::kTpm) << r.error().message();
+  EXPECT_FALSE(reached(cmd::NvRead::kInfo.code));
+  rule_ = nullptr;
+  undefine_index();
+}
+
+// A missing object is still the caller's TPM_RC_HANDLE (systemd probes its
+// SRK with a ReadPublic): nothing forged, the TPM's own answer.
+TEST_P(WrapTrustTest, AHandleTheTpmDoesNotHaveIsTheCallersHandleError) {
+  auto r = caller_->run(cmd::ReadPublic{NamedHandle::of(0x81000099)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kTpm);
+  EXPECT_EQ(rc_base(r.error().tpm_rc()), rc::kHandle) << r.error().message();
+  EXPECT_EQ(counts(cmd::ReadPublic::kInfo.code).passed_through, 0u);
+}
+
+// A sequence object is named from HashSequenceStart's authenticated answer
+// (the Empty Buffer) and its commands go out wrapped: the data it hashes
+// encrypted, the digest the TPM's.
+TEST_P(WrapTrustTest, ASequenceIsNamedFromItsAuthenticatedStartAndItsCommandsAreWrapped) {
+  const CommandInfo& start = *find_command(command_code("HashSequenceStart"));
+  const CommandInfo& update = *find_command(command_code("SequenceUpdate"));
+  const CommandInfo& complete = *find_command(command_code("SequenceComplete"));
+  Writer sp;
+  sp.u16(0);  // auth: empty
+  sp.u16(alg::kSha256);
+  auto started = caller_->execute(start, {}, *sp.finish(), {});
+  ASSERT_TRUE(started.ok()) << started.error().message();
+  NamedHandle sequence{started->handles.at(0), {}};
+  const NamedHandle* handles[] = {&sequence};
+  Auth password = Auth::password();
+  const std::string part1 = "first part of a secret-3f9a", part2 = "second part-77e1";
+  Writer up;
+  up.tpm2b(as_bytes(part1), "buffer");
+  ASSERT_TRUE(caller_->execute(update, handles, *up.finish(), std::span<const Auth>(&password, 1)).ok());
+  Writer cp;
+  cp.tpm2b(as_bytes(part2), "buffer");
+  cp.u32(rh::kNull);
+  auto done = caller_->execute(complete, handles, *cp.finish(), std::span<const Auth>(&password, 1));
+  ASSERT_TRUE(done.ok()) << done.error().message();
+  Reader r(done->parameters);
+  ByteView digest = r.tpm2b("result");
+  auto expected = crypto::hash(alg::kSha256, {as_bytes(part1), as_bytes(part2)});
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(Bytes(digest.begin(), digest.end()), *expected);
+  for (const CommandInfo* info : {&update, &complete}) {
+    EXPECT_EQ(counts(info->code).wrapped, 1u) << info->name;
+    EXPECT_EQ(counts(info->code).encrypted, 1u) << info->name;
+    EXPECT_EQ(counts(info->code).passed_through, 0u) << info->name;
+  }
+  EXPECT_FALSE(contains(bus_bytes(), as_bytes(part1)));
+  EXPECT_FALSE(contains(bus_bytes(), as_bytes(part2)));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, WrapTrustTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
+
+// Strict mode (wrap.h, set_strict): the caller's own HMAC session with a
+// password cannot be re-signed, so NV_Read's data would come back in clear.
+class StrictTest : public WrapTrustTest {
+ protected:
+  // An index with its own authValue, read under the caller's unsalted HMAC
+  // session: the wrapper can audit it, not encrypt it.
+  Result<cmd::NvRead::Response> read_with_own_session(ByteView index_auth, uint16_t size) {
+    SessionOptions options;  // unsalted, unbound
+    auto session = HmacSession::start(*caller_, options);
+    if (!session.ok()) return session.error();
+    NamedHandle index = index_handle();  // the caller's HMAC needs its Name
+    cmd::NvRead read{index, index, size, 0};
+    return caller_->run(read, {Auth{session->get(), index_auth}});
+  }
+  void define_with_auth(ByteView auth, ByteView data) {
+    cmd::NvDefineSpace define;
+    define.auth_handle = NamedHandle::of(rh::kOwner);
+    define.auth.bytes.assign(auth.begin(), auth.end());
+    define.public_info.nv_public.nv_index = kIndex;
+    define.public_info.nv_public.name_alg = alg::kSha256;
+    define.public_info.nv_public.attributes = nv_attr::kAuthWrite | nv_attr::kAuthRead | nv_attr::kNoDa;
+    define.public_info.nv_public.data_size = static_cast<uint16_t>(data.size());
+    ASSERT_TRUE(tpm().run(define, {Auth::password()}).ok());
+    Writer w;
+    w.tpm2b(data, "data");
+    w.u16(0);
+    NamedHandle index = index_handle();
+    const NamedHandle* handles[] = {&index, &index};
+    Auth password = Auth::password(auth);
+    auto wrote = tpm().execute(*find_command(command_code("NV_Write")), handles, *w.finish(),
+                               std::span<const Auth>(&password, 1));
+    ASSERT_TRUE(wrote.ok()) << wrote.error().message();
+  }
+};
+
+TEST_P(StrictTest, ASecretThatWouldComeBackInClearIsRefusedBeforeItIsSent) {
+  const std::string_view password = "index-password-9d";
+  const Bytes auth(password.begin(), password.end()), data(24, 0x6b);
+  define_with_auth(auth, data);
+  wrapper_->set_strict(true);
+  reached_.clear();
+  rule_ = [this](ByteView c, Transport& tpm) {
+    reached_.push_back(testing::command_code_of(c));
+    return tpm.transmit(c);
+  };
+  auto refused = read_with_own_session(auth, 24);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason(), ErrorReason::kSecretInClear) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("NV_Read"), std::string::npos) << refused.error().message();
+  EXPECT_FALSE(reached(cmd::NvRead::kInfo.code));
+  EXPECT_EQ(counts(cmd::NvRead::kInfo.code).refused, 1u);
+  // What strict leaves alone: a secret the wrapper's session encrypts.
+  auto random = caller_->run(cmd::GetRandom{16});
+  EXPECT_TRUE(random.ok()) << random.error().message();
+  // Without strict the read goes out audited, its data in clear (docs/tcti.md).
+  wrapper_->set_strict(false);
+  auto read = read_with_own_session(auth, 24);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->data.bytes, data);
+  EXPECT_EQ(counts(cmd::NvRead::kInfo.code).encrypted, 0u);
+  rule_ = nullptr;
+  undefine_index();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, StrictTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
+
+}  // namespace
+}  // namespace tpmsec
