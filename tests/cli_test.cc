@@ -143,6 +143,8 @@ std::vector<std::vector<std::string>> input_file_commands(const std::string& f) 
           {"replay", "--ima", f},
           {"replay", "--eventlog", f},
           {"predict", "--ima", f},
+          {"verify", "--ima", f, "--expected", f},
+          {"verify", "--eventlog", f, "--quote", f},
           {"trace", "import", f}};
 }
 

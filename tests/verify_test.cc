@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -148,6 +150,35 @@ TEST(Compare, ImaListThatGrewAfterThePcrRead) {
   EXPECT_EQ(compare(chains, {{alg::kSha256, {{10, Bytes(32, 0)}}}})[0].verdict, Verdict::kDiffers);
 }
 
+// A PCR no log extends holds its reset value (TCG PC Client PTP): zeros, all
+// ones for 17-22, PCR 0's locality from the log; any other value is named.
+TEST(Compare, APcrNoLogExtendsMustHoldItsResetValue) {
+  EXPECT_EQ(reset_value(alg::kSha256, 23, nullptr), Bytes(32, 0));
+  EXPECT_EQ(reset_value(alg::kSha1, 16, nullptr), Bytes(20, 0));
+  for (uint32_t pcr = 17; pcr <= 22; ++pcr) EXPECT_EQ(reset_value(alg::kSha384, pcr, nullptr), Bytes(48, 0xff));
+  testing::EventLogBuilder b({alg::kSha256});
+  b.startup_locality(3);
+  b.measure(0, 0x80000008, as_bytes(std::string("crtm")));
+  auto log = event_log::parse_event_log(b.bytes());
+  ASSERT_TRUE(log.ok()) << log.error().message();
+  Bytes locality3(32, 0);
+  locality3.back() = 3;
+  EXPECT_EQ(reset_value(alg::kSha256, 0, &*log), locality3);
+
+  ImpliedValues implied{{alg::kSha256, *implied_values(&*log, {}, alg::kSha256)}};
+  PcrValues given{{alg::kSha256, {{0, implied[alg::kSha256][0].value()}, {17, Bytes(32, 0xff)}, {23, Bytes(32, 1)}}},
+                  {alg::kSha1, {{23, Bytes(20, 1)}}}};
+  add_unextended(implied, given, &*log);
+  EXPECT_FALSE(implied.count(alg::kSha1)) << "only the banks checked";
+  std::vector<PcrResult> r = compare(implied, given);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].verdict, Verdict::kMatch);
+  EXPECT_EQ(r[1].verdict, Verdict::kMatch);
+  EXPECT_EQ(r[1].message, "PCR 17 sha256: match (no log extends it: its reset value)");
+  EXPECT_EQ(r[2].verdict, Verdict::kDiffers);
+  EXPECT_EQ(r[2].message, "PCR 23 sha256: DIFFERS: no log extends it, yet it is not its reset value (an extend no log records)");
+}
+
 // ------------------------------------------------------------ quotes
 
 // TPMS_ATTEST of a quote, marshalled by hand from TPM 2.0 Part 2 §10.12.12.
@@ -268,6 +299,36 @@ TEST(VerifyCli, RealLogAgainstAFileOfItsValuesAndATamperedOne) {
   EXPECT_NE(r.out.find("PCR 4 sha256: DIFFERS"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("PCR 4 sha1: DIFFERS"), std::string::npos) << r.out;
 
+  // A PCR no log extends must hold its reset value: zeros, all ones for
+  // 17-22. PCR 23 extended outside the log fails, named, unless --pcrs
+  // leaves it out.
+  values = log_values(real_log("binary_measurements_pc_client.bin"), {alg::kSha1, alg::kSha256});
+  values[alg::kSha256][16] = Bytes(32, 0);
+  values[alg::kSha256][17] = Bytes(32, 0xff);
+  const std::string reset = temp_path("pc-client-reset.yaml");
+  write(reset, pcrread_yaml(values));
+  r = run_tpmsec({"verify", "--eventlog", log, "--expected", reset});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCRs 16-17 sha256: match (no log extends them: their reset values)"), std::string::npos)
+      << r.out;
+  values[alg::kSha256][23] = testing::openssl_extend(alg::kSha256, Bytes(32, 0), Bytes(32, 0xee));
+  const std::string omitted = temp_path("pc-client-pcr23.yaml");
+  write(omitted, pcrread_yaml(values));
+  r = run_tpmsec({"verify", "--eventlog", log, "--expected", omitted});
+  EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
+  EXPECT_NE(r.out.find("PCR 23 sha256: DIFFERS: no log extends it, yet it is not its reset value"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("the logs do not explain PCR 23 sha256"), std::string::npos) << r.err;
+  r = run_tpmsec({"verify", "--eventlog", log, "--expected", omitted, "--pcrs", "0-22"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCR 23: not checked (--pcrs)"), std::string::npos) << r.out;
+  values[alg::kSha256].erase(23);
+  values[alg::kSha256][17] = Bytes(32, 0);  // 17 resets to all ones, not zeros
+  write(omitted, pcrread_yaml(values));
+  r = run_tpmsec({"verify", "--eventlog", log, "--expected", omitted});
+  EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
+  EXPECT_NE(r.out.find("PCR 17 sha256: DIFFERS"), std::string::npos) << r.out;
+
   auto usage = run_tpmsec({"verify", "--eventlog", log});
   EXPECT_EQ(usage.exit_code, testing::kExitUsage) << describe(usage);
   usage = run_tpmsec({"verify", "--expected", good});
@@ -275,6 +336,85 @@ TEST(VerifyCli, RealLogAgainstAFileOfItsValuesAndATamperedOne) {
   usage = run_tpmsec({"verify", "--eventlog", log, "--tpm", "embedded", "--unsalted"});
   EXPECT_EQ(usage.exit_code, testing::kExitUsage) << describe(usage);
   EXPECT_NE(usage.err.find("--unsalted would let an interposer forge them"), std::string::npos) << usage.err;
+  for (const char* list : {"0-", "7-3", "32", "x", "0,,1"}) {
+    usage = run_tpmsec({"verify", "--eventlog", log, "--expected", good, "--pcrs", list});
+    EXPECT_EQ(usage.exit_code, testing::kExitUsage) << list << ": " << describe(usage);
+  }
+}
+
+// An IMA list whose lines name files with spaces, as the kernel prints an
+// unlinked one, in the ima and ima-ng templates: verify passes against the
+// PCR the records imply and names the PCR when one entry's name is changed.
+TEST(VerifyCli, ImaNamesWithSpaces) {
+  std::vector<testing::ImaRecord> records;
+  for (const char* t : {"ima-ng", "ima", "ima-ng"}) records.push_back(testing::sample_ima_record(t, int(records.size())));
+  records[1].event_name = "/tmp/#17634599 (deleted)";
+  records[2].event_name = "/tmp/a file (deleted)";
+  const std::string list = temp_path("deleted.ima");
+  write(list, testing::ima_ascii_log(records));
+  const std::string pcrs = temp_path("deleted.json");
+  write(pcrs, fmt::format("{{\"sha256\": {{\"10\": \"{}\"}}}}",
+                          to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10))));
+  auto r = run_tpmsec({"verify", "--ima", list, "--expected", pcrs});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCR 10 sha256: match (3 events)"), std::string::npos) << r.out;
+}
+
+// One rule for bad input in every command that reads a log: a missing,
+// unreadable or malformed file is exit 2 (usage: what was given cannot be
+// used), the same in replay, verify and predict; a template hash that does
+// not match its line is exit 3, and no result is printed.
+TEST(VerifyCli, BadInputExitsTheSameInEveryCommand) {
+  const std::string values = temp_path("bad-input-values.json");
+  write(values, "{\"sha256\": {\"10\": \"" + std::string(64, '0') + "\"}}");
+  auto each = [&](const std::string& list, int code, const std::string& says) {
+    for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+             {"replay", "--ima", list, "--strategy", "plain"},
+             {"verify", "--ima", list, "--expected", values},
+             {"predict", "--ima", list, "--profiles", "slb9670"}}) {
+      auto r = run_tpmsec(args);
+      EXPECT_EQ(r.exit_code, code) << args[0] << " " << list << ": " << describe(r);
+      EXPECT_NE(r.err.find(says), std::string::npos) << args[0] << ": " << r.err;
+      EXPECT_EQ(r.out.find("result"), std::string::npos) << args[0] << ": " << r.out;
+      EXPECT_EQ(r.out.find("match"), std::string::npos) << args[0] << ": " << r.out;
+    }
+  };
+  each(temp_path("no-such-list"), testing::kExitUsage, "no such file");
+  each(::testing::TempDir(), testing::kExitUsage, "not a regular file");
+
+  std::vector<testing::ImaRecord> records{testing::sample_ima_record("ima-ng", 1),
+                                          testing::sample_ima_record("ima-ng", 2)};
+  const std::string malformed = temp_path("malformed.ima");
+  write(malformed, testing::ima_ascii_line(records[0]) + "\n10 0123 ima-ng sha256:00 /broken\n");
+  each(malformed, testing::kExitUsage, malformed + ": line 2:");
+
+  std::string forged = testing::ima_ascii_line(records[1]);
+  forged[3] = forged[3] == 'a' ? 'b' : 'a';
+  const std::string wrong_hash = temp_path("wrong-hash.ima");
+  write(wrong_hash, testing::ima_ascii_line(records[0]) + "\n" + forged + "\n");
+  each(wrong_hash, testing::kExitIntegrity, "line 2: template hash");
+
+  // Unreadable: mode 000, run as an unprivileged user when the tests run as
+  // root (root reads any file).
+  const std::string unreadable = temp_path("unreadable.ima");
+  write(unreadable, testing::ima_ascii_log(records));
+  ASSERT_EQ(::chmod(unreadable.c_str(), 0), 0);
+  std::vector<std::string> argv{TPMSEC_CLI_PATH, "verify", "--ima", unreadable, "--expected", values};
+  ASSERT_EQ(::chmod(values.c_str(), 0644), 0);
+  if (::geteuid() == 0) argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  auto r = testing::run_command(argv);
+  EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
+  EXPECT_NE(r.err.find("cannot read " + unreadable), std::string::npos) << r.err;
+
+  // The firmware log: the same rule.
+  const std::string junk = temp_path("junk.bin");
+  write(junk, std::string("not an event log"));
+  for (const std::string& log : {temp_path("no-such-log"), junk}) {
+    auto replay = run_tpmsec({"replay", "--eventlog", log, "--strategy", "plain"});
+    auto verify = run_tpmsec({"verify", "--eventlog", log, "--expected", values});
+    EXPECT_EQ(replay.exit_code, testing::kExitUsage) << describe(replay);
+    EXPECT_EQ(verify.exit_code, testing::kExitUsage) << describe(verify);
+  }
 }
 
 // policy show offers verify as the detection option where the rule's
@@ -335,6 +475,13 @@ void extend_log(const std::string& tpm, const event_log::EventLog& log, std::vec
   }
 }
 
+// One extend of PCR `pcr` in `bank` that no log records (a digest of 0xee).
+void extend_outside_the_log(const std::string& tpm, uint32_t pcr, const char* bank = "sha256") {
+  auto r = run_tpmsec({"pcr", "extend", std::to_string(pcr), std::string(2 * *digest_size(*hash_from_name(bank)), 'e'),
+                       "--bank", bank, "--strategy", "plain", "--tpm", tpm});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+}
+
 std::string fresh_state_dir() {
   char tmpl[] = "/tmp/tpmsec-verify-XXXXXX";
   EXPECT_NE(::mkdtemp(tmpl), nullptr);
@@ -358,8 +505,7 @@ TEST(VerifyCli, AgainstTheTpmItsEventsWereExtendedInto) {
   EXPECT_NE(r.out.find("PCR 0 sha1: match"), std::string::npos) << r.out;
 
   // Tamper: one extend the log does not record.
-  auto extra = run_tpmsec({"pcr", "extend", "4", std::string(64, 'e'), "--strategy", "plain", "--tpm", tpm});
-  ASSERT_EQ(extra.exit_code, 0) << describe(extra);
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(tpm, 4));
   r = run_tpmsec({"verify", "--eventlog", path, "--tpm", tpm});
   EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
   EXPECT_NE(r.out.find("PCR 4 sha256: DIFFERS: the value is no point of the log's chain"), std::string::npos) << r.out;
@@ -382,6 +528,76 @@ TEST(VerifyCli, AgainstTheTpmItsEventsWereExtendedInto) {
   std::system(("rm -rf " + dir2).c_str());
 }
 
+// Every allocated bank is checked, the ones the log does not record too: the
+// embedded TPM allocates sha1, sha256, sha384 and sha512 and the log records
+// sha1 and sha256. An extend into sha384 PCR 4 (a bank the log never
+// mentions) and into sha256 PCR 14 (a PCR it never extends) are each named;
+// only --bank and --pcrs leave them out.
+TEST(VerifyCli, EveryBankAndPcrOfTheTpmIsChecked) {
+  event_log::EventLog log = real_log("binary_measurements_pc_client.bin");
+  const std::string dir = fresh_state_dir();
+  const std::string tpm = "embedded:state=" + dir;
+  ASSERT_NO_FATAL_FAILURE(extend_log(tpm, log, {alg::kSha1, alg::kSha256}));
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(tpm, 4, "sha384"));
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(tpm, 14));
+  const std::string path = data_log("binary_measurements_pc_client.bin");
+  auto r = run_tpmsec({"verify", "--eventlog", path, "--tpm", tpm});
+  EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
+  EXPECT_NE(r.out.find("PCR 4 sha384: DIFFERS: no log extends it"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PCR 14 sha256: DIFFERS: no log extends it"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PCRs 0-23 sha512: match (no log extends them: their reset values)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("the logs do not explain PCR 14 sha256, PCR 4 sha384"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the firmware log records no sha384 digests"), std::string::npos) << r.err;
+
+  r = run_tpmsec({"verify", "--eventlog", path, "--tpm", tpm, "--pcrs", "0-13,15-23"});
+  EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
+  EXPECT_EQ(r.out.find("PCR 14 sha256"), std::string::npos) << r.out;
+  r = run_tpmsec({"verify", "--eventlog", path, "--tpm", tpm, "--pcrs", "0-13,15-23", "--bank", "sha1,sha256"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCR 14: not checked (--pcrs)"), std::string::npos) << r.out;
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// The case on a real swtpm (libtpms): the log extends PCRs 0-7, the
+// TPM's PCR 23 is extended too. Verify names PCR 23 (exit 3); PCRs 17-22
+// hold all ones after swtpm's TPM2_Startup(CLEAR) and 8-16 zeros, their
+// reset values, so once PCR 23 is reset every PCR matches; --pcrs leaving 23
+// out passes with it extended.
+TEST(VerifyCli, APcrNoLogExtendsMustHoldItsResetValue) {
+  testing::SwtpmProcess swtpm;
+  ASSERT_TRUE(swtpm.start()) << swtpm.error();
+  event_log::EventLog log = real_log("binary_measurements_pc_client.bin");
+  ASSERT_NO_FATAL_FAILURE(extend_log(swtpm.spec(), log, {alg::kSha256}));
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(swtpm.spec(), 23));
+  const std::string dir = fresh_state_dir();
+  const std::vector<std::string> env{"TPMSEC_STATE_DIR=" + dir};
+  std::vector<std::string> args{"verify", "--eventlog", data_log("binary_measurements_pc_client.bin"),
+                                "--bank",  "sha256",     "--tpm",
+                                swtpm.spec(), "--tofu"};
+  auto r = run_tpmsec(args, env);
+  EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
+  EXPECT_NE(r.out.find("PCR 23 sha256: DIFFERS: no log extends it"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PCRs 8-22 sha256: match (no log extends them: their reset values)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("the logs do not explain PCR 23 sha256"), std::string::npos) << r.err;
+
+  auto reset = run_tpmsec({"pcr", "reset", "23", "--tpm", swtpm.spec()});
+  ASSERT_EQ(reset.exit_code, 0) << describe(reset);
+  r = run_tpmsec(args, env);
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCRs 8-23 sha256: match (no log extends them: their reset values)"), std::string::npos)
+      << r.out;
+
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(swtpm.spec(), 23));
+  args.insert(args.end(), {"--pcrs", "0-22"});
+  r = run_tpmsec(args, env);
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("PCR 23: not checked (--pcrs)"), std::string::npos) << r.out;
+  swtpm.stop();
+  std::system(("rm -rf " + dir).c_str());
+}
+
 // The attack verify --tpm exists to catch: the TPM's PCR 4 holds an extend
 // the log does not record, and an interposer on the bus rewrites that value
 // in every response to the log's value, faking the match. The audited read
@@ -391,8 +607,7 @@ TEST(VerifyCli, AnInterposerCannotFakeTheMatch) {
   ASSERT_TRUE(swtpm.start()) << swtpm.error();
   event_log::EventLog log = real_log("binary_measurements_pc_client.bin");
   ASSERT_NO_FATAL_FAILURE(extend_log(swtpm.spec(), log, {alg::kSha256}));
-  auto extra = run_tpmsec({"pcr", "extend", "4", std::string(64, 'e'), "--strategy", "plain", "--tpm", swtpm.spec()});
-  ASSERT_EQ(extra.exit_code, 0) << describe(extra);
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(swtpm.spec(), 4));
   const Bytes logged = event_log::replay_event_log(log, alg::kSha256)->at(4);
   const Bytes tampered = testing::openssl_extend(alg::kSha256, logged, Bytes(32, 0xee));
 
@@ -460,8 +675,7 @@ TEST(VerifyCli, AgainstAQuoteMadeByTpm2Tools) {
   EXPECT_NE(r.out.find("selects   sha256:0,1,2,3,4,5,6,7"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(": match (the log's values, hashed with sha256)"), std::string::npos) << r.out;
 
-  auto extra = run_tpmsec({"pcr", "extend", "5", std::string(64, 'e'), "--strategy", "plain", "--tpm", swtpm.spec()});
-  ASSERT_EQ(extra.exit_code, 0) << describe(extra);
+  ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(swtpm.spec(), 5));
   q = quote();
   ASSERT_EQ(q.exit_code, 0) << describe(q);
   r = run_tpmsec({"verify", "--eventlog", path, "--quote", msg});

@@ -236,6 +236,23 @@ Result<uint32_t> parse_pcr_index(const std::string& text) {
   return static_cast<uint32_t>(std::stoul(text));
 }
 
+Result<std::set<uint32_t>> parse_pcr_list(const std::string& text) {
+  std::set<uint32_t> out;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    std::string_view item = std::string_view(text).substr(start, comma - start);
+    start = comma + 1;
+    size_t dash = item.find('-');
+    std::string first(item.substr(0, dash)), last(dash == std::string_view::npos ? first : item.substr(dash + 1));
+    auto lo = parse_pcr_index(first), hi = parse_pcr_index(last);
+    if (!lo.ok() || !hi.ok() || *lo > *hi || *hi > 31) {
+      return usage_error(fmt::format("'{}' is not a PCR list such as 0-7,10 (PCRs 0-31)", text));
+    }
+    for (uint32_t pcr = *lo; pcr <= *hi; ++pcr) out.insert(pcr);
+  }
+  return out;
+}
+
 Result<uint16_t> parse_bank(const std::string& text) {
   auto bank = hash_from_name(text);
   if (!bank) return usage_error(fmt::format("unknown PCR bank '{}' (expected sha1, sha256, sha384, sha512 or sm3_256)", text));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,9 @@ inline constexpr size_t kMaxLogBytes = size_t{1} << 30;
 
 // Parses a decimal PCR index ("16"); kUsage error otherwise.
 Result<uint32_t> parse_pcr_index(const std::string& text);
+// Parses a list of PCR indexes 0-31 and ranges ("0-7,10,14"); kUsage error
+// otherwise.
+Result<std::set<uint32_t>> parse_pcr_list(const std::string& text);
 // Parses a bank name ("sha256"); kUsage error otherwise.
 Result<uint16_t> parse_bank(const std::string& text);
 

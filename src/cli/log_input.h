@@ -17,8 +17,11 @@ namespace tpmsec::cli {
 // (ascii_runtime_measurements_sha256, …), else from its hash column's size.
 // A partial entry at the end (a list read while the kernel appended to it, a
 // stray newline after a binary list) is left out with a warning on stderr
-// naming its offset and size; with `strict` it is an error (exit 1). Errors
-// name the file.
+// naming its offset and size; with `strict` it is an error. Without
+// `skip_bad` a bad entry is an error naming its line or offset, so no caller
+// uses part of a list: a template hash that does not match its fields is
+// kIntegrity (exit 3), anything else bad input (exit 2, input_file_error), as
+// a missing or unreadable file is. Errors name the file.
 Result<ImaWorkload> load_ima_workload(const std::string& path, uint16_t bank, bool skip_bad, bool strict);
 
 // The firmware event log at `path`, parsed; errors name the file.

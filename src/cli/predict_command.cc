@@ -45,10 +45,6 @@ void register_predict(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(options.profiles, as_input(load_profiles(o->profiles)));
       TPMSEC_ASSIGN_OR_RETURN(ImaWorkload loaded, load_ima_workload(o->ima, alg::kSha256, o->skip_bad, false));
       const ImaWorkload* workload = &loaded;
-      if (workload->stopped_at) {
-        return usage_error(fmt::format("{}: {} (--skip-bad leaves bad entries out)", o->ima,
-                                       workload->stopped_at->error.message()));
-      }
       for (const ima::Problem& p : workload->problems) {
         fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o->ima, p.error.message());
       }

@@ -3,9 +3,18 @@
 // the list's bank: SHA-1 in the classic list, template name), then " FIELD"
 // for each template field. A field may be empty
 // (an unsigned file's sig), so the line is split on every single space.
+// The event name is printed as it is (ima_show_template_string: "%s"), spaces
+// included: an unlinked file is "/tmp/#17634599 (deleted)". Every other field
+// of the templates read here is printed without a space (hex, a number,
+// ALGORITHM:HEX; xattrnames joins names from the kernel's fixed list of EVM
+// xattrs, none with a space), so the name is the run of columns the other
+// fields leave: the rest of the line for ima and ima-ng, up to the fields
+// after it for the others. The template hash then proves that split.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <span>
 #include <vector>
 
 #include "replay/ima_template.h"
@@ -35,6 +44,18 @@ std::vector<std::string_view> split_on_spaces(std::string_view line) {
     parts.push_back(line.substr(start, space - start));
     start = space + 1;
   }
+}
+
+// Columns [first, first + count) of `parts` as the one stretch of the line
+// they are, the spaces between them included.
+std::string_view columns(std::span<const std::string_view> parts, size_t first, size_t count) {
+  const char* begin = parts[first].data();
+  const std::string_view& last = parts[first + count - 1];
+  return std::string_view(begin, static_cast<size_t>(last.data() + last.size() - begin));
+}
+
+bool is_name_field(internal::Field f) {
+  return f == internal::Field::kEventName || f == internal::Field::kEventNameNg;
 }
 
 Result<uint32_t> parse_pcr(std::string_view text) {
@@ -81,13 +102,19 @@ Result<Entry> parse_line(std::string_view line, std::optional<uint16_t>& hash_ba
                                    internal::supported_templates()));
   }
   entry.template_name = std::string(layout->name);
-  size_t fields = parts.size() - 3;
-  if (fields != layout->fields.size()) {
+  const size_t fields = parts.size() - 3;
+  const bool has_name = std::any_of(layout->fields.begin(), layout->fields.end(), is_name_field);
+  if (fields < layout->fields.size() || (fields > layout->fields.size() && !has_name)) {
     return parse_error(fmt::format("template '{}' expects {} fields, got {}", layout->name, layout->fields.size(),
                                    fields));
   }
-  for (size_t i = 0; i < fields; ++i) {
-    TPMSEC_RETURN_IF_ERROR(internal::decode_ascii_field(layout->fields[i], parts[3 + i], entry));
+  // The name takes the columns beyond the template's field count.
+  const size_t surplus = fields - layout->fields.size();
+  size_t column = 3;
+  for (internal::Field field : layout->fields) {
+    const size_t count = is_name_field(field) ? 1 + surplus : 1;
+    TPMSEC_RETURN_IF_ERROR(internal::decode_ascii_field(field, columns(parts, column, count), entry));
+    column += count;
   }
   TPMSEC_RETURN_IF_ERROR(internal::finish_entry(*layout, *bank, entry));
   hash_bank = bank;

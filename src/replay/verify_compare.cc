@@ -50,6 +50,22 @@ Result<std::map<uint32_t, Implied>> implied_values(const event_log::EventLog* lo
   return pcrs;
 }
 
+Bytes reset_value(uint16_t bank, uint32_t pcr, const event_log::EventLog* log) {
+  Bytes v(digest_size(bank).value_or(0), pcr >= 17 && pcr <= 22 ? 0xff : 0x00);
+  if (pcr == 0 && log != nullptr && !v.empty()) v.back() = log->pcr0_locality();
+  return v;
+}
+
+void add_unextended(ImpliedValues& implied, const PcrValues& given, const event_log::EventLog* log) {
+  for (auto& [bank, pcrs] : implied) {
+    auto values = given.find(bank);
+    if (values == given.end()) continue;
+    for (const auto& [pcr, value] : values->second) {
+      if (!pcrs.count(pcr)) pcrs[pcr].initial = reset_value(bank, pcr, log);
+    }
+  }
+}
+
 namespace {
 
 PcrResult compare_one(uint16_t bank, uint32_t pcr, const Implied& chain, const Bytes* given) {
@@ -68,7 +84,15 @@ PcrResult compare_one(uint16_t bank, uint32_t pcr, const Implied& chain, const B
   if (*given == chain.value()) {
     r.verdict = Verdict::kMatch;
     r.covered = chain.steps.size();
-    r.message = fmt::format("{}: match ({} event{})", name, r.events, r.events == 1 ? "" : "s");
+    r.message = chain.steps.empty() ? fmt::format("{}: match (no log extends it: its reset value)", name)
+                                    : fmt::format("{}: match ({} event{})", name, r.events, r.events == 1 ? "" : "s");
+    return r;
+  }
+  if (chain.steps.empty()) {
+    r.verdict = Verdict::kDiffers;
+    r.first_apart = "its reset value";
+    r.message = fmt::format("{}: DIFFERS: no log extends it, yet it is not its reset value (an extend no log records)",
+                            name);
     return r;
   }
   // The latest point of the chain the given value equals, if any.

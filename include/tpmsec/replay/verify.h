@@ -7,7 +7,9 @@
 // Contract:
 // - The log's values start as the PC Client profile says (event_log.h: PCR 0
 //   from its locality, the rest from zeros); an IMA list's entries extend
-//   after the firmware log's events for the same PCR.
+//   after the firmware log's events for the same PCR. A PCR no log extends
+//   must hold its reset value (reset_value): a tampered PCR cannot pass by
+//   being left out of the log.
 // - A PCR matches when the given value equals the log's value. When it does
 //   not, the chain of values the log passes through is searched: a given
 //   value equal to the value after event k means the TPM holds the log's
@@ -55,6 +57,21 @@ struct Implied {
   const Bytes& value() const { return steps.empty() ? initial : steps.back().after; }
 };
 using ImpliedValues = std::map<uint16_t, std::map<uint32_t, Implied>>;
+
+// The value of a PCR no log extends: its reset value. TCG PC Client Platform
+// TPM Profile (PTP) for TPM 2.0, "PCR Attributes": TPM2_Startup(CLEAR) sets
+// PCRs 0-16 and 23 to zeros, PCR 0 with the startup locality in its last
+// byte (taken from `log`: pcr0_locality(); 0 without a log), and PCRs 17-22,
+// resettable only from locality 4 (or by a DRTM sequence, which sets them to
+// zeros before it extends them), to all ones. libtpms, the reference TPM
+// the tests run, does the same (PCRStartup: "If the reset locality of the PCR
+// is 4, then the reset value is all one's").
+Bytes reset_value(uint16_t bank, uint32_t pcr, const event_log::EventLog* log);
+
+// Adds to `implied`, for each of its banks, every PCR of `given` that no log
+// extends, as a chain of no steps from reset_value(): a value other than
+// that is an extend no log records.
+void add_unextended(ImpliedValues& implied, const PcrValues& given, const event_log::EventLog* log);
 
 // The chains `log` and/or `ima` imply for `bank`. kUnsupported when the
 // firmware log has no such bank or tpmsec cannot hash it; kParse when an
