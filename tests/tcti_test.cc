@@ -20,6 +20,7 @@
 #include "support/swtpm_process.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/transport.h"
@@ -766,6 +767,156 @@ TEST_F(TctiTest, Tpm2OpensslWorksThroughIt) {
   auto verify = run_command({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", path("pub.pem"), "-rawin",
                              "-digest", "sha256", "-in", path("msg"), "-sigfile", path("sig")});
   EXPECT_EQ(verify.exit_code, 0) << testing::describe(verify);
+  flush_transients();
+}
+
+// Issue 31's attack: the interposer answers the TCTI's own unauthenticated
+// name reads (every plain ReadPublic and NV_ReadPublic) with TPM_RC_HANDLE.
+// No tool exits 0, Unseal, NV_Read and NV_Write never reach the TPM, and no
+// sealed or NV data crosses the bus; the index keeps what it held.
+TEST_F(TctiTest, AForgedErrorOnTheNameReadNeverLetsAToolRunWithoutTheSession) {
+  const std::string secret = "sealed-secret-for-the-forger-5d1", nv = "nv-data-the-forger-wants-a7c04e";
+  const std::string index = "0x1500031";
+  std::ofstream(path("secret")) << secret;
+  std::ofstream(path("nv")) << nv;
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
+  ASSERT_EQ(tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
+                  path("s.priv")}, tcti()).exit_code, 0);
+  flush_transients();
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
+                  path("s.ctx")}, tcti()).exit_code, 0);
+  ASSERT_EQ(tool({"tpm2_evictcontrol", "-C", "o", "-c", path("s.ctx"), "0x81010031"}, tcti()).exit_code, 0);
+  flush_transients();
+  ASSERT_EQ(tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a", "ownerread|ownerwrite"},
+                 tcti()).exit_code, 0);
+  ASSERT_EQ(tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("nv")}, tcti()).exit_code, 0);
+  take_codes();
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    bool plain = c.bytes.size() >= 2 && c.bytes[0] == 0x80 && c.bytes[1] == 0x01;
+    if (plain && (c.code == 0x173 || c.code == 0x169)) return testing::Reply::answer(error_frame(0x18B));
+    auto r = tpm.transmit(c.bytes);
+    return r.ok() ? testing::Reply::answer(*r) : testing::Reply::close();
+  };
+  auto unseal = tool({"tpm2_unseal", "-c", "0x81010031"}, tcti());
+  EXPECT_NE(unseal.exit_code, 0) << testing::describe(unseal);
+  EXPECT_EQ(unseal.out.find(secret), std::string::npos);
+  auto read = tool({"tpm2_nvread", index, "-C", "o", "-s", std::to_string(nv.size())}, tcti());
+  EXPECT_NE(read.exit_code, 0) << testing::describe(read);
+  std::ofstream(path("other")) << std::string(nv.size(), 'X');
+  auto write = tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("other")}, tcti());
+  EXPECT_NE(write.exit_code, 0) << testing::describe(write);
+  for (uint32_t code : take_codes()) {
+    EXPECT_NE(code, 0x15Eu) << "Unseal reached the TPM";
+    EXPECT_NE(code, 0x14Eu) << "NV_Read reached the TPM";
+    EXPECT_NE(code, 0x137u) << "NV_Write reached the TPM";
+  }
+  rule_ = nullptr;
+  auto plain = run_command({"tpm2_nvread", "-T", direct(), index, "-C", "o", "-s", std::to_string(nv.size())});
+  EXPECT_EQ(plain.out, nv) << "the index changed";
+  EXPECT_FALSE(contains(bus(), as_bytes(secret)));
+  EXPECT_FALSE(contains(bus(), as_bytes(nv)));
+  run_command({"tpm2_nvundefine", "-T", direct(), index, "-C", "o"});
+  run_command({"tpm2_evictcontrol", "-T", direct(), "-C", "o", "-c", "0x81010031"});
+}
+
+// Issue 31, item 6: a program's own session whose key the TCTI can compute
+// (unsalted, unbound, no authValue in it) no longer keeps the sealed secret
+// in clear: a policy session satisfied in another process (tpm2-tools keeps
+// it in a file), and an HMAC session, each used by tpm2_unseal. The TCTI
+// re-signs the program's HMAC over the encrypted parameters.
+TEST_F(TctiTest, UnsealUnderTheProgramsOwnPolicyOrHmacSessionKeepsTheSecretOffTheBus) {
+  const std::string secret = "policy-sealed-secret-0b8e21f4";
+  std::ofstream(path("secret")) << secret;
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
+  auto policy = tool({"tpm2_createpolicy", "--policy-pcr", "-l", "sha256:0", "-L", path("pcr.policy")}, tcti());
+  ASSERT_EQ(policy.exit_code, 0) << testing::describe(policy);
+  // tpm2-tools leaves its trial session loaded on a TPM without a resource
+  // manager, with or without the TCTI.
+  run_command({"tpm2_flushcontext", "-T", direct(), "-l"});
+  for (const char* kind : {"policy", "hmac"}) {
+    std::vector<std::string> create = {"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u",
+                                       path("s.pub"), "-r", path("s.priv")};
+    if (std::string(kind) == "policy") create.insert(create.end(), {"-L", path("pcr.policy")});
+    flush_transients();
+    ASSERT_EQ(tool(create, tcti()).exit_code, 0) << kind;
+    flush_transients();
+    ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
+                    path("s.ctx")}, tcti()).exit_code, 0) << kind;
+    flush_transients();
+    auto start = tool({"tpm2_startauthsession", std::string("--") + kind + "-session", "-S", path("session.ctx")},
+                      tcti());
+    ASSERT_EQ(start.exit_code, 0) << testing::describe(start);
+    if (std::string(kind) == "policy") {
+      auto pcr = tool({"tpm2_policypcr", "-S", path("session.ctx"), "-l", "sha256:0"}, tcti());
+      ASSERT_EQ(pcr.exit_code, 0) << testing::describe(pcr);
+    }
+    auto unseal = tool({"tpm2_unseal", "-p", "session:" + path("session.ctx"), "-c", path("s.ctx")},
+                       tcti(",log=" + path(std::string(kind) + ".log")));
+    ASSERT_EQ(unseal.exit_code, 0) << testing::describe(unseal);
+    EXPECT_EQ(unseal.out, secret) << kind;
+    std::string log = slurp(path(std::string(kind) + ".log"));
+    EXPECT_NE(log.find("Unseal 0x0000015e wrapped=1 encrypted=1"), std::string::npos) << kind << "\n" << log;
+    run_command({"tpm2_flushcontext", "-T", direct(), path("session.ctx")});
+  }
+  flush_transients();
+  expect_no_handles_left();
+  EXPECT_FALSE(contains(bus(), as_bytes(secret)));
+}
+
+// clevis's tpm2 pin (tpm2-tools underneath, a PCR policy session of its own
+// in the decrypting process, unsalted and unbound) through the TCTI: the key
+// it unseals (a JWK) never crosses the bus. Sealed straight to the TPM: on a
+// TPM without a resource manager its tpm2_createpolicy leaves a trial
+// session loaded, with or without the TCTI.
+TEST_F(TctiTest, ClevisTpm2PinBoundToAPcrDecryptsWithoutItsKeyOnTheBus) {
+  const std::string secret = "clevis-protected-secret-7e20";
+  flush_transients();
+  auto enc = run_command({"clevis", "encrypt", "tpm2", R"({"pcr_bank":"sha256","pcr_ids":"7"})"},
+                         {"TPM2TOOLS_TCTI=" + direct()}, &secret);
+  ASSERT_EQ(enc.exit_code, 0) << testing::describe(enc);
+  run_command({"tpm2_flushcontext", "-T", direct(), "-l"});
+  flush_transients();
+  auto dec = run_command({"clevis", "decrypt"}, {"TPM2TOOLS_TCTI=" + tcti(",log=" + path("log"))}, &enc.out);
+  proxy_->wait_idle();
+  ASSERT_EQ(dec.exit_code, 0) << testing::describe(dec);
+  EXPECT_EQ(dec.out, secret);
+  std::string log = slurp(path("log"));
+  EXPECT_NE(log.find("Unseal 0x0000015e wrapped=1 encrypted=1"), std::string::npos) << log;
+  // The unsealed JWK's members, and the secret it decrypts.
+  EXPECT_FALSE(contains(bus(), as_bytes(std::string_view("\"kty\""))));
+  EXPECT_FALSE(contains(bus(), as_bytes(std::string_view("key_ops"))));
+  EXPECT_FALSE(contains(bus(), as_bytes(secret)));
+  run_command({"tpm2_flushcontext", "-T", direct(), "-l"});
+  flush_transients();
+}
+
+// strict: the Unseal whose data cannot be encrypted (the tool HMACs with the
+// object's password, which the TCTI never sees) is refused with one line,
+// and nothing of it is sent. Without strict it goes out audited.
+TEST_F(TctiTest, StrictRefusesAnUnsealItCannotEncryptWithOneLine) {
+  const std::string secret = "password-sealed-secret-52c1", password = "object-password-e4";
+  std::ofstream(path("secret")) << secret;
+  flush_transients();
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
+  flush_transients();
+  ASSERT_EQ(tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
+                  path("s.priv"), "-p", password}, tcti()).exit_code, 0);
+  flush_transients();
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
+                  path("s.ctx")}, tcti()).exit_code, 0);
+  flush_transients();
+  take_codes();
+  auto refused = tool({"tpm2_unseal", "-c", path("s.ctx"), "-p", password}, tcti(",strict"));
+  EXPECT_NE(refused.exit_code, 0) << testing::describe(refused);
+  EXPECT_NE(refused.err.find("tpmsec TCTI: strict: Unseal refused, not sent"), std::string::npos) << refused.err;
+  for (uint32_t code : take_codes()) EXPECT_NE(code, 0x15Eu) << "Unseal reached the TPM";
+  EXPECT_FALSE(contains(bus(), as_bytes(secret)));
+  auto allowed = tool({"tpm2_unseal", "-c", path("s.ctx"), "-p", password}, tcti());
+  EXPECT_EQ(allowed.exit_code, 0) << testing::describe(allowed);
+  EXPECT_EQ(allowed.out, secret);
+  // What strict allows: everything it can protect.
+  auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",strict"));
+  EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
   flush_transients();
 }
 
