@@ -34,6 +34,7 @@ const char* folder(StateRecord what) {
     case StateRecord::kKeptCommandCount: return "session-cache";
     case StateRecord::kBindSecret: return "bind";
     case StateRecord::kSaltKey: return "salt-key";
+    case StateRecord::kHeldHandles: return "held-handles";
   }
   return "unknown";
 }
@@ -49,6 +50,15 @@ Result<std::string> read_ca_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return usage_error(fmt::format("cannot read CA file {}", path.string()));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+Result<bool> erase_files(const std::vector<std::string>& files) {
+  bool any = false;
+  for (const std::string& f : files) {
+    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(f));
+    any = any || removed;
+  }
+  return any;
 }
 
 }  // namespace
@@ -82,6 +92,7 @@ std::string FileHostState::where(StateRecord what, const TpmId& tpm, SaltKind ki
   switch (what) {
     case StateRecord::kKeptInfo: return fmt::format("{}/{}-info", where(what), tpm.key);
     case StateRecord::kKeptCommandCount: return fmt::format("{}/{}-commands-*", where(what), tpm.key);
+    case StateRecord::kHeldHandles: return fmt::format("{}/{}-*", where(what), tpm.key);
     case StateRecord::kBindSecret:
     case StateRecord::kSaltKey: return fmt::format("{}/{}", where(what), tpm.key);
     default: return fmt::format("{}/{}-{}", where(what), tpm.key, state_file::salt_label(kind));
@@ -93,6 +104,7 @@ Result<bool> FileHostState::erase(StateRecord what, const TpmId& tpm) {
     return state_file::remove(where(what, tpm));
   }
   if (what == StateRecord::kKeptCommandCount) return erase_command_counts(tpm);
+  if (what == StateRecord::kHeldHandles) return erase_files(files_starting(what, tpm.key + "-"));
   bool any = false;
   for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) {
     TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(where(what, tpm, kind)));
@@ -105,20 +117,19 @@ std::string FileHostState::command_count_file(const TpmId& tpm, const ProgramId&
   return fmt::format("{}/{}-commands-{}", where(StateRecord::kKeptCommandCount), tpm.key, program.key);
 }
 
-Result<bool> FileHostState::erase_command_counts(const TpmId& tpm) {
+std::vector<std::string> FileHostState::files_starting(StateRecord what, const std::string& prefix) const {
   namespace fs = std::filesystem;
-  const std::string prefix = tpm.key + "-commands-";
   std::vector<std::string> files;
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(where(StateRecord::kKeptCommandCount), ec)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(where(what), ec)) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) files.push_back(e.path().string());
   }
-  bool any = false;
-  for (const std::string& f : files) {
-    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(f));
-    any = any || removed;
-  }
-  return any;
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<bool> FileHostState::erase_command_counts(const TpmId& tpm) {
+  return erase_files(files_starting(StateRecord::kKeptCommandCount, tpm.key + "-commands-"));
 }
 
 Result<ProgramId> FileHostState::running_program() const {
