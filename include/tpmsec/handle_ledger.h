@@ -57,6 +57,9 @@
 // reaching the TPM leaves its handle behind unnoticed, until a later sweep
 // finds it), and can flush anything itself; what it cannot do is make tpmsec
 // flush its own live handles or a handle it knows is someone else's.
+// One more flush of handles a Tpm did not create, outside the ledger: what a
+// dead process of the TCTI recorded as its own (held_handles.h), at the next
+// start; the ledger's held() is what those records hold.
 // Tested in tests/handle_ledger_test.cc and tests/leak_test.cc.
 #ifndef TPMSEC_HANDLE_LEDGER_H_
 #define TPMSEC_HANDLE_LEDGER_H_
