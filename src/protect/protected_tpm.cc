@@ -103,7 +103,7 @@ void ProtectedTpm::track_handles() {
   if (!stale.ok()) {
     say("warning: what an ended process left on the TPM is not flushed: " + stale.error().message());
   } else if (!stale->flushed.empty()) {
-    say(fmt::format("flushed 0x{:08x} left on the TPM by a process that ended without flushing it",
+    say(fmt::format("flushed what a process that ended without flushing left on the TPM: 0x{:08x}",
                     fmt::join(stale->flushed, ", 0x")));
   }
   if (base_->private_handles()) return;
