@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tpmsec::testing {
 namespace {
 
@@ -42,8 +44,37 @@ Result<bool> MemoryHostState::erase(StateRecord what, const TpmId& tpm) {
       return std::erase_if(kept_command_counts_, [&](const auto& e) { return e.first.first == tpm.key; }) > 0;
     case StateRecord::kKeptCallerSession:
       return std::erase_if(kept_caller_sessions_, [&](const auto& e) { return e.first.first == tpm.key; }) > 0;
+    case StateRecord::kHeldHandles:
+      return std::erase_if(held_, [&](const auto& e) { return std::get<0>(e.first) == tpm.key; }) > 0;
   }
   return false;
+}
+
+std::vector<HeldHandlesRecord> MemoryHostState::held_handles(const TpmId& tpm) const {
+  std::vector<HeldHandlesRecord> out;
+  for (const auto& [key, record] : held_) {
+    if (std::get<0>(key) == tpm.key) out.push_back(record);
+  }
+  return out;
+}
+
+Status MemoryHostState::put_held_handles(const TpmId& tpm, const HeldHandlesRecord& record) {
+  auto key = std::tuple(tpm.key, record.owner.pid, record.owner.start, record.context);
+  if (record.handles.empty()) {
+    held_.erase(key);
+  } else {
+    held_[key] = record;
+  }
+  return ok_status();
+}
+
+void MemoryHostState::set_running(ProcessStamp p, bool runs) {
+  std::erase(running_, p);
+  if (runs) running_.push_back(p);
+}
+
+bool MemoryHostState::process_runs(const ProcessStamp& process) const {
+  return std::find(running_.begin(), running_.end(), process) != running_.end();
 }
 
 std::string MemoryHostState::where(StateRecord what) const {

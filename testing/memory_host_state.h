@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "tpmsec/host_state.h"
 
@@ -72,6 +73,14 @@ class MemoryHostState final : public HostState {
   // The program this process runs, as the test says (default "/usr/bin/test-program").
   void set_running_program(std::string path) { program_ = std::move(path); }
   Result<ProgramId> running_program() const override { return ProgramId::of(program_); }
+  std::vector<HeldHandlesRecord> held_handles(const TpmId& tpm) const override;
+  Status put_held_handles(const TpmId& tpm, const HeldHandlesRecord& record) override;
+  // This process, and which processes run, as the test says (by default
+  // this one, {1000, 1, 1}, runs and no other).
+  void set_this_process(ProcessStamp p) { this_ = p; }
+  void set_running(ProcessStamp p, bool runs);
+  Result<ProcessStamp> this_process() const override { return this_; }
+  bool process_runs(const ProcessStamp& process) const override;
   Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const override;
   Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) override;
   Result<std::optional<PersistentSaltKey>> salt_key(const TpmId& tpm) const override {
@@ -133,6 +142,10 @@ class MemoryHostState final : public HostState {
   std::map<std::pair<std::string, std::string>, PerBoot<uint64_t>> kept_command_counts_;  // TPM key, program key
   std::map<std::pair<std::string, uint32_t>, PerBoot<KeptCallerSession>> kept_caller_sessions_;  // TPM key, handle
   std::string program_ = "/usr/bin/test-program";
+  // TpmId::key, owner pid, owner start, context: one record each.
+  std::map<std::tuple<std::string, int64_t, uint64_t, uint64_t>, HeldHandlesRecord> held_;
+  ProcessStamp this_{1000, 1, 1};
+  std::vector<ProcessStamp> running_{ProcessStamp{1000, 1, 1}};
   std::map<std::string, BindSecret> bind_secrets_;
   std::map<std::string, PersistentSaltKey> salt_keys_;
 };

@@ -36,6 +36,30 @@ TEST(HandleLedgerRules, AdoptsANewHandleOfTheExpectedType) {
   EXPECT_FALSE(ledger.owns(0x80000000));
 }
 
+// What a Tpm holds, for the records of held_handles.h: what it owns, each
+// session saved or loaded, and what it let go of whose flush did not clearly
+// succeed; a number adopted anew is loaded, whatever its last owner did.
+TEST(HandleLedgerRules, HeldIsOwnedAndUnflushedWithEachSessionsState) {
+  HandleLedger ledger;
+  ledger.set_baseline({});
+  ASSERT_TRUE(ledger.adopt("StartAuthSession", kHmacSession, 0x02000001).ok());
+  ASSERT_TRUE(ledger.adopt("ContextLoad", kTransient, 0x80000000).ok());
+  ledger.note_saved(0x02000001, true);
+  ledger.note_saved(0x80000000, true);  // an object stays loaded when saved
+  ledger.note_saved(0x02000005, true);  // not owned: ignored
+  EXPECT_EQ(ledger.held(), (std::vector<HeldHandle>{{0x02000001, true}, {0x80000000, false}}));
+  ledger.note_saved(0x02000001, false);
+  ledger.forget(0x80000000);
+  ledger.need_flush(0x80000000);
+  EXPECT_EQ(ledger.held(), (std::vector<HeldHandle>{{0x02000001, false}, {0x80000000, false}}));
+  ledger.note_saved(0x02000001, true);
+  ledger.forget(0x02000001);
+  ledger.swept();
+  EXPECT_EQ(ledger.held(), std::vector<HeldHandle>{});
+  ASSERT_TRUE(ledger.adopt("StartAuthSession", kHmacSession, 0x02000001).ok());
+  EXPECT_EQ(ledger.held(), (std::vector<HeldHandle>{{0x02000001, false}}));
+}
+
 TEST(HandleLedgerRules, RefusesAHandleAlreadyInUse) {
   HandleLedger ledger;
   const uint32_t before[] = {0x80000001, 0x02000003};

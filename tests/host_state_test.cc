@@ -4,11 +4,13 @@
 // to forget it, the kernel's pins found under /sys. The protect path over
 // host state in memory, with no state directory, is in trust_anchor_test.cc.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tpmsec/host/file_host_state.h"
@@ -130,6 +132,108 @@ TEST(FileHostState, TheRunningProgramIsItsExecutable) {
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_EQ(p->path, fs::read_symlink("/proc/self/exe").string());
   EXPECT_EQ(p->key.size(), 32u);
+}
+
+// What a Tpm holds, per process and Tpm: kept 0600 under its own name,
+// rewritten, removed once it holds nothing; a record that does not read back
+// as written (or copied under another's name) is left out, never a reason
+// to flush.
+TEST(FileHostState, HeldHandlesAreKeptPerProcessAndRemovedWhenEmpty) {
+  std::string dir = temp_dir("held");
+  FileHostState store(dir);
+  const TpmId tpm = TpmId::of("swtpm:host=127.0.0.1,port=2321");
+  const TpmId other = TpmId::of("swtpm:host=127.0.0.1,port=2322");
+  HeldHandlesRecord a{{4242, 99, 7}, 1, "b", {{0x02000000, false}, {0x80000001, false}}};
+  HeldHandlesRecord b{{4243, 100, 7}, 3, "b", {{0x02000001, true}}};
+  ASSERT_TRUE(store.put_held_handles(tpm, a).ok());
+  ASSERT_TRUE(store.put_held_handles(tpm, b).ok());
+  ASSERT_TRUE(store.put_held_handles(other, a).ok());
+  auto kept = store.held_handles(tpm);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].owner, a.owner);
+  EXPECT_EQ(kept[0].context, 1u);
+  EXPECT_EQ(kept[0].boot, "b");
+  EXPECT_EQ(kept[0].handles, a.handles);
+  EXPECT_EQ(kept[1].handles, b.handles);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(store.where(StateRecord::kHeldHandles))) {
+    files.push_back(e.path().string());
+    EXPECT_EQ(permissions(e.path().string()), fs::perms::owner_read | fs::perms::owner_write);
+  }
+  EXPECT_EQ(files.size(), 3u);
+  a.handles = {{0x02000000, true}};
+  ASSERT_TRUE(store.put_held_handles(tpm, a).ok());
+  EXPECT_EQ(store.held_handles(tpm)[0].handles, a.handles);
+  a.handles.clear();
+  ASSERT_TRUE(store.put_held_handles(tpm, a).ok());
+  ASSERT_EQ(store.held_handles(tpm).size(), 1u);
+  EXPECT_EQ(store.held_handles(tpm)[0].owner, b.owner);
+  // b's record altered: a handle that is no tracked handle, then copied
+  // under another process's name.
+  std::string b_file;
+  for (const auto& e : fs::directory_iterator(store.where(StateRecord::kHeldHandles))) {
+    if (e.path().filename().string().find("-4243-") != std::string::npos) b_file = e.path().string();
+  }
+  ASSERT_FALSE(b_file.empty());
+  std::string text;
+  {
+    std::ifstream in(b_file);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::ofstream(b_file) << "tpm=swtpm:host=127.0.0.1,port=2321\nboot=b\npid=4243\nstart=100\npidns=7\ncontext=3\n"
+                           "handles=0x81000001\n";
+  EXPECT_TRUE(store.held_handles(tpm).empty());
+  fs::remove(b_file);
+  std::string copy = b_file;
+  copy.replace(copy.find("-4243-"), 6, "-4244-");
+  std::ofstream(copy) << text;
+  fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_TRUE(store.held_handles(tpm).empty());
+  ASSERT_TRUE(store.erase(StateRecord::kHeldHandles, other).value());
+  fs::remove_all(dir);
+}
+
+// A process runs while its pid has its start time and it is no zombie; this
+// pid with another start time is a later process (the owner ended); one of
+// another pid namespace cannot be told, and counts as running.
+TEST(FileHostState, AProcessRunsOnlyWithItsPidAndStartTime) {
+  FileHostState store(temp_dir("process"));
+  auto self = store.this_process();
+  ASSERT_TRUE(self.ok()) << self.error().message();
+  EXPECT_EQ(self->pid, ::getpid());
+  EXPECT_NE(self->pid_namespace, 0u);
+  EXPECT_TRUE(store.process_runs(*self));
+  EXPECT_FALSE(store.process_runs({self->pid, self->start + 1, self->pid_namespace}));
+  EXPECT_TRUE(store.process_runs({self->pid, self->start + 1, self->pid_namespace + 1}));
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    char c = 0;
+    (void)::read(ready[0], &c, 1);
+    ::_exit(0);
+  }
+  ASSERT_GT(child, 0);
+  ProcessStamp theirs = *self;
+  theirs.pid = child;
+  std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  for (int n = 3; n <= 22 && fields >> field; ++n) {
+    if (n == 22) theirs.start = std::stoull(field);
+  }
+  EXPECT_TRUE(store.process_runs(theirs));
+  ASSERT_EQ(::write(ready[1], "x", 1), 1);
+  // A zombie (exited, not reaped yet: WNOWAIT) has ended.
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_FALSE(store.process_runs(theirs));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_FALSE(store.process_runs(theirs));
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 TEST(KernelPin, DevicePathsMapToTheirSysfsFile) {

@@ -3,12 +3,16 @@
 // loader takes it) against a swtpm, with the test's interposer on the bus
 // between the TCTI and the swtpm, recording every byte or attacking.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <tss2/tss2_tcti.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -21,6 +25,7 @@
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/transport.h"
@@ -364,6 +369,91 @@ TEST_F(TctiTest, AForkedChildLeavesTheParentsSessionAlone) {
   EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::StartAuthSession::kInfo.code), 0) << "a new session";
   common->finalize(ctx);
   ::dlclose(lib);
+  expect_no_handles_left();
+}
+
+// A program killed (SIGKILL) while the TCTI's session and the null key are
+// loaded: the interposer kills the tool when the key's FlushContext, after
+// StartAuthSession, reaches the bus, and drops it. On this TPM without a
+// resource manager both stay loaded; three such runs would fill its session
+// and object slots. Each next start flushes what the dead one's record names
+// (held_handles.h): the last run succeeds and leaves nothing behind.
+TEST_F(TctiTest, AProgramKilledMidRunLeavesNothingForTheNextStart) {
+  const std::string pid_file = path("pid");
+  std::atomic<bool> armed{true}, started{false};
+  std::atomic<int> killed{0};
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    if (armed && c.code == cmd::StartAuthSession::kInfo.code) started = true;
+    if (armed && started && c.code == cmd::FlushContext::kInfo.code) {
+      started = false;
+      std::ifstream in(pid_file);
+      pid_t pid = 0;
+      if (in >> pid && pid > 0 && ::kill(pid, SIGKILL) == 0) ++killed;
+      return testing::Reply::close();
+    }
+    return testing::pass(c, tpm);
+  };
+  const std::string via = tcti();
+  for (int run = 0; run < 3; ++run) {
+    auto r = run_command({"sh", "-c", "echo $$ >\"$0\" && exec \"$@\"", pid_file, "tpm2_getrandom", "-T", via,
+                          "--hex", "8"});
+    proxy_->wait_idle();
+    EXPECT_EQ(r.exit_code, 128 + SIGKILL) << testing::describe(r);
+  }
+  EXPECT_EQ(killed, 3);
+  // The last one's session and key are there (what the next start must end).
+  auto left = run_command({"tpm2_getcap", "-T", direct(), "handles-loaded-session"});
+  EXPECT_NE(left.out, "") << "no session left by the killed run: the test proves nothing";
+  armed = false;
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, via);
+  EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: flushed what a process that ended without flushing left on the TPM: 0x"),
+            std::string::npos)
+      << r.err;
+  expect_no_handles_left();
+}
+
+// What the next start flushes is only what a dead process's record names: a
+// session recorded for a process that still runs (this test's) and one that
+// no record names (another program's leak) are left alone. The third, with
+// the three session slots taken, is recorded for a process that ended (this
+// pid, reused: it started at another time): flushed, so the tool gets a slot.
+TEST_F(TctiTest, TheNextStartFlushesOnlyWhatADeadProcessRecorded) {
+  auto t = open_transport(swtpm_->spec());
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  Tpm tpm(**t);
+  std::vector<uint32_t> sessions;
+  for (int i = 0; i < 3; ++i) {
+    cmd::StartAuthSession c;
+    c.nonce_caller.bytes = Bytes(32, static_cast<uint8_t>(i + 1));
+    auto rsp = tpm.run(c);
+    ASSERT_TRUE(rsp.ok()) << rsp.error().message();
+    sessions.push_back(rsp->session_handle);
+  }
+  t->reset();  // closed, the sessions left loaded
+  FileHostState host;
+  auto self = host.this_process();
+  ASSERT_TRUE(self.ok()) << self.error().message();
+  auto boot = host.boot_id();
+  ASSERT_TRUE(boot.ok());
+  const TpmId id = TpmId::of("swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()));
+  HeldHandlesRecord dead{{self->pid, self->start + 1, self->pid_namespace}, 1, *boot, {{sessions[0], false}}};
+  HeldHandlesRecord live{*self, 2, *boot, {{sessions[1], false}}};
+  ASSERT_TRUE(host.put_held_handles(id, dead).ok());
+  ASSERT_TRUE(host.put_held_handles(id, live).ok());
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
+  auto left = run_command({"tpm2_getcap", "-T", direct(), "handles-loaded-session"});
+  EXPECT_EQ(left.out, fmt::format("- 0x{:X}\n- 0x{:X}\n", sessions[1], sessions[2]));
+  auto records = host.held_handles(id);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].owner, *self);
+  for (uint32_t h : {sessions[1], sessions[2]}) {
+    auto f = run_command({"tpm2_flushcontext", "-T", direct(), fmt::format("0x{:x}", h)});
+    EXPECT_EQ(f.exit_code, 0) << testing::describe(f);
+  }
+  live.handles.clear();
+  EXPECT_TRUE(host.put_held_handles(id, live).ok());
   expect_no_handles_left();
 }
 

@@ -57,6 +57,9 @@
 // reaching the TPM leaves its handle behind unnoticed, until a later sweep
 // finds it), and can flush anything itself; what it cannot do is make tpmsec
 // flush its own live handles or a handle it knows is someone else's.
+// One more flush of handles a Tpm did not create, outside the ledger: what a
+// dead process of the TCTI recorded as its own (held_handles.h), at the next
+// start; the ledger's held() is what those records hold.
 // Tested in tests/handle_ledger_test.cc and tests/leak_test.cc.
 #ifndef TPMSEC_HANDLE_LEDGER_H_
 #define TPMSEC_HANDLE_LEDGER_H_
@@ -71,6 +74,18 @@
 #include "tpmsec/result.h"
 
 namespace tpmsec {
+
+// A handle a Tpm holds on the TPM: one it owns, or one of its own whose
+// flush has not clearly succeeded yet (Sweep::unflushed). `saved`: a session
+// context-saved (ContextSave) and not loaded back since; it keeps its handle
+// (Part 1 §30.2) and is listed among the saved sessions, not the loaded ones.
+// What a front end records so that the next process can flush what this one
+// left when it died (held_handles.h).
+struct HeldHandle {
+  uint32_t handle = 0;
+  bool saved = false;
+  bool operator==(const HeldHandle&) const = default;
+};
 
 class HandleLedger {
  public:
@@ -102,6 +117,11 @@ class HandleLedger {
   Status adopt(std::string_view command, const CreatedHandle& expected, uint32_t handle);
   // No longer owned: flushed, or ended by the TPM (an authenticated response).
   void forget(uint32_t handle) { owned_.erase(slot(handle)); }
+  // An owned session was context-saved, or loaded back (a successful
+  // ContextSave / ContextLoad of it); ignored for a handle not owned.
+  void note_saved(uint32_t handle, bool saved);
+  // The handles held (owned, or unflushed), in handle order.
+  std::vector<HeldHandle> held() const;
 
   // Of `listed`, the tracked handles neither owned nor foreign.
   std::vector<uint32_t> strays(std::span<const uint32_t> listed) const;
@@ -135,6 +155,7 @@ class HandleLedger {
 
  private:
   std::set<uint32_t> owned_;
+  std::set<uint32_t> saved_;  // owned sessions context-saved (slots); stale entries cleared by adopt()
   std::set<uint32_t> foreign_;
   bool has_baseline_ = false;
   Sweep pending_;

@@ -30,6 +30,7 @@
 #include "tpmsec/bytes.h"
 #include "tpmsec/ek_certificate.h"
 #include "tpmsec/ek_pin.h"
+#include "tpmsec/handle_ledger.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/result.h"
 #include "tpmsec/salt_key.h"
@@ -69,6 +70,27 @@ struct KeptCallerSession {
   Bytes nonce_tpm;
 };
 
+// A process, told apart from every other that had or will have its pid: its
+// start time (/proc/PID/stat field 22, clock ticks after boot: a pid reused
+// later starts later) and its pid namespace (/proc/self/ns/pid's inode: the
+// same pid in another namespace is another process).
+struct ProcessStamp {
+  int64_t pid = 0;
+  uint64_t start = 0;
+  uint64_t pid_namespace = 0;
+  bool operator==(const ProcessStamp&) const = default;
+};
+
+// What one Tpm of a front end (the TCTI) holds on a TPM that does not flush a
+// closed connection's handles, kept while its process runs, so that the next
+// process can flush what it left when it died (held_handles.h).
+struct HeldHandlesRecord {
+  ProcessStamp owner;
+  uint64_t context = 0;  // which of the owner's Tpms (one record each)
+  std::string boot;      // the host's boot id when it was written
+  std::vector<HeldHandle> handles;
+};
+
 // The kinds of record, for erase() and where().
 enum class StateRecord {
   kNullKeyPin,   // NullKeyPin, per salt kind
@@ -79,6 +101,7 @@ enum class StateRecord {
   kSaltKey,      // PersistentSaltKey (salt_key.h)
   kKeptCommandCount,  // the kept command count of a program (session_cache.h), per program
   kKeptCallerSession,  // a program's re-signable session (session_cache.h), per session handle
+  kHeldHandles,       // HeldHandlesRecord, per process and Tpm
 };
 
 class HostState {
@@ -125,6 +148,22 @@ class HostState {
   // name it was run by when that is another: a multi-call binary's): what a
   // record per program is kept under. kRuntime when it cannot be told.
   virtual Result<ProgramId> running_program() const = 0;
+
+  // The handles front ends' Tpms hold on `tpm` (held_handles.h), every
+  // record of every boot. A record that does not read back as written is
+  // left out: it can never be a reason to flush.
+  virtual std::vector<HeldHandlesRecord> held_handles(const TpmId& tpm) const = 0;
+  // Keeps `record` in place of its owner's record of the same context, or
+  // removes that one when `record` holds no handle. Written for the host's
+  // current boot only (it is not synced: a crash of the host ends the boot
+  // it is about).
+  virtual Status put_held_handles(const TpmId& tpm, const HeldHandlesRecord& record) = 0;
+  // This process. kRuntime when it cannot be told.
+  virtual Result<ProcessStamp> this_process() const = 0;
+  // False only when `process` is known to have ended: no process with its
+  // pid, another one (started at another time), or it is a zombie. One of
+  // another pid namespace cannot be told, and counts as running.
+  virtual bool process_runs(const ProcessStamp& process) const = 0;
 
   // What `tpmsec provision` kept (bind_secret.h, salt_key.h).
   virtual Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const = 0;

@@ -98,6 +98,13 @@ struct ProtectRequest {
   // Notices also say which policy rule decided and the facts it rests on.
   bool verbose = false;
   Notice notice;
+  // For a front end whose process may be killed while its handles are
+  // loaded (the TCTI): before anything is sent, flush what such a front
+  // end's dead processes left on this TPM, and record what this one holds
+  // while the ProtectedTpm lives (held_handles.h). open() only; a TPM in
+  // process keeps no record, one with private_handles() only drops stale
+  // ones. A failure is a notice, never an error.
+  bool track_handles = false;
   // Where pins, kept state and provisioned secrets are read and kept, and
   // how the host is asked for its boot id, the kernel's pin and the files
   // the request names (host_state.h). None: the state directory
@@ -200,6 +207,8 @@ class ProtectedTpm {
  private:
   ProtectedTpm() = default;
   Status resolve(const ProtectRequest& request);
+  // ProtectRequest::track_handles.
+  void track_handles();
   void say(std::string_view line) const;
   // protection(symmetric) as `tuning` runs its sessions.
   ProtectionConfig tuned(const SessionTuning& tuning, SymDef symmetric = SymDef::aes128_cfb()) const;

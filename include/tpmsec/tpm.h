@@ -8,6 +8,7 @@
 #define TPMSEC_TPM_H_
 
 #include <array>
+#include <functional>
 #include <initializer_list>
 #include <span>
 #include <type_traits>
@@ -37,6 +38,10 @@ Result<MutableByteView> first_parameter_data(MutableByteView params, std::string
 // An error for a TPM response code: kind kTpm, "TPM error TPM_RC_X (...) from CMD".
 Error tpm_error(uint32_t code, std::string_view command);
 
+// TPM_RC_HANDLE or TPM_RC_VALUE from a FlushContext: the TPM does not have
+// the handle (already gone: it counts as flushed).
+bool handle_gone(const Error& e);
+
 class Tpm {
  public:
   explicit Tpm(Transport& transport) : transport_(&transport) {}
@@ -58,6 +63,7 @@ class Tpm {
   template <class C>
   Result<typename C::Response> run(const C& command, std::span<const Auth> auths = {}) {
     static_assert(!C::kInfo.creates_handle || C::kInfo.response_handle_count == 1);
+    HeldNotice notice(*this);  // on every path out
     Writer params;
     marshal_all(params, command.params());
     // A parameter that does not fit fails the command before anything is sent.
@@ -86,6 +92,10 @@ class Tpm {
       if (!adopted.ok()) return after_failure(C::kInfo, command.created(), adopted.error());
     }
     if constexpr (std::is_same_v<C, cmd::FlushContext>) ledger_.forget(command.flush_handle);
+    if constexpr (std::is_same_v<C, cmd::ContextSave>) ledger_.note_saved(command.save_handle.handle, true);
+    if constexpr (std::is_same_v<C, cmd::ContextLoad>) {
+      if (uint32_t session = command.created().reloads) ledger_.note_saved(session, false);
+    }
     return response;
   }
   template <class C>
@@ -111,7 +121,10 @@ class Tpm {
   // The TPM ended the handle itself, as an authenticated response said (a
   // session used without continueSession): ownership ends, nothing is sent.
   // Also for a handle the caller flushes itself later, with flush_forgotten().
-  void forget(uint32_t handle) { ledger_.forget(handle); }
+  void forget(uint32_t handle) {
+    ledger_.forget(handle);
+    note_held();
+  }
   // FlushContext of a handle this Tpm owned and forget() let go of before it
   // was flushed; as flush(), a sweep of its kind follows when the flush does
   // not clearly succeed, and TPM_RC_HANDLE/VALUE counts as flushed.
@@ -126,7 +139,26 @@ class Tpm {
   // types are returned.
   Result<std::vector<uint32_t>> list_handles(uint32_t first, std::span<const Auth> auths = {});
 
+  // --- What this Tpm holds, for whoever must know it outlives a crash ---
+  // `watch` is called with ledger().held() whenever that changes: after a
+  // command this Tpm sent created, flushed, saved or loaded back one of its
+  // handles, after forget() and after sweep(); and now, if it holds any. Called from
+  // within the command that changed it (the TCTI's records of its own
+  // handles, held_handles.h). One watcher; an empty function removes it.
+  using HeldWatch = std::function<void(const std::vector<HeldHandle>&)>;
+  void watch_held(HeldWatch watch);
+
  private:
+  // Tells the watcher when ledger().held() changed since it was last told.
+  void note_held();
+  struct HeldNotice {
+    explicit HeldNotice(Tpm& tpm) : tpm(&tpm) {}
+    ~HeldNotice() { tpm->note_held(); }
+    HeldNotice(const HeldNotice&) = delete;
+    HeldNotice& operator=(const HeldNotice&) = delete;
+    Tpm* tpm;
+  };
+
   // Before a creating command: a pending sweep, then the baseline once
   // (unless in_process() or private_handles()).
   Status before_creating();
@@ -152,6 +184,8 @@ class Tpm {
 
   Transport* transport_;
   HandleLedger ledger_;
+  HeldWatch watch_;
+  std::vector<HeldHandle> last_held_;  // what the watcher was last told
 };
 
 }  // namespace tpmsec

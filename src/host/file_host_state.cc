@@ -35,6 +35,7 @@ const char* folder(StateRecord what) {
     case StateRecord::kKeptCallerSession: return "session-cache";
     case StateRecord::kBindSecret: return "bind";
     case StateRecord::kSaltKey: return "salt-key";
+    case StateRecord::kHeldHandles: return "held-handles";
   }
   return "unknown";
 }
@@ -50,6 +51,15 @@ Result<std::string> read_ca_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return usage_error(fmt::format("cannot read CA file {}", path.string()));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+Result<bool> erase_files(const std::vector<std::string>& files) {
+  bool any = false;
+  for (const std::string& f : files) {
+    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(f));
+    any = any || removed;
+  }
+  return any;
 }
 
 }  // namespace
@@ -84,6 +94,7 @@ std::string FileHostState::where(StateRecord what, const TpmId& tpm, SaltKind ki
     case StateRecord::kKeptInfo: return fmt::format("{}/{}-info", where(what), tpm.key);
     case StateRecord::kKeptCommandCount: return fmt::format("{}/{}-commands-*", where(what), tpm.key);
     case StateRecord::kKeptCallerSession: return fmt::format("{}/{}-session-*", where(what), tpm.key);
+    case StateRecord::kHeldHandles: return fmt::format("{}/{}-*", where(what), tpm.key);
     case StateRecord::kBindSecret:
     case StateRecord::kSaltKey: return fmt::format("{}/{}", where(what), tpm.key);
     default: return fmt::format("{}/{}-{}", where(what), tpm.key, state_file::salt_label(kind));
@@ -94,8 +105,9 @@ Result<bool> FileHostState::erase(StateRecord what, const TpmId& tpm) {
   if (what == StateRecord::kKeptInfo || what == StateRecord::kBindSecret || what == StateRecord::kSaltKey) {
     return state_file::remove(where(what, tpm));
   }
-  if (what == StateRecord::kKeptCommandCount) return erase_prefixed(what, tpm.key + "-commands-");
-  if (what == StateRecord::kKeptCallerSession) return erase_prefixed(what, tpm.key + "-session-");
+  if (what == StateRecord::kKeptCommandCount) return erase_command_counts(tpm);
+  if (what == StateRecord::kHeldHandles) return erase_files(files_starting(what, tpm.key + "-"));
+  if (what == StateRecord::kKeptCallerSession) return erase_files(files_starting(what, tpm.key + "-session-"));
   bool any = false;
   for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) {
     TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(where(what, tpm, kind)));
@@ -112,19 +124,19 @@ std::string FileHostState::caller_session_file(const TpmId& tpm, uint32_t handle
   return fmt::format("{}/{}-session-{:08x}", where(StateRecord::kKeptCallerSession), tpm.key, handle);
 }
 
-Result<bool> FileHostState::erase_prefixed(StateRecord what, const std::string& prefix) {
+std::vector<std::string> FileHostState::files_starting(StateRecord what, const std::string& prefix) const {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(where(what), ec)) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) files.push_back(e.path().string());
   }
-  bool any = false;
-  for (const std::string& f : files) {
-    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(f));
-    any = any || removed;
-  }
-  return any;
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<bool> FileHostState::erase_command_counts(const TpmId& tpm) {
+  return erase_files(files_starting(StateRecord::kKeptCommandCount, tpm.key + "-commands-"));
 }
 
 Result<ProgramId> FileHostState::running_program() const {

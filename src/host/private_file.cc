@@ -66,14 +66,14 @@ Result<Fd> open_private_dir(const std::string& dir) {
 
 Status make_private_dir(const std::string& dir) { return status_of(open_private_dir(dir)); }
 
-Status write_private(const std::string& path, std::string_view content) {
+Status write_private(const std::string& path, std::string_view content, Durability durability) {
   auto parts = internal::split(path);
   if (!parts) return runtime_error(fmt::format("cannot write {}: names no file", path));
   TPMSEC_ASSIGN_OR_RETURN(Fd dir, open_private_dir(parts->dir));
   internal::ReplaceOptions options;
   options.mode = 0600;
   options.exact = true;
-  options.sync = true;
+  options.sync = durability == Durability::kHostCrash;
   if (int err = internal::replace_at(dir.get(), parts->name, content, options)) {
     return runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(err)));
   }

@@ -51,9 +51,10 @@ Result<std::optional<std::map<std::string, std::string>>> read_fields(const std:
 
 Status make_private_dir(const std::string& dir) { return files::make_private_dir(dir); }
 
-Status write_private(const std::string& dir, const std::string& path, const std::string& text) {
+Status write_private(const std::string& dir, const std::string& path, const std::string& text,
+                     files::Durability durability) {
   TPMSEC_RETURN_IF_ERROR(files::make_private_dir(dir));
-  return files::write_private(path, text);
+  return files::write_private(path, text, durability);
 }
 
 Result<bool> remove(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "tpmsec/host/files.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/result.h"
 
@@ -31,7 +32,8 @@ Status make_private_dir(const std::string& dir);
 // Writes `text` to `path` (mode 0600, whatever the umask) through a synced
 // temporary file and a rename, after making its directory private
 // (files::write_private).
-Status write_private(const std::string& dir, const std::string& path, const std::string& text);
+Status write_private(const std::string& dir, const std::string& path, const std::string& text,
+                     files::Durability durability = files::Durability::kHostCrash);
 // A salt kind as file names and records write it: "ecc", "rsa".
 const char* salt_label(SaltKind kind);
 // A handle as kept files write it ("0x81000001"); none if it is not one.

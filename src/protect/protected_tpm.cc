@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "notice.h"
+#include "tpmsec/held_handles.h"
 #include "tpmsec/protect.h"
 
 namespace tpmsec {
@@ -53,6 +54,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
   p->cache_ = session_cache_for(*p->base_, request.keep, p->request_.host);
   p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
   p->tpm_ = p->owned_tpm_.get();
+  if (request.track_handles) p->track_handles();
   std::optional<TpmInfo> known = p->cache_ ? p->cache_->info() : std::nullopt;
   if (known) {
     p->info_ = *known;
@@ -87,6 +89,28 @@ Status ProtectedTpm::resolve(const ProtectRequest& request) {
     config_.kept_null_key = cache_->null_key(config_.salt ? *config_.salt : choose_salt(info_));
   }
   return ok_status();
+}
+
+void ProtectedTpm::track_handles() {
+  if (base_->in_process() || !base_->outlives_process()) return;
+  auto boot = request_.host->boot_id();
+  if (!boot.ok()) {
+    say("warning: handles are not recorded: " + boot.error().message());
+    return;
+  }
+  TpmId id = TpmId::of(base_->describe());
+  auto stale = flush_stale_handles(*tpm_, *request_.host, id, *boot);
+  if (!stale.ok()) {
+    say("warning: what an ended process left on the TPM is not flushed: " + stale.error().message());
+  } else if (!stale->flushed.empty()) {
+    say(fmt::format("flushed what a process that ended without flushing left on the TPM: 0x{:08x}",
+                    fmt::join(stale->flushed, ", 0x")));
+  }
+  if (base_->private_handles()) return;
+  Notice notice = request_.notice;
+  Status st = track_held_handles(*tpm_, request_.host, std::move(id), *boot,
+                                 [notice](std::string_view line) { tpmsec::say(notice, line); });
+  if (!st.ok()) say("warning: handles are not recorded: " + st.error().message());
 }
 
 void ProtectedTpm::say(std::string_view line) const { tpmsec::say(request_.notice, line); }

@@ -8,6 +8,11 @@ Result<ProtectedSessions> open_protected(ProtectRequest request) {
   // program's session costs a ContextLoad, not a CreatePrimary and a dozen
   // capability reads (protect.h, ProtectRequest::keep).
   request.keep = true;
+  // A program killed mid-run leaves the session (or the null key) loaded on
+  // a TPM without a resource manager: the next start flushes what a dead
+  // process's record names, and this one's handles are recorded
+  // (held_handles.h).
+  request.track_handles = true;
   ProtectedSessions out;
   TPMSEC_ASSIGN_OR_RETURN(out.tpm, ProtectedTpm::open(request));
   // Its sessions run as the policy tunes them for this chip (the null key

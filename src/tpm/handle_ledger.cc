@@ -79,7 +79,25 @@ Status HandleLedger::adopt(std::string_view command, const CreatedHandle& expect
     return integrity_error(fmt::format("{} response names handle 0x{:08x} already in use", command, handle));
   }
   owned_.insert(slot(handle));
+  saved_.erase(slot(handle));
   return ok_status();
+}
+
+void HandleLedger::note_saved(uint32_t handle, bool saved) {
+  if (!owns(handle) || !ht::is_session(handle)) return;
+  if (saved) {
+    saved_.insert(slot(handle));
+  } else {
+    saved_.erase(slot(handle));
+  }
+}
+
+std::vector<HeldHandle> HandleLedger::held() const {
+  std::set<uint32_t> all(owned_.begin(), owned_.end());
+  for (uint32_t h : pending_.unflushed) all.insert(slot(h));
+  std::vector<HeldHandle> out;
+  for (uint32_t h : all) out.push_back({h, saved_.count(h) != 0});
+  return out;
 }
 
 std::vector<uint32_t> HandleLedger::strays(std::span<const uint32_t> listed) const {

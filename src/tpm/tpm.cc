@@ -35,15 +35,13 @@ Error tpm_error(uint32_t code, std::string_view command) {
   return Error(ErrorKind::kTpm, fmt::format("TPM error {} from {}", describe_rc(code), command), code);
 }
 
-namespace {
-// TPM_RC_HANDLE / TPM_RC_VALUE from FlushContext: the TPM does not have it.
 bool handle_gone(const Error& e) {
   uint32_t base = rc_base(e.tpm_rc());
   return e.kind() == ErrorKind::kTpm && (base == rc::kHandle || base == rc::kValue);
 }
-}  // namespace
 
 Status Tpm::flush(uint32_t handle) {
+  HeldNotice notice(*this);
   if (!ledger_.owns(handle)) return ok_status();
   ledger_.forget(handle);
   return flush_forgotten(handle);
@@ -86,7 +84,22 @@ Result<std::vector<uint32_t>> Tpm::list_handles(uint32_t first, std::span<const 
   return out;
 }
 
+void Tpm::watch_held(HeldWatch watch) {
+  watch_ = std::move(watch);
+  last_held_ = ledger_.held();
+  if (watch_ && !last_held_.empty()) watch_(last_held_);
+}
+
+void Tpm::note_held() {
+  if (!watch_) return;
+  std::vector<HeldHandle> now = ledger_.held();
+  if (now == last_held_) return;
+  last_held_ = std::move(now);
+  watch_(last_held_);
+}
+
 Status Tpm::sweep() {
+  HeldNotice notice(*this);
   if (!ledger_.sweep_pending()) return ok_status();
   if (transport_->private_handles()) {
     // The kernel flushes this client's handles when it closes; session

@@ -12,6 +12,9 @@
 //                               ID-commands-PROGRAM: a program's command count
 //   DIR/bind/ID                 the bind secret (bind_secret.h)
 //   DIR/salt-key/ID             the pinned salt key (salt_key.h)
+//   DIR/held-handles/ID-NS-PID-START-N  what the N-th tracked Tpm of process
+//                               PID (pid namespace NS, started at START)
+//                               holds on the TPM (held_handles.h)
 // ID is the TPM's TpmId::key (PROGRAM a ProgramId::key); each file also
 // holds the TPM string (and the program's path), which must be the one
 // asked for.
@@ -58,6 +61,10 @@ class FileHostState final : public HostState {
   Status put_kept_caller_session(const TpmId& tpm, const std::string& boot, const KeptCallerSession& session) override;
   Status erase_kept_caller_session(const TpmId& tpm, uint32_t handle) override;
   Result<ProgramId> running_program() const override;
+  std::vector<HeldHandlesRecord> held_handles(const TpmId& tpm) const override;
+  Status put_held_handles(const TpmId& tpm, const HeldHandlesRecord& record) override;
+  Result<ProcessStamp> this_process() const override;
+  bool process_runs(const ProcessStamp& process) const override;
   Result<std::optional<BindSecret>> bind_secret(const TpmId& tpm) const override;
   Status put_bind_secret(const TpmId& tpm, const BindSecret& secret) override;
   Result<std::optional<PersistentSaltKey>> salt_key(const TpmId& tpm) const override;
@@ -72,8 +79,10 @@ class FileHostState final : public HostState {
  private:
   std::string command_count_file(const TpmId& tpm, const ProgramId& program) const;
   std::string caller_session_file(const TpmId& tpm, uint32_t handle) const;
-  // Removes every file of the folder of `what` whose name starts `prefix`.
-  Result<bool> erase_prefixed(StateRecord what, const std::string& prefix);
+  Result<bool> erase_command_counts(const TpmId& tpm);
+  // The files in where(what) whose names start with `prefix`.
+  std::vector<std::string> files_starting(StateRecord what, const std::string& prefix) const;
+  std::string held_handles_file(const TpmId& tpm, const HeldHandlesRecord& record) const;
 
   std::string dir_;
 };

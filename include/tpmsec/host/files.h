@@ -28,6 +28,7 @@
 #ifndef TPMSEC_HOST_FILES_H_
 #define TPMSEC_HOST_FILES_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -76,9 +77,16 @@ bool trusted_dir(const struct stat& st);
 // an existing one (see above) and narrows it to 0700.
 Status make_private_dir(const std::string& dir);
 
-// Replaces `path` with `content`, mode 0600 whatever the umask, synced, after
-// make_private_dir() on its directory.
-Status write_private(const std::string& path, std::string_view content);
+// What a state file must outlive: a crash of the host (synced before the
+// rename: pins, secrets, caches), or only the end of the process that wrote
+// it (a record about this boot alone, which a host crash ends anyway: no
+// fsync, so writing it often costs no disk flush).
+enum class Durability { kHostCrash, kProcessEnd };
+
+// Replaces `path` with `content`, mode 0600 whatever the umask, synced (as
+// `durability` asks), after make_private_dir() on its directory.
+Status write_private(const std::string& path, std::string_view content,
+                     Durability durability = Durability::kHostCrash);
 
 // The content of state file `path` (at most `max_bytes`, else kParse), or
 // none when it does not exist. A symbolic link or anything but a regular
