@@ -12,6 +12,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/bytes.h"
+#include "tpmsec/pcr.h"
 
 namespace tpmsec {
 namespace {
@@ -231,10 +232,15 @@ TEST(Cli, CompletionOffersProfileAndStrategyNames) {
   EXPECT_EQ(options, (V{"--openmetrics"}));
 }
 
+// The sha1 bank extended: on a fresh embedded TPM PCR 16 goes from zeros to
+// SHA-1(zeros || digest), and --read-back prints that.
 TEST(Cli, Sha1BankExtend) {
-  auto r = run_tpmsec({"pcr", "extend", "16", std::string(40, 'a'), "--bank", "sha1"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(r.err.empty());
+  const Bytes digest(20, 0xaa);
+  auto r = run_tpmsec({"pcr", "extend", "16", to_hex(digest), "--bank", "sha1", "--read-back"});
+  ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
+  auto expected = pcr_extended_value(alg::kSha1, Bytes(20, 0), digest);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_NE(r.out.find(to_hex(*expected)), std::string::npos) << r.out;
 }
 
 TEST(Cli, HelpOnEveryCommand) {

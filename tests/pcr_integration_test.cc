@@ -61,12 +61,18 @@ TEST_P(PcrTest, ExtendChainsAsSha256OfOldAndDigest) {
 }
 
 TEST_P(PcrTest, Sha1BankExtends) {
+  auto before = pcr_read(tpm(), alg::kSha1, 16);
+  auto sha256_before = pcr_read(tpm(), alg::kSha256, 16);
+  ASSERT_TRUE(before.ok() && sha256_before.ok());
   Bytes d(20, 0x11);
   ASSERT_TRUE(pcr_extend(tpm(), alg::kSha1, 16, d).ok());
   auto v = pcr_read(tpm(), alg::kSha1, 16);
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(v->size(), 20u);
-  EXPECT_NE(*v, Bytes(20, 0));
+  // SHA-1(old || digest), and the sha256 bank untouched.
+  auto expected = pcr_extended_value(alg::kSha1, *before, d);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(to_hex(*v), to_hex(*expected));
+  EXPECT_EQ(*pcr_read(tpm(), alg::kSha256, 16), *sha256_before);
 }
 
 TEST_P(PcrTest, WrongDigestLengthRefusedBeforeTheTpm) {

@@ -410,12 +410,10 @@ TEST(PipelineParse, MissingResponseHandle) {
   EXPECT_EQ(r2.error().kind(), ErrorKind::kParse);
 }
 
-// Known bug (src/tpm/tpm.cc, Tpm::execute_once): the handle span is never
-// checked against info.handle_count. With fewer handles than auth_count,
-// `in.entity = handles[i]` reads past the span (UBSan: reference binding to
-// null pointer when the span is empty); with more, the extra handles go on the
-// wire. run<C>() static_asserts the count, but execute() is public. Enable
-// once fixed.
+// execute() is public, so it checks the handle span against the command's
+// handle count itself (run<C>() static_asserts it): fewer handles than
+// auth_count would read past the span, more would go on the wire. Either is
+// a usage error, and nothing is sent.
 TEST(PipelineParse, ExecuteChecksHandleCount) {
   {
     testing::ScriptedTransport t("canned");

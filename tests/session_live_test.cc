@@ -3,7 +3,10 @@
 // round-trips.
 #include <openssl/sha.h>
 
+#include <algorithm>
+
 #include "support/test_tpm.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
 
@@ -66,16 +69,34 @@ TEST_P(SessionLiveTest, ContinuedSessionRollsNonces) {
   expect_no_handles_left();
 }
 
+// The bytes the caller gets are not the bytes the TPM sent: the response's
+// first parameter crossed the bus encrypted, with either cipher.
 TEST_P(SessionLiveTest, GetRandomEncryptedWithAesAndXor) {
   for (SymDef sym : {SymDef::aes128_cfb(), SymDef::xor_with(alg::kSha256)}) {
+    Bytes last_response;
+    testing::InterposingTransport bus(transport(), [&](ByteView c, Transport& inner) {
+      auto r = inner.transmit(c);
+      if (r.ok()) last_response = *r;
+      return r;
+    });
+    Tpm on_bus(bus);
     ProtectionConfig config;
     config.symmetric = sym;
-    auto f = factory(config);
-    auto s = f->start(attr::kEncrypt);
+    config.trust_first_use = true;
+    auto f = SessionFactory::create(on_bus, config);
+    ASSERT_TRUE(f.ok()) << f.error().message();
+    auto s = (*f)->start(attr::kEncrypt);
     ASSERT_TRUE(s.ok()) << s.error().message();
-    auto r = tpm().run(cmd::GetRandom{32}, {Auth{s->get(), {}}});
+    auto r = on_bus.run(cmd::GetRandom{32}, {Auth{s->get(), {}}});
     ASSERT_TRUE(r.ok()) << r.error().message();
-    EXPECT_EQ(r->random_bytes.bytes.size(), 32u);
+    const Bytes& got = r->random_bytes.bytes;
+    ASSERT_EQ(got.size(), 32u);
+    // Response: header, parameterSize, then the TPM2B: its 32 bytes as sent.
+    ASSERT_GE(last_response.size(), 10u + 4 + 2 + 32);
+    Bytes sent(last_response.begin() + 16, last_response.begin() + 48);
+    EXPECT_NE(sent, got) << "sent in clear with " << (sym.algorithm == alg::kAes ? "AES" : "XOR");
+    EXPECT_EQ(std::search(last_response.begin(), last_response.end(), got.begin(), got.end()), last_response.end());
+    ASSERT_TRUE((*s)->flush().ok());
   }
   expect_no_handles_left();
 }

@@ -47,7 +47,6 @@ Result<Bytes> LatencyTransport::transmit(ByteView command) {
   clock_.adjust(modelled - spent);
   ++commands_;
   modelled_ns_ += modelled;
-  real_ns_ += spent;
   last_ = std::move(m);
   return response;
 }

@@ -53,7 +53,6 @@ class LatencyTransport final : public Transport {
   const std::optional<ModelledLatency>& last() const { return last_; }
   size_t commands() const { return commands_; }
   int64_t modelled_ns() const { return modelled_ns_; }  // total modelled TPM time
-  int64_t real_ns() const { return real_ns_; }          // total real time it replaced
   // The slot enforcement between this and the wrapped TPM.
   SlotLimitTransport& slots() { return *slots_; }
   // Real time (`tpmsec emulate --clock real`): from now on each transmit()
@@ -76,7 +75,6 @@ class LatencyTransport final : public Transport {
   const std::atomic<bool>* cut_short_ = nullptr;
   size_t commands_ = 0;
   int64_t modelled_ns_ = 0;
-  int64_t real_ns_ = 0;
 };
 
 }  // namespace tpmsec
