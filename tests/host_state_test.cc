@@ -101,23 +101,28 @@ TEST(FileHostState, CommandCountsAreKeptPerProgramAndBoot) {
   const TpmId tpm = TpmId::of("swtpm:host=127.0.0.1,port=1");
   const ProgramId extend = ProgramId::of("/usr/bin/tpm2 (tpm2_pcrextend)");
   const ProgramId read = ProgramId::of("/usr/bin/tpm2 (tpm2_pcrread)");
-  EXPECT_FALSE(store.kept_command_count(tpm, "b1", extend));
+  auto count = [&](const TpmId& t, const char* boot, const ProgramId& program) {
+    auto kept = store.kept_command_count(t, boot, program);
+    EXPECT_TRUE(kept.ok()) << kept.error().message();
+    return kept.ok() ? *kept : std::nullopt;
+  };
+  EXPECT_FALSE(count(tpm, "b1", extend));
   ASSERT_TRUE(store.put_kept_command_count(tpm, "b1", extend, 1).ok());
   ASSERT_TRUE(store.put_kept_command_count(tpm, "b1", read, 7).ok());
-  EXPECT_EQ(store.kept_command_count(tpm, "b1", extend), 1u);
-  EXPECT_EQ(store.kept_command_count(tpm, "b1", read), 7u);
-  EXPECT_FALSE(store.kept_command_count(tpm, "b2", extend)) << "another boot's";
-  EXPECT_FALSE(store.kept_command_count(TpmId::of("swtpm:host=127.0.0.1,port=2"), "b1", extend)) << "another TPM's";
+  EXPECT_EQ(count(tpm, "b1", extend), 1u);
+  EXPECT_EQ(count(tpm, "b1", read), 7u);
+  EXPECT_FALSE(count(tpm, "b2", extend)) << "another boot's";
+  EXPECT_FALSE(count(TpmId::of("swtpm:host=127.0.0.1,port=2"), "b1", extend)) << "another TPM's";
   const std::string file = dir + "/session-cache/" + tpm.key + "-commands-" + extend.key;
   EXPECT_EQ(permissions(file), fs::perms::owner_read | fs::perms::owner_write);
   std::ofstream(file) << "tpm=" << tpm.text << "\nboot=b1\nprogram=" << extend.path << "\ncommands=1x\n";
-  EXPECT_FALSE(store.kept_command_count(tpm, "b1", extend)) << "a malformed count";
+  EXPECT_FALSE(count(tpm, "b1", extend)) << "a malformed count";
   std::ofstream(file) << "tpm=" << tpm.text << "\nboot=b1\nprogram=/usr/bin/other\ncommands=1\n";
-  EXPECT_FALSE(store.kept_command_count(tpm, "b1", extend)) << "another program's";
+  EXPECT_FALSE(count(tpm, "b1", extend)) << "another program's";
   auto erased = store.erase(StateRecord::kKeptCommandCount, tpm);
   ASSERT_TRUE(erased.ok()) << erased.error().message();
   EXPECT_TRUE(*erased);
-  EXPECT_FALSE(store.kept_command_count(tpm, "b1", read));
+  EXPECT_FALSE(count(tpm, "b1", read));
   EXPECT_FALSE(fs::exists(file));
   fs::remove_all(dir);
 }
