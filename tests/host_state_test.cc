@@ -186,7 +186,8 @@ class StateDirRule : public ::testing::Test {
          {store_->put_null_key_pin(tpm_, SaltKind::kEcc, {Bytes{0, 0x0b, 1}, "b1"}),
           store_->put_ek_pin(tpm_, SaltKind::kEcc, {Bytes{0, 0x0b, 2}, "", {}}), store_->put_bind_secret(tpm_, bind),
           store_->put_salt_key(tpm_, k), store_->put_kept_info(tpm_, "b1", TpmInfo{}),
-          store_->put_kept_null_key(tpm_, "b1", kept), store_->put_kept_command_count(tpm_, "b1", program_, 3)}) {
+          store_->put_kept_null_key(tpm_, "b1", kept), store_->put_kept_command_count(tpm_, "b1", program_, 3),
+          store_->put_kept_caller_session(tpm_, "b1", {kCallerSession, 0x000b, Bytes(32, 7)})}) {
       ASSERT_TRUE(st.ok()) << st.error().message();
     }
   }
@@ -209,6 +210,8 @@ class StateDirRule : public ::testing::Test {
          [&] { return found(s.kept_null_key(t, "b1", SaltKind::kEcc)); }},
         {"kept command count", state_ + "/session-cache/" + t.key + "-commands-" + program_.key,
          [&] { return found(s.kept_command_count(t, "b1", program_)); }},
+        {"kept caller session", state_ + "/session-cache/" + t.key + "-session-02000000",
+         [&] { return found(s.kept_caller_session(t, "b1", kCallerSession)); }},
     };
   }
 
@@ -229,6 +232,7 @@ class StateDirRule : public ::testing::Test {
   }
   static void chown_to(const std::string& path, uid_t uid) { ASSERT_EQ(::lchown(path.c_str(), uid, uid), 0) << path; }
 
+  static constexpr uint32_t kCallerSession = 0x02000000;  // a program's HMAC session (KeptCallerSession)
   std::string base_, state_;
   std::unique_ptr<FileHostState> store_;
   const TpmId tpm_ = TpmId::of("swtpm:host=127.0.0.1,port=1");
