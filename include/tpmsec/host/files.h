@@ -37,8 +37,8 @@
 //   - anything else is refused (kRuntime: exit 1) with one line naming the
 //     path, its owner (uid and user name) and its mode;
 //   - files are written 0600, directories tpmsec creates 0700, whatever the
-//     umask; an existing directory of the caller's under the root is
-//     narrowed to 0700 when written; a file is written as reports are
+//     umask; an existing directory of the caller's, the root or one under
+//     it, is narrowed to 0700 when written; a file is written as reports are
 //     replaced (a symbolic link at its name replaced, never followed), and
 //     synced before the rename.
 #ifndef TPMSEC_HOST_FILES_H_
