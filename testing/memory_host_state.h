@@ -46,23 +46,23 @@ class MemoryHostState final : public HostState {
     ek_pins_[{tpm.key, kind}] = record;
     return ok_status();
   }
-  std::optional<TpmInfo> kept_info(const TpmId& tpm, const std::string& boot) const override {
+  Result<std::optional<TpmInfo>> kept_info(const TpmId& tpm, const std::string& boot) const override {
     return of_boot(find(kept_info_, tpm.key), boot);
   }
   Status put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) override {
     kept_info_[tpm.key] = {boot, info};
     return ok_status();
   }
-  std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
-                                                 SaltKind kind) const override {
+  Result<std::optional<NullKey::Snapshot>> kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                         SaltKind kind) const override {
     return of_boot(find(kept_null_keys_, Key{tpm.key, kind}), boot);
   }
   Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) override {
     kept_null_keys_[{tpm.key, key.kind}] = {boot, key};
     return ok_status();
   }
-  std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
-                                             const ProgramId& program) const override {
+  Result<std::optional<uint64_t>> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                                     const ProgramId& program) const override {
     return of_boot(find(kept_command_counts_, std::pair(tpm.key, program.key)), boot);
   }
   Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
@@ -91,8 +91,8 @@ class MemoryHostState final : public HostState {
     return ok_status();
   }
 
-  std::optional<KeptCallerSession> kept_caller_session(const TpmId& tpm, const std::string& boot,
-                                                       uint32_t handle) const override {
+  Result<std::optional<KeptCallerSession>> kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                               uint32_t handle) const override {
     return of_boot(find(kept_caller_sessions_, std::pair(tpm.key, handle)), boot);
   }
   Status put_kept_caller_session(const TpmId& tpm, const std::string& boot, const KeptCallerSession& session) override {

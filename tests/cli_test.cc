@@ -1,6 +1,7 @@
 // The command line as a user meets it: outputs, one-line errors, exit codes.
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -73,6 +74,36 @@ TEST(Cli, StateDirectoryKeepsTheTpmAcrossProcesses) {
   auto again = run_tpmsec({"pcr", "read", "8"});  // a fresh embedded TPM
   EXPECT_EQ(again.out, std::string(64, '0') + "\n");
   std::system((std::string("rm -rf ") + tmpl).c_str());
+}
+
+// The issue-31 attack as a user meets it: root's TPMSEC_STATE_DIR in a 0777
+// directory owned by nobody, who planted the state directory and a pin in it
+// (0644, theirs). Refused before any of it is used: exit 1, one line naming
+// the directory and its owner; nothing written there.
+TEST(Cli, AStateDirectoryAnotherUserCanSwapIsRefused) {
+  ASSERT_EQ(::geteuid(), 0u) << "this test plants files owned by another uid (chown): run it as root";
+  char tmpl[] = "/tmp/tpmsec-cli-planted-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl, shared = base + "/shared", state = shared + "/state";
+  const std::string pins = state + "/null-key-pins";
+  ASSERT_EQ(std::system(("mkdir -p " + pins + " && echo tpm=x > " + pins + "/planted && chmod 0777 " + shared + " " +
+                         state + " " + pins + " && chmod 0644 " + pins + "/planted && chown -R 65534:65534 " + shared)
+                            .c_str()),
+            0);
+  auto listing = [&] { return run_command({"ls", "-lnR", shared}).out; };
+  const std::string before = listing();
+  // A TPM whose state outlives the process: what is kept for it is read.
+  auto r = run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", "embedded:state=" + base},
+                      {"TPMSEC_STATE_DIR=" + state});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  expect_one_line_error(r, "tpmsec: the state directory's parent " + shared +
+                               " (owner uid 65534 (nobody), mode 0777) belongs to neither root nor this user: refused");
+  EXPECT_EQ(listing(), before);
+  // The same command with the state directory in root's own directory runs.
+  auto ok = run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", "embedded:state=" + base},
+                       {"TPMSEC_STATE_DIR=" + base + "/kept"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  std::system(("rm -rf " + base).c_str());
 }
 
 TEST(Cli, TpmEnvironmentVariableSelectsTransport) {

@@ -295,20 +295,24 @@ TEST_F(FilesTest, ALinkAtAStateFileNameIsNotFollowed) {
   auto r = run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", "embedded:state=" + dir.string()}, env());
   EXPECT_EQ(r.exit_code, 1) << describe(r);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("tpmsec-permall.blob: a symbolic link, not a state file: refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("state file {} (owner uid 65534 (nobody), mode 0777) is a symbolic link, never "
+                                   "followed: refused",
+                                   link.string())),
+            std::string::npos)
+      << r.err;
   expect_victim_untouched();
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
 
   // Written (the library's state writer), the link is replaced, never followed.
-  ASSERT_TRUE(files::write_private(link.string(), "state").ok());
+  ASSERT_TRUE(files::write_private({dir.string(), "tpmsec-permall.blob"}, "state").ok());
   expect_victim_untouched();
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(link)));
   EXPECT_EQ(mode_of(link), 0600u);
   // Read, a link is refused.
   fs::path kept = root_ / "kept";
-  ASSERT_TRUE(files::make_private_dir(kept.string()).ok());
+  ASSERT_TRUE(files::make_private_dir({kept.string(), ""}).ok());
   fs::create_symlink(victim_, kept / "pin");
-  auto read = files::read_private((kept / "pin").string(), 4096);
+  auto read = files::read_private({kept.string(), "pin"}, 4096);
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.error().message().find("a symbolic link"), std::string::npos);
 }
@@ -325,7 +329,9 @@ TEST_F(FilesTest, AStateDirectoryOthersCanWriteIsRefused) {
     auto r = run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", "embedded:state=" + dir.string()}, env());
     EXPECT_EQ(r.exit_code, 1) << describe(r);
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(fmt::format("state directory {} can be written by group or others", dir.string())),
+    EXPECT_NE(r.err.find(fmt::format("state directory {} (owner uid 0 (root), mode {:04o}) can be written by group or "
+                                     "others: refused",
+                                     dir.string(), mode)),
               std::string::npos)
         << r.err;
     EXPECT_TRUE(entries(dir).empty());
@@ -333,9 +339,11 @@ TEST_F(FilesTest, AStateDirectoryOthersCanWriteIsRefused) {
   }
   ::chmod(dir.c_str(), 0700);
   ASSERT_EQ(::chown(dir.c_str(), kOtherUser, kOtherUser), 0);
-  Status st = files::make_private_dir(dir.string());
+  Status st = files::make_private_dir({dir.string(), ""});
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("belongs to uid 65534"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("(owner uid 65534 (nobody), mode 0700) belongs to neither root nor this user"),
+            std::string::npos)
+      << st.error().message();
 
   // The kept-secret stores (bind, pins, salt key, session cache).
   fs::path kept = root_ / "kept";
@@ -355,11 +363,11 @@ TEST_F(FilesTest, AnExistingReadableStateDirectoryIsNarrowed) {
   fs::path dir = root_ / "readable";
   fs::create_directory(dir);
   ::chmod(dir.c_str(), 0755);
-  ASSERT_TRUE(files::write_private((dir / "a" / "b" / "secret").string(), "s").ok());
+  ASSERT_TRUE(files::write_private({dir.string(), "a/b/secret"}, "s").ok());
   EXPECT_EQ(mode_of(dir / "a"), 0700u);
   EXPECT_EQ(mode_of(dir / "a" / "b"), 0700u);
   EXPECT_EQ(mode_of(dir / "a" / "b" / "secret"), 0600u);
-  ASSERT_TRUE(files::make_private_dir(dir.string()).ok());
+  ASSERT_TRUE(files::make_private_dir({dir.string(), ""}).ok());
   EXPECT_EQ(mode_of(dir), 0700u);
 }
 

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <tss2/tss2_tcti.h>
 #include <unistd.h>
@@ -1008,6 +1009,53 @@ TEST_F(TctiTest, StrictRefusesAnUnsealItCannotEncryptWithOneLine) {
   auto random = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",strict"));
   EXPECT_EQ(random.exit_code, 0) << testing::describe(random);
   flush_transients();
+}
+
+// What the TCTI keeps between runs, where another user could have written
+// it: root's TPMSEC_STATE_DIR in a 0777 directory of nobody's (the state
+// root could be swapped), or a kept command count loosened to 0644. The
+// TCTI refuses to initialize (the tool fails, one "tpmsec TCTI:" line
+// naming the path and its owner) rather than use the state or silently
+// ignore it; put right, the next run works.
+TEST_F(TctiTest, StateAnotherUserCouldHaveWrittenFailsInit) {
+  namespace fs = std::filesystem;
+  ASSERT_EQ(::geteuid(), 0u) << "this test plants files owned by another uid (chown): run it as root";
+  const std::string shared = path("shared");
+  fs::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  ASSERT_EQ(::chown(shared.c_str(), 65534, 65534), 0);
+  auto run = [&](const std::string& state) {
+    auto r = run_command({"tpm2_getrandom", "-T", tcti(), "--hex", "8"}, {"TPMSEC_STATE_DIR=" + state});
+    proxy_->wait_idle();
+    return r;
+  };
+  auto swapped = run(shared + "/state");
+  EXPECT_NE(swapped.exit_code, 0) << testing::describe(swapped);
+  EXPECT_EQ(swapped.out, "");
+  EXPECT_NE(swapped.err.find("tpmsec TCTI: the state directory's parent " + shared +
+                             " (owner uid 65534 (nobody), mode 0777) belongs to neither root nor this user: refused\n"),
+            std::string::npos)
+      << swapped.err;
+  EXPECT_TRUE(fs::is_empty(shared)) << "written in another user's directory";
+
+  const std::string own = path("own");
+  auto first = run(own);
+  ASSERT_EQ(first.exit_code, 0) << testing::describe(first);
+  std::string count;
+  for (const auto& e : fs::directory_iterator(own + "/session-cache")) {
+    if (e.path().filename().string().find("-commands-") != std::string::npos) count = e.path().string();
+  }
+  ASSERT_FALSE(count.empty()) << "no command count kept";
+  ASSERT_EQ(::chmod(count.c_str(), 0644), 0);
+  auto loosened = run(own);
+  EXPECT_NE(loosened.exit_code, 0) << testing::describe(loosened);
+  EXPECT_NE(loosened.err.find("tpmsec TCTI: state file " + count +
+                              " (owner uid 0 (root), mode 0644) is not mode 0600 or stricter: refused\n"),
+            std::string::npos)
+      << loosened.err;
+  ASSERT_EQ(::chmod(count.c_str(), 0600), 0);
+  auto again = run(own);
+  EXPECT_EQ(again.exit_code, 0) << testing::describe(again);
 }
 
 TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {

@@ -224,10 +224,11 @@ TEST_F(TrustAnchorTest, InMemoryHostStateTofuPinsPerBootAndKeepsItsSessionCache)
     EXPECT_EQ((*pin)->name, (*factory)->null_key()->name());
     pinned = (*pin)->name;
     (*first)->keep(factory->get());
-    ASSERT_TRUE(host_->kept_info(tpm, "boot-1").has_value());
+    auto info = host_->kept_info(tpm, "boot-1");
+    ASSERT_TRUE(info.ok() && info->has_value());
     auto kept = host_->kept_null_key(tpm, "boot-1", SaltKind::kEcc);
-    ASSERT_TRUE(kept.has_value());
-    EXPECT_EQ(kept->name, pinned);
+    ASSERT_TRUE(kept.ok() && kept->has_value());
+    EXPECT_EQ((*kept)->name, pinned);
   }
   {
     // The same boot: the pin is used silently, and held to.

@@ -15,7 +15,10 @@
 // Records are kept per TPM string. A record that cannot be read back as
 // written is a kParse error naming where it is and how to remove it (a pin
 // or a secret is never silently dropped); the kept session cache is the
-// exception: it is only ever a cache, so a bad one reads as none.
+// exception: it is only ever a cache, so a bad one reads as none. A record
+// the store may not trust (FileHostState: a file or directory another user
+// owns or can write, a symbolic link: files.h) is an error, kRuntime, for
+// every record the cache's included: it is never read as none.
 #ifndef TPMSEC_HOST_STATE_H_
 #define TPMSEC_HOST_STATE_H_
 
@@ -123,24 +126,25 @@ class HostState {
 
   // What one-shot commands keep for the next process (session_cache.h), of
   // `boot` only: none when nothing is kept, it is of another boot, or it
-  // does not read back.
-  virtual std::optional<TpmInfo> kept_info(const TpmId& tpm, const std::string& boot) const = 0;
+  // does not read back; an error when it may not be trusted (above).
+  virtual Result<std::optional<TpmInfo>> kept_info(const TpmId& tpm, const std::string& boot) const = 0;
   virtual Status put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) = 0;
-  virtual std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
-                                                         SaltKind kind) const = 0;
+  virtual Result<std::optional<NullKey::Snapshot>> kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                                 SaltKind kind) const = 0;
   virtual Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) = 0;
   // The command count a front end that protects another program's commands
   // (the TCTI) kept for `program` on `tpm` the last time it ran in `boot`
   // (session_cache.h); none when not kept.
-  virtual std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
-                                                     const ProgramId& program) const = 0;
+  virtual Result<std::optional<uint64_t>> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                                             const ProgramId& program) const = 0;
   virtual Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
                                         uint64_t count) = 0;
   // A program's session that a wrapper re-signs (session_cache.h,
   // KeptCallerSession), by handle, of `boot` only: none when not kept, of
-  // another boot, or not readable. Erased when the session ended.
-  virtual std::optional<KeptCallerSession> kept_caller_session(const TpmId& tpm, const std::string& boot,
-                                                               uint32_t handle) const = 0;
+  // another boot, or not readable; an error when it may not be trusted
+  // (above). Erased when the session ended.
+  virtual Result<std::optional<KeptCallerSession>> kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                                       uint32_t handle) const = 0;
   virtual Status put_kept_caller_session(const TpmId& tpm, const std::string& boot,
                                          const KeptCallerSession& session) = 0;
   virtual Status erase_kept_caller_session(const TpmId& tpm, uint32_t handle) = 0;

@@ -194,11 +194,12 @@ class ProtectedTpm {
   // the command count it kept the last time the program this process runs
   // used this TPM in this boot (session_cache.h; the TCTI keeps which
   // command was the last its session went on), when the request keeps; none
-  // when not known. commands_kept() keeps `count` for the next run, once
+  // when not known; kRuntime when the kept count may not be trusted
+  // (host_state.h). commands_kept() keeps `count` for the next run, once
   // commands_last_run() has named the program; a failure is a notice.
   // Neither needs the TPM, and commands_kept() no OpenSSL: it may run from
   // an exit handler.
-  std::optional<uint64_t> commands_last_run();
+  Result<std::optional<uint64_t>> commands_last_run();
   void commands_kept(uint64_t count);
   // What is kept of this TPM between processes (request.keep); null when
   // nothing is (an in-process TPM). Lives as long as this ProtectedTpm.

@@ -45,15 +45,17 @@ class SessionCache {
 
   // What is kept for this TPM and boot; none when nothing is, or it is of
   // another boot. A record that does not read back is ignored (and replaced
-  // by the next put): a cache is never a reason to fail.
-  std::optional<TpmInfo> info() const;
-  std::optional<NullKey::Snapshot> null_key(SaltKind kind) const;
+  // by the next put): a bad cache is never a reason to fail. One the host
+  // may not trust (host_state.h: another user's file, a symbolic link) is:
+  // kRuntime naming it.
+  Result<std::optional<TpmInfo>> info() const;
+  Result<std::optional<NullKey::Snapshot>> null_key(SaltKind kind) const;
 
   Status put_info(const TpmInfo& info);
   Status put_null_key(const NullKey::Snapshot& key);
-  std::optional<uint64_t> command_count(const ProgramId& program) const;
+  Result<std::optional<uint64_t>> command_count(const ProgramId& program) const;
   Status put_command_count(const ProgramId& program, uint64_t count);
-  std::optional<KeptCallerSession> caller_session(uint32_t handle) const;
+  Result<std::optional<KeptCallerSession>> caller_session(uint32_t handle) const;
   Status put_caller_session(const KeptCallerSession& session);
   Status drop_caller_session(uint32_t handle);
   // Removes the kept capabilities (the TPM changed: they are read afresh).
@@ -66,6 +68,10 @@ class SessionCache {
   TpmId tpm_;
   std::string boot_;
 };
+
+// What `cache` keeps of the TPM's capabilities (SessionCache::info()); none
+// without a cache.
+Result<std::optional<TpmInfo>> kept_info_of(const std::optional<SessionCache>& cache);
 
 }  // namespace tpmsec
 

@@ -194,11 +194,13 @@ class CommandWrapper {
 
   // The caller's re-signable sessions (above).
   class CallerNonce;
-  bool caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
-                             const AuthorizeInput& in);
+  // Whether the caller's entry for `handle` verifies; an error only when the
+  // kept record of it may not be trusted (host_state.h).
+  Result<bool> caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
+                                     const AuthorizeInput& in);
   // Tracked here, or kept by an earlier process (keep_caller_sessions_in);
-  // null when neither.
-  HmacSession* caller_session(uint32_t handle);
+  // null when neither; an error when the kept record may not be trusted.
+  Result<HmacSession*> caller_session(uint32_t handle);
   void track_caller_session(uint32_t handle, uint16_t auth_hash, ByteView nonce_tpm);
   void keep_caller_session(uint32_t handle);
   void forget_caller_session(uint32_t handle);

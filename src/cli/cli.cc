@@ -126,7 +126,7 @@ Result<OpenTpm> open_tpm(const TpmOption& option, bool keep, Measure measure) {
   TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
   TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
   out.cache = session_cache_for(*out.base, keep);
-  std::optional<TpmInfo> known = out.cache ? out.cache->info() : std::nullopt;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(out.cache));
   TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));
   if (!out.measured->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", out.measured->warning);
   if (out.cache && !known) {

@@ -20,7 +20,7 @@ Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep) {
   TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
   TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
   out.cache = session_cache_for(*out.base, keep);
-  std::optional<TpmInfo> known = out.cache ? out.cache->info() : std::nullopt;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(out.cache));
   out.plain = std::make_unique<Tpm>(*out.base);
   if (known) {
     out.plain_info = *known;

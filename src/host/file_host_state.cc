@@ -3,6 +3,7 @@
 // session_cache_file.cc and provision_files.cc.
 #include "tpmsec/host/file_host_state.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "file_replace.h"
 #include "state_file.h"
 #include "tpmsec/host/kernel_pin.h"
 #include "tpmsec/text.h"
@@ -23,21 +25,6 @@ namespace {
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
-}
-
-const char* folder(StateRecord what) {
-  switch (what) {
-    case StateRecord::kNullKeyPin: return "null-key-pins";
-    case StateRecord::kEkPin: return "ek-pins";
-    case StateRecord::kKeptInfo:
-    case StateRecord::kKeptNullKey:
-    case StateRecord::kKeptCommandCount:
-    case StateRecord::kKeptCallerSession: return "session-cache";
-    case StateRecord::kBindSecret: return "bind";
-    case StateRecord::kSaltKey: return "salt-key";
-    case StateRecord::kHeldHandles: return "held-handles";
-  }
-  return "unknown";
 }
 
 // A CA file: its size checked before it is read (file_size), as it names it.
@@ -53,13 +40,13 @@ Result<std::string> read_ca_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-Result<bool> erase_files(const std::vector<std::string>& files) {
-  bool any = false;
-  for (const std::string& f : files) {
-    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(f));
-    any = any || removed;
-  }
-  return any;
+// A file of the kernel's (/proc): its text, empty when it cannot be read.
+// Not state: the kernel's own, so not held to the state directory's rule.
+std::string read_kernel_file(const char* path) {
+  files::internal::Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  std::string text;
+  if (fd.get() < 0 || files::internal::read_all(fd.get(), state_file::kMaxBytes, &text) != 0) return "";
+  return text;
 }
 
 }  // namespace
@@ -80,63 +67,63 @@ Result<std::string> FileHostState::boot_id() {
   // not let its environment fake a reboot.
   if (std::string id = env_or_empty("TPMSEC_BOOT_ID"); !id.empty()) return id;
 #endif
-  bool missing = false;
-  TPMSEC_ASSIGN_OR_RETURN(std::string text, state_file::read("/proc/sys/kernel/random/boot_id", &missing));
-  std::string id(trim(text));
-  if (missing || id.empty()) return runtime_error("cannot read this host's boot id (/proc/sys/kernel/random/boot_id)");
+  std::string id(trim(read_kernel_file("/proc/sys/kernel/random/boot_id")));
+  if (id.empty()) return runtime_error("cannot read this host's boot id (/proc/sys/kernel/random/boot_id)");
   return id;
 }
 
-std::string FileHostState::where(StateRecord what) const { return fmt::format("{}/{}", dir_, folder(what)); }
+files::StatePath FileHostState::at(StateRecord what, const TpmId& tpm, SaltKind kind) const {
+  const char* f = state_file::folder(what);
+  switch (what) {
+    case StateRecord::kKeptInfo: return {dir_, fmt::format("{}/{}-info", f, tpm.key)};
+    case StateRecord::kKeptCommandCount: return {dir_, fmt::format("{}/{}-commands-*", f, tpm.key)};
+    case StateRecord::kKeptCallerSession: return {dir_, fmt::format("{}/{}-session-*", f, tpm.key)};
+    case StateRecord::kHeldHandles: return {dir_, fmt::format("{}/{}-*", f, tpm.key)};
+    case StateRecord::kBindSecret:
+    case StateRecord::kSaltKey: return {dir_, fmt::format("{}/{}", f, tpm.key)};
+    default: return {dir_, fmt::format("{}/{}-{}", f, tpm.key, state_file::salt_label(kind))};
+  }
+}
+
+std::string FileHostState::where(StateRecord what) const { return files::StatePath{dir_, state_file::folder(what)}.full(); }
 
 std::string FileHostState::where(StateRecord what, const TpmId& tpm, SaltKind kind) const {
-  switch (what) {
-    case StateRecord::kKeptInfo: return fmt::format("{}/{}-info", where(what), tpm.key);
-    case StateRecord::kKeptCommandCount: return fmt::format("{}/{}-commands-*", where(what), tpm.key);
-    case StateRecord::kKeptCallerSession: return fmt::format("{}/{}-session-*", where(what), tpm.key);
-    case StateRecord::kHeldHandles: return fmt::format("{}/{}-*", where(what), tpm.key);
-    case StateRecord::kBindSecret:
-    case StateRecord::kSaltKey: return fmt::format("{}/{}", where(what), tpm.key);
-    default: return fmt::format("{}/{}-{}", where(what), tpm.key, state_file::salt_label(kind));
-  }
+  return at(what, tpm, kind).full();
 }
 
 Result<bool> FileHostState::erase(StateRecord what, const TpmId& tpm) {
   if (what == StateRecord::kKeptInfo || what == StateRecord::kBindSecret || what == StateRecord::kSaltKey) {
-    return state_file::remove(where(what, tpm));
+    return files::remove_private(at(what, tpm));
   }
-  if (what == StateRecord::kKeptCommandCount) return erase_command_counts(tpm);
-  if (what == StateRecord::kHeldHandles) return erase_files(files_starting(what, tpm.key + "-"));
-  if (what == StateRecord::kKeptCallerSession) return erase_files(files_starting(what, tpm.key + "-session-"));
+  if (what == StateRecord::kKeptCommandCount) return erase_prefixed(what, tpm.key + "-commands-");
+  if (what == StateRecord::kKeptCallerSession) return erase_prefixed(what, tpm.key + "-session-");
+  if (what == StateRecord::kHeldHandles) return erase_prefixed(what, tpm.key + "-");
   bool any = false;
   for (SaltKind kind : {SaltKind::kEcc, SaltKind::kRsa}) {
-    TPMSEC_ASSIGN_OR_RETURN(bool removed, state_file::remove(where(what, tpm, kind)));
+    TPMSEC_ASSIGN_OR_RETURN(bool removed, files::remove_private(at(what, tpm, kind)));
     any = any || removed;
   }
   return any;
 }
 
-std::string FileHostState::command_count_file(const TpmId& tpm, const ProgramId& program) const {
-  return fmt::format("{}/{}-commands-{}", where(StateRecord::kKeptCommandCount), tpm.key, program.key);
+files::StatePath FileHostState::command_count_file(const TpmId& tpm, const ProgramId& program) const {
+  return {dir_, fmt::format("{}/{}-commands-{}", state_file::folder(StateRecord::kKeptCommandCount), tpm.key, program.key)};
 }
 
-std::string FileHostState::caller_session_file(const TpmId& tpm, uint32_t handle) const {
-  return fmt::format("{}/{}-session-{:08x}", where(StateRecord::kKeptCallerSession), tpm.key, handle);
+files::StatePath FileHostState::caller_session_file(const TpmId& tpm, uint32_t handle) const {
+  return {dir_, fmt::format("{}/{}-session-{:08x}", state_file::folder(StateRecord::kKeptCallerSession), tpm.key, handle)};
 }
 
-std::vector<std::string> FileHostState::files_starting(StateRecord what, const std::string& prefix) const {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(where(what), ec)) {
-    if (e.path().filename().string().rfind(prefix, 0) == 0) files.push_back(e.path().string());
+Result<bool> FileHostState::erase_prefixed(StateRecord what, const std::string& prefix) {
+  const files::StatePath dir{dir_, state_file::folder(what)};
+  TPMSEC_ASSIGN_OR_RETURN(std::vector<std::string> names, files::list_private(dir));
+  bool any = false;
+  for (const std::string& name : names) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    TPMSEC_ASSIGN_OR_RETURN(bool removed, files::remove_private({dir_, dir.below + "/" + name}));
+    any = any || removed;
   }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-Result<bool> FileHostState::erase_command_counts(const TpmId& tpm) {
-  return erase_files(files_starting(StateRecord::kKeptCommandCount, tpm.key + "-commands-"));
+  return any;
 }
 
 Result<ProgramId> FileHostState::running_program() const {
@@ -145,10 +132,8 @@ Result<ProgramId> FileHostState::running_program() const {
   if (ec || exe.empty()) return runtime_error("cannot tell which program this is (/proc/self/exe)");
   // A multi-call binary is a program per name it is run by (tpm2-tools:
   // /usr/bin/tpm2 run as tpm2_pcrextend, tpm2_createprimary, ...).
-  bool missing = false;
-  auto cmdline = state_file::read("/proc/self/cmdline", &missing);
-  std::string name;
-  if (cmdline.ok() && !missing) name = std::filesystem::path(cmdline->substr(0, cmdline->find('\0'))).filename().string();
+  const std::string cmdline = read_kernel_file("/proc/self/cmdline");
+  std::string name = std::filesystem::path(cmdline.substr(0, cmdline.find('\0'))).filename().string();
   if (name.empty() || name == exe.filename().string()) return ProgramId::of(exe.string());
   return ProgramId::of(fmt::format("{} ({})", exe.string(), name));
 }

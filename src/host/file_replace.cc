@@ -25,6 +25,18 @@ int write_all(int fd, std::string_view content) {
   return 0;
 }
 
+int read_all(int fd, size_t max_bytes, std::string* out) {
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return 0;
+    out->append(buf, static_cast<size_t>(n));
+    if (out->size() > max_bytes) return EFBIG;
+  }
+}
+
 std::optional<DirAndName> split(const std::string& path) {
   std::filesystem::path p(path);
   std::string name = p.filename().string();

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace tpmsec::files::internal {
 
@@ -24,6 +25,10 @@ class Fd {
   Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
   int get() const { return fd_; }
   void reset(int fd) {
     if (fd_ >= 0) ::close(fd_);
@@ -38,6 +43,10 @@ class Fd {
 
 // Writes all of `content` to `fd`; the errno of a failure, else 0.
 int write_all(int fd, std::string_view content);
+
+// Reads `fd` to its end into `out`: the errno of a failure, EFBIG when it
+// holds more than `max_bytes`, else 0.
+int read_all(int fd, size_t max_bytes, std::string* out);
 
 // `path` split into its directory ("." when none) and its last component;
 // none when the last component names no file ("", ".", "..", "dir/").

@@ -104,32 +104,40 @@ uint64_t own_pid_namespace() {
 
 }  // namespace
 
-std::string FileHostState::held_handles_file(const TpmId& tpm, const HeldHandlesRecord& record) const {
-  return fmt::format("{}/{}-{}-{}-{}-{}", where(StateRecord::kHeldHandles), tpm.key, record.owner.pid_namespace,
-                     record.owner.pid, record.owner.start, record.context);
+files::StatePath FileHostState::held_handles_file(const TpmId& tpm, const HeldHandlesRecord& record) const {
+  return {dir_, fmt::format("{}/{}-{}-{}-{}-{}", state_file::folder(StateRecord::kHeldHandles), tpm.key, record.owner.pid_namespace,
+                            record.owner.pid, record.owner.start, record.context)};
 }
 
 std::vector<HeldHandlesRecord> FileHostState::held_handles(const TpmId& tpm) const {
   std::vector<HeldHandlesRecord> out;
-  for (const std::string& file : files_starting(StateRecord::kHeldHandles, tpm.key + "-")) {
-    bool missing = false;
-    auto text = state_file::read(file, &missing);
-    if (!text.ok() || missing) continue;
-    auto record = record_from(*text, tpm);
+  const files::StatePath dir{dir_, state_file::folder(StateRecord::kHeldHandles)};
+  // A folder or record the state directory's rule refuses holds nothing to
+  // flush: never a reason to flush (the refusal is said when it is written).
+  auto names = files::list_private(dir);
+  if (!names.ok()) return out;
+  std::sort(names->begin(), names->end());
+  const std::string prefix = tpm.key + "-";
+  for (const std::string& name : *names) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const files::StatePath file{dir_, dir.below + "/" + name};
+    auto text = state_file::read(file);
+    if (!text.ok() || !*text) continue;
+    auto record = record_from(**text, tpm);
     // Only under its own name: a record copied over another's is not its.
-    if (record && held_handles_file(tpm, *record) == file) out.push_back(std::move(*record));
+    if (record && held_handles_file(tpm, *record).below == file.below) out.push_back(std::move(*record));
   }
   return out;
 }
 
 Status FileHostState::put_held_handles(const TpmId& tpm, const HeldHandlesRecord& record) {
-  const std::string file = held_handles_file(tpm, record);
-  if (record.handles.empty()) return status_of(state_file::remove(file));
+  const files::StatePath file = held_handles_file(tpm, record);
+  if (record.handles.empty()) return status_of(files::remove_private(file));
   if (tpm.text.find('\n') != std::string::npos || record.boot.find('\n') != std::string::npos) {
     return usage_error("a TPM string or boot id with a newline cannot be kept");
   }
-  return state_file::write_private(
-      where(StateRecord::kHeldHandles), file,
+  return files::write_private(
+      file,
       fmt::format("tpm={}\nboot={}\npid={}\nstart={}\npidns={}\ncontext={}\nhandles={}\n", tpm.text, record.boot,
                   record.owner.pid, record.owner.start, record.owner.pid_namespace, record.context,
                   handles_text(record.handles)),

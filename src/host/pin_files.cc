@@ -13,7 +13,7 @@ using state_file::salt_label;
 Result<std::optional<NullKeyPin>> FileHostState::null_key_pin(const TpmId& tpm, SaltKind kind) const {
   const std::string file = where(StateRecord::kNullKeyPin, tpm, kind);
   const char* salt = salt_label(kind);
-  TPMSEC_ASSIGN_OR_RETURN(auto read, state_file::read_fields(file));
+  TPMSEC_ASSIGN_OR_RETURN(auto read, state_file::read_fields(at(StateRecord::kNullKeyPin, tpm, kind)));
   if (!read) return std::optional<NullKeyPin>();
   auto& fields = *read;
   const std::string &stored_tpm = fields["tpm"], &stored_salt = fields["salt"], &boot = fields["boot"],
@@ -33,12 +33,12 @@ Status FileHostState::put_null_key_pin(const TpmId& tpm, SaltKind kind, const Nu
   }
   std::string text = fmt::format("tpm={}\nsalt={}\nboot={}\nname={}\n", tpm.text, salt_label(kind), pin.boot_id,
                                  to_hex(pin.name));
-  return state_file::write_private(where(StateRecord::kNullKeyPin), where(StateRecord::kNullKeyPin, tpm, kind), text);
+  return files::write_private(at(StateRecord::kNullKeyPin, tpm, kind), text);
 }
 
 Result<std::optional<EkPinRecord>> FileHostState::ek_pin(const TpmId& tpm, SaltKind kind) const {
   const std::string file = where(StateRecord::kEkPin, tpm, kind);
-  TPMSEC_ASSIGN_OR_RETURN(auto read, state_file::read_fields(file));
+  TPMSEC_ASSIGN_OR_RETURN(auto read, state_file::read_fields(at(StateRecord::kEkPin, tpm, kind)));
   if (!read) return std::optional<EkPinRecord>();
   auto& fields = *read;
   auto name = from_hex(fields["name"]);
@@ -58,7 +58,7 @@ Status FileHostState::put_ek_pin(const TpmId& tpm, SaltKind kind, const EkPinRec
   }
   std::string text = fmt::format("tpm={}\nsalt={}\nname={}\nnull_boot={}\nnull_name={}\n", tpm.text,
                                  salt_label(kind), to_hex(record.name), record.null_boot, to_hex(record.null_name));
-  return state_file::write_private(where(StateRecord::kEkPin), where(StateRecord::kEkPin, tpm, kind), text);
+  return files::write_private(at(StateRecord::kEkPin, tpm, kind), text);
 }
 
 }  // namespace tpmsec

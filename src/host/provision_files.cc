@@ -28,7 +28,7 @@ using Fields = std::map<std::string, std::string>;
 
 // The record in `file`, made by `parse` from its lines; none when none is kept.
 template <typename T, typename Parse>
-Result<std::optional<T>> read_provisioned(const std::string& file, Parse parse) {
+Result<std::optional<T>> read_provisioned(const files::StatePath& file, Parse parse) {
   TPMSEC_ASSIGN_OR_RETURN(std::optional<Fields> fields, state_file::read_fields(file));
   if (!fields) return std::optional<T>();
   TPMSEC_ASSIGN_OR_RETURN(T value, parse(*fields));
@@ -70,29 +70,31 @@ Result<PersistentSaltKey> salt_key_of(Fields& f, const std::string& file, const 
 
 Result<std::optional<BindSecret>> FileHostState::bind_secret(const TpmId& tpm) const {
   const std::string file = where(StateRecord::kBindSecret, tpm);
-  return read_provisioned<BindSecret>(file, [&](Fields& f) { return bind_secret_of(f, file, tpm); });
+  return read_provisioned<BindSecret>(at(StateRecord::kBindSecret, tpm),
+                                      [&](Fields& f) { return bind_secret_of(f, file, tpm); });
 }
 
 Status FileHostState::put_bind_secret(const TpmId& tpm, const BindSecret& b) {
   TPMSEC_RETURN_IF_ERROR(check_one_line(tpm));
   std::string text =
       fmt::format("tpm={}\nindex=0x{:08x}\nsecret={}\n", tpm.text, b.nv_index, to_hex(b.secret.view()));
-  Status st = state_file::write_private(where(StateRecord::kBindSecret), where(StateRecord::kBindSecret, tpm), text);
+  Status st = files::write_private(at(StateRecord::kBindSecret, tpm), text);
   secure_wipe(text.data(), text.size());
   return st;
 }
 
 Result<std::optional<PersistentSaltKey>> FileHostState::salt_key(const TpmId& tpm) const {
   const std::string file = where(StateRecord::kSaltKey, tpm);
-  return read_provisioned<PersistentSaltKey>(file, [&](Fields& f) { return salt_key_of(f, file, tpm); });
+  return read_provisioned<PersistentSaltKey>(at(StateRecord::kSaltKey, tpm),
+                                             [&](Fields& f) { return salt_key_of(f, file, tpm); });
 }
 
 Status FileHostState::put_salt_key(const TpmId& tpm, const PersistentSaltKey& k) {
   TPMSEC_RETURN_IF_ERROR(check_one_line(tpm));
   TPMSEC_ASSIGN_OR_RETURN(Bytes pub, marshal_to_bytes(k.public_area));
-  return state_file::write_private(where(StateRecord::kSaltKey), where(StateRecord::kSaltKey, tpm),
-                                   fmt::format("tpm={}\nhandle=0x{:08x}\nname={}\npublic={}\ncreated={}\n", tpm.text,
-                                               k.handle, to_hex(k.name), to_hex(pub), k.created ? 1 : 0));
+  return files::write_private(at(StateRecord::kSaltKey, tpm),
+                              fmt::format("tpm={}\nhandle=0x{:08x}\nname={}\npublic={}\ncreated={}\n", tpm.text,
+                                          k.handle, to_hex(k.name), to_hex(pub), k.created ? 1 : 0));
 }
 
 }  // namespace tpmsec

@@ -111,16 +111,22 @@ std::optional<TpmInfo> info_from(const std::string& text) {
 
 namespace {
 
-// The lines of a kept file when it is of `tpm` and `boot`.
-std::optional<std::map<std::string, std::string>> read_kept(const std::string& file, const std::string& tpm,
-                                                            const std::string& boot, std::string* text) {
-  bool missing = false;
-  auto read = state_file::read(file, &missing);
-  if (!read.ok() || missing) return std::nullopt;
-  auto fields = state_file::parse_lines(*read);
-  if (fields["tpm"] != tpm || fields["boot"] != boot) return std::nullopt;
-  if (text) *text = std::move(*read);
-  return fields;
+using Fields = std::map<std::string, std::string>;
+
+// The lines of a kept file when it is of `tpm` and `boot`; none when it is
+// not, or does not read back (larger than a record). A file the state
+// directory's rule refuses, or one that cannot be read, is an error: a
+// cache is never read from where another user could have written it.
+Result<std::optional<Fields>> read_kept(const files::StatePath& file, const std::string& tpm,
+                                        const std::string& boot, std::string* text) {
+  auto read = state_file::read(file);
+  if (!read.ok() && read.error().kind() == ErrorKind::kParse) return std::optional<Fields>();
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> kept, std::move(read));
+  if (!kept) return std::optional<Fields>();
+  auto fields = state_file::parse_lines(*kept);
+  if (fields["tpm"] != tpm || fields["boot"] != boot) return std::optional<Fields>();
+  if (text) *text = std::move(*kept);
+  return std::optional<Fields>(std::move(fields));
 }
 
 Status check_line_safe(const std::string& tpm, const std::string& boot) {
@@ -132,52 +138,59 @@ Status check_line_safe(const std::string& tpm, const std::string& boot) {
 
 }  // namespace
 
-std::optional<TpmInfo> FileHostState::kept_info(const TpmId& tpm, const std::string& boot) const {
+Result<std::optional<TpmInfo>> FileHostState::kept_info(const TpmId& tpm, const std::string& boot) const {
   std::string text;
-  if (!read_kept(where(StateRecord::kKeptInfo, tpm), tpm.text, boot, &text)) return std::nullopt;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<Fields> f, read_kept(at(StateRecord::kKeptInfo, tpm), tpm.text, boot, &text));
+  if (!f) return std::optional<TpmInfo>();
   return info_from(text);
 }
 
-std::optional<NullKey::Snapshot> FileHostState::kept_null_key(const TpmId& tpm, const std::string& boot,
-                                                              SaltKind kind) const {
-  auto f = read_kept(where(StateRecord::kKeptNullKey, tpm, kind), tpm.text, boot, nullptr);
-  if (!f) return std::nullopt;
+Result<std::optional<NullKey::Snapshot>> FileHostState::kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                                      SaltKind kind) const {
+  using Kept = std::optional<NullKey::Snapshot>;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<Fields> f,
+                          read_kept(at(StateRecord::kKeptNullKey, tpm, kind), tpm.text, boot, nullptr));
+  if (!f) return Kept();
   NullKey::Snapshot s;
   s.kind = kind;
   auto pub = unmarshal_hex<Public>((*f)["public"]);
   auto context = unmarshal_hex<Context>((*f)["context"]);
   auto name = from_hex((*f)["name"]);
-  if (!pub || !context || !name.ok()) return std::nullopt;
+  if (!pub || !context || !name.ok()) return Kept();
   s.public_area = std::move(*pub);
   s.context = std::move(*context);
   s.name = std::move(*name);
-  return s;
+  return Kept(std::move(s));
 }
 
-std::optional<uint64_t> FileHostState::kept_command_count(const TpmId& tpm, const std::string& boot,
-                                                          const ProgramId& program) const {
-  auto f = read_kept(command_count_file(tpm, program), tpm.text, boot, nullptr);
-  if (!f || (*f)["program"] != program.path) return std::nullopt;
+Result<std::optional<uint64_t>> FileHostState::kept_command_count(const TpmId& tpm, const std::string& boot,
+                                                                  const ProgramId& program) const {
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<Fields> f,
+                          read_kept(command_count_file(tpm, program), tpm.text, boot, nullptr));
+  if (!f || (*f)["program"] != program.path) return std::optional<uint64_t>();
   const std::string& text = (*f)["commands"];
   uint64_t count = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return count;
+  if (ec != std::errc() || end != text.data() + text.size()) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(count);
 }
 
 Status FileHostState::put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
                                              uint64_t count) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
   if (program.path.find('\n') != std::string::npos) return usage_error("a program path with a newline cannot be kept");
-  return state_file::write_private(where(StateRecord::kKeptCommandCount), command_count_file(tpm, program),
-                                   fmt::format("tpm={}\nboot={}\nprogram={}\ncommands={}\n", tpm.text, boot,
-                                               program.path, count));
+  return files::write_private(command_count_file(tpm, program),
+                              fmt::format("tpm={}\nboot={}\nprogram={}\ncommands={}\n", tpm.text, boot,
+                                          program.path, count));
 }
 
-std::optional<KeptCallerSession> FileHostState::kept_caller_session(const TpmId& tpm, const std::string& boot,
-                                                                   uint32_t handle) const {
-  auto f = read_kept(caller_session_file(tpm, handle), tpm.text, boot, nullptr);
-  if (!f) return std::nullopt;
+Result<std::optional<KeptCallerSession>> FileHostState::kept_caller_session(const TpmId& tpm,
+                                                                           const std::string& boot,
+                                                                           uint32_t handle) const {
+  using Kept = std::optional<KeptCallerSession>;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<Fields> f,
+                          read_kept(caller_session_file(tpm, handle), tpm.text, boot, nullptr));
+  if (!f) return Kept();
   KeptCallerSession s;
   s.handle = handle;
   unsigned hash = 0;
@@ -186,38 +199,38 @@ std::optional<KeptCallerSession> FileHostState::kept_caller_session(const TpmId&
   auto nonce = from_hex((*f)["nonce"]);
   if (ec != std::errc() || end != hash_text.data() + hash_text.size() || hash > 0xFFFF || !nonce.ok() ||
       (*f)["handle"] != fmt::format("{:08x}", handle)) {
-    return std::nullopt;
+    return Kept();
   }
   s.auth_hash = static_cast<uint16_t>(hash);
   s.nonce_tpm = std::move(*nonce);
-  return s;
+  return Kept(std::move(s));
 }
 
 Status FileHostState::put_kept_caller_session(const TpmId& tpm, const std::string& boot,
                                               const KeptCallerSession& session) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
-  return state_file::write_private(where(StateRecord::kKeptCallerSession), caller_session_file(tpm, session.handle),
-                                   fmt::format("tpm={}\nboot={}\nhandle={:08x}\nhash={:04x}\nnonce={}\n", tpm.text, boot,
-                                               session.handle, session.auth_hash, to_hex(session.nonce_tpm)));
+  return files::write_private(caller_session_file(tpm, session.handle),
+                              fmt::format("tpm={}\nboot={}\nhandle={:08x}\nhash={:04x}\nnonce={}\n", tpm.text, boot,
+                                          session.handle, session.auth_hash, to_hex(session.nonce_tpm)));
 }
 
 Status FileHostState::erase_kept_caller_session(const TpmId& tpm, uint32_t handle) {
-  return status_of(state_file::remove(caller_session_file(tpm, handle)));
+  return status_of(files::remove_private(caller_session_file(tpm, handle)));
 }
 
 Status FileHostState::put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
-  return state_file::write_private(where(StateRecord::kKeptInfo), where(StateRecord::kKeptInfo, tpm),
-                                   fmt::format("tpm={}\nboot={}\n{}", tpm.text, boot, info_lines(info)));
+  return files::write_private(at(StateRecord::kKeptInfo, tpm),
+                              fmt::format("tpm={}\nboot={}\n{}", tpm.text, boot, info_lines(info)));
 }
 
 Status FileHostState::put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
   TPMSEC_ASSIGN_OR_RETURN(Bytes pub, marshal_to_bytes(key.public_area));
   TPMSEC_ASSIGN_OR_RETURN(Bytes context, marshal_to_bytes(key.context));
-  return state_file::write_private(where(StateRecord::kKeptNullKey), where(StateRecord::kKeptNullKey, tpm, key.kind),
-                                   fmt::format("tpm={}\nboot={}\npublic={}\nname={}\ncontext={}\n", tpm.text, boot,
-                                               to_hex(pub), to_hex(key.name), to_hex(context)));
+  return files::write_private(at(StateRecord::kKeptNullKey, tpm, key.kind),
+                              fmt::format("tpm={}\nboot={}\npublic={}\nname={}\ncontext={}\n", tpm.text, boot,
+                                          to_hex(pub), to_hex(key.name), to_hex(context)));
 }
 
 }  // namespace tpmsec

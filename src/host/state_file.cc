@@ -1,19 +1,29 @@
 #include "state_file.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/host/files.h"
 #include "tpmsec/text.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::state_file {
+
+const char* folder(StateRecord what) {
+  switch (what) {
+    case StateRecord::kNullKeyPin: return "null-key-pins";
+    case StateRecord::kEkPin: return "ek-pins";
+    case StateRecord::kKeptInfo:
+    case StateRecord::kKeptNullKey:
+    case StateRecord::kKeptCommandCount:
+    case StateRecord::kKeptCallerSession: return "session-cache";
+    case StateRecord::kBindSecret: return "bind";
+    case StateRecord::kSaltKey: return "salt-key";
+    case StateRecord::kHeldHandles: return "held-handles";
+  }
+  return "unknown";
+}
 
 const char* salt_label(SaltKind kind) { return kind == SaltKind::kRsa ? "rsa" : "ecc"; }
 
@@ -24,10 +34,8 @@ std::optional<uint32_t> handle_value(const std::string& text) {
   return load_be32(v->data());
 }
 
-Result<std::string> read(const std::string& path, bool* missing) {
-  TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> text, files::read_private(path, kMaxBytes));
-  *missing = !text.has_value();
-  return text.value_or(std::string());
+Result<std::optional<std::string>> read(const files::StatePath& file) {
+  return files::read_private(file, kMaxBytes);
 }
 
 std::map<std::string, std::string> parse_lines(const std::string& text) {
@@ -40,27 +48,12 @@ std::map<std::string, std::string> parse_lines(const std::string& text) {
   return out;
 }
 
-Result<std::optional<std::map<std::string, std::string>>> read_fields(const std::string& path) {
-  bool missing = false;
-  TPMSEC_ASSIGN_OR_RETURN(std::string text, read(path, &missing));
-  if (missing) return std::optional<std::map<std::string, std::string>>();
-  auto fields = parse_lines(text);
-  secure_wipe(text.data(), text.size());
+Result<std::optional<std::map<std::string, std::string>>> read_fields(const files::StatePath& file) {
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> text, read(file));
+  if (!text) return std::optional<std::map<std::string, std::string>>();
+  auto fields = parse_lines(*text);
+  secure_wipe(text->data(), text->size());
   return std::optional<std::map<std::string, std::string>>(std::move(fields));
-}
-
-Status make_private_dir(const std::string& dir) { return files::make_private_dir(dir); }
-
-Status write_private(const std::string& dir, const std::string& path, const std::string& text,
-                     files::Durability durability) {
-  TPMSEC_RETURN_IF_ERROR(files::make_private_dir(dir));
-  return files::write_private(path, text, durability);
-}
-
-Result<bool> remove(const std::string& path) {
-  if (::unlink(path.c_str()) == 0) return true;
-  if (errno == ENOENT) return false;
-  return runtime_error(fmt::format("cannot remove {}: {}", path, std::strerror(errno)));
 }
 
 }  // namespace tpmsec::state_file

@@ -55,7 +55,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
   p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
   p->tpm_ = p->owned_tpm_.get();
   if (request.track_handles) p->track_handles();
-  std::optional<TpmInfo> known = p->cache_ ? p->cache_->info() : std::nullopt;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(p->cache_));
   if (known) {
     p->info_ = *known;
   } else {
@@ -86,7 +86,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& 
 Status ProtectedTpm::resolve(const ProtectRequest& request) {
   TPMSEC_ASSIGN_OR_RETURN(config_, resolve_protection(request, *base_, info_, SymDef::aes128_cfb()));
   if (cache_ && !config_.bind && !config_.salt_key) {
-    config_.kept_null_key = cache_->null_key(config_.salt ? *config_.salt : choose_salt(info_));
+    TPMSEC_ASSIGN_OR_RETURN(config_.kept_null_key, cache_->null_key(config_.salt ? *config_.salt : choose_salt(info_)));
   }
   return ok_status();
 }
@@ -221,7 +221,11 @@ void ProtectedTpm::keep(const SessionFactory* factory) {
   // kept of its capabilities is read afresh next time too.
   if (key.changed()) (void)cache_->drop_info();
   auto kept = cache_->null_key(key.kind());
-  if (kept && kept->name == key.name() && kept->context == key.snapshot().context) return;
+  if (!kept.ok()) {
+    say("warning: not kept for the next run: " + kept.error().message());
+    return;
+  }
+  if (*kept && (*kept)->name == key.name() && (*kept)->context == key.snapshot().context) return;
   if (Status st = cache_->put_null_key(key.snapshot()); !st.ok()) {
     say("warning: not kept for the next run: " + st.error().message());
   }
@@ -237,13 +241,13 @@ void ProtectedTpm::forget_kept() {
   if (cache_) (void)cache_->forget();
 }
 
-std::optional<uint64_t> ProtectedTpm::commands_last_run() {
+Result<std::optional<uint64_t>> ProtectedTpm::commands_last_run() {
   // What is kept per program is kept only with the rest (a cache); which
   // program this is is read here, for the one front end that asks.
-  if (!cache_) return std::nullopt;
+  if (!cache_) return std::optional<uint64_t>();
   if (!program_) {
     auto program = request_.host->running_program();
-    if (!program.ok()) return std::nullopt;
+    if (!program.ok()) return std::optional<uint64_t>();
     program_ = std::move(*program);
   }
   return cache_->command_count(*program_);

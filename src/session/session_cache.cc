@@ -5,9 +5,9 @@ namespace tpmsec {
 SessionCache::SessionCache(std::shared_ptr<HostState> host, TpmId tpm, std::string boot_id)
     : host_(std::move(host)), tpm_(std::move(tpm)), boot_(std::move(boot_id)) {}
 
-std::optional<TpmInfo> SessionCache::info() const { return host_->kept_info(tpm_, boot_); }
+Result<std::optional<TpmInfo>> SessionCache::info() const { return host_->kept_info(tpm_, boot_); }
 
-std::optional<NullKey::Snapshot> SessionCache::null_key(SaltKind kind) const {
+Result<std::optional<NullKey::Snapshot>> SessionCache::null_key(SaltKind kind) const {
   return host_->kept_null_key(tpm_, boot_, kind);
 }
 
@@ -15,7 +15,7 @@ Status SessionCache::put_info(const TpmInfo& info) { return host_->put_kept_info
 
 Status SessionCache::put_null_key(const NullKey::Snapshot& key) { return host_->put_kept_null_key(tpm_, boot_, key); }
 
-std::optional<uint64_t> SessionCache::command_count(const ProgramId& program) const {
+Result<std::optional<uint64_t>> SessionCache::command_count(const ProgramId& program) const {
   return host_->kept_command_count(tpm_, boot_, program);
 }
 
@@ -23,7 +23,7 @@ Status SessionCache::put_command_count(const ProgramId& program, uint64_t count)
   return host_->put_kept_command_count(tpm_, boot_, program, count);
 }
 
-std::optional<KeptCallerSession> SessionCache::caller_session(uint32_t handle) const {
+Result<std::optional<KeptCallerSession>> SessionCache::caller_session(uint32_t handle) const {
   return host_->kept_caller_session(tpm_, boot_, handle);
 }
 
@@ -34,6 +34,11 @@ Status SessionCache::put_caller_session(const KeptCallerSession& session) {
 Status SessionCache::drop_caller_session(uint32_t handle) { return host_->erase_kept_caller_session(tpm_, handle); }
 
 Status SessionCache::drop_info() { return status_of(host_->erase(StateRecord::kKeptInfo, tpm_)); }
+
+Result<std::optional<TpmInfo>> kept_info_of(const std::optional<SessionCache>& cache) {
+  if (!cache) return std::optional<TpmInfo>();
+  return cache->info();
+}
 
 Result<bool> SessionCache::forget() {
   TPMSEC_ASSIGN_OR_RETURN(bool info, host_->erase(StateRecord::kKeptInfo, tpm_));

@@ -253,7 +253,12 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   // A program whose N-th command was the last wrapped the last time likely
   // runs the same way again: its session ends with the N-th, saving the
   // FlushContext at finalize.
-  state->last_run = state->tpm.tpm->commands_last_run();
+  auto last_run = state->tpm.tpm->commands_last_run();
+  if (!last_run.ok()) {
+    say(last_run.error().message());
+    return rc_for(last_run.error());
+  }
+  state->last_run = *last_run;
   if (state->last_run) state->wrapper->end_session_with(*state->last_run);
   state->log = parsed->log;
   state->pid = ::getpid();

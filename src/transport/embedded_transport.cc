@@ -32,7 +32,7 @@ struct NvStore {
 };
 NvStore g_nv;
 
-std::string blob_path(const char* name) { return g_nv.dir + "/tpmsec-" + name + ".blob"; }
+files::StatePath blob_path(const char* name) { return {g_nv.dir, fmt::format("tpmsec-{}.blob", name)}; }
 
 // Far above what libtpms keeps (its NV is 128 KiB); a larger file is not its state.
 constexpr size_t kMaxBlobBytes = size_t{16} << 20;
@@ -54,9 +54,7 @@ TPM_RESULT nv_store(const unsigned char* data, uint32_t length, uint32_t, const 
   if (g_nv.dir.empty()) return TPM_SUCCESS;
   // 0600 in the 0700 state directory, written whole or not at all; a link
   // planted at the name is replaced, never followed (files::write_private).
-  std::string path = blob_path(name);
-  Status st = files::write_private(
-      path, std::string_view(reinterpret_cast<const char*>(data), length));
+  Status st = files::write_private(blob_path(name), std::string_view(reinterpret_cast<const char*>(data), length));
   if (!st.ok()) {
     g_nv.write_error = st.error().message();
     return TPM_FAIL;
@@ -66,7 +64,7 @@ TPM_RESULT nv_store(const unsigned char* data, uint32_t length, uint32_t, const 
 
 TPM_RESULT nv_delete(uint32_t, const char* name, TPM_BOOL must_exist) {
   bool existed = g_nv.blobs.erase(name) > 0;
-  if (!g_nv.dir.empty()) std::filesystem::remove(blob_path(name));
+  if (!g_nv.dir.empty()) (void)files::remove_private(blob_path(name));
   return (must_exist && !existed) ? TPM_FAIL : TPM_SUCCESS;
 }
 
@@ -120,8 +118,9 @@ class EmbeddedTransport final : public Transport {
         }
       }
       // The seeds and secrets live here: a 0700 directory (created so, or an
-      // existing one nobody else can write), 0600 files, no symlink followed.
-      TPMSEC_RETURN_IF_ERROR(files::make_private_dir(state_dir_));
+      // existing one nobody else can write, in a directory nobody else can
+      // swap it in), 0600 files, no symlink followed (files.h).
+      TPMSEC_RETURN_IF_ERROR(files::make_private_dir(files::StatePath{state_dir_, ""}));
       for (const char* name : {"permall", "volatilestate", "savestate"}) {
         TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> blob, files::read_private(blob_path(name), kMaxBlobBytes));
         if (blob) g_nv.blobs[name] = Bytes(blob->begin(), blob->end());

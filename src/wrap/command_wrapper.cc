@@ -269,10 +269,11 @@ void CommandWrapper::track_caller_session(uint32_t handle, uint16_t auth_hash, B
   keep_caller_session(handle);
 }
 
-HmacSession* CommandWrapper::caller_session(uint32_t handle) {
+Result<HmacSession*> CommandWrapper::caller_session(uint32_t handle) {
   if (auto it = caller_sessions_.find(handle); it != caller_sessions_.end()) return it->second.get();
   // Started by an earlier process of the program (kept_sessions_).
-  std::optional<KeptCallerSession> kept = kept_sessions_ ? kept_sessions_->caller_session(handle) : std::nullopt;
+  if (!kept_sessions_) return nullptr;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<KeptCallerSession> kept, kept_sessions_->caller_session(handle));
   if (!kept || !digest_size(kept->auth_hash)) return nullptr;
   auto& s = caller_sessions_[handle];
   s = std::make_unique<HmacSession>(nullptr, handle, kept->auth_hash, SymDef{}, SecretBytes(), kept->nonce_tpm,
@@ -294,9 +295,9 @@ void CommandWrapper::forget_caller_session(uint32_t handle) {
   if (kept_sessions_) (void)kept_sessions_->drop_caller_session(handle);
 }
 
-bool CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
-                                           const AuthorizeInput& in) {
-  HmacSession* s = caller_session(handle);
+Result<bool> CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
+                                                   const AuthorizeInput& in) {
+  TPMSEC_ASSIGN_OR_RETURN(HmacSession* s, caller_session(handle));
   if (!s) return false;
   // A session of the caller's that audits or encrypts itself stays the caller's.
   if (attributes & ~attr::kContinueSession) return false;
@@ -418,7 +419,9 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   for (size_t i = 0; i < sessions.size(); ++i) {
     const Entry& e = sessions[i];
     if (e.handle == rh::kPasswordSession) continue;
-    if (caller_entry_verifies(e.handle, e.attributes, e.nonce, e.raw, input_for(i, params, {}))) {
+    TPMSEC_ASSIGN_OR_RETURN(bool verifies,
+                            caller_entry_verifies(e.handle, e.attributes, e.nonce, e.raw, input_for(i, params, {})));
+    if (verifies) {
       p->caller_tracked.emplace_back(i, e.handle);
     } else if (!empty_key_entry(e)) {
       resignable = false;

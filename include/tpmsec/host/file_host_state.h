@@ -4,8 +4,11 @@
 //
 // The state directory holds one file per record, "key=value" lines, read
 // with a size bound, written whole or not at all, 0600 in 0700 directories
-// whatever the umask; a symbolic link planted at a record's name is refused
-// when read and replaced, never followed, when written (files.h):
+// whatever the umask. Every read, write and removal first checks the state
+// directory's parent, each directory from the state directory down and the
+// file itself (owner root or the effective uid, nobody else can write, files
+// 0600, no symbolic link followed): anything else is refused, kRuntime
+// naming the path and its owner (files.h). The records:
 //   DIR/null-key-pins/ID-SALT   --tofu pins (SALT: ecc, rsa)
 //   DIR/ek-pins/ID-SALT         --ek-ca's EK pins
 //   DIR/session-cache/ID-info   kept capabilities; ID-SALT: kept null keys;
@@ -23,6 +26,7 @@
 
 #include <string>
 
+#include "tpmsec/host/files.h"
 #include "tpmsec/host_state.h"
 
 namespace tpmsec {
@@ -47,17 +51,17 @@ class FileHostState final : public HostState {
   Status put_null_key_pin(const TpmId& tpm, SaltKind kind, const NullKeyPin& pin) override;
   Result<std::optional<EkPinRecord>> ek_pin(const TpmId& tpm, SaltKind kind) const override;
   Status put_ek_pin(const TpmId& tpm, SaltKind kind, const EkPinRecord& record) override;
-  std::optional<TpmInfo> kept_info(const TpmId& tpm, const std::string& boot) const override;
+  Result<std::optional<TpmInfo>> kept_info(const TpmId& tpm, const std::string& boot) const override;
   Status put_kept_info(const TpmId& tpm, const std::string& boot, const TpmInfo& info) override;
-  std::optional<NullKey::Snapshot> kept_null_key(const TpmId& tpm, const std::string& boot,
-                                                 SaltKind kind) const override;
+  Result<std::optional<NullKey::Snapshot>> kept_null_key(const TpmId& tpm, const std::string& boot,
+                                                         SaltKind kind) const override;
   Status put_kept_null_key(const TpmId& tpm, const std::string& boot, const NullKey::Snapshot& key) override;
-  std::optional<uint64_t> kept_command_count(const TpmId& tpm, const std::string& boot,
-                                             const ProgramId& program) const override;
+  Result<std::optional<uint64_t>> kept_command_count(const TpmId& tpm, const std::string& boot,
+                                                     const ProgramId& program) const override;
   Status put_kept_command_count(const TpmId& tpm, const std::string& boot, const ProgramId& program,
                                 uint64_t count) override;
-  std::optional<KeptCallerSession> kept_caller_session(const TpmId& tpm, const std::string& boot,
-                                                       uint32_t handle) const override;
+  Result<std::optional<KeptCallerSession>> kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                               uint32_t handle) const override;
   Status put_kept_caller_session(const TpmId& tpm, const std::string& boot, const KeptCallerSession& session) override;
   Status erase_kept_caller_session(const TpmId& tpm, uint32_t handle) override;
   Result<ProgramId> running_program() const override;
@@ -77,12 +81,13 @@ class FileHostState final : public HostState {
   Result<std::vector<crypto::PemFile>> read_ca_files(const std::string& file_or_dir) const override;
 
  private:
-  std::string command_count_file(const TpmId& tpm, const ProgramId& program) const;
-  std::string caller_session_file(const TpmId& tpm, uint32_t handle) const;
-  Result<bool> erase_command_counts(const TpmId& tpm);
-  // The files in where(what) whose names start with `prefix`.
-  std::vector<std::string> files_starting(StateRecord what, const std::string& prefix) const;
-  std::string held_handles_file(const TpmId& tpm, const HeldHandlesRecord& record) const;
+  // Where a record is, as the state root and the path under it.
+  files::StatePath at(StateRecord what, const TpmId& tpm, SaltKind kind = SaltKind::kEcc) const;
+  files::StatePath command_count_file(const TpmId& tpm, const ProgramId& program) const;
+  files::StatePath caller_session_file(const TpmId& tpm, uint32_t handle) const;
+  // Removes every file of the folder of `what` whose name starts `prefix`.
+  Result<bool> erase_prefixed(StateRecord what, const std::string& prefix);
+  files::StatePath held_handles_file(const TpmId& tpm, const HeldHandlesRecord& record) const;
 
   std::string dir_;
 };

@@ -17,14 +17,30 @@
 //     In any other directory (/tmp) the link is never followed: a link to a
 //     regular file or to nothing is replaced by the new file; a link to a
 //     device or FIFO is refused.
-// TPM state and kept secrets (embedded:state=DIR, the state directory):
-//   - files 0600 in 0700 directories, whatever the umask; written as reports
-//     are replaced, and synced before the rename;
-//   - a directory tpmsec creates is 0700; an existing one must be owned by
-//     root or the caller and writable by nobody else, else it is refused
-//     (kRuntime: exit 1), and is then narrowed to 0700;
-//   - a state file that is a symbolic link (or not a regular file) is
-//     refused when read, and replaced, never followed, when written.
+// TPM state and kept secrets (embedded:state=DIR, the state directory): one
+// rule, checked by one function on every read, write and removal, before a
+// byte is used:
+//   - the state root (the directory the user named) and every directory
+//     under it down to the file are opened one at a time from the one above
+//     (openat, O_NOFOLLOW|O_DIRECTORY: a symbolic link is never followed)
+//     and must be owned by root or the effective uid and writable by nobody
+//     else (no group or other write bit);
+//   - the directory holding the state root is opened by its path and must
+//     be owned by root or the effective uid, and writable by nobody else
+//     unless it is sticky (/tmp, /var/tmp: others may add names there but
+//     not rename or remove ours); a directory another user owns, or one
+//     others can write without the sticky bit, could have its state root
+//     swapped: refused;
+//   - a state file is opened O_NOFOLLOW from its checked directory and must
+//     be a regular file owned by root or the effective uid, mode 0600 or
+//     stricter;
+//   - anything else is refused (kRuntime: exit 1) with one line naming the
+//     path, its owner (uid and user name) and its mode;
+//   - files are written 0600, directories tpmsec creates 0700, whatever the
+//     umask; an existing directory of the caller's, the root or one under
+//     it, is narrowed to 0700 when written; a file is written as reports are
+//     replaced (a symbolic link at its name replaced, never followed), and
+//     synced before the rename.
 #ifndef TPMSEC_HOST_FILES_H_
 #define TPMSEC_HOST_FILES_H_
 
@@ -34,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tpmsec/result.h"
 
@@ -73,9 +90,15 @@ Status append_output(const std::string& path, std::string_view content, mode_t n
 // caller: owned by one of them, no group or other write bit.
 bool trusted_dir(const struct stat& st);
 
-// Creates the state directory `dir` (and missing parents) 0700, or checks
-// an existing one (see above) and narrows it to 0700.
-Status make_private_dir(const std::string& dir);
+// A file (or directory) kept under a state directory: `root` is the
+// directory the user named ($TPMSEC_STATE_DIR, embedded:state=DIR),
+// `below` its path under the root ("bind/ID"; empty: the root itself).
+struct StatePath {
+  std::string root;
+  std::string below;
+  // root/below: what messages name.
+  std::string full() const;
+};
 
 // What a state file must outlive: a crash of the host (synced before the
 // rename: pins, secrets, caches), or only the end of the process that wrote
@@ -83,15 +106,27 @@ Status make_private_dir(const std::string& dir);
 // fsync, so writing it often costs no disk flush).
 enum class Durability { kHostCrash, kProcessEnd };
 
-// Replaces `path` with `content`, mode 0600 whatever the umask, synced (as
+// Creates the directory `dir` (the root, its missing parents and the
+// directories under it) 0700, or checks the existing ones by the rule above
+// and narrows the caller's own to 0700.
+Status make_private_dir(const StatePath& dir);
+
+// Replaces `file` with `content`, mode 0600 whatever the umask, synced (as
 // `durability` asks), after make_private_dir() on its directory.
-Status write_private(const std::string& path, std::string_view content,
+Status write_private(const StatePath& file, std::string_view content,
                      Durability durability = Durability::kHostCrash);
 
-// The content of state file `path` (at most `max_bytes`, else kParse), or
-// none when it does not exist. A symbolic link or anything but a regular
-// file is refused (kRuntime), never followed.
-Result<std::optional<std::string>> read_private(const std::string& path, size_t max_bytes);
+// The content of state file `file` (at most `max_bytes`, else kParse), or
+// none when it, or a directory on its way, does not exist. Checked by the
+// rule above first (kRuntime): a symbolic link is never followed.
+Result<std::optional<std::string>> read_private(const StatePath& file, size_t max_bytes);
+
+// Removes `file` from its checked directory; true when it existed.
+Result<bool> remove_private(const StatePath& file);
+
+// The names in the checked directory `dir`; none listed when it does not
+// exist.
+Result<std::vector<std::string>> list_private(const StatePath& dir);
 
 }  // namespace tpmsec::files
 
