@@ -163,6 +163,14 @@ Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config) {
     last = at == std::string_view::npos;
     std::string_view item = config.substr(start, last ? std::string_view::npos : at - start);
     start = at + 1;
+    // `\,` is /etc/crypttab's escape for a comma (docs/tcti.md): seen here,
+    // nothing unescaped it, and the item would name a host or file ending
+    // in a backslash.
+    if (!item.empty() && item.back() == '\\') {
+      return usage_error(fmt::format("tpmsec TCTI: item '{}' ends in a backslash: \\, is /etc/crypttab's escape for "
+                                     "a comma; everywhere else write the commas plain",
+                                     item));
+    }
     size_t eq = item.find('=');
     std::string_view key = item.substr(0, eq);
     std::string value(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
