@@ -49,9 +49,19 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
                   "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
 }
 
+Result<DefaultTpm> TpmOption::chosen_default(bool note) const {
+  Result<DefaultTpm> d = default_tpm();
+  if (d.ok() || emulate.empty()) return d;
+  if (note) {
+    fmt::print(stderr, "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
+               "the embedded TPM\n", std::getenv("TPM2TOOLS_TCTI"), emulate);
+  }
+  return DefaultTpm{"embedded", TpmSource::kTpmsecTpm};
+}
+
 Result<std::string> TpmOption::tpm_string() const {
   if (!spec.empty()) return spec;
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(true));
   // --emulate names a chip of its own: the host's TPM behind another chip's
   // model would be neither, so only a TPM the environment names replaces the
   // embedded one there.
@@ -86,7 +96,7 @@ Result<std::string> TpmOption::tpm_string() const {
 
 Result<std::optional<TpmsecTctiConfig>> TpmOption::tcti_config() const {
   if (!spec.empty()) return std::optional<TpmsecTctiConfig>();
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(false));
   return d.tcti;
 }
 

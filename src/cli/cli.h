@@ -85,6 +85,13 @@ struct TpmOption {
   // Without --tpm, when the default is $TPM2TOOLS_TCTI=tpmsec:…: its
   // configuration (transport.h); else none.
   Result<std::optional<TpmsecTctiConfig>> tcti_config() const;
+
+ private:
+  // default_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
+  // not speak (tabrmd, set for tpm2-tools host-wide) leaves the embedded TPM
+  // playing the chip, with a note, instead of a usage error: an emulation
+  // needs no TPM of the host. `note`: say so (once per run: tpm_string()).
+  Result<DefaultTpm> chosen_default(bool note) const;
 };
 
 // An open TPM. Plain (the protect path: no --emulate): the transport and a
