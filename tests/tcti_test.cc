@@ -15,6 +15,7 @@
 #include <regex>
 
 #include "support/attacker.h"
+#include "support/fault_injection.h"
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
@@ -605,6 +606,47 @@ TEST_F(TctiTest, AForgedResponseFailsTheToolWithOneLine) {
   EXPECT_NE(r.exit_code, 0) << testing::describe(r);
   EXPECT_NE(r.err.find("tpmsec TCTI: response refused: GetRandom response: response HMAC"), std::string::npos)
       << r.err;
+}
+
+// A TPM whose session slots are full (another client's sessions left
+// loaded on a TPM without a resource manager; here the interposer says so
+// for the TPM): the refusal says how to look and mend.
+TEST_F(TctiTest, FullSessionSlotsAreRefusedWithAHint) {
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    if (c.code == cmd::StartAuthSession::kInfo.code) return testing::Reply::answer(error_response(rc::kSessionMemory));
+    return testing::pass(c, tpm);
+  };
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  EXPECT_NE(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: response refused: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("session slots are full"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tpm2_flushcontext -l"), std::string::npos) << r.err;
+}
+
+// The TCTI's items are named as the TCTI spells them: its tofu warning
+// says `tofu`, not the CLI's `--tofu`.
+TEST_F(TctiTest, TheTofuWarningNamesTheItem) {
+  std::string config = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
+                       ",tofu";
+  auto r = run_command({"tpm2_getrandom", "-T", config, "--hex", "8"}, {"TPMSEC_STATE_DIR=" + path("state")});
+  proxy_->wait_idle();
+  EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: warning: tofu: trusting the null key"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--tofu"), std::string::npos) << r.err;
+}
+
+// log= at a symbolic link in a directory others can write: refused, and
+// said as the refusal it is, not as ELOOP's "Too many levels of symbolic links".
+TEST_F(TctiTest, ALogAtAPlantedLinkIsRefusedInWords) {
+  std::filesystem::create_directories(path("shared"));
+  std::filesystem::permissions(path("shared"), std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  std::ofstream(path("target")) << "";
+  std::filesystem::create_symlink(path("target"), path("shared/log"));
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",log=" + path("shared/log")));
+  EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("a symbolic link: refused, never followed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Too many levels"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(path("target")), "");
 }
 
 TEST_F(TctiTest, ADroppedResponseFailsTheToolAndExtendsOnce) {

@@ -229,6 +229,10 @@ TEST(DefaultTpm, AnUnnamedSimulatorIsSaidOnStateChangingCommands) {
   auto named = run_tpmsec({"pcr", "extend", "16", std::string(64, 'a')}, {"TPMSEC_TPM=embedded"});
   EXPECT_EQ(named.exit_code, 0) << describe(named);
   EXPECT_EQ(named.err.find("embedded simulator"), std::string::npos) << describe(named);
+  // A command that fails before it runs says only why it failed.
+  auto failed = run_tpmsec({"pcr", "extend", "16", "zz"}, unnamed);
+  EXPECT_EQ(failed.exit_code, testing::kExitUsage) << describe(failed);
+  EXPECT_EQ(failed.err.find("embedded simulator"), std::string::npos) << describe(failed);
   auto read = run_tpmsec({"pcr", "read", "16"}, unnamed);
   EXPECT_EQ(read.exit_code, 0) << describe(read);
   EXPECT_EQ(read.err.find("embedded simulator"), std::string::npos) << describe(read);

@@ -49,6 +49,22 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
                   "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
 }
 
+namespace {
+std::vector<std::string>& success_notes() {
+  static std::vector<std::string> notes;
+  return notes;
+}
+}  // namespace
+
+void note_on_success(std::string line) {
+  auto& notes = success_notes();
+  if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(std::move(line));
+}
+
+void print_success_notes() {
+  for (const std::string& line : success_notes()) fmt::print(stderr, "{}", line);
+}
+
 Result<DefaultTpm> TpmOption::chosen_default(bool note) const {
   Result<DefaultTpm> d = default_tpm();
   if (d.ok() || emulate.empty()) return d;
@@ -86,10 +102,9 @@ Result<std::string> TpmOption::tpm_string() const {
     }
   }
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
-    fmt::print(stderr,
-               "tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran on the embedded "
-               "simulator, not on a TPM of this host\n",
-               kHostTpmDevice);
+    note_on_success(fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
+                                "on the embedded simulator, not on a TPM of this host\n",
+                                kHostTpmDevice));
   }
   return d.spec;
 }
@@ -212,13 +227,13 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   if (!std::filesystem::exists(path, ec)) return usage_error(fmt::format("{}: no such file", path));
   if (!std::filesystem::is_regular_file(path, ec)) return usage_error(fmt::format("{}: not a regular file", path));
   auto size = std::filesystem::file_size(path, ec);
-  if (ec) return usage_error(fmt::format("cannot read {}", path));
+  if (ec) return usage_error(fmt::format("cannot read {}: {}", path, ec.message()));
   if (size > max_bytes) return usage_error(fmt::format("{}: larger than {} bytes", path, max_bytes));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return usage_error(fmt::format("cannot read {}", path));
+  if (!in) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
-  if (in.bad()) return usage_error(fmt::format("cannot read {}", path));
+  if (in.bad()) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   return text.str();
 }
 

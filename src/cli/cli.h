@@ -64,6 +64,12 @@ void register_compare(CLI::App& app, Action* action);
 void register_provision(CLI::App& app, Action* action);
 void register_emulate(CLI::App& app, Action* action);
 
+// A note that holds only once the command ran (the embedded simulator stood
+// in for a TPM nobody named): main() prints it after the command succeeded,
+// never before a failure that ran nothing. Given twice, printed once.
+void note_on_success(std::string line);
+void print_success_notes();
+
 // --tpm and --emulate on a subcommand: the TPM string and an optional
 // latency profile to emulate.
 struct TpmOption {
