@@ -90,15 +90,22 @@ Result<std::string> TpmOption::tpm_string() const {
       if (!d.tcti->ek_ca.empty()) ignored.push_back("ek-ca=");
       if (d.tcti->tofu) ignored.push_back("tofu");
       if (!d.tcti->salt.empty()) ignored.push_back("salt=");
-      if (!d.tcti->policy.empty()) ignored.push_back("policy=");
     }
-    if (!d.tcti->log.empty()) ignored.push_back("log=");
+    std::vector<std::string> why;
+    if (!d.tcti->policy.empty() && !takes_policy) {
+      ignored.push_back("policy=");
+      if (takes_protection) why.push_back("this command applies no policy");
+    }
+    if (!d.tcti->log.empty()) {
+      ignored.push_back("log=");
+      if (takes_protection) why.push_back("log= is the TCTI's own log");
+    }
+    if (!takes_protection) why.push_back("this command takes no protection options");
     if (!ignored.empty()) {
       fmt::print(stderr,
                  "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores "
                  "{} ({})\n",
-                 d.spec, fmt::join(ignored, ", "),
-                 takes_protection ? "the TCTI's own log" : "this command takes no protection options");
+                 d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
     }
   }
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {

@@ -79,6 +79,9 @@ struct TpmOption {
   // The command takes the protection options (ProtectionOptions::add_to):
   // the protection items of $TPM2TOOLS_TCTI=tpmsec:… count as its flags.
   bool takes_protection = false;
+  // The command applies a policy (--policy, $TPMSEC_POLICY): $TPM2TOOLS_TCTI's
+  // policy= counts as --policy; elsewhere it is named as ignored.
+  bool takes_policy = false;
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
   void add_to(CLI::App* sub, bool state_changing = false);
