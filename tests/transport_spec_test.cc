@@ -25,11 +25,15 @@ TEST(TransportSpec, HandlesPrivateParses) {
   EXPECT_EQ(spec->scheme, "swtpm");
   EXPECT_EQ(spec->options.at("handles"), "private");
   EXPECT_EQ(spec->options.at("port"), "2321");
+  auto mssim = parse_transport_spec("mssim:host=127.0.0.1,port=2321,handles=private");
+  ASSERT_TRUE(mssim.ok()) << mssim.error().message();
+  EXPECT_EQ(mssim->options.at("handles"), "private");
 }
 
 TEST(TransportSpec, HandlesTakesOnlyPrivate) {
   for (const char* text : {"swtpm:host=127.0.0.1,port=2321,handles=shared", "swtpm:port=2321,handles=",
-                           "swtpm:port=2321,handles=PRIVATE", "swtpm:port=2321,handles=private,handles=private"}) {
+                           "swtpm:port=2321,handles=PRIVATE", "swtpm:port=2321,handles=private,handles=private",
+                           "mssim:port=2321,handles=shared"}) {
     SCOPED_TRACE(text);
     auto spec = parse_transport_spec(text);
     ASSERT_FALSE(spec.ok());
@@ -39,7 +43,7 @@ TEST(TransportSpec, HandlesTakesOnlyPrivate) {
   auto shared = parse_transport_spec("swtpm:port=2321,handles=shared");
   ASSERT_FALSE(shared.ok());
   EXPECT_NE(shared.error().message().find("handles=private"), std::string::npos) << shared.error().message();
-  // Only the swtpm: transport takes it: /dev/tpmrm0 is recognized by itself.
+  // Only the swtpm: and mssim: transports take it: /dev/tpmrm0 is recognized by itself.
   for (const char* text : {"device:path=/dev/tpmrm0,handles=private", "embedded:handles=private"}) {
     SCOPED_TRACE(text);
     auto spec = parse_transport_spec(text);

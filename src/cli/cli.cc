@@ -40,7 +40,7 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
   changes_state = state_changing;
   sub->add_option("--tpm", spec,
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
-                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: takes handles=private when "
+                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: and mssim: take handles=private when "
                   "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
                   "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
                   "when it exists (not with --emulate), else embedded");
