@@ -5,7 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -29,6 +33,31 @@ void expect_one_line_error(const testing::CommandResult& r, const std::string& n
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// `tpmsec --tpm embedded info`: CLI11 only says the arguments were not
+// expected; the line also says where options go.
+TEST(Cli, OptionsBeforeTheCommandAreSaidToGoAfterIt) {
+  auto r = run_tpmsec({"--tpm", "embedded", "info"});
+  EXPECT_EQ(r.exit_code, testing::kExitUsage);
+  expect_one_line_error(r, "options go after the command: tpmsec info --tpm");
+}
+
+// A file the CLI cannot read: the line says why (here: another user's 0600
+// file, read as nobody).
+TEST(Cli, AFileItCannotReadIsRefusedWithTheReason) {
+  std::string dir = ::testing::TempDir() + "tpmsec-cli-unreadable-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                                        std::filesystem::perms::others_exec);
+  std::string file = dir + "/bench.json";
+  std::ofstream(file) << "{}";
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto r = run_command({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH, "compare",
+                        file, file});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.exit_code, testing::kExitUsage) << testing::describe(r);
+  expect_one_line_error(r, "cannot read " + file + ": Permission denied");
 }
 
 TEST(Cli, InfoOnEmbeddedShowsIbm) {

@@ -689,11 +689,15 @@ TEST(EmulateServer, WithoutPrivateHandlesAClosingClientsHandlesStay) {
 // sweep): a one-shot protected extend with a warm state directory sends no
 // GetCapability at all; the same run without handles=private sends the
 // ledger's three listings (transient objects, loaded and saved sessions).
-TEST(EmulateServer, OneShotWithHandlesPrivateListsNoHandles) {
+// On either protocol: mssim: takes handles=private as swtpm: does.
+class OneShotWithHandlesPrivate : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Protocols, OneShotWithHandlesPrivate, ::testing::Values("swtpm", "mssim"));
+TEST_P(OneShotWithHandlesPrivate, ListsNoHandles) {
   EmulateServer server;
-  ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles"}));
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles", "--protocol", GetParam()}));
   const std::string digest(64, 'd');
-  const std::string private_spec = server.spec() + ",handles=private";
+  const std::string spec = GetParam() == "swtpm" ? server.spec() : server.tcti("mssim");
+  const std::string private_spec = spec + ",handles=private";
   auto extend = [&](const std::string& spec) {
     size_t before = count_of(server.log(), "tpmsec emulate: GetCapability ");
     auto r = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", spec, "--tofu"}, state_env(server.dir()));
@@ -702,12 +706,44 @@ TEST(EmulateServer, OneShotWithHandlesPrivateListsNoHandles) {
   };
   extend(private_spec);  // cold: reads the TPM's capabilities, creates and keeps the null key
   EXPECT_EQ(extend(private_spec), 0u) << server.log();
-  EXPECT_EQ(extend(server.spec()), 3u) << server.log();
+  EXPECT_EQ(extend(spec), 3u) << server.log();
   EXPECT_EQ(server.stop(), 0);
   // Nothing was left for the server to flush: tpmsec flushes what it creates.
   std::string log = server.log();
   EXPECT_GE(count_of(log, "client closed"), 3u) << log;
   EXPECT_EQ(count_of(log, "client closed"), count_of(log, "private handles: flushed 0 it left")) << log;
+}
+
+// tpm2-tss's mssim TCTI writes a command's header and body in two writes,
+// with Nagle on: the body waits for the header's ACK. The server ACKs at
+// once, as a chip answers at once; with Linux's delayed ACK every command
+// after the first would stall at least 40 ms (TCP_DELACK_MIN), whatever the
+// machine's speed. A client written the same way: its round trips stay
+// under that floor (most of them: a scheduling hiccup may cross it).
+TEST(EmulateServer, MssimAnswersAHeaderAndBodyWrittenApartWithoutADelayedAck) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet", "--protocol", "mssim"}));
+  int fd = connect_to(server.port());
+  ASSERT_GE(fd, 0);
+  const Bytes head = *from_hex("00000008" "00" "0000000c");  // TPM_SEND_COMMAND, locality 0, size
+  const Bytes body = *from_hex("80010000000c0000017b0008");  // GetRandom(8)
+  constexpr int kCommands = 20;
+  int stalled = 0;
+  for (int i = 0; i < kCommands; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+    ASSERT_EQ(::write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
+    Bytes answer;
+    while (answer.size() < 4 + 20 + 4) {  // size, the response (10 + 2 + 8), 0
+      uint8_t buf[64];
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      ASSERT_GT(n, 0);
+      answer.insert(answer.end(), buf, buf + n);
+    }
+    if (std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(40)) ++stalled;
+  }
+  ::close(fd);
+  EXPECT_LT(stalled, kCommands / 2) << stalled << " of " << kCommands << " commands waited for a delayed ACK";
 }
 
 // With handles=private a lost connection is not reopened: the server flushed

@@ -20,6 +20,7 @@
 #include <regex>
 
 #include "support/attacker.h"
+#include "support/fault_injection.h"
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
@@ -328,6 +329,119 @@ TEST_F(TctiTest, SystemdCredsSealsAndUnsealsThroughIt) {
   expect_no_handles_left();
 }
 
+// /etc/crypttab through systemd 252's own code: systemd-cryptsetup-generator
+// turns the line into the unit whose ExecStart runs systemd-cryptsetup with
+// the options field as it is (an unknown escape such as `\,` is kept by
+// ExecStart's parser, systemd src/basic/extract-word.c, UNESCAPE_RELAX), and
+// systemd-cryptsetup splits it at every comma not written `\,`
+// (src/cryptsetup/cryptsetup.c, parse_crypt_config()). With each comma of
+// tpm2-device= escaped, the TCTI gets its whole configuration and unseals
+// the volume key (activation needs device-mapper, which a test host may
+// lack: the Unseal on the bus is the proof). With plain commas it gets
+// `swtpm:host=127.0.0.1` alone and refuses it, connecting nowhere.
+TEST_F(TctiTest, ACrypttabLineWithItsCommasEscapedUnsealsThroughIt) {
+  const std::vector<std::string> env = {"LD_LIBRARY_PATH=" +
+                                        std::filesystem::path(TPMSEC_TCTI_PATH).parent_path().string()};
+  const std::string volume = "tpmsectest" + std::to_string(::getpid());  // no unit-name escaping
+  const std::string image = path("volume.img");
+  const std::string device = "tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
+                             ",null-name=" + *null_name_ + ",log=" + path("log");
+  std::ofstream(image).close();
+  std::filesystem::resize_file(image, 32 << 20);
+  const std::string passphrase = "volume-passphrase";
+  auto format = run_command({"cryptsetup", "luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2",
+                             "--pbkdf-force-iterations", "1000", "--key-file=-", image},
+                            {}, &passphrase);
+  ASSERT_EQ(format.exit_code, 0) << testing::describe(format);
+  // Enrolled straight to the TPM: systemd-cryptenroll holds two TPM
+  // contexts at once, which the interposer (one client at a time) cannot
+  // serve; tpm2-tss's swtpm TCTI connects per command.
+  auto enroll = run_command({"systemd-cryptenroll", "--tpm2-device=" + direct(), "--tpm2-pcrs=", image},
+                            {"PASSWORD=" + passphrase});
+  ASSERT_EQ(enroll.exit_code, 0) << testing::describe(enroll);
+  // What systemd leaves loaded (its own sessions, as without the TCTI).
+  auto flush_left = [&] {
+    flush_transients();
+    auto flushed = run_command({"tpm2_flushcontext", "-T", direct(), "-l"});
+    EXPECT_EQ(flushed.exit_code, 0) << testing::describe(flushed);
+  };
+  flush_left();
+
+  // The options field of the unit the generator makes of the crypttab line.
+  auto through_generator = [&](const std::string& options) {
+    std::ofstream(path("crypttab")) << volume << " " << image << " none " << options << "\n";
+    std::filesystem::remove_all(path("gen"));
+    for (const char* d : {"gen/normal", "gen/early", "gen/late"}) std::filesystem::create_directories(path(d));
+    auto gen = run_command({"/lib/systemd/system-generators/systemd-cryptsetup-generator", path("gen/normal"),
+                            path("gen/early"), path("gen/late")},
+                           {"SYSTEMD_CRYPTTAB=" + path("crypttab")});
+    EXPECT_EQ(gen.exit_code, 0) << testing::describe(gen);
+    std::string unit = slurp(path("gen/normal/systemd-cryptsetup@" + volume + ".service"));
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(unit, m, std::regex("\nExecStart=\\S+ attach '[^']*' '[^']*' '[^']*' '([^']*)'\n")))
+        << unit;
+    return m.size() > 1 ? m[1].str() : std::string();
+  };
+  auto attach = [&](const std::string& options) {
+    take_codes();
+    auto r = run_command({"/lib/systemd/systemd-cryptsetup", "attach", volume, image, "none", options}, env);
+    proxy_->wait_idle();
+    if (r.exit_code == 0) run_command({"/lib/systemd/systemd-cryptsetup", "detach", volume});  // a host with dm
+    return r;
+  };
+  std::string escaped = std::regex_replace(device, std::regex(","), "\\,");
+  std::string options = through_generator("tpm2-device=" + escaped + ",headless");
+  EXPECT_EQ(options, "tpm2-device=" + escaped + ",headless");
+  auto unlocked = attach(options);
+  std::vector<uint32_t> codes = take_codes();
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::Unseal::kInfo.code), 1) << testing::describe(unlocked);
+  EXPECT_EQ(unlocked.err.find("tpmsec TCTI:"), std::string::npos) << unlocked.err;
+  EXPECT_NE(slurp(path("log")).find("# /lib/systemd/systemd-cryptsetup pid"), std::string::npos)
+      << "log=, the last item, never reached the TCTI";
+  flush_left();
+
+  auto cut = attach(through_generator("tpm2-device=" + device + ",headless"));
+  EXPECT_NE(cut.exit_code, 0);
+  EXPECT_NE(cut.err.find("tpmsec TCTI: 'swtpm:host=127.0.0.1' names no port= and no anchor"), std::string::npos)
+      << cut.err;
+  EXPECT_NE(cut.err.find("\\,"), std::string::npos) << cut.err;
+  EXPECT_EQ(take_codes(), std::vector<uint32_t>{});
+}
+
+// What the TCTI can tell of a configuration it only half received is
+// refused at init (TSS2_TCTI_RC_BAD_VALUE) with one line, before it connects
+// anywhere: a bus TPM with no port and no anchor (the rest cut at a comma),
+// an item ending in a backslash (`\,` nobody unescaped).
+TEST_F(TctiTest, AConfigurationItOnlyHalfReceivedIsRefusedAtInit) {
+  void* lib = ::dlopen(TPMSEC_TCTI_PATH, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto info_of = reinterpret_cast<const TSS2_TCTI_INFO* (*)()>(::dlsym(lib, "Tss2_Tcti_Info"));
+  ASSERT_NE(info_of, nullptr);
+  auto init = [&](const std::string& config) {
+    size_t size = 0;
+    EXPECT_EQ(info_of()->init(nullptr, &size, config.c_str()), TSS2_RC_SUCCESS);
+    std::vector<uint64_t> memory(size / sizeof(uint64_t) + 1);
+    auto* ctx = reinterpret_cast<TSS2_TCTI_CONTEXT*>(memory.data());
+    TSS2_RC rc = info_of()->init(ctx, &size, config.c_str());
+    if (rc == TSS2_RC_SUCCESS) reinterpret_cast<TSS2_TCTI_CONTEXT_COMMON_V1*>(ctx)->finalize(ctx);
+    return rc;
+  };
+  const std::string port = std::to_string(proxy_->port());
+  const std::string escaped = "swtpm:host=127.0.0.1\\,port=" + port + "\\,null-name=" + *null_name_;
+  for (const std::string& half : {std::string("swtpm:host=127.0.0.1"), std::string("mssim:host=127.0.0.1"), escaped}) {
+    EXPECT_EQ(init(half), TSS2_TCTI_RC_BAD_VALUE) << half;
+    auto r = tool({"tpm2_getrandom", "--hex", "8"}, std::string(TPMSEC_TCTI_PATH) + ":" + half);
+    EXPECT_NE(r.exit_code, 0) << half;
+    EXPECT_NE(r.err.find("tpmsec TCTI: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("\\,"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(take_codes(), std::vector<uint32_t>{});
+  // Whole, with port= or an anchor, it connects.
+  EXPECT_EQ(init("swtpm:host=127.0.0.1,port=" + port + ",null-name=" + *null_name_), TSS2_RC_SUCCESS);
+  ::dlclose(lib);
+  expect_no_handles_left();
+}
+
 // A program that forks after it opened the TCTI, whose child exits (running
 // the library's destructor: a C++ library with unique symbols is not
 // unloaded by dlclose, so its destructor runs at exit, systemd's too): the child
@@ -584,6 +698,47 @@ TEST_F(TctiTest, AForgedResponseFailsTheToolWithOneLine) {
   EXPECT_NE(r.exit_code, 0) << testing::describe(r);
   EXPECT_NE(r.err.find("tpmsec TCTI: response refused: GetRandom response: response HMAC"), std::string::npos)
       << r.err;
+}
+
+// A TPM whose session slots are full (another client's sessions left
+// loaded on a TPM without a resource manager; here the interposer says so
+// for the TPM): the refusal says how to look and mend.
+TEST_F(TctiTest, FullSessionSlotsAreRefusedWithAHint) {
+  rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    if (c.code == cmd::StartAuthSession::kInfo.code) return testing::Reply::answer(error_response(rc::kSessionMemory));
+    return testing::pass(c, tpm);
+  };
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, tcti());
+  EXPECT_NE(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: response refused: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("session slots are full"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tpm2_flushcontext -l"), std::string::npos) << r.err;
+}
+
+// The TCTI's items are named as the TCTI spells them: its tofu warning
+// says `tofu`, not the CLI's `--tofu`.
+TEST_F(TctiTest, TheTofuWarningNamesTheItem) {
+  std::string config = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
+                       ",tofu";
+  auto r = run_command({"tpm2_getrandom", "-T", config, "--hex", "8"}, {"TPMSEC_STATE_DIR=" + path("state")});
+  proxy_->wait_idle();
+  EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("tpmsec TCTI: warning: tofu: trusting the null key"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--tofu"), std::string::npos) << r.err;
+}
+
+// log= at a symbolic link in a directory others can write: refused, and
+// said as the refusal it is, not as ELOOP's "Too many levels of symbolic links".
+TEST_F(TctiTest, ALogAtAPlantedLinkIsRefusedInWords) {
+  std::filesystem::create_directories(path("shared"));
+  std::filesystem::permissions(path("shared"), std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  std::ofstream(path("target")) << "";
+  std::filesystem::create_symlink(path("target"), path("shared/log"));
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, tcti(",log=" + path("shared/log")));
+  EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
+  EXPECT_NE(r.err.find("a symbolic link: refused, never followed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Too many levels"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(path("target")), "");
 }
 
 TEST_F(TctiTest, ADroppedResponseFailsTheToolAndExtendsOnce) {

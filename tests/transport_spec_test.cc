@@ -25,11 +25,15 @@ TEST(TransportSpec, HandlesPrivateParses) {
   EXPECT_EQ(spec->scheme, "swtpm");
   EXPECT_EQ(spec->options.at("handles"), "private");
   EXPECT_EQ(spec->options.at("port"), "2321");
+  auto mssim = parse_transport_spec("mssim:host=127.0.0.1,port=2321,handles=private");
+  ASSERT_TRUE(mssim.ok()) << mssim.error().message();
+  EXPECT_EQ(mssim->options.at("handles"), "private");
 }
 
 TEST(TransportSpec, HandlesTakesOnlyPrivate) {
   for (const char* text : {"swtpm:host=127.0.0.1,port=2321,handles=shared", "swtpm:port=2321,handles=",
-                           "swtpm:port=2321,handles=PRIVATE", "swtpm:port=2321,handles=private,handles=private"}) {
+                           "swtpm:port=2321,handles=PRIVATE", "swtpm:port=2321,handles=private,handles=private",
+                           "mssim:port=2321,handles=shared"}) {
     SCOPED_TRACE(text);
     auto spec = parse_transport_spec(text);
     ASSERT_FALSE(spec.ok());
@@ -39,7 +43,7 @@ TEST(TransportSpec, HandlesTakesOnlyPrivate) {
   auto shared = parse_transport_spec("swtpm:port=2321,handles=shared");
   ASSERT_FALSE(shared.ok());
   EXPECT_NE(shared.error().message().find("handles=private"), std::string::npos) << shared.error().message();
-  // Only the swtpm: transport takes it: /dev/tpmrm0 is recognized by itself.
+  // Only the swtpm: and mssim: transports take it: /dev/tpmrm0 is recognized by itself.
   for (const char* text : {"device:path=/dev/tpmrm0,handles=private", "embedded:handles=private"}) {
     SCOPED_TRACE(text);
     auto spec = parse_transport_spec(text);
@@ -184,6 +188,26 @@ TEST(DefaultTpm, CliReadsTpm2ToolsTcti) {
   EXPECT_EQ(given.exit_code, 0) << describe(given);
 }
 
+// --emulate alone needs no TPM: a TPM2TOOLS_TCTI set host-wide for
+// tpm2-tools that tpmsec does not speak (tabrmd) is named in a note and left
+// aside, the embedded TPM plays the chip, on commands with protection
+// options too (they read the variable's items).
+TEST(DefaultTpm, EmulateNeedsNoTpmEvenWithAnUnspeakableTpm2ToolsTcti) {
+  const std::vector<std::string> env{"TPMSEC_TPM=", "TPM2TOOLS_TCTI=tabrmd"};
+  auto bench = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "2", "--strategies", "plain",
+                           "--no-primitives", "--no-progress"},
+                          env);
+  EXPECT_EQ(bench.exit_code, 0) << describe(bench);
+  EXPECT_NE(bench.out.find("[emulated: slb9670]"), std::string::npos) << describe(bench);
+  EXPECT_NE(bench.err.find("ignoring TPM2TOOLS_TCTI=tabrmd"), std::string::npos) << describe(bench);
+  EXPECT_EQ(std::count(bench.err.begin(), bench.err.end(), '\n'), 1) << bench.err;
+  auto extend = run_tpmsec({"pcr", "extend", "16", std::string(64, 'a'), "--emulate", "slb9670"}, env);
+  EXPECT_EQ(extend.exit_code, 0) << describe(extend);
+  // Without --emulate it stays a usage error naming the variable.
+  auto plain = run_tpmsec({"pcr", "extend", "16", std::string(64, 'a')}, env);
+  EXPECT_EQ(plain.exit_code, testing::kExitUsage) << describe(plain);
+}
+
 // Without any TPM named, a state-changing command on a host without
 // /dev/tpmrm0 says in one line that it ran on the simulator; where the host
 // has one, the command goes to it, and it is only read here (info), never
@@ -209,6 +233,10 @@ TEST(DefaultTpm, AnUnnamedSimulatorIsSaidOnStateChangingCommands) {
   auto named = run_tpmsec({"pcr", "extend", "16", std::string(64, 'a')}, {"TPMSEC_TPM=embedded"});
   EXPECT_EQ(named.exit_code, 0) << describe(named);
   EXPECT_EQ(named.err.find("embedded simulator"), std::string::npos) << describe(named);
+  // A command that fails before it runs says only why it failed.
+  auto failed = run_tpmsec({"pcr", "extend", "16", "zz"}, unnamed);
+  EXPECT_EQ(failed.exit_code, testing::kExitUsage) << describe(failed);
+  EXPECT_EQ(failed.err.find("embedded simulator"), std::string::npos) << describe(failed);
   auto read = run_tpmsec({"pcr", "read", "16"}, unnamed);
   EXPECT_EQ(read.exit_code, 0) << describe(read);
   EXPECT_EQ(read.err.find("embedded simulator"), std::string::npos) << describe(read);

@@ -164,7 +164,7 @@ TEST_F(TrustAnchorTest, APinOnACommandWithoutASessionIsChecked) {
 TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
   auto first = tpmsec({"pcr", "extend", "16", kDigest, "--tofu"});
   ASSERT_EQ(first.exit_code, 0) << describe(first);
-  EXPECT_NE(first.err.find("warning: --tofu: trusting the null key"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("warning: tofu: trusting the null key"), std::string::npos) << first.err;
   std::string name = genuine_name();
 
   FileHostState store(state_);
@@ -337,7 +337,7 @@ TEST_F(TrustAnchorTest, TheTpmsecTctiInTpm2ToolsTctiGivesTheTpmAndItsAnchor) {
   }
   auto tofu = via_tcti({"random", "8"}, ",tofu");
   EXPECT_EQ(tofu.exit_code, 0) << describe(tofu);
-  EXPECT_NE(tofu.err.find("--tofu"), std::string::npos) << tofu.err;
+  EXPECT_NE(tofu.err.find("warning: tofu: trusting"), std::string::npos) << tofu.err;
   // The salt= item is applied: the session is salted to the RSA null key,
   // whose name is not the ECC key's.
   auto rsa_key = tpmsec({"null-key", "--salt", "rsa"});
@@ -396,6 +396,37 @@ TEST_F(TrustAnchorTest, TheTpmsecTctiItemsACommandIgnoresAreNamed) {
   EXPECT_EQ(info.exit_code, 0) << describe(info);
   EXPECT_NE(info.err.find("ignores null-name=, salt="), std::string::npos) << info.err;
   EXPECT_NE(info.err.find(swtpm_->spec()), std::string::npos) << info.err;
+  // policy= on a command with protection options that applies no policy.
+  auto policy = via_tcti({"random", "8"}, ",null-name=" + name + ",policy=/nonexistent/policy.toml");
+  EXPECT_EQ(policy.exit_code, 0) << describe(policy);
+  EXPECT_NE(policy.err.find("ignores policy= (this command applies no policy)"), std::string::npos) << policy.err;
+  // On one that applies it, it is used: not named, and its file is read.
+  auto applied = via_tcti({"policy", "show"}, ",null-name=" + name + ",policy=/nonexistent/policy.toml");
+  EXPECT_EQ(applied.err.find("ignores"), std::string::npos) << applied.err;
+  EXPECT_NE(applied.err.find("/nonexistent/policy.toml"), std::string::npos) << applied.err;
+}
+
+// policy show uses a named anchor, as --null-name or as TPM2TOOLS_TCTI's
+// null-name=: the identity it shows is read through a session salted to
+// it, and says so; without one it says it was read without authentication.
+TEST_F(TrustAnchorTest, PolicyShowReadsTheIdentityThroughANamedAnchor) {
+  std::string name = genuine_name();
+  auto line = [](const CommandResult& r) {
+    size_t at = r.out.find("\nTPM ");
+    return at == std::string::npos ? std::string() : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  auto plain = via_tcti({"policy", "show"}, "");
+  EXPECT_EQ(plain.exit_code, 0) << describe(plain);
+  EXPECT_NE(line(plain).find("(read without authentication)"), std::string::npos) << plain.out;
+  auto item = via_tcti({"policy", "show"}, ",null-name=" + name);
+  EXPECT_EQ(item.exit_code, 0) << describe(item);
+  EXPECT_NE(line(item).find("(audited)"), std::string::npos) << item.out;
+  auto flag = via_tcti({"policy", "show", "--null-name", name}, "");
+  EXPECT_EQ(flag.exit_code, 0) << describe(flag);
+  EXPECT_NE(line(flag).find("(audited)"), std::string::npos) << flag.out;
+  // A wrong name is refused, never shown as audited.
+  auto wrong = via_tcti({"policy", "show", "--null-name", "000b" + std::string(64, '0')}, "");
+  EXPECT_EQ(wrong.exit_code, testing::kExitIntegrity) << describe(wrong);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
   changes_state = state_changing;
   sub->add_option("--tpm", spec,
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
-                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: takes handles=private when "
+                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: and mssim: take handles=private when "
                   "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
                   "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
                   "when it exists (not with --emulate), else embedded");
@@ -49,9 +49,35 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
                   "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
 }
 
+namespace {
+std::vector<std::string>& success_notes() {
+  static std::vector<std::string> notes;
+  return notes;
+}
+}  // namespace
+
+void note_on_success(std::string line) {
+  auto& notes = success_notes();
+  if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(std::move(line));
+}
+
+void print_success_notes() {
+  for (const std::string& line : success_notes()) fmt::print(stderr, "{}", line);
+}
+
+Result<DefaultTpm> TpmOption::chosen_default(bool note) const {
+  Result<DefaultTpm> d = default_tpm();
+  if (d.ok() || emulate.empty()) return d;
+  if (note) {
+    fmt::print(stderr, "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
+               "the embedded TPM\n", std::getenv("TPM2TOOLS_TCTI"), emulate);
+  }
+  return DefaultTpm{"embedded", TpmSource::kTpmsecTpm};
+}
+
 Result<std::string> TpmOption::tpm_string() const {
   if (!spec.empty()) return spec;
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(true));
   // --emulate names a chip of its own: the host's TPM behind another chip's
   // model would be neither, so only a TPM the environment names replaces the
   // embedded one there.
@@ -64,29 +90,35 @@ Result<std::string> TpmOption::tpm_string() const {
       if (!d.tcti->ek_ca.empty()) ignored.push_back("ek-ca=");
       if (d.tcti->tofu) ignored.push_back("tofu");
       if (!d.tcti->salt.empty()) ignored.push_back("salt=");
-      if (!d.tcti->policy.empty()) ignored.push_back("policy=");
     }
-    if (!d.tcti->log.empty()) ignored.push_back("log=");
+    std::vector<std::string> why;
+    if (!d.tcti->policy.empty() && !takes_policy) {
+      ignored.push_back("policy=");
+      if (takes_protection) why.push_back("this command applies no policy");
+    }
+    if (!d.tcti->log.empty()) {
+      ignored.push_back("log=");
+      if (takes_protection) why.push_back("log= is the TCTI's own log");
+    }
+    if (!takes_protection) why.push_back("this command takes no protection options");
     if (!ignored.empty()) {
       fmt::print(stderr,
                  "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores "
                  "{} ({})\n",
-                 d.spec, fmt::join(ignored, ", "),
-                 takes_protection ? "the TCTI's own log" : "this command takes no protection options");
+                 d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
     }
   }
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
-    fmt::print(stderr,
-               "tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran on the embedded "
-               "simulator, not on a TPM of this host\n",
-               kHostTpmDevice);
+    note_on_success(fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
+                                "on the embedded simulator, not on a TPM of this host\n",
+                                kHostTpmDevice));
   }
   return d.spec;
 }
 
 Result<std::optional<TpmsecTctiConfig>> TpmOption::tcti_config() const {
   if (!spec.empty()) return std::optional<TpmsecTctiConfig>();
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
+  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(false));
   return d.tcti;
 }
 
@@ -202,13 +234,13 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   if (!std::filesystem::exists(path, ec)) return usage_error(fmt::format("{}: no such file", path));
   if (!std::filesystem::is_regular_file(path, ec)) return usage_error(fmt::format("{}: not a regular file", path));
   auto size = std::filesystem::file_size(path, ec);
-  if (ec) return usage_error(fmt::format("cannot read {}", path));
+  if (ec) return usage_error(fmt::format("cannot read {}: {}", path, ec.message()));
   if (size > max_bytes) return usage_error(fmt::format("{}: larger than {} bytes", path, max_bytes));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return usage_error(fmt::format("cannot read {}", path));
+  if (!in) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
-  if (in.bad()) return usage_error(fmt::format("cannot read {}", path));
+  if (in.bad()) return usage_error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   return text.str();
 }
 

@@ -65,6 +65,12 @@ void register_compare(CLI::App& app, Action* action);
 void register_provision(CLI::App& app, Action* action);
 void register_emulate(CLI::App& app, Action* action);
 
+// A note that holds only once the command ran (the embedded simulator stood
+// in for a TPM nobody named): main() prints it after the command succeeded,
+// never before a failure that ran nothing. Given twice, printed once.
+void note_on_success(std::string line);
+void print_success_notes();
+
 // --tpm and --emulate on a subcommand: the TPM string and an optional
 // latency profile to emulate.
 struct TpmOption {
@@ -74,6 +80,9 @@ struct TpmOption {
   // The command takes the protection options (ProtectionOptions::add_to):
   // the protection items of $TPM2TOOLS_TCTI=tpmsec:… count as its flags.
   bool takes_protection = false;
+  // The command applies a policy (--policy, $TPMSEC_POLICY): $TPM2TOOLS_TCTI's
+  // policy= counts as --policy; elsewhere it is named as ignored.
+  bool takes_policy = false;
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
   void add_to(CLI::App* sub, bool state_changing = false);
@@ -86,6 +95,13 @@ struct TpmOption {
   // Without --tpm, when the default is $TPM2TOOLS_TCTI=tpmsec:…: its
   // configuration (transport.h); else none.
   Result<std::optional<TpmsecTctiConfig>> tcti_config() const;
+
+ private:
+  // default_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
+  // not speak (tabrmd, set for tpm2-tools host-wide) leaves the embedded TPM
+  // playing the chip, with a note, instead of a usage error: an emulation
+  // needs no TPM of the host. `note`: say so (once per run: tpm_string()).
+  Result<DefaultTpm> chosen_default(bool note) const;
 };
 
 // An open TPM. Plain (the protect path: no --emulate): the transport and a

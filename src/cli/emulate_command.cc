@@ -73,8 +73,9 @@ void register_emulate(CLI::App& app, Action* action) {
                 "when it connected, and other clients' handles, stay. Each client has the loaded-session slots to "
                 "itself: another client's session is context-saved when a command needs its slot, and loaded back "
                 "before its own client names it (billed). Clients may then skip their handle listing "
-                "(tpmsec: --tpm swtpm:...,handles=private). For tpm2-tss use --protocol mssim and its mssim: TCTI "
-                "(one connection per context): its swtpm: TCTI connects per command");
+                "(tpmsec and its TCTI: swtpm:...,handles=private or mssim:...,handles=private). A tpm2-tss program "
+                "straight to the server: --protocol mssim and tpm2-tss's mssim: TCTI (one connection per context); "
+                "tpm2-tss's swtpm: TCTI connects per command, so its handles go with each connection");
   sub->add_option("--json", o->json, "On exit, write the per-command modelled times as a bench result (tpmsec compare)");
   sub->add_option("--trace", o->trace, "On exit, write the commands as Chrome trace events (Perfetto)");
   sub->add_flag("-q,--quiet", o->server.quiet, "No line per command on stderr");

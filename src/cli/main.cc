@@ -58,7 +58,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = "invalid command line";
-    fmt::print(stderr, "tpmsec: {} (see tpmsec --help)\n", what);
+    // `tpmsec --tpm X info`: CLI11 says only that the arguments were not
+    // expected; the options belong to the command.
+    std::string hint;
+    for (int i = 2; argv[1][0] == '-' && i < argc && hint.empty(); ++i) {
+      if (known(argv[i])) hint = fmt::format("; options go after the command: tpmsec {} {} ...", argv[i], argv[1]);
+    }
+    fmt::print(stderr, "tpmsec: {}{} (see tpmsec --help)\n", what, hint);
     return kExitUsage;
   }
   if (!action) {
@@ -80,6 +86,7 @@ int main(int argc, char** argv) {
   if (status.ok() && (std::fflush(stdout) != 0 || std::ferror(stdout) || std::fclose(stdout) != 0)) {
     status = tpmsec::runtime_error(fmt::format("cannot write standard output: {}", std::strerror(errno)));
   }
+  if (status.ok()) print_success_notes();
   if (!status.ok()) {
     const auto& e = status.error();
     if (e.kind() == tpmsec::ErrorKind::kIntegrity) {

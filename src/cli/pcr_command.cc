@@ -116,6 +116,7 @@ void register_pcr(CLI::App& app, Action* action) {
                   "--strategy plain (tpm.disable_pcr_integrity=1)")
       ->check(CLI::IsMember({"hmac", "none"}));
   extend->strategy.add_to(ext);
+  extend->tpm.takes_policy = true;
   extend->protection.add_to(ext, extend->tpm);
   ext->add_option("DIGEST", extend->digest,
                   "Digest as hex, the bank's size (64 hex digits for sha256); - reads one digest per line from "

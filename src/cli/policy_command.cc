@@ -68,6 +68,7 @@ void register_show(CLI::App* policy, Action* action) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
   o->tpm.add_to(sub);
+  o->tpm.takes_policy = true;
   o->protection.add_to(sub, o->tpm);
   sub->add_option("--policy", o->policy, "Policy file (default: $TPMSEC_POLICY or data/policy/default.toml)");
   sub->add_option("--measurements", o->measurements,
@@ -94,6 +95,14 @@ void register_show(CLI::App* policy, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
       TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o->protection.config(open.transport(), open.info(), SymDef::aes128_cfb()));
       TpmFacts facts = open.facts();
+      // An anchor named (flag or TPM2TOOLS_TCTI item) is used: the identity
+      // shown is read through a session salted to it, not only when the
+      // decision needs it.
+      const bool named = !std::holds_alternative<anchor::Automatic>(request.anchor) &&
+                         !std::holds_alternative<anchor::Unsalted>(request.anchor);
+      if (named && facts.identity_origin == FactOrigin::kUnauthenticated) {
+        TPMSEC_RETURN_IF_ERROR(confirm_identity(facts, open.tpm(), protection, &open.info()));
+      }
       if (measured) {
         // Timed over whatever bus the bench ran on: an interposer can inflate them.
         facts.measured = measured_properties(*measured);

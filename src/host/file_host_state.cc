@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +38,7 @@ Result<std::string> read_ca_file(const std::filesystem::path& path) {
     return usage_error(fmt::format("CA file {} is {} bytes, more than a CA bundle should be", path.string(), size));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return usage_error(fmt::format("cannot read CA file {}", path.string()));
+  if (!in) return usage_error(fmt::format("cannot read CA file {}: {}", path.string(), std::strerror(errno)));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
@@ -144,7 +146,7 @@ std::string FileHostState::kernel_null_name_file(std::string_view device_path) c
 
 Result<std::string> FileHostState::read_null_name_file(const std::string& path) const {
   std::ifstream in(path);
-  if (!in) return usage_error(fmt::format("cannot read null key name from {}", path));
+  if (!in) return usage_error(fmt::format("cannot read null key name from {}: {}", path, std::strerror(errno)));
   std::string line;
   std::getline(in, line);
   return line;

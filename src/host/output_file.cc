@@ -116,6 +116,8 @@ namespace {
 std::optional<std::string> write_opened(const std::string& file, int flags, mode_t mode, std::string_view content,
                                         std::string_view (*refused)(const struct stat&)) {
   Fd fd(::open(file.c_str(), flags, mode));
+  // O_NOFOLLOW's ELOOP is a link at the name itself: said as the refusal it is.
+  if (fd.get() < 0 && errno == ELOOP && (flags & O_NOFOLLOW)) return "a symbolic link: refused, never followed";
   if (fd.get() < 0) return std::strerror(errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return std::strerror(errno);

@@ -67,16 +67,7 @@ Result<TpmInfo> read_audited_identity(SessionFactory& factory) {
   return info;
 }
 
-Result<PolicyDecision> decide_on_tpm(const Policy& policy, TpmFacts& facts, Tpm& tpm,
-                                     const ProtectionConfig& protection, const TpmInfo* info) {
-  PolicyDecision d = decide(policy, facts);
-  if (!d.needs_audited_identity) return d;
-  if (protection.unsalted) {
-    facts.identity_note =
-        "--unsalted: an unsalted audit session is forgeable by an interposer who saw it start, so the identity "
-        "cannot be authenticated";
-    return decide(policy, facts);
-  }
+Status confirm_identity(TpmFacts& facts, Tpm& tpm, const ProtectionConfig& protection, const TpmInfo* info) {
   TPMSEC_ASSIGN_OR_RETURN(auto factory, SessionFactory::create(tpm, protection, info));
   TPMSEC_ASSIGN_OR_RETURN(TpmInfo audited, read_audited_identity(*factory));
   TpmFacts confirmed = facts_from_info(audited);
@@ -88,6 +79,20 @@ Result<PolicyDecision> decide_on_tpm(const Policy& policy, TpmFacts& facts, Tpm&
         identity_text(confirmed), identity_text(facts))).with_reason(ErrorReason::kIdentityForged);
   }
   facts.identity_origin = FactOrigin::kAudited;
+  return ok_status();
+}
+
+Result<PolicyDecision> decide_on_tpm(const Policy& policy, TpmFacts& facts, Tpm& tpm,
+                                     const ProtectionConfig& protection, const TpmInfo* info) {
+  PolicyDecision d = decide(policy, facts);
+  if (!d.needs_audited_identity) return d;
+  if (protection.unsalted) {
+    facts.identity_note =
+        "--unsalted: an unsalted audit session is forgeable by an interposer who saw it start, so the identity "
+        "cannot be authenticated";
+    return decide(policy, facts);
+  }
+  TPMSEC_RETURN_IF_ERROR(confirm_identity(facts, tpm, protection, info));
   return decide(policy, facts);
 }
 

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -201,7 +203,7 @@ Result<Policy> parse_policy(std::string_view text, const std::string& origin) {
 
 Result<Policy> load_policy(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return usage_error(fmt::format("cannot read policy file {}", path));
+  if (!in) return usage_error(fmt::format("cannot read policy file {}: {}", path, std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
   return parse_policy(text.str(), path);

@@ -75,7 +75,7 @@ Status pin_first_use(const std::shared_ptr<HostState>& host, const TpmId& tpm, S
   // A pin of an earlier boot is stale: this use is the first of this boot.
   if (pin && pin->boot_id == boot) {
     config.pinned_null_name = std::move(pin->name);
-    config.pin_origin = fmt::format("--tofu ({}); if the TPM was reset on purpose, forget the pin with "
+    config.pin_origin = fmt::format("tofu ({}); if the TPM was reset on purpose, forget the pin with "
                                     "'tpmsec null-key --forget --tpm {}'",
                                     host->where(StateRecord::kNullKeyPin, tpm, kind), tpm.text);
     return ok_status();
@@ -87,11 +87,12 @@ Status pin_first_use(const std::shared_ptr<HostState>& host, const TpmId& tpm, S
   config.on_first_use = [host, tpm, boot, kind, seen, notice](const Bytes& name) -> Status {
     if (*seen) {
       if (**seen == name) return ok_status();
-      return integrity_error(fmt::format("null key name changed from {} to {} within one run (--tofu)",
+      return integrity_error(fmt::format("null key name changed from {} to {} within one run (tofu)",
                                          to_hex(**seen), to_hex(name)));
     }
     *seen = name;
-    say(notice, fmt::format("warning: --tofu: trusting the null key {} on first use for {} this boot; an "
+    // "tofu": the CLI's --tofu and the TCTI's item alike.
+    say(notice, fmt::format("warning: tofu: trusting the null key {} on first use for {} this boot; an "
                             "interposer present now would go unnoticed (pinned in {})",
                             to_hex(name), tpm.text, host->where(StateRecord::kNullKeyPin, tpm, kind)));
     return host->put_null_key_pin(tpm, kind, NullKeyPin{name, boot});

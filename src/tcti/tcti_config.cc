@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "tcti/cut_config.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec::tcti {
@@ -9,6 +10,7 @@ namespace tpmsec::tcti {
 Result<TctiConfig> parse_tcti_config(std::string_view config) {
   // One parser of the items, shared with the CLI's $TPM2TOOLS_TCTI (transport.h).
   TPMSEC_ASSIGN_OR_RETURN(TpmsecTctiConfig c, parse_tpmsec_tcti_config(config));
+  TPMSEC_RETURN_IF_ERROR(refuse_cut_config(c));
   TctiConfig out;
   if (!c.null_name.empty()) out.request.anchor = anchor::NullName{c.null_name};
   if (!c.ek_ca.empty()) out.request.anchor = anchor::EkCa{c.ek_ca};

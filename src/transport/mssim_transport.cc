@@ -30,8 +30,14 @@ class MssimTransport final : public Transport {
 
   // As swtpm's: a failed exchange leaves the framing unknown, so the
   // connection is dropped and the next command opens a new one.
+  // With handles=private, as swtpm's: a lost connection took its handles
+  // with it, so it is not reopened (swtpm_transport.cc says why).
   Result<Bytes> transmit(ByteView command) override {
     if (!data_.valid()) {
+      if (address_.private_handles) {
+        return runtime_error(describe() + ": the connection was lost; with handles=private the server flushed its "
+                             "handles, so it is not reopened");
+      }
       TPMSEC_ASSIGN_OR_RETURN(data_, io::connect_tcp(address_.host, address_.port, "mssim"));
     }
     auto response = exchange(command);
@@ -47,6 +53,7 @@ class MssimTransport final : public Transport {
   }
 
   std::string describe() const override { return fmt::format("mssim:host={},port={}", address_.host, address_.port); }
+  bool private_handles() const override { return address_.private_handles; }
 
   // Power on and NV on (no-ops for a simulator already on), then Startup(CLEAR)
   // unless the TPM is started already.

@@ -17,7 +17,7 @@ namespace {
 const std::set<std::string>& allowed_keys(const std::string& scheme) {
   static const std::set<std::string> embedded{"state"};
   static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost", "handles"};
-  static const std::set<std::string> mssim{"host", "port"};
+  static const std::set<std::string> mssim{"host", "port", "handles"};
   static const std::set<std::string> device{"path"};
   if (scheme == "embedded") return embedded;
   if (scheme == "swtpm") return swtpm;
@@ -78,22 +78,22 @@ Result<TransportSpec> parse_transport_spec(std::string_view text) {
     TPMSEC_ASSIGN_OR_RETURN(uint16_t port, parse_port("port", spec.options["port"]));
     if (port == 65535) return usage_error("mssim: port=65535 leaves no platform port (port + 1)");
   }
+  // handles=private: the user asserts that the server gives this
+  // connection handles of its own and flushes them when it closes (as
+  // /dev/tpmrm0 does; `tpmsec emulate --private-handles`), so the handle
+  // ledger takes no baseline and never sweeps (handle_ledger.h). Wrongly
+  // asserted, tpmsec can only leave a handle behind after a fault, never
+  // flush someone else's: the ledger then flushes only what it owns.
+  if (spec.options.count("handles") && spec.options["handles"] != "private") {
+    return usage_error(fmt::format("{}: handles={} is not understood (the only value is handles=private)", spec.scheme,
+                                   spec.options["handles"]));
+  }
   if (spec.scheme == "swtpm") {
     for (const char* key : {"port", "ctrl"}) {
       if (spec.options.count(key)) TPMSEC_RETURN_IF_ERROR(parse_port(key, spec.options[key]));
     }
     if (spec.options.count("path") && (spec.options.count("host") || spec.options.count("port"))) {
       return usage_error("swtpm: give either path= or host=/port=, not both");
-    }
-    // handles=private: the user asserts that the server gives this
-    // connection handles of its own and flushes them when it closes (as
-    // /dev/tpmrm0 does; `tpmsec emulate --private-handles`), so the handle
-    // ledger takes no baseline and never sweeps (handle_ledger.h). Wrongly
-    // asserted, tpmsec can only leave a handle behind after a fault, never
-    // flush someone else's: the ledger then flushes only what it owns.
-    if (spec.options.count("handles") && spec.options["handles"] != "private") {
-      return usage_error(fmt::format("swtpm: handles={} is not understood (the only value is handles=private)",
-                                     spec.options["handles"]));
     }
   }
   return spec;
@@ -113,6 +113,7 @@ Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view text) {
     MssimAddress m;
     m.host = opt("host", "localhost");
     if (spec.options.count("port")) m.port = *parse_port("port", spec.options["port"]);
+    m.private_handles = spec.options.count("handles") != 0;
     return open_mssim(m);
   }
   SwtpmAddress a;
@@ -163,6 +164,14 @@ Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config) {
     last = at == std::string_view::npos;
     std::string_view item = config.substr(start, last ? std::string_view::npos : at - start);
     start = at + 1;
+    // `\,` is /etc/crypttab's escape for a comma (docs/tcti.md): seen here,
+    // nothing unescaped it, and the item would name a host or file ending
+    // in a backslash.
+    if (!item.empty() && item.back() == '\\') {
+      return usage_error(fmt::format("tpmsec TCTI: item '{}' ends in a backslash: \\, is /etc/crypttab's escape for "
+                                     "a comma; everywhere else write the commas plain",
+                                     item));
+    }
     size_t eq = item.find('=');
     std::string_view key = item.substr(0, eq);
     std::string value(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));

@@ -228,6 +228,13 @@ PolicyDecision decide(const Policy& policy, const TpmFacts& facts);
 // salt key is trusted, an interposer can neither forge nor replay the answer.
 Result<TpmInfo> read_audited_identity(SessionFactory& factory);
 
+// The identity in `facts` read again with read_audited_identity (a factory
+// made from `protection`; `info` chooses its salt): equal, identity_origin
+// becomes kAudited; different, an integrity error (an interposer rewrote the
+// plain read). What decide_on_tpm does when a decision needs it, and what
+// `policy show` does when a trust anchor is named.
+Status confirm_identity(TpmFacts& facts, Tpm& tpm, const ProtectionConfig& protection, const TpmInfo* info);
+
 // decide() for a TPM on a transport: when the decision would lower
 // protection on an identity read without authentication, the identity is
 // read again with read_audited_identity (a factory made from `protection`;

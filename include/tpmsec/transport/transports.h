@@ -51,6 +51,9 @@ Result<std::unique_ptr<Transport>> open_swtpm(const SwtpmAddress& address);
 struct MssimAddress {
   std::string host = "localhost";
   uint16_t port = 2321;  // the platform port is port + 1
+  // handles=private, as SwtpmAddress's (tpmsec emulate --protocol mssim
+  // --private-handles).
+  bool private_handles = false;
 };
 Result<std::unique_ptr<Transport>> open_mssim(const MssimAddress& address);
 
