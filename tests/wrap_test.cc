@@ -594,16 +594,10 @@ TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
 // next session must not be refused as "already in use" (tpm2-openssl signs
 // through a hash sequence, then its session ends: tests/tcti_test.cc).
 TEST_P(WrapTest, ACompletedSequencesHandleMayBeTheWrappersNextKey) {
-  const CommandInfo& start = *find_command(command_code("HashSequenceStart"));
   const CommandInfo& complete = *find_command(command_code("SequenceComplete"));
-  Writer sp;
-  sp.u16(0);  // auth: empty
-  sp.u16(alg::kSha256);
-  auto started = caller_->execute(start, {}, *sp.finish(), {});
-  ASSERT_TRUE(started.ok()) << started.error().message();
-  ASSERT_EQ(started->handles.size(), 1u);
-  NamedHandle sequence = NamedHandle::of(started->handles[0]);
-  const NamedHandle* handles[] = {&sequence};
+  auto sequence = start_hash_sequence();
+  ASSERT_TRUE(sequence.ok()) << sequence.error().message();
+  const NamedHandle* handles[] = {&*sequence};
   Writer cp;
   cp.tpm2b(as_bytes(std::string_view("data")), "buffer");
   cp.u32(rh::kNull);

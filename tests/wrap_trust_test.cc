@@ -229,16 +229,11 @@ TEST_P(WrapTrustTest, AHandleTheTpmDoesNotHaveIsTheCallersHandleError) {
 // (the Empty Buffer) and its commands go out wrapped: the data it hashes
 // encrypted, the digest the TPM's.
 TEST_P(WrapTrustTest, ASequenceIsNamedFromItsAuthenticatedStartAndItsCommandsAreWrapped) {
-  const CommandInfo& start = *find_command(command_code("HashSequenceStart"));
   const CommandInfo& update = *find_command(command_code("SequenceUpdate"));
   const CommandInfo& complete = *find_command(command_code("SequenceComplete"));
-  Writer sp;
-  sp.u16(0);  // auth: empty
-  sp.u16(alg::kSha256);
-  auto started = caller_->execute(start, {}, *sp.finish(), {});
-  ASSERT_TRUE(started.ok()) << started.error().message();
-  NamedHandle sequence{started->handles.at(0), {}};
-  const NamedHandle* handles[] = {&sequence};
+  auto sequence = start_hash_sequence();
+  ASSERT_TRUE(sequence.ok()) << sequence.error().message();
+  const NamedHandle* handles[] = {&*sequence};
   Auth password = Auth::password();
   const std::string part1 = "first part of a secret-3f9a", part2 = "second part-77e1";
   Writer up;

@@ -291,8 +291,9 @@ void CommandWrapper::keep_caller_session(uint32_t handle) {
 }
 
 void CommandWrapper::forget_caller_session(uint32_t handle) {
-  if (caller_sessions_.erase(handle) == 0 && !kept_sessions_) return;
-  if (kept_sessions_) (void)kept_sessions_->drop_caller_session(handle);
+  caller_sessions_.erase(handle);
+  // Only a session's handle has a kept record (a flushed object has none).
+  if (kept_sessions_ && ht::is_session(handle)) (void)kept_sessions_->drop_caller_session(handle);
 }
 
 Result<bool> CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,

@@ -16,8 +16,10 @@
 
 #include "support/test_tpm.h"
 #include "testing/transport_doubles.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
+#include "tpmsec/wire.h"
 #include "tpmsec/wrap.h"
 
 namespace tpmsec::testing {
@@ -91,6 +93,17 @@ class WrapTest : public TpmTest {
     return all;
   }
   const WrapCounts& counts(uint32_t code) { return wrapper_->counts().at(code); }
+  // A SHA-256 hash sequence with an empty authValue, started by the caller
+  // through the wrapper; its Name is the Empty Buffer.
+  Result<NamedHandle> start_hash_sequence() {
+    Writer sp;
+    sp.u16(0);  // auth: empty
+    sp.u16(alg::kSha256);
+    auto started = caller_->execute(*find_command(command_code("HashSequenceStart")), {}, *sp.finish(), {});
+    if (!started.ok()) return started.error();
+    if (started->handles.size() != 1) return parse_error("HashSequenceStart answered no handle");
+    return NamedHandle{started->handles[0], {}};
+  }
 
   std::unique_ptr<InterposingTransport> bus_;
   Rule rule_;
