@@ -55,9 +55,14 @@ TEST(Cli, AFileItCannotReadIsRefusedWithTheReason) {
   std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   auto r = run_command({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH, "compare",
                         file, file});
+  // A latency profile is an input file too: the same exit and reason.
+  auto profile = run_command({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH,
+                              "profiles", "show", file});
   std::filesystem::remove_all(dir);
   EXPECT_EQ(r.exit_code, testing::kExitUsage) << testing::describe(r);
   expect_one_line_error(r, "cannot read " + file + ": Permission denied");
+  EXPECT_EQ(profile.exit_code, testing::kExitUsage) << testing::describe(profile);
+  EXPECT_NE(profile.err.find("cannot read " + file + ": Permission denied"), std::string::npos) << profile.err;
 }
 
 TEST(Cli, InfoOnEmbeddedShowsIbm) {

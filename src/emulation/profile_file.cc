@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -376,11 +378,14 @@ Result<LatencyProfile> load_profile(const std::string& name_or_path) {
     }
     return usage_error(fmt::format("{}: no such profile file", path));
   }
+  // An input file the user named that cannot be read is bad input (exit 2),
+  // as every command's (README, "Exit status").
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return runtime_error(fmt::format("{}: cannot open", path));
+  if (!in) return usage_error(fmt::format("cannot read {}: {}", path, errno ? std::strerror(errno) : "cannot open"));
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) return runtime_error(fmt::format("{}: read failed", path));
+  if (in.bad()) return usage_error(fmt::format("cannot read {}: read failed", path));
   return parse_profile(buffer.str(), path);
 }
 
