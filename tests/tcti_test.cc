@@ -1046,6 +1046,11 @@ TEST_F(TctiTest, AForgedErrorOnTheNameReadNeverLetsAToolRunWithoutTheSession) {
   auto unseal = tool({"tpm2_unseal", "-c", "0x81010031"}, tcti());
   EXPECT_NE(unseal.exit_code, 0) << testing::describe(unseal);
   EXPECT_EQ(unseal.out.find(secret), std::string::npos);
+  // The same object brought back from its context file (the tool's own
+  // ContextLoad, whose answer is unauthenticated).
+  auto unseal_loaded = tool({"tpm2_unseal", "-c", path("s.ctx")}, tcti());
+  EXPECT_NE(unseal_loaded.exit_code, 0) << testing::describe(unseal_loaded);
+  EXPECT_EQ(unseal_loaded.out.find(secret), std::string::npos);
   auto read = tool({"tpm2_nvread", index, "-C", "o", "-s", std::to_string(nv.size())}, tcti());
   EXPECT_NE(read.exit_code, 0) << testing::describe(read);
   std::ofstream(path("other")) << std::string(nv.size(), 'X');
@@ -1063,6 +1068,7 @@ TEST_F(TctiTest, AForgedErrorOnTheNameReadNeverLetsAToolRunWithoutTheSession) {
   EXPECT_FALSE(contains(bus(), as_bytes(nv)));
   run_command({"tpm2_nvundefine", "-T", direct(), index, "-C", "o"});
   run_command({"tpm2_evictcontrol", "-T", direct(), "-C", "o", "-c", "0x81010031"});
+  flush_transients();
 }
 
 // Issue 31, item 6: a program's own session whose key the TCTI can compute
