@@ -130,6 +130,17 @@ TEST(ResponseCode, RenumberedForAnotherHandle) {
   EXPECT_EQ(rc_for_handle(0x18B, 7), 0x18Bu);   // no eighth handle
 }
 
+TEST(ResponseCode, WhatACodeBlames) {
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x18B));    // TPM_RC_HANDLE, handle 1
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x103));    // TPM_RC_SEQUENCE
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x922));    // TPM_RC_RETRY
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x911));    // TPM_RC_REFERENCE_H1
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x918));   // TPM_RC_REFERENCE_S0
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x98E));   // TPM_RC_AUTH_FAIL, session 1
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x98B));   // TPM_RC_HANDLE, session 1
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x1C4));   // TPM_RC_VALUE, parameter 1
+}
+
 TEST(TpmError, CarriesCodeAndDescription) {
   Error e = tpm_error(0x9A2, "PCR_Extend");
   EXPECT_EQ(e.kind(), ErrorKind::kTpm);

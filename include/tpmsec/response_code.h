@@ -50,6 +50,12 @@ bool rc_is_retryable(uint32_t code);
 // TPM_RC_REFERENCE_S0..S6 (the session handle names no session).
 std::optional<size_t> rc_failed_session(uint32_t code);
 
+// True when `code` blames one of the command's handles or the command as a
+// whole (format zero, a warning, a format-one code with a handle number or
+// none), false when it blames one of its sessions (the session bit,
+// TPM_RC_REFERENCE_S0..S6) or parameters (Part 2 §6.6).
+bool rc_is_about_handle_or_command(uint32_t code);
+
 // The same response code about a command's handle `index` (0-based) instead
 // of the one it names: a format-one handle error (TPM_RC_HANDLE + TPM_RC_1,
 // Part 2 §6.6) or TPM_RC_REFERENCE_H0..H6 renumbered; any other code as it

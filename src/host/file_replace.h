@@ -36,6 +36,8 @@ class Fd {
   }
   // Closes now; the errno of a failed close, else 0.
   int close();
+  // Gives the descriptor up to another owner (fdopendir).
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;

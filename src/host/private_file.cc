@@ -228,8 +228,10 @@ Result<std::vector<std::string>> list_private(const StatePath& dir) {
   TPMSEC_ASSIGN_OR_RETURN(std::optional<Fd> fd, open_state_dir(dir, Walk::kRead));
   std::vector<std::string> names;
   if (!fd) return names;
-  DIR* listing = ::fdopendir(::dup(fd->get()));
+  Fd copy(::dup(fd->get()));
+  DIR* listing = copy.get() < 0 ? nullptr : ::fdopendir(copy.get());
   if (listing == nullptr) return runtime_error(fmt::format("cannot list {}: {}", dir.full(), std::strerror(errno)));
+  (void)copy.release();  // the DIR owns it now
   while (const struct dirent* e = ::readdir(listing)) {
     std::string_view name = e->d_name;
     if (name != "." && name != "..") names.emplace_back(name);

@@ -209,9 +209,12 @@ Result<std::optional<KeptCallerSession>> FileHostState::kept_caller_session(cons
 Status FileHostState::put_kept_caller_session(const TpmId& tpm, const std::string& boot,
                                               const KeptCallerSession& session) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
+  // Rewritten on every answer that rolls the session's nonce, and of this
+  // boot alone (a host crash ends the session anyway): no fsync.
   return files::write_private(caller_session_file(tpm, session.handle),
                               fmt::format("tpm={}\nboot={}\nhandle={:08x}\nhash={:04x}\nnonce={}\n", tpm.text, boot,
-                                          session.handle, session.auth_hash, to_hex(session.nonce_tpm)));
+                                          session.handle, session.auth_hash, to_hex(session.nonce_tpm)),
+                              files::Durability::kProcessEnd);
 }
 
 Status FileHostState::erase_kept_caller_session(const TpmId& tpm, uint32_t handle) {

@@ -100,6 +100,12 @@ std::optional<size_t> rc_failed_session(uint32_t code) {
   return number - 1;
 }
 
+bool rc_is_about_handle_or_command(uint32_t code) {
+  constexpr uint32_t kReferenceS0 = kWarn + 0x018, kReferenceS6 = kWarn + 0x01E;
+  if (code >= kReferenceS0 && code <= kReferenceS6) return false;
+  return !is_format1(code) || (code & 0x840) == 0;
+}
+
 uint32_t rc_for_handle(uint32_t code, size_t index) {
   constexpr uint32_t kReferenceH0 = kWarn + 0x010, kReferenceH6 = kWarn + 0x016;
   if (index > 6) return code;

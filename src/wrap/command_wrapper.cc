@@ -327,7 +327,7 @@ Result<Bytes> CommandWrapper::resign_caller_entry(uint32_t handle, ByteView nonc
 // session refused, an answer that does not authenticate) is the wrapper's.
 Error CommandWrapper::refusal_for_name(const Error& e, size_t index, uint32_t handle, const CommandInfo& info) {
   uint32_t code = e.tpm_rc();
-  bool about_handle = e.kind() == ErrorKind::kTpm && !((code & 0x080) && (code & 0x840)) && !session_gone(code);
+  bool about_handle = e.kind() == ErrorKind::kTpm && rc_is_about_handle_or_command(code);
   std::string what = fmt::format("no authenticated Name for 0x{:08x}, so {} was not sent", handle, info.name);
   if (about_handle) return Error(ErrorKind::kTpm, what, rc_for_handle(code, index));
   return e.with_context(what);
