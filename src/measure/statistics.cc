@@ -3,15 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
-namespace tpmsec {
+#include "tpmsec/order_statistics.h"
 
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(rank);
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
-}
+namespace tpmsec {
 
 Distribution summarize(std::vector<double> samples) {
   Distribution d;
@@ -21,9 +15,9 @@ Distribution summarize(std::vector<double> samples) {
   d.min = samples.front();
   d.max = samples.back();
   d.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
-  d.median = percentile(samples, 50);
-  d.p90 = percentile(samples, 90);
-  d.p99 = percentile(samples, 99);
+  d.median = quantile_of(samples, 0.50);
+  d.p90 = quantile_of(samples, 0.90);
+  d.p99 = quantile_of(samples, 0.99);
   return d;
 }
 

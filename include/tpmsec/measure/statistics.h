@@ -14,9 +14,9 @@ struct Distribution {
   double min = 0, median = 0, mean = 0, p90 = 0, p99 = 0, max = 0;
 };
 
-// Order statistics by linear interpolation between closest ranks.
+// The distribution of `samples`: its median, p90 and p99 by linear
+// interpolation between closest ranks (quantile_of, tpmsec/order_statistics.h).
 Distribution summarize(std::vector<double> samples);
-double percentile(const std::vector<double>& sorted, double p);
 
 nlohmann::json to_json(const Distribution& d);
 // Missing or non-numeric keys read as 0 (input may be hostile: never throws).
