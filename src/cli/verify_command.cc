@@ -68,30 +68,43 @@ struct Source {
   std::unique_ptr<AuditedPcrReads> reads;
 };
 
-Status open_source(const VerifyOptions& o, Source& s) {
-  if (o.tpm_given) {
-    TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
-    TPMSEC_ASSIGN_OR_RETURN(OpenTpm opened, open_tpm(o.tpm));
-    s.open.emplace(std::move(opened));
-    TPMSEC_ASSIGN_OR_RETURN(s.protect, s.open->protect(std::move(request)));
-    TPMSEC_ASSIGN_OR_RETURN(s.reads, s.protect->audited_pcr_reads());
-    for (const PcrBank& b : s.open->info().pcr_banks) {
-      if (!b.pcrs.empty()) s.banks.push_back(b.hash);
-    }
-  } else if (!o.expected.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(o.expected, size_t{1} << 20));
-    auto values = verify::parse_expected_values(text);
-    if (!values.ok()) return input_file_error(values.error().with_context(o.expected));
-    s.values = std::move(*values);
-    for (const auto& [bank, pcrs] : s.values) s.banks.push_back(bank);
-  } else {
-    TPMSEC_ASSIGN_OR_RETURN(std::string bytes, read_file(o.quote, 4096));
-    auto parsed = verify::parse_quote(as_bytes(bytes));
-    if (!parsed.ok()) return input_file_error(parsed.error().with_context(o.quote));
-    s.quote = std::move(*parsed);
-    for (const PcrSelection& sel : s.quote->selection.banks) s.banks.push_back(sel.hash);
+// --tpm: the TPM's allocated banks, read later through one audit session.
+Status open_tpm_source(const VerifyOptions& o, Source& s) {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
+  TPMSEC_ASSIGN_OR_RETURN(OpenTpm opened, open_tpm(o.tpm));
+  s.open.emplace(std::move(opened));
+  TPMSEC_ASSIGN_OR_RETURN(s.protect, s.open->protect(std::move(request)));
+  TPMSEC_ASSIGN_OR_RETURN(s.reads, s.protect->audited_pcr_reads());
+  for (const PcrBank& b : s.open->info().pcr_banks) {
+    if (!b.pcrs.empty()) s.banks.push_back(b.hash);
   }
   return ok_status();
+}
+
+// --expected: a file of values (verify.h's format), at most 1 MiB.
+Status read_expected_source(const VerifyOptions& o, Source& s) {
+  TPMSEC_ASSIGN_OR_RETURN(std::string text, read_file(o.expected, size_t{1} << 20));
+  auto values = verify::parse_expected_values(text);
+  if (!values.ok()) return input_file_error(values.error().with_context(o.expected));
+  s.values = std::move(*values);
+  for (const auto& [bank, pcrs] : s.values) s.banks.push_back(bank);
+  return ok_status();
+}
+
+// --quote: a TPMS_ATTEST of a quote, at most 4 KiB; its banks are those it selects.
+Status read_quote_source(const VerifyOptions& o, Source& s) {
+  TPMSEC_ASSIGN_OR_RETURN(std::string bytes, read_file(o.quote, 4096));
+  auto parsed = verify::parse_quote(as_bytes(bytes));
+  if (!parsed.ok()) return input_file_error(parsed.error().with_context(o.quote));
+  s.quote = std::move(*parsed);
+  for (const PcrSelection& sel : s.quote->selection.banks) s.banks.push_back(sel.hash);
+  return ok_status();
+}
+
+Status open_source(const VerifyOptions& o, Source& s) {
+  if (o.tpm_given) return open_tpm_source(o, s);
+  if (!o.expected.empty()) return read_expected_source(o, s);
+  return read_quote_source(o, s);
 }
 
 // The banks to check: --bank, else every bank the source holds, so a bank no
@@ -268,72 +281,95 @@ Status check_arguments(const VerifyOptions& o) {
   return ok_status();
 }
 
-Status run_verify(const VerifyOptions& o) {
-  TPMSEC_RETURN_IF_ERROR(check_arguments(o));
-  std::vector<uint16_t> named;
+// What --bank and --pcrs name: the banks (none: every bank of the source)
+// and the only PCRs checked (none: every PCR).
+struct VerifySelection {
+  std::vector<uint16_t> banks;
+  std::optional<std::set<uint32_t>> only;
+};
+
+Result<VerifySelection> parse_verify_selection(const VerifyOptions& o) {
+  VerifySelection sel;
   for (const std::string& b : o.banks) {
     TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(b));
-    named.push_back(bank);
+    sel.banks.push_back(bank);
   }
-  std::optional<std::set<uint32_t>> only;
   if (!o.pcrs.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(only, parse_pcr_list(o.pcrs));
+    TPMSEC_ASSIGN_OR_RETURN(sel.only, parse_pcr_list(o.pcrs));
   }
+  return sel;
+}
 
+// The firmware log (--eventlog), whole since boot; none without it.
+Result<std::optional<event_log::EventLog>> read_verify_eventlog(const VerifyOptions& o) {
+  if (o.eventlog.empty()) return std::optional<event_log::EventLog>();
+  TPMSEC_ASSIGN_OR_RETURN(event_log::EventLog parsed, load_event_log(o.eventlog));
+  return std::optional<event_log::EventLog>(std::move(parsed));
+}
+
+// The IMA list's entries (--ima); the entries --skip-bad drops are named on stderr.
+Result<std::vector<ima::Entry>> read_verify_ima(const VerifyOptions& o) {
+  if (o.ima.empty()) return std::vector<ima::Entry>();
+  // The digests the workload computes are not needed: parse for the entries.
+  TPMSEC_ASSIGN_OR_RETURN(ImaWorkload w, load_ima_workload(o.ima, alg::kSha1, o.skip_bad, o.strict));
+  for (const ima::Problem& p : w.problems) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
+  return std::move(w.kept);
+}
+
+// The logs' values against the source's: the quote's digest, or every PCR
+// given (one no log extends must hold its reset value), each printed to
+// `out` and added to `results`.
+Result<Tally> compare_verify_source(const VerifyOptions& o, Source& source, verify::ImpliedValues& implied,
+                             const VerifySelection& sel, const event_log::EventLog* log,
+                             std::span<const ima::Entry> entries, std::FILE* out, nlohmann::json& results) {
+  Tally tally;
+  if (source.quote) {
+    TPMSEC_ASSIGN_OR_RETURN(bool match, report_quote(o, *source.quote, implied, log, entries, out, results));
+    tally.compared = 1;
+    if (!match) tally.differing.push_back("the quote's PCR digest");
+    return tally;
+  }
+  verify::add_unextended(implied, source.values, log);
+  if (sel.only) keep_only(*sel.only, implied, out);
+  return report_values(implied, source.values, source.reads != nullptr, out, results);
+}
+
+// --json: the results as tpmsec-verify/1.
+Status write_verify_json(const VerifyOptions& o, const Source& source, const nlohmann::json& results, const Tally& tally) {
+  nlohmann::json j = {{"schema", "tpmsec-verify/1"},
+                      {"eventlog", o.eventlog},
+                      {"ima", o.ima},
+                      {"source", source.reads ? "tpm" : source.quote ? "quote" : "expected"},
+                      {"results", results},
+                      {"match", tally.differing.empty() && tally.compared > 0}};
+  return write_file(o.json, j.dump(2) + "\n");
+}
+
+Status run_verify(const VerifyOptions& o) {
+  TPMSEC_RETURN_IF_ERROR(check_arguments(o));
+  TPMSEC_ASSIGN_OR_RETURN(VerifySelection sel, parse_verify_selection(o));
   Source source;
   TPMSEC_RETURN_IF_ERROR(open_source(o, source));
-  // The firmware log is whole since boot.
-  std::optional<event_log::EventLog> log;
-  if (!o.eventlog.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(event_log::EventLog parsed, load_event_log(o.eventlog));
-    log = std::move(parsed);
-  }
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<event_log::EventLog> log, read_verify_eventlog(o));
   const event_log::EventLog* lp = log ? &*log : nullptr;
-  std::vector<uint16_t> banks = choose_banks(named, source, lp);
+  std::vector<uint16_t> banks = choose_banks(sel.banks, source, lp);
   if (banks.empty()) return usage_error("no bank to compare (--bank)");
 
   // A live check reads every PCR of those banks first and the IMA list
   // after: a list that grew in between holds the PCR's value at an earlier
   // entry (verify.h), while a list read first could be behind the PCR.
   if (source.reads) TPMSEC_RETURN_IF_ERROR(read_pcrs(source, banks));
-
-  std::vector<ima::Entry> entries;
-  if (!o.ima.empty()) {
-    // The digests the workload computes are not needed: parse for the entries.
-    TPMSEC_ASSIGN_OR_RETURN(ImaWorkload w, load_ima_workload(o.ima, alg::kSha1, o.skip_bad, o.strict));
-    for (const ima::Problem& p : w.problems) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
-    entries = std::move(w.kept);
-  }
+  TPMSEC_ASSIGN_OR_RETURN(std::vector<ima::Entry> entries, read_verify_ima(o));
 
   verify::ImpliedValues implied;
   for (uint16_t bank : banks) {
     TPMSEC_ASSIGN_OR_RETURN(implied[bank], implied_for(bank, lp, entries));
   }
-
   std::FILE* out = report_stream({o.json});
   nlohmann::json results = nlohmann::json::array();
-  Tally tally;
-  if (source.quote) {
-    TPMSEC_ASSIGN_OR_RETURN(bool match, report_quote(o, *source.quote, implied, lp, entries, out, results));
-    tally.compared = 1;
-    if (!match) tally.differing.push_back("the quote's PCR digest");
-  } else {
-    // Every PCR given is checked: one no log extends must hold its reset value.
-    verify::add_unextended(implied, source.values, lp);
-    if (only) keep_only(*only, implied, out);
-    tally = report_values(implied, source.values, source.reads != nullptr, out, results);
-  }
-  const bool differs = !tally.differing.empty();
-  if (!o.json.empty()) {
-    nlohmann::json j = {{"schema", "tpmsec-verify/1"},
-                        {"eventlog", o.eventlog},
-                        {"ima", o.ima},
-                        {"source", source.reads ? "tpm" : source.quote ? "quote" : "expected"},
-                        {"results", results},
-                        {"match", !differs && tally.compared > 0}};
-    TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
-  }
-  if (differs) {
+  TPMSEC_ASSIGN_OR_RETURN(Tally tally, compare_verify_source(o, source, implied, sel, lp, entries, out, results));
+  if (!o.json.empty()) TPMSEC_RETURN_IF_ERROR(write_verify_json(o, source, results, tally));
+  if (!tally.differing.empty()) {
     return integrity_error(fmt::format("the logs do not explain {} (above)", fmt::join(tally.differing, ", ")));
   }
   if (tally.compared == 0) return usage_error("no PCR of the log is among the values given: nothing was compared");
