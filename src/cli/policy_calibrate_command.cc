@@ -66,131 +66,153 @@ class Deadline {
   std::thread thread_;
 };
 
+struct CalibrateFlags {
+  TpmOption tpm;
+  FloorFlags floor;
+  double budget_ms = kDefaultBudgetMs;
+  double max_seconds = 30;
+  int iterations = 12;
+  uint32_t pcr = 16;
+  std::string openmetrics;
+  ProgressFlags progress;
+};
+
+void add_calibrate_flags(CLI::App* sub, CalibrateFlags& o) {
+  o.tpm.add_to(sub, /*state_changing=*/true);
+  o.floor.add_to(sub);
+  sub->add_option("--budget-ms", o.budget_ms, "Budget per protected PCR extend, ms (steady state)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--max-seconds", o.max_seconds, "Stop measuring after this much real time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--iterations", o.iterations, "Extends per strategy (the first is reported apart)")
+      ->check(CLI::Range(2, 10000))
+      ->capture_default_str();
+  sub->add_option("--pcr", o.pcr, "Resettable PCR to extend (reset at the end)")
+      ->check(CLI::IsMember({16, 23}))
+      ->capture_default_str();
+  sub->add_option("--openmetrics", o.openmetrics,
+                  "Write each strategy's measured cost in the Prometheus text format (node_exporter textfile "
+                  "collector), also when the run stops early");
+  o.progress.add_to(sub);
+}
+
+BenchOptions calibrate_bench_options(const CalibrateFlags& o) {
+  BenchOptions options;
+  options.iterations = o.iterations;
+  options.pcr = o.pcr;
+  options.primitives = false;
+  // Measurement, not protection: the sessions time what a protected
+  // extend costs and vouch for nothing, so the salt key is taken as the
+  // TPM first answers (docs/threat-model.md, "Measurement commands").
+  options.protection.trust_first_use = true;
+  // Cheapest first: a run cut short by --max-seconds still has the cheap ones.
+  options.strategies = {StrategyKind::kPlain, StrategyKind::kCheckpoint, StrategyKind::kResident,
+                        StrategyKind::kSavedContext, StrategyKind::kPerCommand};
+  return options;
+}
+
+// A decision compares every strategy: one from a partial run could pick
+// a strategy only because a better one was never measured. The strategies
+// of `options` that `result` has not measured `iterations` times.
+std::vector<std::string> missing_strategies(const BenchOptions& options, const BenchResult& result, int iterations) {
+  std::vector<std::string> missing;
+  for (StrategyKind k : options.strategies) {
+    bool measured = std::any_of(result.strategies.begin(), result.strategies.end(), [&](const StrategyResult& s) {
+      return s.kind == k && s.extends.size() >= static_cast<size_t>(iterations);
+    });
+    if (!measured) missing.emplace_back(strategy_name(k));
+  }
+  return missing;
+}
+
+// The decision and its budget are exported only from a complete run.
+Status write_calibrate_openmetrics(const CalibrateFlags& o, const BenchResult& result, bool complete,
+                                   const std::optional<Calibration>& decided) {
+  std::vector<DecisionMetric> decisions;
+  if (decided) decisions.push_back({"budget", std::string(strategy_name(decided->extend))});
+  return write_file(o.openmetrics, openmetrics_text(result.tpm, result.transport, "policy calibrate",
+                                                    strategy_metrics(result), complete,
+                                                    decided ? o.budget_ms : 0.0, decisions));
+}
+
+// The measured costs, the decision and why, and the policy rule that makes it.
+void print_calibration(std::FILE* out, const CalibrateFlags& o, const MeasuredTpm& tpm, const Calibration& c,
+                       double seconds, uint32_t checkpoint_every, const std::string& source) {
+  TpmFacts facts = facts_of(tpm);
+  fmt::print(out, "TPM         {}\n", identity_line(facts));
+  fmt::print(out, "measured    {} extends per strategy in {:.2f} s of real time{}\n", o.iterations, seconds,
+             tpm.clock->is_virtual() ? " (virtual clock)" : "");
+  fmt::print(out, "budget      {:.2f} ms per extend\n\n", o.budget_ms);
+  std::optional<StrategyCosts> model;
+  if (tpm.latency_profile) model = costs_from_profile(*tpm.latency_profile, checkpoint_every);
+  print_costs(c, model ? &*model : nullptr, out);
+  fmt::print(out, "\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
+             strategy_protection(c.extend), strategy_name(c.other));
+  fmt::print(out, "why         {}\n", c.reason);
+  std::vector<std::string> notes;
+  if (model) notes = uncertainty_notes(c.extend, *model, o.budget_ms, o.floor.floor());
+  for (const std::string& note : notes) fmt::print(out, "{:<12}{}\n", "caution", note);
+  if (!prevents(c.extend)) fmt::print(out, "gives up    {}\n", strategy_gives_up(c.extend));
+  fmt::print(out, "linux       {}\n\n", linux_equivalent(c.extend));
+  std::string name = facts.vendor.empty() ? facts.manufacturer : facts.manufacturer + "-" + facts.vendor;
+  fmt::print(out, "# Policy rule (paste above the default rule of your policy file):\n");
+  if (!prevents(c.extend)) {
+    fmt::print(out, "# BELOW PREVENTION: {}: {}.\n# It {}.\n", strategy_name(c.extend), strategy_gives_up(c.extend),
+               kWhenLowering);
+    fmt::print(stderr, "{}", weak_strategy_notice(c.extend, fmt::format("calibrate {}", floor_flag(o.floor.floor()))));
+  }
+  for (const std::string& note : notes) fmt::print(out, "# {}\n", note);
+  fmt::print(out, "{}", to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
+}
+
+Status run_calibrate(const CalibrateFlags& o) {
+  TPMSEC_RETURN_IF_ERROR(check_outputs({o.openmetrics}));
+  std::FILE* out = report_stream({o.openmetrics});
+  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
+  BenchOptions options = calibrate_bench_options(o);
+  ProgressBar bar(o.progress.enabled(), tpm->clock);
+  options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
+  StopOnInterrupt interrupt;
+  Deadline deadline(o.max_seconds, interrupt.flag());
+  options.stop = deadline.flag();
+  auto started = std::chrono::steady_clock::now();
+  auto result = run_bench(*tpm->tpm, tpm->log, *tpm->clock, tpm->info, options);
+  bar.finish();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!result.ok()) return result.error();
+  result->tpm = tpm->identity;
+  std::string source = fmt::format("tpmsec policy calibrate --budget-ms {} on {}, {}", o.budget_ms,
+                                   tpm->profile.empty() ? tpm->base->describe() : "--emulate " + tpm->profile,
+                                   result->date);
+  std::vector<std::string> missing = missing_strategies(options, *result, o.iterations);
+  StrategyCosts costs = costs_from_bench(*result, source);
+  const bool complete = !result->interrupted && missing.empty();
+  std::optional<Calibration> decided;
+  if (complete && !costs.per_extend_ms.empty()) decided = choose_strategy(costs, o.budget_ms, o.floor.floor());
+  if (!o.openmetrics.empty()) TPMSEC_RETURN_IF_ERROR(write_calibrate_openmetrics(o, *result, complete, decided));
+  if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
+  if (result->interrupted || !missing.empty()) {
+    return runtime_error(fmt::format(
+        "calibration stopped early (--max-seconds {} or a signal); not fully measured: {}. No decision and no "
+        "rule from a partial run: raise --max-seconds or lower --iterations",
+        o.max_seconds, missing.empty() ? std::string("the last strategy") : fmt::format("{}", fmt::join(missing, ", "))));
+  }
+  print_calibration(out, o, *tpm, *decided, seconds, options.checkpoint_every, source);
+  return ok_status();
+}
+
 }  // namespace
 
 void register_calibrate(CLI::App* policy, Action* action) {
-  struct Options {
-    TpmOption tpm;
-    FloorFlags floor;
-    double budget_ms = kDefaultBudgetMs;
-    double max_seconds = 30;
-    int iterations = 12;
-    uint32_t pcr = 16;
-    std::string openmetrics;
-    ProgressFlags progress;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<CalibrateFlags>();
   CLI::App* sub = policy->add_subcommand(
       "calibrate",
       "Measure each strategy briefly and pick the most protective one whose cost per extend fits the budget (never "
       "below prevention unless --allow-detection or --allow-plain)");
-  o->tpm.add_to(sub, /*state_changing=*/true);
-  o->floor.add_to(sub);
-  sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms (steady state)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--max-seconds", o->max_seconds, "Stop measuring after this much real time")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--iterations", o->iterations, "Extends per strategy (the first is reported apart)")
-      ->check(CLI::Range(2, 10000))
-      ->capture_default_str();
-  sub->add_option("--pcr", o->pcr, "Resettable PCR to extend (reset at the end)")
-      ->check(CLI::IsMember({16, 23}))
-      ->capture_default_str();
-  sub->add_option("--openmetrics", o->openmetrics,
-                  "Write each strategy's measured cost in the Prometheus text format (node_exporter textfile "
-                  "collector), also when the run stops early");
-  o->progress.add_to(sub);
-  sub->callback([o, action] {
-    *action = [o]() -> Status {
-      TPMSEC_RETURN_IF_ERROR(check_outputs({o->openmetrics}));
-      std::FILE* out = report_stream({o->openmetrics});
-      TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o->tpm));
-      BenchOptions options;
-      options.iterations = o->iterations;
-      options.pcr = o->pcr;
-      options.primitives = false;
-      // Measurement, not protection: the sessions time what a protected
-      // extend costs and vouch for nothing, so the salt key is taken as the
-      // TPM first answers (docs/threat-model.md, "Measurement commands").
-      options.protection.trust_first_use = true;
-      // Cheapest first: a run cut short by --max-seconds still has the cheap ones.
-      options.strategies = {StrategyKind::kPlain, StrategyKind::kCheckpoint, StrategyKind::kResident,
-                            StrategyKind::kSavedContext, StrategyKind::kPerCommand};
-      ProgressBar bar(o->progress.enabled(), tpm->clock);
-      options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
-      StopOnInterrupt interrupt;
-      Deadline deadline(o->max_seconds, interrupt.flag());
-      options.stop = deadline.flag();
-      auto started = std::chrono::steady_clock::now();
-      auto result = run_bench(*tpm->tpm, tpm->log, *tpm->clock, tpm->info, options);
-      bar.finish();
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (!result.ok()) return result.error();
-      result->tpm = tpm->identity;
-      std::string source = fmt::format("tpmsec policy calibrate --budget-ms {} on {}, {}", o->budget_ms,
-                                       tpm->profile.empty() ? tpm->base->describe() : "--emulate " + tpm->profile,
-                                       result->date);
-      // A decision compares every strategy: one from a partial run could pick
-      // a strategy only because a better one was never measured.
-      std::vector<std::string> missing;
-      for (StrategyKind k : options.strategies) {
-        bool measured = std::any_of(result->strategies.begin(), result->strategies.end(), [&](const StrategyResult& s) {
-          return s.kind == k && s.extends.size() >= static_cast<size_t>(o->iterations);
-        });
-        if (!measured) missing.emplace_back(strategy_name(k));
-      }
-      StrategyCosts costs = costs_from_bench(*result, source);
-      const bool complete = !result->interrupted && missing.empty();
-      // The decision and its budget are exported only from a complete run.
-      std::optional<Calibration> decided;
-      if (complete && !costs.per_extend_ms.empty()) decided = choose_strategy(costs, o->budget_ms, o->floor.floor());
-      if (!o->openmetrics.empty()) {
-        std::vector<DecisionMetric> decisions;
-        if (decided) decisions.push_back({"budget", std::string(strategy_name(decided->extend))});
-        TPMSEC_RETURN_IF_ERROR(write_file(o->openmetrics,
-                                          openmetrics_text(result->tpm, result->transport, "policy calibrate",
-                                                           strategy_metrics(*result), complete,
-                                                           decided ? o->budget_ms : 0.0, decisions)));
-      }
-      if (costs.per_extend_ms.empty()) return runtime_error("calibration measured nothing (raise --max-seconds)");
-      if (result->interrupted || !missing.empty()) {
-        return runtime_error(fmt::format(
-            "calibration stopped early (--max-seconds {} or a signal); not fully measured: {}. No decision and no "
-            "rule from a partial run: raise --max-seconds or lower --iterations",
-            o->max_seconds, missing.empty() ? std::string("the last strategy") : fmt::format("{}", fmt::join(missing, ", "))));
-      }
-      const Calibration& c = *decided;
-      TpmFacts facts = facts_of(*tpm);
-      fmt::print(out, "TPM         {}\n", identity_line(facts));
-      fmt::print(out, "measured    {} extends per strategy in {:.2f} s of real time{}\n", o->iterations, seconds,
-                 tpm->clock->is_virtual() ? " (virtual clock)" : "");
-      fmt::print(out, "budget      {:.2f} ms per extend\n\n", o->budget_ms);
-      std::optional<StrategyCosts> model;
-      if (tpm->latency_profile) model = costs_from_profile(*tpm->latency_profile, options.checkpoint_every);
-      print_costs(c, model ? &*model : nullptr, out);
-      fmt::print(out, "\ndecision    PCR extends: {} ({}); other protected commands: {}\n", strategy_name(c.extend),
-                 strategy_protection(c.extend), strategy_name(c.other));
-      fmt::print(out, "why         {}\n", c.reason);
-      std::vector<std::string> notes;
-      if (model) notes = uncertainty_notes(c.extend, *model, o->budget_ms, o->floor.floor());
-      for (const std::string& note : notes) fmt::print(out, "{:<12}{}\n", "caution", note);
-      if (!prevents(c.extend)) fmt::print(out, "gives up    {}\n", strategy_gives_up(c.extend));
-      fmt::print(out, "linux       {}\n\n", linux_equivalent(c.extend));
-      std::string name = facts.vendor.empty() ? facts.manufacturer : facts.manufacturer + "-" + facts.vendor;
-      fmt::print(out, "# Policy rule (paste above the default rule of your policy file):\n");
-      if (!prevents(c.extend)) {
-        fmt::print(out, "# BELOW PREVENTION: {}: {}.\n# It {}.\n", strategy_name(c.extend), strategy_gives_up(c.extend),
-                   kWhenLowering);
-        fmt::print(stderr, "{}",
-                   weak_strategy_notice(c.extend, fmt::format("calibrate {}", floor_flag(o->floor.floor()))));
-      }
-      for (const std::string& note : notes) fmt::print(out, "# {}\n", note);
-      fmt::print(out, "{}", to_toml(rule_for(name.empty() ? "this-tpm" : name, facts, c, source)));
-      return ok_status();
-    };
-  });
+  add_calibrate_flags(sub, *o);
+  sub->callback([o, action] { *action = [o]() { return run_calibrate(*o); }; });
 }
 
 void register_derive(CLI::App* policy, Action* action) {
