@@ -141,14 +141,14 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   return ok_status();
 }
 
-Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
-  TPMSEC_ASSIGN_OR_RETURN(event_log::EventLog parsed, load_event_log(o.eventlog));
-  const event_log::EventLog* log = &parsed;
-  auto computed = event_log::replay_event_log(*log, bank);
+// Each PCR's value by the log; an unsupported bank names the log's banks that would work.
+Result<std::map<uint32_t, Bytes>> log_values(const ReplayCliOptions& o, const event_log::EventLog& log,
+                                             uint16_t bank) {
+  auto computed = event_log::replay_event_log(log, bank);
   if (!computed.ok() && computed.error().kind() == ErrorKind::kUnsupported) {
     // Suggest only the banks that would work: in the log, hashable, not this one.
     std::vector<std::string> banks;
-    for (uint16_t b : log->banks()) {
+    for (uint16_t b : log.banks()) {
       if (b != bank && crypto::hash(b, {}).ok()) banks.emplace_back(hash_name(b));
     }
     if (banks.empty()) return usage_error(fmt::format("{}: {}", o.eventlog, computed.error().message()));
@@ -158,33 +158,84 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   if (!computed.ok()) {
     return input_file_error(Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message())));
   }
+  return computed;
+}
 
-  // The events of each PCR, in log order.
+// The events of each PCR, in log order.
+Result<std::map<uint32_t, std::vector<Bytes>>> digests_by_pcr(const ReplayCliOptions& o,
+                                                              const event_log::EventLog& log, uint16_t bank) {
   std::map<uint32_t, std::vector<Bytes>> by_pcr;
-  for (const event_log::Event& e : log->events) {
+  for (const event_log::Event& e : log.events) {
     if (e.event_type == event_log::kEvNoAction) continue;
     const Bytes* d = e.digest_for(bank);
     if (!d) return usage_error(fmt::format("{}: event {} has no {} digest", o.eventlog, e.index, hash_name(bank)));
     by_pcr[e.pcr].push_back(*d);
   }
-  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(o, *tpm));
-  const StrategyKind kind = planned.first;
-  ProtectionConfig& protection = planned.second;
-  if (!log->spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log->spec_id_note);
+  return by_pcr;
+}
+
+// The log's lines and the table's head.
+void print_eventlog_head(const ReplayCliOptions& o, const event_log::EventLog& log, StrategyKind kind) {
+  if (!log.spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log.spec_id_note);
   fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
-             log->format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"
-                                                        : "TCG crypto-agile event log",
-             log->events.size(),
+             log.format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"
+                                                       : "TCG crypto-agile event log",
+             log.events.size(),
              fmt::join([&] {
                std::vector<std::string> names;
-               for (uint16_t b : log->banks()) names.emplace_back(hash_name(b));
+               for (uint16_t b : log.banks()) names.emplace_back(hash_name(b));
                return names;
              }(),
                        ", "));
   fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
              "strategy", strategy_name(kind), strategy_protection(kind));
   fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
+}
+
+// One PCR's row: the replayed value against the log's, and the run as JSON.
+struct PcrRow {
+  bool match = false;  // the TPM reproduced the log's chain
+  nlohmann::json json;
+};
+
+// The log's value. PCR 0 after an H-CRTM or a StartupLocality event
+// starts from a locality, which a reset PCR 16/23 cannot: the TPM then
+// reproduces the chain from zeros, which is not the log's value, so the
+// row says "chain" (never "match") and shows the log's own value.
+Result<PcrRow> report_pcr_row(const ReplayCliOptions& o, const event_log::EventLog& log, uint16_t bank,
+                              uint32_t source, uint32_t into, const std::vector<Bytes>& digests,
+                              const ReplayRun& run, const Bytes& from_log) {
+  bool locality_start = source == 0 && log.pcr0_locality() != 0;
+  Bytes from_zeros(from_log.size(), 0);
+  for (const Bytes& d : digests) {
+    TPMSEC_ASSIGN_OR_RETURN(from_zeros, pcr_extended_value(bank, from_zeros, d));
+  }
+  bool match = run.verified && run.actual == (locality_start ? from_zeros : from_log);
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, into, digests.size(), run.total_ms,
+             !match ? "DIFFERS" : locality_start ? "chain" : "match", to_hex(run.actual));
+  if (locality_start) {
+    fmt::print(report_stream({o.json, o.openmetrics}),
+               "{:<34}(the chain from zeros: PCR 0 starts from locality {}{}; the log's value is {})\n", "",
+               log.pcr0_locality(), log.hcrtm ? " (H-CRTM)" : "", to_hex(from_log));
+  }
+  nlohmann::json j = to_json(run);
+  j["source_pcr"] = source;
+  j["log_value"] = to_hex(from_log);
+  j["match"] = match && !locality_start;
+  j["chain_match"] = match;
+  return PcrRow{match, std::move(j)};
+}
+
+Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
+  TPMSEC_ASSIGN_OR_RETURN(event_log::EventLog parsed, load_event_log(o.eventlog));
+  const event_log::EventLog* log = &parsed;
+  TPMSEC_ASSIGN_OR_RETURN(auto computed, log_values(o, *log, bank));
+  TPMSEC_ASSIGN_OR_RETURN(auto by_pcr, digests_by_pcr(o, *log, bank));
+  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(o, *tpm));
+  const StrategyKind kind = planned.first;
+  ProtectionConfig& protection = planned.second;
+  print_eventlog_head(o, *log, kind);
   std::vector<nlohmann::json> runs;
   std::vector<ReplayRun> done;
   bool all_match = true;
@@ -204,31 +255,9 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
       TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, done, false));
       return runtime_error("interrupted");
     }
-    // The log's value. PCR 0 after an H-CRTM or a StartupLocality event
-    // starts from a locality, which a reset PCR 16/23 cannot: the TPM then
-    // reproduces the chain from zeros, which is not the log's value, so the
-    // row says "chain" (never "match") and shows the log's own value.
-    const Bytes& from_log = computed->at(source);
-    bool locality_start = source == 0 && log->pcr0_locality() != 0;
-    Bytes from_zeros(from_log.size(), 0);
-    for (const Bytes& d : digests) {
-      TPMSEC_ASSIGN_OR_RETURN(from_zeros, pcr_extended_value(bank, from_zeros, d));
-    }
-    bool match = run.verified && run.actual == (locality_start ? from_zeros : from_log);
-    all_match &= match;
-    fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, ro.pcr, digests.size(), run.total_ms,
-               !match ? "DIFFERS" : locality_start ? "chain" : "match", to_hex(run.actual));
-    if (locality_start) {
-      fmt::print(report_stream({o.json, o.openmetrics}),
-                 "{:<34}(the chain from zeros: PCR 0 starts from locality {}{}; the log's value is {})\n", "",
-                 log->pcr0_locality(), log->hcrtm ? " (H-CRTM)" : "", to_hex(from_log));
-    }
-    nlohmann::json j = to_json(run);
-    j["source_pcr"] = source;
-    j["log_value"] = to_hex(from_log);
-    j["match"] = match && !locality_start;
-    j["chain_match"] = match;
-    runs.push_back(j);
+    TPMSEC_ASSIGN_OR_RETURN(PcrRow row, report_pcr_row(o, *log, bank, source, ro.pcr, digests, run, computed.at(source)));
+    all_match &= row.match;
+    runs.push_back(std::move(row.json));
   }
   if (!o.json.empty()) {
     nlohmann::json j = {{"schema", "tpmsec-replay/1"},
