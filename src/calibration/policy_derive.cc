@@ -21,10 +21,9 @@ std::string figures(const StrategyCosts& c) {
   return fmt::format("{} ms per extend", fmt::join(parts, ", "));
 }
 
-}  // namespace
-
-Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, double budget_ms,
-                                  const std::string& command, ProtectionFloor floor) {
+// One rule per profile, the most specific first.
+std::vector<PolicyRule> profile_rules(const std::vector<LatencyProfile>& profiles, double budget_ms,
+                                      ProtectionFloor floor) {
   std::vector<PolicyRule> rules;
   for (const LatencyProfile& p : profiles) {
     const TpmInfo info = emulated_info(p, TpmInfo{}).info;
@@ -42,7 +41,11 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
   }
   std::stable_sort(rules.begin(), rules.end(),
                    [](const PolicyRule& a, const PolicyRule& b) { return specificity(a) > specificity(b); });
+  return rules;
+}
 
+// The file's head: what the policy is, how it was made, and its floor.
+std::string policy_head(const std::string& command, double budget_ms, ProtectionFloor floor) {
   std::string floor_text;
   switch (floor) {
     case ProtectionFloor::kPrevention:
@@ -64,7 +67,7 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
           "# or checkpoint take effect only from a policy file you choose, on an audited identity.\n";
       break;
   }
-  std::string out = fmt::format(
+  return fmt::format(
       "# tpmsec policy: which session strategy protects PCR extends (and other protected\n"
       "# commands) on which TPM. Rules are tried in order; the first that matches decides.\n"
       "# Format: docs/policy.md. Made by `{}`:\n"
@@ -74,6 +77,12 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
       "# `tpmsec policy check FILE` validates, `tpmsec policy show` explains.\n\n"
       "schema = \"tpmsec-policy/1\"\n",
       command, budget_ms, floor_text);
+}
+
+// The profiles' rules as TOML; a rule whose identity an earlier one covers
+// is a comment naming it.
+std::string rules_text(const std::vector<PolicyRule>& rules) {
+  std::string out;
   std::vector<PolicyRule> kept;
   for (const PolicyRule& r : rules) {
     auto earlier = std::find_if(kept.begin(), kept.end(), [&](const PolicyRule& k) { return covers(k, r); });
@@ -85,12 +94,15 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
     out += "\n" + to_toml(r);
     kept.push_back(r);
   }
+  return out;
+}
 
-  // TPMs no profile names: decided by what they measure, when measured. Only
-  // below the prevention floor: under it every measured rule would say what
-  // the default says. Bus timings can be inflated by an interposer that
-  // delays responses, so these rules lower protection only on a profile's
-  // figures unless the operator adds trust_timings = true.
+// TPMs no profile names: decided by what they measure, when measured. Only
+// below the prevention floor: under it every measured rule would say what
+// the default says. Bus timings can be inflated by an interposer that
+// delays responses, so these rules lower protection only on a profile's
+// figures unless the operator adds trust_timings = true. Then the default rule.
+std::string fallback_rules_text(const std::string& command, double budget_ms, ProtectionFloor floor) {
   const char* kTimingNote =
       "# Bus timings (a bench result, a calibration) can be inflated by an interposer that delays\n"
       "# responses: this rule lowers protection on a profile's figures only, unless you add\n"
@@ -119,9 +131,21 @@ Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, d
       "a TPM without a profile or measurement keeps prevention with one resident session (Linux 6.12's lazy "
       "flush); measure it with `tpmsec policy calibrate` and add a rule";
   default_rule.source = "docs/policy.md";
+  std::string out;
   if (floor != ProtectionFloor::kPrevention) out += "\n" + std::string(kTimingNote) + to_toml(detect);
   if (floor == ProtectionFloor::kNone) out += "\n" + std::string(kTimingNote) + to_toml(none);
   out += "\n" + to_toml(default_rule);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> derive_policy(const std::vector<LatencyProfile>& profiles, double budget_ms,
+                                  const std::string& command, ProtectionFloor floor) {
+  std::vector<PolicyRule> rules = profile_rules(profiles, budget_ms, floor);
+  std::string out = policy_head(command, budget_ms, floor);
+  out += rules_text(rules);
+  out += fallback_rules_text(command, budget_ms, floor);
 
   TPMSEC_ASSIGN_OR_RETURN(Policy derived, parse_policy(out, "<derived policy>"));
   if (floor == ProtectionFloor::kPrevention) {
