@@ -168,6 +168,81 @@ std::string_view field_id(Field field) {
   return "?";
 }
 
+// d-ng: "ALGORITHM:HEX".
+Status ascii_digest_ng(std::string_view text, Entry& entry) {
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    return parse_error(fmt::format("d-ng field '{}' is not ALGORITHM:HEX", printable(text)));
+  }
+  std::string_view algorithm = text.substr(0, colon);
+  if (!is_algorithm_name(algorithm)) {
+    return parse_error(fmt::format("d-ng field has a bad algorithm name '{}'", printable(algorithm)));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, field_hex(text.substr(colon + 1), "d-ng"));
+  TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ng"));
+  entry.file_digest_algorithm = std::string(algorithm);
+  entry.file_digest = std::move(digest);
+  return ok_status();
+}
+
+// d-ngv2: "ima:sha256:HEX" (the kernel prints up to the last ':', then hex).
+Status ascii_digest_ngv2(std::string_view text, Entry& entry) {
+  size_t first = text.find(':');
+  size_t last = text.rfind(':');
+  if (first == std::string_view::npos || first == last) {
+    return parse_error(fmt::format("d-ngv2 field '{}' is not TYPE:ALGORITHM:HEX", printable(text)));
+  }
+  std::string_view type = text.substr(0, first), algorithm = text.substr(first + 1, last - first - 1);
+  if (!is_digest_type(type)) {
+    return parse_error(fmt::format("d-ngv2 field has an unknown digest type '{}'", printable(type)));
+  }
+  if (!is_algorithm_name(algorithm)) {
+    return parse_error(fmt::format("d-ngv2 field has a bad algorithm name '{}'", printable(algorithm)));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, field_hex(text.substr(last + 1), "d-ngv2"));
+  TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ngv2"));
+  entry.file_digest_type = std::string(type);
+  entry.file_digest_algorithm = std::string(algorithm);
+  entry.file_digest = std::move(digest);
+  return ok_status();
+}
+
+// d-modsig: empty, or "ALGORITHM:HEX".
+Status ascii_digest_modsig(std::string_view text, Entry& entry) {
+  const Field field = Field::kDigestModsig;
+  if (text.empty()) {
+    set_other_field(field, {}, entry);
+    return ok_status();
+  }
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return parse_error(fmt::format("d-modsig field '{}' is not ALGORITHM:HEX", printable(text)));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, field_hex(text.substr(colon + 1), "d-modsig"));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes data, digest_with_algorithm(text.substr(0, colon), digest, "d-modsig"));
+  set_other_field(field, std::move(data), entry);
+  return ok_status();
+}
+
+// iuid, igid, imode: empty, or a decimal number of the field's width.
+Status ascii_inode_number(Field field, std::string_view text, Entry& entry) {
+  if (text.empty()) {
+    set_other_field(field, {}, entry);
+    return ok_status();
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const size_t width = uint_width(field);
+  if (ec != std::errc() || end != text.data() + text.size() || (width < 8 && value >> (8 * width))) {
+    return parse_error(fmt::format("{} field '{}' is not a {}-bit unsigned number", field_id(field),
+                                   printable(text), 8 * width));
+  }
+  Bytes data(width);
+  for (size_t i = 0; i < width; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
+  set_other_field(field, std::move(data), entry);
+  return ok_status();
+}
+
 Status decode_ascii_field(Field field, std::string_view text, Entry& entry) {
   switch (field) {
     case Field::kDigest: {
@@ -178,21 +253,8 @@ Status decode_ascii_field(Field field, std::string_view text, Entry& entry) {
       entry.file_digest = std::move(digest);
       return ok_status();
     }
-    case Field::kDigestNg: {
-      size_t colon = text.find(':');
-      if (colon == std::string_view::npos) {
-        return parse_error(fmt::format("d-ng field '{}' is not ALGORITHM:HEX", printable(text)));
-      }
-      std::string_view algorithm = text.substr(0, colon);
-      if (!is_algorithm_name(algorithm)) {
-        return parse_error(fmt::format("d-ng field has a bad algorithm name '{}'", printable(algorithm)));
-      }
-      TPMSEC_ASSIGN_OR_RETURN(Bytes digest, field_hex(text.substr(colon + 1), "d-ng"));
-      TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ng"));
-      entry.file_digest_algorithm = std::string(algorithm);
-      entry.file_digest = std::move(digest);
-      return ok_status();
-    }
+    case Field::kDigestNg:
+      return ascii_digest_ng(text, entry);
     case Field::kEventName:
     case Field::kEventNameNg:
       TPMSEC_RETURN_IF_ERROR(check_event_name(text, field));
@@ -206,41 +268,10 @@ Status decode_ascii_field(Field field, std::string_view text, Entry& entry) {
       TPMSEC_ASSIGN_OR_RETURN(entry.buffer, field_hex(text, "buf"));
       return ok_status();
     }
-    case Field::kDigestNgV2: {
-      // "ima:sha256:HEX" (the kernel prints up to the last ':', then hex).
-      size_t first = text.find(':');
-      size_t last = text.rfind(':');
-      if (first == std::string_view::npos || first == last) {
-        return parse_error(fmt::format("d-ngv2 field '{}' is not TYPE:ALGORITHM:HEX", printable(text)));
-      }
-      std::string_view type = text.substr(0, first), algorithm = text.substr(first + 1, last - first - 1);
-      if (!is_digest_type(type)) {
-        return parse_error(fmt::format("d-ngv2 field has an unknown digest type '{}'", printable(type)));
-      }
-      if (!is_algorithm_name(algorithm)) {
-        return parse_error(fmt::format("d-ngv2 field has a bad algorithm name '{}'", printable(algorithm)));
-      }
-      TPMSEC_ASSIGN_OR_RETURN(Bytes digest, field_hex(text.substr(last + 1), "d-ngv2"));
-      TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ngv2"));
-      entry.file_digest_type = std::string(type);
-      entry.file_digest_algorithm = std::string(algorithm);
-      entry.file_digest = std::move(digest);
-      return ok_status();
-    }
-    case Field::kDigestModsig: {
-      if (text.empty()) {
-        set_other_field(field, {}, entry);
-        return ok_status();
-      }
-      size_t colon = text.rfind(':');
-      if (colon == std::string_view::npos) {
-        return parse_error(fmt::format("d-modsig field '{}' is not ALGORITHM:HEX", printable(text)));
-      }
-      TPMSEC_ASSIGN_OR_RETURN(Bytes digest, field_hex(text.substr(colon + 1), "d-modsig"));
-      TPMSEC_ASSIGN_OR_RETURN(Bytes data, digest_with_algorithm(text.substr(0, colon), digest, "d-modsig"));
-      set_other_field(field, std::move(data), entry);
-      return ok_status();
-    }
+    case Field::kDigestNgV2:
+      return ascii_digest_ngv2(text, entry);
+    case Field::kDigestModsig:
+      return ascii_digest_modsig(text, entry);
     case Field::kModsig:
     case Field::kEvmSignature:
     case Field::kXattrLengths:
@@ -256,25 +287,53 @@ Status decode_ascii_field(Field field, std::string_view text, Entry& entry) {
       return ok_status();
     case Field::kInodeUid:
     case Field::kInodeGid:
-    case Field::kInodeMode: {
-      if (text.empty()) {
-        set_other_field(field, {}, entry);
-        return ok_status();
-      }
-      uint64_t value = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      const size_t width = uint_width(field);
-      if (ec != std::errc() || end != text.data() + text.size() || (width < 8 && value >> (8 * width))) {
-        return parse_error(fmt::format("{} field '{}' is not a {}-bit unsigned number", field_id(field),
-                                       printable(text), 8 * width));
-      }
-      Bytes data(width);
-      for (size_t i = 0; i < width; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-      set_other_field(field, std::move(data), entry);
-      return ok_status();
-    }
+    case Field::kInodeMode:
+      return ascii_inode_number(field, text, entry);
   }
   return parse_error("unknown field");
+}
+
+// d-ng: "algo" ':' NUL digest; the digest may itself hold ':' or NUL bytes.
+Status binary_digest_ng(ByteView data, Entry& entry) {
+  std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon + 1 >= text.size() || text[colon + 1] != '\0') {
+    return parse_error("d-ng field is not ALGORITHM ':' NUL DIGEST");
+  }
+  std::string_view algorithm = text.substr(0, colon);
+  if (!is_algorithm_name(algorithm)) {
+    return parse_error(fmt::format("d-ng field has a bad algorithm name '{}'", printable(algorithm)));
+  }
+  ByteView digest = data.subspan(colon + 2);
+  TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ng"));
+  entry.file_digest_algorithm = std::string(algorithm);
+  entry.file_digest.assign(digest.begin(), digest.end());
+  return ok_status();
+}
+
+// d-ngv2: "type:algo" ':' NUL digest.
+Status binary_digest_ngv2(ByteView data, Entry& entry) {
+  std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
+  size_t nul = text.find('\0');
+  if (nul == std::string_view::npos || nul < 2 || text[nul - 1] != ':') {
+    return parse_error("d-ngv2 field is not TYPE ':' ALGORITHM ':' NUL DIGEST");
+  }
+  std::string_view head = text.substr(0, nul - 1);
+  size_t colon = head.find(':');
+  if (colon == std::string_view::npos) return parse_error("d-ngv2 field has no digest type");
+  std::string_view type = head.substr(0, colon), algorithm = head.substr(colon + 1);
+  if (!is_digest_type(type)) {
+    return parse_error(fmt::format("d-ngv2 field has an unknown digest type '{}'", printable(type)));
+  }
+  if (!is_algorithm_name(algorithm)) {
+    return parse_error(fmt::format("d-ngv2 field has a bad algorithm name '{}'", printable(algorithm)));
+  }
+  ByteView digest = data.subspan(nul + 1);
+  TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ngv2"));
+  entry.file_digest_type = std::string(type);
+  entry.file_digest_algorithm = std::string(algorithm);
+  entry.file_digest.assign(digest.begin(), digest.end());
+  return ok_status();
 }
 
 Status decode_binary_field(Field field, ByteView data, Entry& entry) {
@@ -286,22 +345,8 @@ Status decode_binary_field(Field field, ByteView data, Entry& entry) {
       }
       entry.file_digest.assign(data.begin(), data.end());
       return ok_status();
-    case Field::kDigestNg: {
-      // "algo" ':' NUL digest; the digest may itself hold ':' or NUL bytes.
-      size_t colon = text.find(':');
-      if (colon == std::string_view::npos || colon + 1 >= text.size() || text[colon + 1] != '\0') {
-        return parse_error("d-ng field is not ALGORITHM ':' NUL DIGEST");
-      }
-      std::string_view algorithm = text.substr(0, colon);
-      if (!is_algorithm_name(algorithm)) {
-        return parse_error(fmt::format("d-ng field has a bad algorithm name '{}'", printable(algorithm)));
-      }
-      ByteView digest = data.subspan(colon + 2);
-      TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ng"));
-      entry.file_digest_algorithm = std::string(algorithm);
-      entry.file_digest.assign(digest.begin(), digest.end());
-      return ok_status();
-    }
+    case Field::kDigestNg:
+      return binary_digest_ng(data, entry);
     case Field::kEventName:  // shown without its NUL (IMA_SHOW_BINARY_OLD_STRING_FMT)
       TPMSEC_RETURN_IF_ERROR(check_event_name(text, field));
       entry.event_name = std::string(text);
@@ -318,29 +363,8 @@ Status decode_binary_field(Field field, ByteView data, Entry& entry) {
     case Field::kBuffer:
       entry.buffer.assign(data.begin(), data.end());
       return ok_status();
-    case Field::kDigestNgV2: {
-      // "type:algo" ':' NUL digest.
-      size_t nul = text.find('\0');
-      if (nul == std::string_view::npos || nul < 2 || text[nul - 1] != ':') {
-        return parse_error("d-ngv2 field is not TYPE ':' ALGORITHM ':' NUL DIGEST");
-      }
-      std::string_view head = text.substr(0, nul - 1);
-      size_t colon = head.find(':');
-      if (colon == std::string_view::npos) return parse_error("d-ngv2 field has no digest type");
-      std::string_view type = head.substr(0, colon), algorithm = head.substr(colon + 1);
-      if (!is_digest_type(type)) {
-        return parse_error(fmt::format("d-ngv2 field has an unknown digest type '{}'", printable(type)));
-      }
-      if (!is_algorithm_name(algorithm)) {
-        return parse_error(fmt::format("d-ngv2 field has a bad algorithm name '{}'", printable(algorithm)));
-      }
-      ByteView digest = data.subspan(nul + 1);
-      TPMSEC_RETURN_IF_ERROR(check_digest_size(digest.size(), "d-ngv2"));
-      entry.file_digest_type = std::string(type);
-      entry.file_digest_algorithm = std::string(algorithm);
-      entry.file_digest.assign(digest.begin(), digest.end());
-      return ok_status();
-    }
+    case Field::kDigestNgV2:
+      return binary_digest_ngv2(data, entry);
     case Field::kDigestModsig: {
       if (!data.empty()) {
         size_t colon = text.find(':');
