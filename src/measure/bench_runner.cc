@@ -88,70 +88,96 @@ Status measure(Runner& run, std::vector<PrimitiveResult>& out, const std::string
   return ok_status();
 }
 
-Status run_primitives(Runner& run, SessionFactory& factory, std::vector<PrimitiveResult>& out) {
+// PCR_Extend with a password and with an HMAC session, PCR_Read plain and
+// audited, GetRandom, and the session's own ContextSave and ContextLoad.
+Status measure_session_primitives(Runner& run, SessionFactory& factory, std::vector<PrimitiveResult>& out) {
   Tpm& tpm = run.tpm_;
   const auto& o = run.options_;
-  NullKey key = *factory.null_key();  // a copy: loading may refresh its context
-  uint32_t last_session = 0;
   Bytes digest = run.digest_for(0);
-
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (password)", nullptr,
                                  [&] { return pcr_extend(tpm, o.bank, o.pcr, digest); }, nullptr));
-  {
-    TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kContinueSession));
-    TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (HMAC session)", nullptr,
-                                   [&] { return pcr_extend(tpm, o.bank, o.pcr, digest, Auth{session.get(), {}}); },
-                                   nullptr));
-    TPMSEC_RETURN_IF_ERROR(
-        measure(run, out, "PCR_Read", nullptr, [&] { return status_of(pcr_read(tpm, o.bank, o.pcr)); }, nullptr));
-    session->set_attributes(attr::kAudit | attr::kContinueSession);
-    TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Read (audit session)", nullptr, [&]() -> Status {
-      Auth audit{session.get(), {}};
-      return status_of(pcr_read(tpm, o.bank, o.pcr, std::span<const Auth>(&audit, 1)));
-    }, nullptr));
-    TPMSEC_RETURN_IF_ERROR(
-        measure(run, out, "GetRandom(32)", nullptr, [&] { return status_of(tpm.run(cmd::GetRandom{32})); }, nullptr));
-    // Session context save/load: the numbers the seed thread lacked.
-    Context ctx;
-    TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextSave (session)", nullptr, [&]() -> Status {
-      auto c = session->save(tpm);
-      if (!c.ok()) return c.error();
-      ctx = std::move(*c);
-      return ok_status();
-    }, [&] { return session->load(tpm, ctx); }));
-    TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextLoad (session)", [&]() -> Status {
-      auto c = session->save(tpm);
-      if (!c.ok()) return c.error();
-      ctx = std::move(*c);
-      return ok_status();
-    }, [&] { return session->load(tpm, ctx); }, nullptr));
-    TPMSEC_RETURN_IF_ERROR(session->flush());
-  }
-
-  std::optional<ScopedHandle> loaded;
-  auto load_key = [&]() -> Status {
-    auto h = key.load(tpm);
-    if (!h.ok()) return h.error();
-    loaded = std::move(*h);
+  TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kContinueSession));
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (HMAC session)", nullptr,
+                                 [&] { return pcr_extend(tpm, o.bank, o.pcr, digest, Auth{session.get(), {}}); },
+                                 nullptr));
+  TPMSEC_RETURN_IF_ERROR(
+      measure(run, out, "PCR_Read", nullptr, [&] { return status_of(pcr_read(tpm, o.bank, o.pcr)); }, nullptr));
+  session->set_attributes(attr::kAudit | attr::kContinueSession);
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Read (audit session)", nullptr, [&]() -> Status {
+    Auth audit{session.get(), {}};
+    return status_of(pcr_read(tpm, o.bank, o.pcr, std::span<const Auth>(&audit, 1)));
+  }, nullptr));
+  TPMSEC_RETURN_IF_ERROR(
+      measure(run, out, "GetRandom(32)", nullptr, [&] { return status_of(tpm.run(cmd::GetRandom{32})); }, nullptr));
+  // Session context save/load: the numbers the seed thread lacked.
+  Context ctx;
+  auto save = [&]() -> Status {
+    auto c = session->save(tpm);
+    if (!c.ok()) return c.error();
+    ctx = std::move(*c);
     return ok_status();
   };
-  auto flush_key = [&]() -> Status {
-    Status st = loaded ? loaded->flush() : ok_status();
-    loaded.reset();
-    return st;
-  };
+  auto load = [&] { return session->load(tpm, ctx); };
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextSave (session)", nullptr, save, load));
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextLoad (session)", save, load, nullptr));
+  return session->flush();
+}
+
+// The one key object the key measurements load, create and flush.
+class KeySlot {
+ public:
+  explicit KeySlot(Tpm& tpm) : tpm_(tpm) {}
+
+  // A step that loads `key` into the slot.
+  std::function<Status()> loader(NullKey& key) {
+    return [this, &key]() -> Status {
+      auto h = key.load(tpm_);
+      if (!h.ok()) return h.error();
+      loaded_ = std::move(*h);
+      return ok_status();
+    };
+  }
+  std::function<Status()> flusher() {
+    return [this]() -> Status {
+      Status st = loaded_ ? loaded_->flush() : ok_status();
+      loaded_.reset();
+      return st;
+    };
+  }
+  void hold(ScopedHandle handle) { loaded_ = std::move(handle); }
+  uint32_t handle() const { return loaded_->get(); }
+
+ private:
+  Tpm& tpm_;
+  std::optional<ScopedHandle> loaded_;
+};
+
+// The null key's ContextLoad and ContextSave, and FlushContext.
+Status measure_key_contexts(Runner& run, NullKey& key, KeySlot& slot, std::vector<PrimitiveResult>& out) {
+  Tpm& tpm = run.tpm_;
+  auto load_key = slot.loader(key);
+  auto flush_key = slot.flusher();
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextLoad (null key)", nullptr, load_key, flush_key));
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextSave (null key)", load_key,
-                                 [&] { return status_of(tpm.run(cmd::ContextSave{key.named(loaded->get())})); },
+                                 [&] { return status_of(tpm.run(cmd::ContextSave{key.named(slot.handle())})); },
                                  flush_key));
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "FlushContext", load_key, flush_key, nullptr));
+  return measure(run, out, "FlushContext", load_key, flush_key, nullptr);
+}
 
+// StartAuthSession unsalted, salted to the ECC null key, and (a second null
+// key: RSA-2048 primaries are slow to create, once) salted to an RSA one;
+// each session is flushed untimed. Between them, CreatePrimary of the ECC
+// null key.
+Status measure_session_starts(Runner& run, NullKey& key, KeySlot& slot, std::vector<PrimitiveResult>& out) {
+  Tpm& tpm = run.tpm_;
+  uint32_t last_session = 0;
+  auto flush_key = slot.flusher();
   auto start_with = [&](NullKey* salt_key) -> std::function<Status()> {
     return [&, salt_key]() -> Status {
       SessionOptions so;
       NamedHandle handle;
       if (salt_key) {
-        handle = salt_key->named(loaded->get());
+        handle = salt_key->named(slot.handle());
         so.tpm_key = &handle;
         so.tpm_key_public = &salt_key->public_area();
       }
@@ -163,11 +189,12 @@ Status run_primitives(Runner& run, SessionFactory& factory, std::vector<Primitiv
     };
   };
   auto flush_session = [&] { return status_of(tpm.run(cmd::FlushContext{last_session})); };
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (unsalted)", nullptr, start_with(nullptr), flush_session));
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (ECC salt)", load_key, start_with(&key), [&]() -> Status {
+  auto flush_both = [&]() -> Status {
     TPMSEC_RETURN_IF_ERROR(flush_session());
     return flush_key();
-  }));
+  };
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (unsalted)", nullptr, start_with(nullptr), flush_session));
+  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (ECC salt)", slot.loader(key), start_with(&key), flush_both));
 
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "CreatePrimary (null key, ECC)", nullptr, [&]() -> Status {
     cmd::CreatePrimary c;
@@ -175,25 +202,23 @@ Status run_primitives(Runner& run, SessionFactory& factory, std::vector<Primitiv
     c.in_public.public_area = null_key_template(SaltKind::kEcc);
     auto r = tpm.run(c, {Auth::password()});
     if (!r.ok()) return r.error();
-    loaded = ScopedHandle(tpm, r->object_handle);
+    slot.hold(ScopedHandle(tpm, r->object_handle));
     return ok_status();
   }, flush_key));
 
-  // RSA: a second null key (RSA-2048 primaries are slow to create: once).
   auto rsa = NullKey::create(tpm, SaltKind::kRsa);
   if (rsa.ok()) {
-    auto load_rsa = [&]() -> Status {
-      auto h = rsa->load(tpm);
-      if (!h.ok()) return h.error();
-      loaded = std::move(*h);
-      return ok_status();
-    };
-    TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (RSA salt)", load_rsa, start_with(&*rsa), [&]() -> Status {
-      TPMSEC_RETURN_IF_ERROR(flush_session());
-      return flush_key();
-    }));
+    TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (RSA salt)", slot.loader(*rsa), start_with(&*rsa), flush_both));
   }
   return ok_status();
+}
+
+Status run_primitives(Runner& run, SessionFactory& factory, std::vector<PrimitiveResult>& out) {
+  NullKey key = *factory.null_key();  // a copy: loading may refresh its context
+  TPMSEC_RETURN_IF_ERROR(measure_session_primitives(run, factory, out));
+  KeySlot slot(run.tpm_);
+  TPMSEC_RETURN_IF_ERROR(measure_key_contexts(run, key, slot, out));
+  return measure_session_starts(run, key, slot, out);
 }
 
 Status run_strategy(Runner& run, StrategyKind kind, const TpmInfo& info, StrategyResult& out) {
