@@ -117,7 +117,10 @@ std::string function_graph(const StrategyResult& s) {
   return out;
 }
 
-std::string bench_text(const BenchResult& r) {
+namespace {
+
+// The run's head: version and date, the TPM, transport, clock and run.
+std::string bench_head(const BenchResult& r, bool imported) {
   std::string out;
   const auto& t = r.tpm;
   // value() on a member that is missing or of another type: a hostile or
@@ -127,7 +130,6 @@ std::string bench_text(const BenchResult& r) {
   };
   const nlohmann::json spec = t.is_object() && t.contains("spec") ? t["spec"] : nlohmann::json::object();
   out += fmt::format("tpmsec bench {} — {}\n", r.version, r.date);
-  bool imported = r.clock == "ftrace";
   if (imported) {
     out += fmt::format("TPM        {}  [imported from ftrace: identity as labelled, not read from the TPM]\n",
                        text(t, "label"));
@@ -151,14 +153,13 @@ std::string bench_text(const BenchResult& r) {
     out += fmt::format("run        PCR {} ({}), {} iterations per measurement{}\n\n", r.options.pcr,
                        hash_name(r.options.bank), r.options.iterations, r.interrupted ? ", INTERRUPTED" : "");
   }
-  if (!r.primitives.empty()) {
-    out += fmt::format("{:<32}{:>6}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>10}\n", "primitive (TPM time, ms)", "n",
-                       "min", "median", "mean", "p90", "p99", "max", "host us");
-    for (const auto& p : r.primitives) out += distribution_row(p.name, p.tpm_ms, p.host_us);
-    out += "\n";
-  }
-  out += fmt::format("{:<15}{:<12}{:>10}{:>10}{:>10}{:>12}{:>16}{:>10}{:>9}\n", "strategy", "protection", "median",
-                     "mean", "p99", "cmds/extend", "first ms (cmds)", "host us", "x plain");
+  return out;
+}
+
+// One row per strategy: its cost per extend, commands, first extend and ratio to plain.
+std::string strategy_table(const BenchResult& r, bool imported) {
+  std::string out = fmt::format("{:<15}{:<12}{:>10}{:>10}{:>10}{:>12}{:>16}{:>10}{:>9}\n", "strategy", "protection",
+                                "median", "mean", "p99", "cmds/extend", "first ms (cmds)", "host us", "x plain");
   for (const auto& s : r.strategies) {
     if (s.per_extend_ms.n == 0) {
       // Interrupted before its steady state: no 0.00 cells, no ratio against nothing.
@@ -175,24 +176,41 @@ std::string bench_text(const BenchResult& r) {
   }
   out += imported ? "(per extend in ms, over every imported extend)\n\n"
                   : "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";
-  if (r.model && !r.model->range_ms.empty()) {
-    // Emulated: the model's figure per strategy and its range (docs/latency-profiles.md, "Uncertainty").
-    out += fmt::format("{:<15}{:>10}{:>22}{:>12}\n", "modelled", "ms", "range (low-high)", "from E");
-    bool estimates = false;
-    for (const auto& s : r.strategies) {
-      auto ms = r.model->per_extend_ms.find(s.kind);
-      auto range = r.model->range_ms.find(s.kind);
-      if (ms == r.model->per_extend_ms.end() || range == r.model->range_ms.end()) continue;
-      const double share = ms->second > 0 ? range->second.estimated_ms / ms->second : 0.0;
-      estimates |= share > 0;
-      out += fmt::format("{:<15}{:>10.5g}{:>22}{:>12}\n", strategy_name(s.kind), ms->second,
-                         fmt::format("{:.2f}-{:.2f}", range->second.low_ms, range->second.high_ms),
-                         fmt::format("{:.0f}%", 100 * share));
-    }
-    out += fmt::format("({}; the range sums every command at the low, then high end of its value's range{})\n\n",
-                       r.model->source,
-                       estimates ? "; \"from E\" is the share of the figure from estimated values" : "");
+  return out;
+}
+
+// Emulated: the model's figure per strategy and its range (docs/latency-profiles.md, "Uncertainty").
+std::string model_table(const StrategyCosts& model, const std::vector<StrategyResult>& strategies) {
+  std::string out = fmt::format("{:<15}{:>10}{:>22}{:>12}\n", "modelled", "ms", "range (low-high)", "from E");
+  bool estimates = false;
+  for (const auto& s : strategies) {
+    auto ms = model.per_extend_ms.find(s.kind);
+    auto range = model.range_ms.find(s.kind);
+    if (ms == model.per_extend_ms.end() || range == model.range_ms.end()) continue;
+    const double share = ms->second > 0 ? range->second.estimated_ms / ms->second : 0.0;
+    estimates |= share > 0;
+    out += fmt::format("{:<15}{:>10.5g}{:>22}{:>12}\n", strategy_name(s.kind), ms->second,
+                       fmt::format("{:.2f}-{:.2f}", range->second.low_ms, range->second.high_ms),
+                       fmt::format("{:.0f}%", 100 * share));
   }
+  out += fmt::format("({}; the range sums every command at the low, then high end of its value's range{})\n\n",
+                     model.source, estimates ? "; \"from E\" is the share of the figure from estimated values" : "");
+  return out;
+}
+
+}  // namespace
+
+std::string bench_text(const BenchResult& r) {
+  const bool imported = r.clock == "ftrace";
+  std::string out = bench_head(r, imported);
+  if (!r.primitives.empty()) {
+    out += fmt::format("{:<32}{:>6}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>10}\n", "primitive (TPM time, ms)", "n",
+                       "min", "median", "mean", "p90", "p99", "max", "host us");
+    for (const auto& p : r.primitives) out += distribution_row(p.name, p.tpm_ms, p.host_us);
+    out += "\n";
+  }
+  out += strategy_table(r, imported);
+  if (r.model && !r.model->range_ms.empty()) out += model_table(*r.model, r.strategies);
   if (r.strategies.empty() && r.interrupted) out += "(no strategy was measured before the run stopped)\n\n";
   for (const auto& s : r.strategies) out += function_graph(s) + "\n";
   out += r.recommendation + "\n";

@@ -194,16 +194,9 @@ nlohmann::json imported_identity(const FtraceImportOptions& options, const std::
           {"captures", origins}};
 }
 
-}  // namespace
-
-Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures, const FtraceImportOptions& options) {
-  if (options.manufacturer.size() > 4 ||
-      !std::all_of(options.manufacturer.begin(), options.manufacturer.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
-    return usage_error(fmt::format("manufacturer '{}': at most 4 printable characters, as TPM_PT_MANUFACTURER (IFX)",
-                                   options.manufacturer));
-  }
-  std::vector<std::string> origins;
-  std::vector<Operation> ops;
+// The operations of every capture, in order; an error for a capture with none.
+Status collect_operations(const std::vector<FtraceCapture>& captures, std::vector<std::string>& origins,
+                          std::vector<Operation>& ops) {
   for (const auto& capture : captures) {
     origins.push_back(capture.origin);
     size_t before = ops.size();
@@ -212,24 +205,24 @@ Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures
       return parse_error(fmt::format("{}: no TPM commands (tpm_transmit_cmd) in the capture", capture.origin));
     }
   }
+  return ok_status();
+}
 
-  BenchResult r;
-  r.clock = "ftrace";
-  r.transport = "ftrace";
-  for (const auto& o : origins) r.transport += (r.transport == "ftrace" ? ":" : ",") + o;
-  r.date = options.date.empty() ? utc_timestamp() : options.date;
-  r.version = TPMSEC_VERSION;
-  r.options.pcr = 0;   // function_graph shows no arguments: PCR and bank are unknown
-  r.options.bank = 0;
-  r.options.checkpoint_every = 0;
-
-  // A timeline: each operation at its abstime when the capture has one,
-  // else right after the latest one so far.
-  int64_t clock_ns = 0;
+// The operations laid on one timeline: each command a sample of its
+// primitive (in first-seen order), each PCR extend a sample of the strategy
+// its commands show.
+struct Timeline {
   std::map<std::string, PrimitiveResult> primitives;
   std::vector<std::string> primitive_order;
   std::map<StrategyKind, StrategyResult> strategies;
-  bool ecc = false;
+  bool ecc = false;  // an ECC-salted session was started
+};
+
+// A timeline: each operation at its abstime when the capture has one,
+// else right after the latest one so far.
+Timeline timeline_of(const std::vector<Operation>& ops) {
+  Timeline t;
+  int64_t clock_ns = 0;
   for (const auto& op : ops) {
     int64_t start = op.call->start_s ? static_cast<int64_t>(std::llround(*op.call->start_s * 1e9)) : clock_ns;
     Sample sample;
@@ -241,28 +234,32 @@ Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures
       sample.commands.push_back(rec);
       double ms = static_cast<double>(rec.duration_ns) / 1e6;
       sample.tpm_ms += ms;
-      ecc |= rec.shape.command_code == cmd::StartAuthSession::kInfo.code;
-      if (!primitives.count(cmd.primitive)) {
-        primitive_order.push_back(cmd.primitive);
-        primitives[cmd.primitive].name = cmd.primitive;
+      t.ecc |= rec.shape.command_code == cmd::StartAuthSession::kInfo.code;
+      if (!t.primitives.count(cmd.primitive)) {
+        t.primitive_order.push_back(cmd.primitive);
+        t.primitives[cmd.primitive].name = cmd.primitive;
       }
       Sample one;
       one.start_ns = rec.start_ns;
       one.total_ms = one.tpm_ms = ms;
       one.commands = {rec};
-      primitives[cmd.primitive].samples.push_back(std::move(one));
+      t.primitives[cmd.primitive].samples.push_back(std::move(one));
     }
     sample.host_ms = std::max(0.0, sample.total_ms - sample.tpm_ms);
     clock_ns = std::max(clock_ns, start + static_cast<int64_t>(std::llround(op.call->duration_us * 1e3)));
     if (op.extend) {
-      StrategyResult& s = strategies[strategy_of(op)];
+      StrategyResult& s = t.strategies[strategy_of(op)];
       s.kind = strategy_of(op);
       s.extends.push_back(std::move(sample));
     }
   }
+  return t;
+}
 
-  for (const auto& name : primitive_order) {
-    PrimitiveResult p = std::move(primitives[name]);
+// The timeline's primitives and strategies summarized into `r`.
+void summarize_into(Timeline& t, BenchResult& r) {
+  for (const auto& name : t.primitive_order) {
+    PrimitiveResult p = std::move(t.primitives[name]);
     std::vector<double> ms;
     for (const auto& s : p.samples) ms.push_back(s.tpm_ms);
     p.tpm_ms = summarize(ms);  // host time around a single command is not in the capture: host_us stays empty
@@ -270,8 +267,8 @@ Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures
   }
   int most = 0;
   for (StrategyKind kind : all_strategies()) {
-    auto it = strategies.find(kind);
-    if (it == strategies.end()) continue;
+    auto it = t.strategies.find(kind);
+    if (it == t.strategies.end()) continue;
     StrategyResult s = std::move(it->second);
     std::vector<double> total, host;
     double commands = 0;
@@ -291,7 +288,33 @@ Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures
   r.options.iterations = most;
   r.options.strategies.clear();
   for (const auto& s : r.strategies) r.options.strategies.push_back(s.kind);
-  r.tpm = imported_identity(options, origins, ecc);
+}
+
+}  // namespace
+
+Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures, const FtraceImportOptions& options) {
+  if (options.manufacturer.size() > 4 ||
+      !std::all_of(options.manufacturer.begin(), options.manufacturer.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+    return usage_error(fmt::format("manufacturer '{}': at most 4 printable characters, as TPM_PT_MANUFACTURER (IFX)",
+                                   options.manufacturer));
+  }
+  std::vector<std::string> origins;
+  std::vector<Operation> ops;
+  TPMSEC_RETURN_IF_ERROR(collect_operations(captures, origins, ops));
+
+  BenchResult r;
+  r.clock = "ftrace";
+  r.transport = "ftrace";
+  for (const auto& o : origins) r.transport += (r.transport == "ftrace" ? ":" : ",") + o;
+  r.date = options.date.empty() ? utc_timestamp() : options.date;
+  r.version = TPMSEC_VERSION;
+  r.options.pcr = 0;   // function_graph shows no arguments: PCR and bank are unknown
+  r.options.bank = 0;
+  r.options.checkpoint_every = 0;
+
+  Timeline t = timeline_of(ops);
+  summarize_into(t, r);
+  r.tpm = imported_identity(options, origins, t.ecc);
   rate_strategies(r);
   return r;
 }
