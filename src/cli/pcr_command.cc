@@ -74,12 +74,210 @@ CLI::App* add_pcr_subcommand(CLI::App* pcr, const char* name, const char* help, 
   return sub;
 }
 
-}  // namespace
+// `pcr read`: the value, plain or through an audit session (--protect audit).
+Status run_pcr_read(const PcrOptions& read) {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, read.protection.request());
+  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(read));
+  TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
+  Bytes value;
+  if (read.protect == "audit") {
+    TPMSEC_ASSIGN_OR_RETURN(auto reads, protect->audited_pcr_reads());
+    TPMSEC_ASSIGN_OR_RETURN(value, reads->read(t.bank, t.index));
+  } else {
+    TPMSEC_RETURN_IF_ERROR(protect->check_named_anchor());
+    TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index));
+  }
+  fmt::print("{}\n", to_hex(value));
+  return ok_status();
+}
 
-void register_pcr(CLI::App& app, Action* action) {
-  CLI::App* pcr = app.add_subcommand("pcr", "Read, extend or reset a PCR");
-  pcr->require_subcommand(1);
+// `pcr extend`'s arguments, checked before the TPM is touched.
+struct ExtendArgs {
+  bool batch = false;  // DIGEST -: one digest per line of standard input
+  uint16_t bank = 0;
+  Bytes digest;  // the one digest, without batch
+  ProtectRequest request;
+};
 
+Result<ExtendArgs> check_pcr_extend_args(const PcrOptions& o) {
+  ExtendArgs a;
+  a.batch = o.digest == "-";
+  TPMSEC_ASSIGN_OR_RETURN(a.bank, parse_bank(o.bank));
+  if (!a.batch) {
+    TPMSEC_ASSIGN_OR_RETURN(a.digest, from_hex(o.digest));
+    TPMSEC_RETURN_IF_ERROR(check_digest_length(a.bank, a.digest));
+  }
+  StrategyOption choice = o.strategy;
+  if (!o.protect.empty()) {
+    if (!choice.strategy.empty()) return usage_error("give --strategy or --protect, not both");
+    choice.strategy = o.protect == "hmac" ? "per-command" : "plain";
+  }
+  TPMSEC_ASSIGN_OR_RETURN(a.request, o.protection.request());
+  TPMSEC_RETURN_IF_ERROR(choice.apply_to(a.request));
+  if (o.recover && !a.batch) return usage_error("--recover is for a batch (DIGEST -)");
+  if (o.recover && a.request.strategy == StrategyKind::kPlain) {
+    return usage_error("--recover needs a preventing strategy: plain cannot learn whether an extend landed");
+  }
+  // Refused before the device is opened: nothing of it is touched.
+  TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_pcr_index(o.index));
+  if (!pcr_resettable(index) && !o.force_pcr && is_device_spec(o.tpm)) {
+    return usage_error(fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
+                                   "changed until reboot. Use 16 or 23, or give --force-pcr",
+                                   index));
+  }
+  return a;
+}
+
+StreamOptions pcr_stream_options(const PcrOptions& o, const PcrTarget& t, bool batch) {
+  StreamOptions options;
+  options.pcr = t.index;
+  options.bank = t.bank;
+  options.checkpoint_every = o.checkpoint_every;
+  options.one_shot = !batch;
+  // A batch reads the PCR first only when asked (--recover); without it
+  // a failure whose outcome is unknown stops the batch (strategy.h).
+  options.recover = !batch || o.recover;
+  options.read_back = o.read_back;
+  return options;
+}
+
+// Ends the stream. --read-back ends it with an audited read, compared with
+// the value read (audited) at open() extended by each digest (exit 3 on a
+// mismatch): the value to print.
+Result<std::optional<Bytes>> finish_stream(ExtendStream& stream, bool read_back) {
+  if (!read_back) {
+    TPMSEC_RETURN_IF_ERROR(stream.finish());
+    return std::optional<Bytes>();
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes value, stream.read_back());
+  return std::optional<Bytes>(std::move(value));
+}
+
+// What a batch extended: how many digests, and the bad line that stopped
+// the reading (`input`; ok at the end of the input or on an interrupt).
+struct BatchCount {
+  size_t done = 0;
+  Status input = ok_status();
+};
+
+// One stream for every line: the session (and the null key) are set up
+// once, so each digest costs what the strategy's steady state does. The
+// loop reads one line ahead, so that the last digest's extend ends the
+// session (Last::kYes: no FlushContext after it). A bad line stops the
+// batch: what came before it stays extended (and verified, for
+// checkpoint), nothing after it is. A failed extend stops it too (without
+// --recover, one whose outcome is unknown is not retried): the lines before
+// it were extended.
+Result<BatchCount> extend_lines(ExtendStream& stream, DigestLines& lines, const StopOnInterrupt& stop,
+                                ProgressBar& bar) {
+  BatchCount count;
+  size_t first_line = 0, last_line = 0;  // the lines extended
+  // The next digest and its line; nullopt at the end or on a bad line (in `count.input`).
+  auto read = [&]() -> std::optional<std::pair<Bytes, size_t>> {
+    Result<std::optional<Bytes>> next = lines.next();
+    if (!next.ok()) {
+      count.input = next.error();
+      return std::nullopt;
+    }
+    if (!next->has_value()) return std::nullopt;
+    return std::make_pair(std::move(**next), lines.line());
+  };
+  std::optional<std::pair<Bytes, size_t>> pending = read();
+  while (pending && !stop.flag()->load()) {
+    std::optional<std::pair<Bytes, size_t>> following = read();
+    if (Status st = stream.extend(pending->first, following ? Last::kNo : Last::kYes); !st.ok()) {
+      std::string before = count.done == 0           ? "nothing before it was extended"
+                           : first_line == last_line ? fmt::format("line {} was extended", first_line)
+                                                     : fmt::format("lines {}-{} were extended", first_line,
+                                                                   last_line);
+      return st.error().with_context(
+          fmt::format("standard input line {} ({}, nothing after it)", pending->second, before));
+    }
+    if (count.done == 0) first_line = pending->second;
+    last_line = pending->second;
+    bar.update(++count.done, 0, "extended");
+    pending = std::move(following);
+  }
+  return count;
+}
+
+// `pcr extend -`: every digest of standard input through `stream`, then the
+// summary line; an interrupt stops the batch after the extend under way.
+Result<std::optional<Bytes>> extend_batch(const PcrOptions& o, const PcrTarget& t, ProtectedTpm& protect,
+                                          ExtendStream& stream, uint16_t bank, StrategyKind kind) {
+  DigestLines lines(stdin, bank);
+  StopOnInterrupt stop;
+  ProgressBar bar(o.progress.enabled(), t.open.clock());
+  TPMSEC_ASSIGN_OR_RETURN(BatchCount count, extend_lines(stream, lines, stop, bar));
+  bar.finish();
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<Bytes> read_back, finish_stream(stream, o.read_back));
+  protect.keep(stream.factory());
+  const bool interrupted = stop.flag()->load();
+  const size_t done = count.done;
+  std::string cost;
+  if (!t.open.profile().empty() && done > 0) {
+    cost = fmt::format(": {:.2f} ms of TPM time per extend on the emulated {}", t.open.emulated_ms() / done,
+                       t.open.profile());
+  }
+  fmt::print(stderr, "tpmsec: extended {} digest{} into PCR {} ({}){}{}\n", done, done == 1 ? "" : "s", t.index,
+             strategy_name(kind), cost, interrupted ? "; interrupted" : "");
+  if (!count.input.ok()) {
+    return Error(count.input.error().kind(),
+                 fmt::format("{}; nothing after it was extended", count.input.error().message()));
+  }
+  if (interrupted) return runtime_error("interrupted");
+  return read_back;
+}
+
+// `pcr extend`: one digest, or a batch, through one stream of the strategy
+// the policy (or --strategy) chose for this TPM.
+Status run_pcr_extend(const PcrOptions& o) {
+  TPMSEC_ASSIGN_OR_RETURN(ExtendArgs args, check_pcr_extend_args(o));
+  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(o, /*keep=*/true));
+  t.open.list_commands = o.strategy.verbose;
+  StreamOptions options = pcr_stream_options(o, t, args.batch);
+  TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(args.request)));
+  TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
+  const StrategyKind kind = plan.strategy;
+  if (o.checkpoint_every_option->count() == 0) options.checkpoint_every = plan.tuning.checkpoint_every;
+  if (o.recover && kind == StrategyKind::kPlain) {
+    return usage_error("--recover needs a preventing strategy, and this TPM's policy chose plain");
+  }
+  // checkpoint (and a --recover batch) reads the PCR through an audit
+  // session first, so it can verify the result and a failed extend is
+  // never retried blindly; the others do not retry one (strategy.h).
+  TPMSEC_ASSIGN_OR_RETURN(auto stream, protect->extend_stream(plan, options));
+  std::optional<Bytes> read_back;
+  if (!args.batch) {
+    TPMSEC_RETURN_IF_ERROR(stream->extend(args.digest));
+    TPMSEC_ASSIGN_OR_RETURN(read_back, finish_stream(*stream, o.read_back));
+    protect->keep(stream->factory());
+  } else {
+    TPMSEC_ASSIGN_OR_RETURN(read_back, extend_batch(o, t, *protect, *stream, args.bank, kind));
+  }
+  if (read_back) fmt::print("{}\n", to_hex(*read_back));
+  return ok_status();
+}
+
+// `pcr reset`, with TPM_RC_LOCALITY explained.
+Status run_pcr_reset(const PcrOptions& reset) {
+  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(reset));
+  Status st = pcr_reset(t.open.tpm(), t.index);
+  if (!st.ok() && rc_base(st.error().tpm_rc()) == rc::kLocality) {
+    // TPM_RC_LOCALITY: the PCR's reset attribute excludes the
+    // locality tpmsec runs at (0). PC Client PTP: PCRs 0-15 reset
+    // only at _TPM_Init (reboot), 17-22 from the DRTM's localities.
+    return Error(st.error().kind(),
+                 fmt::format("PCR {} cannot be reset from locality 0 (TPM_RC_LOCALITY): on PC Client TPMs "
+                             "only PCRs 16 and 23 can; 0-15 reset only at reboot, 17-22 only from the "
+                             "localities of a dynamic launch (DRTM)",
+                             t.index),
+                 st.error().tpm_rc());
+  }
+  return st;
+}
+
+void add_pcr_read(CLI::App* pcr, Action* action) {
   auto read = std::make_shared<PcrOptions>();
   read->protect = "none";
   CLI::App* rd = add_pcr_subcommand(pcr, "read", "Print a PCR's value as lowercase hex", read, true);
@@ -89,24 +287,10 @@ void register_pcr(CLI::App& app, Action* action) {
       ->check(CLI::IsMember({"none", "audit"}))
       ->capture_default_str();
   read->protection.add_to(rd, read->tpm);
-  rd->callback([read, action] {
-    *action = [read]() -> Status {
-      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, read->protection.request());
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read));
-      TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
-      Bytes value;
-      if (read->protect == "audit") {
-        TPMSEC_ASSIGN_OR_RETURN(auto reads, protect->audited_pcr_reads());
-        TPMSEC_ASSIGN_OR_RETURN(value, reads->read(t.bank, t.index));
-      } else {
-        TPMSEC_RETURN_IF_ERROR(protect->check_named_anchor());
-        TPMSEC_ASSIGN_OR_RETURN(value, pcr_read(t.open.tpm(), t.bank, t.index));
-      }
-      fmt::print("{}\n", to_hex(value));
-      return ok_status();
-    };
-  });
+  rd->callback([read, action] { *action = [read]() { return run_pcr_read(*read); }; });
+}
 
+void add_pcr_extend(CLI::App* pcr, Action* action) {
   auto extend = std::make_shared<PcrOptions>();
   CLI::App* ext = add_pcr_subcommand(
       pcr, "extend", "Extend a PCR with a digest, protected as the policy decides for this TPM (or --strategy)",
@@ -138,153 +322,24 @@ void register_pcr(CLI::App& app, Action* action) {
                 "extended by the digest(s) given, and print it (a mismatch is exit 3)");
   ext->add_flag("--force-pcr", extend->force_pcr,
                 "Allow PCRs 0-15 of a device: TPM (they cannot be reset: what a verifier sees stays changed)");
-  ext->callback([extend, action] {
-    *action = [extend]() -> Status {
-      // Check the arguments before touching the TPM.
-      const bool batch = extend->digest == "-";
-      TPMSEC_ASSIGN_OR_RETURN(uint16_t bank, parse_bank(extend->bank));
-      Bytes digest;
-      if (!batch) {
-        TPMSEC_ASSIGN_OR_RETURN(digest, from_hex(extend->digest));
-        TPMSEC_RETURN_IF_ERROR(check_digest_length(bank, digest));
-      }
-      StrategyOption choice = extend->strategy;
-      if (!extend->protect.empty()) {
-        if (!choice.strategy.empty()) return usage_error("give --strategy or --protect, not both");
-        choice.strategy = extend->protect == "hmac" ? "per-command" : "plain";
-      }
-      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, extend->protection.request());
-      TPMSEC_RETURN_IF_ERROR(choice.apply_to(request));
-      if (extend->recover && !batch) return usage_error("--recover is for a batch (DIGEST -)");
-      if (extend->recover && request.strategy == StrategyKind::kPlain) {
-        return usage_error("--recover needs a preventing strategy: plain cannot learn whether an extend landed");
-      }
-      // Refused before the device is opened: nothing of it is touched.
-      TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_pcr_index(extend->index));
-      if (!pcr_resettable(index) && !extend->force_pcr && is_device_spec(extend->tpm)) {
-        return usage_error(fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
-                                       "changed until reboot. Use 16 or 23, or give --force-pcr",
-                                       index));
-      }
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend, /*keep=*/true));
-      t.open.list_commands = extend->strategy.verbose;
-      StreamOptions options;
-      options.pcr = t.index;
-      options.bank = t.bank;
-      options.checkpoint_every = extend->checkpoint_every;
-      options.one_shot = !batch;
-      // A batch reads the PCR first only when asked (--recover); without it
-      // a failure whose outcome is unknown stops the batch (strategy.h).
-      options.recover = !batch || extend->recover;
-      options.read_back = extend->read_back;
-      TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
-      TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
-      const StrategyKind kind = plan.strategy;
-      if (extend->checkpoint_every_option->count() == 0) options.checkpoint_every = plan.tuning.checkpoint_every;
-      if (extend->recover && kind == StrategyKind::kPlain) {
-        return usage_error("--recover needs a preventing strategy, and this TPM's policy chose plain");
-      }
-      // checkpoint (and a --recover batch) reads the PCR through an audit
-      // session first, so it can verify the result and a failed extend is
-      // never retried blindly; the others do not retry one (strategy.h).
-      TPMSEC_ASSIGN_OR_RETURN(auto stream, protect->extend_stream(plan, options));
-      // --read-back ends the stream with an audited read, compared with the
-      // value read (audited) at open() extended by each digest: exit 3 on a
-      // mismatch.
-      std::optional<Bytes> read_back;
-      auto finish = [&]() -> Status {
-        if (!extend->read_back) return stream->finish();
-        TPMSEC_ASSIGN_OR_RETURN(read_back, stream->read_back());
-        return ok_status();
-      };
-      if (!batch) {
-        TPMSEC_RETURN_IF_ERROR(stream->extend(digest));
-        TPMSEC_RETURN_IF_ERROR(finish());
-        protect->keep(stream->factory());
-      } else {
-        // One stream for every line: the session (and the null key) are set
-        // up once, so each digest costs what the strategy's steady state does.
-        // The loop reads one line ahead, so that the last digest's extend
-        // ends the session (Last::kYes: no FlushContext after it).
-        // A bad line stops the batch: what came before it stays extended (and
-        // verified, for checkpoint), nothing after it is. A failed extend
-        // stops it too (without --recover, one whose outcome is unknown is
-        // not retried): the lines before it were extended.
-        DigestLines lines(stdin, bank);
-        StopOnInterrupt stop;
-        ProgressBar bar(extend->progress.enabled(), t.open.clock());
-        size_t done = 0;
-        size_t first_line = 0, last_line = 0;  // the lines extended
-        Status input = ok_status();
-        // The next digest and its line; nullopt at the end or on a bad line (in `input`).
-        auto read = [&]() -> std::optional<std::pair<Bytes, size_t>> {
-          Result<std::optional<Bytes>> next = lines.next();
-          if (!next.ok()) {
-            input = next.error();
-            return std::nullopt;
-          }
-          if (!next->has_value()) return std::nullopt;
-          return std::make_pair(std::move(**next), lines.line());
-        };
-        std::optional<std::pair<Bytes, size_t>> pending = read();
-        while (pending && !stop.flag()->load()) {
-          std::optional<std::pair<Bytes, size_t>> following = read();
-          if (Status st = stream->extend(pending->first, following ? Last::kNo : Last::kYes); !st.ok()) {
-            std::string before = done == 0                   ? "nothing before it was extended"
-                                 : first_line == last_line ? fmt::format("line {} was extended", first_line)
-                                                           : fmt::format("lines {}-{} were extended", first_line,
-                                                                         last_line);
-            return st.error().with_context(fmt::format("standard input line {} ({}, nothing after it)",
-                                                       pending->second, before));
-          }
-          if (done == 0) first_line = pending->second;
-          last_line = pending->second;
-          bar.update(++done, 0, "extended");
-          pending = std::move(following);
-        }
-        bar.finish();
-        TPMSEC_RETURN_IF_ERROR(finish());
-        protect->keep(stream->factory());
-        const bool interrupted = stop.flag()->load();
-        std::string cost;
-        if (!t.open.profile().empty() && done > 0) {
-          cost = fmt::format(": {:.2f} ms of TPM time per extend on the emulated {}", t.open.emulated_ms() / done,
-                             t.open.profile());
-        }
-        fmt::print(stderr, "tpmsec: extended {} digest{} into PCR {} ({}){}{}\n", done, done == 1 ? "" : "s",
-                   t.index, strategy_name(kind), cost, interrupted ? "; interrupted" : "");
-        if (!input.ok()) {
-          return Error(input.error().kind(),
-                       fmt::format("{}; nothing after it was extended", input.error().message()));
-        }
-        if (interrupted) return runtime_error("interrupted");
-      }
-      if (read_back) fmt::print("{}\n", to_hex(*read_back));
-      return ok_status();
-    };
-  });
+  ext->callback([extend, action] { *action = [extend]() { return run_pcr_extend(*extend); }; });
+}
 
+void add_pcr_reset(CLI::App* pcr, Action* action) {
   auto reset = std::make_shared<PcrOptions>();
   add_pcr_subcommand(pcr, "reset", "Reset a resettable PCR (16 or 23 on PC Client TPMs)", reset, false,
                      /*changes_state=*/true)
-      ->callback([reset, action] {
-        *action = [reset]() -> Status {
-          TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*reset));
-          Status st = pcr_reset(t.open.tpm(), t.index);
-          if (!st.ok() && rc_base(st.error().tpm_rc()) == rc::kLocality) {
-            // TPM_RC_LOCALITY: the PCR's reset attribute excludes the
-            // locality tpmsec runs at (0). PC Client PTP: PCRs 0-15 reset
-            // only at _TPM_Init (reboot), 17-22 from the DRTM's localities.
-            return Error(st.error().kind(),
-                         fmt::format("PCR {} cannot be reset from locality 0 (TPM_RC_LOCALITY): on PC Client TPMs "
-                                     "only PCRs 16 and 23 can; 0-15 reset only at reboot, 17-22 only from the "
-                                     "localities of a dynamic launch (DRTM)",
-                                     t.index),
-                         st.error().tpm_rc());
-          }
-          return st;
-        };
-      });
+      ->callback([reset, action] { *action = [reset]() { return run_pcr_reset(*reset); }; });
+}
+
+}  // namespace
+
+void register_pcr(CLI::App& app, Action* action) {
+  CLI::App* pcr = app.add_subcommand("pcr", "Read, extend or reset a PCR");
+  pcr->require_subcommand(1);
+  add_pcr_read(pcr, action);
+  add_pcr_extend(pcr, action);
+  add_pcr_reset(pcr, action);
 }
 
 }  // namespace tpmsec::cli
