@@ -4,23 +4,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+
+#include "tpmsec/text.h"
 
 namespace tpmsec::algtest {
 
 namespace fs = std::filesystem;
 
-std::string trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r-");
-  size_t e = s.find_last_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  return s.substr(b, e - b + 1);
+std::string item_text(std::string_view s) {
+  s.remove_prefix(std::min(s.find_first_not_of(" \t\r-"), s.size()));
+  return std::string(trim(s));
 }
 
 std::string unquote(std::string s) {
-  s = trim(s);
+  s = item_text(s);
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   return s;
 }
@@ -45,11 +46,11 @@ std::vector<YamlEntry> yaml_entries(const std::string& text, std::map<std::strin
   std::vector<YamlEntry> out;
   std::string section;
   for (const std::string& raw : lines_of(text)) {
-    if (raw.empty() || trim(raw).empty()) continue;
+    if (raw.empty() || item_text(raw).empty()) continue;
     bool top = raw[0] != ' ' && raw[0] != '-';
     size_t colon = raw.find(':');
     if (top) {
-      if (raw.rfind("TPM2_", 0) == 0 && colon != std::string::npos && trim(raw.substr(colon + 1)).empty()) {
+      if (raw.rfind("TPM2_", 0) == 0 && colon != std::string::npos && item_text(raw.substr(colon + 1)).empty()) {
         section = raw.substr(0, colon);
       } else if (colon != std::string::npos && section.empty()) {
         (*header)[raw.substr(0, colon)] = unquote(raw.substr(colon + 1));
@@ -61,7 +62,7 @@ std::vector<YamlEntry> yaml_entries(const std::string& text, std::map<std::strin
       out.push_back(YamlEntry{section, {}});
     }
     if (out.empty() || colon == std::string::npos) continue;
-    out.back().fields[trim(raw.substr(0, colon))] = trim(raw.substr(colon + 1));
+    out.back().fields[item_text(raw.substr(0, colon))] = item_text(raw.substr(colon + 1));
   }
   return out;
 }
@@ -84,10 +85,10 @@ Result<std::vector<double>> read_csv(const fs::path& path) {
   size_t n = 0;
   for (const std::string& line : lines_of(text)) {
     ++n;
-    if (n == 1 || trim(line).empty()) continue;
+    if (n == 1 || item_text(line).empty()) continue;
     std::vector<std::string> cols;
     std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) cols.push_back(trim(c));
+    for (std::string c; std::getline(ss, c, ',');) cols.push_back(item_text(c));
     double seconds = 0;
     if (cols.size() < 3 || !number(cols[0], &seconds) || seconds < 0) {
       return usage_error(fmt::format("{}: line {} is not 'duration,duration_extra,return_code'", path.string(), n));
@@ -109,8 +110,8 @@ FixedProperties fixed_properties(const std::string& text) {
       current = raw.substr(0, colon);
       out[current];
     } else if (!current.empty()) {
-      std::string key = trim(raw.substr(0, colon));
-      if (key == "raw") out[current].first = trim(raw.substr(colon + 1));
+      std::string key = item_text(raw.substr(0, colon));
+      if (key == "raw") out[current].first = item_text(raw.substr(colon + 1));
       if (key == "value") out[current].second = unquote(raw.substr(colon + 1));
     }
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,9 +17,11 @@
 
 namespace tpmsec::algtest {
 
-// `s` without leading blanks and list dashes ("- key") and trailing blanks.
-std::string trim(std::string s);
-// trim(s) without one pair of surrounding double quotes.
+// An item's text: `s` without its leading list dashes ("- key") and the
+// blanks around it (tpmsec/text.h's trim(); the lines of algtest's files
+// hold no LF).
+std::string item_text(std::string_view s);
+// item_text(s) without one pair of surrounding double quotes.
 std::string unquote(std::string s);
 
 // The whole file; false when it cannot be read.

@@ -45,7 +45,7 @@ void set_identity(LatencyProfile& p, const std::vector<const AlgtestRun*>& kept,
     for (const std::string& part : r->vendor_strings) v += part;
     vendors.insert(v);
   }
-  p.name = options.name.empty() ? fmt::format("{} {}", trim(ref->manufacturer), vendor) : options.name;
+  p.name = options.name.empty() ? fmt::format("{} {}", item_text(ref->manufacturer), vendor) : options.name;
   p.identity.manufacturer = ref->manufacturer;
   // Vendor strings the kept runs agree on, up to the first that differs
   // (policy rules match them as a prefix; NPCT75x parts vary in the third).
