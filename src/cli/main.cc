@@ -63,7 +63,9 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // expected; the options belong to the command.
     std::string hint;
     for (int i = 2; argv[1][0] == '-' && i < argc && hint.empty(); ++i) {
-      if (is_command(app, argv[i])) hint = fmt::format("; options go after the command: tpmsec {} {} ...", argv[i], argv[1]);
+      if (is_command(app, argv[i])) {
+        hint = fmt::format("; options go after the command: tpmsec {} {} ...", argv[i], argv[1]);
+      }
     }
     fmt::print(stderr, "tpmsec: {}{} (see tpmsec --help)\n", what, hint);
     return kExitUsage;

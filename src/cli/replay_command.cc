@@ -255,7 +255,8 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
       TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, done, false));
       return runtime_error("interrupted");
     }
-    TPMSEC_ASSIGN_OR_RETURN(PcrRow row, report_pcr_row(o, *log, bank, source, ro.pcr, digests, run, computed.at(source)));
+    TPMSEC_ASSIGN_OR_RETURN(PcrRow row,
+                            report_pcr_row(o, *log, bank, source, ro.pcr, digests, run, computed.at(source)));
     all_match &= row.match;
     runs.push_back(std::move(row.json));
   }

@@ -335,7 +335,8 @@ Result<Tally> compare_verify_source(const VerifyOptions& o, Source& source, veri
 }
 
 // --json: the results as tpmsec-verify/1.
-Status write_verify_json(const VerifyOptions& o, const Source& source, const nlohmann::json& results, const Tally& tally) {
+Status write_verify_json(const VerifyOptions& o, const Source& source, const nlohmann::json& results,
+                         const Tally& tally) {
   nlohmann::json j = {{"schema", "tpmsec-verify/1"},
                       {"eventlog", o.eventlog},
                       {"ima", o.ima},

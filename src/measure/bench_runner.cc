@@ -194,7 +194,8 @@ Status measure_session_starts(Runner& run, NullKey& key, KeySlot& slot, std::vec
     return flush_key();
   };
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (unsalted)", nullptr, start_with(nullptr), flush_session));
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (ECC salt)", slot.loader(key), start_with(&key), flush_both));
+  TPMSEC_RETURN_IF_ERROR(
+      measure(run, out, "StartAuthSession (ECC salt)", slot.loader(key), start_with(&key), flush_both));
 
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "CreatePrimary (null key, ECC)", nullptr, [&]() -> Status {
     cmd::CreatePrimary c;
@@ -208,7 +209,8 @@ Status measure_session_starts(Runner& run, NullKey& key, KeySlot& slot, std::vec
 
   auto rsa = NullKey::create(tpm, SaltKind::kRsa);
   if (rsa.ok()) {
-    TPMSEC_RETURN_IF_ERROR(measure(run, out, "StartAuthSession (RSA salt)", slot.loader(*rsa), start_with(&*rsa), flush_both));
+    TPMSEC_RETURN_IF_ERROR(
+        measure(run, out, "StartAuthSession (RSA salt)", slot.loader(*rsa), start_with(&*rsa), flush_both));
   }
   return ok_status();
 }
