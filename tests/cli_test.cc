@@ -179,6 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "tpmsec: PCR 0 cannot be reset from locality 0 (TPM_RC_LOCALITY): on PC Client TPMs only PCRs 16 "
                   "and 23 can"},
         ErrorCase{{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+        // No argument at all: a usage error, never a read past argv's end.
+        ErrorCase{{}, 2, "A subcommand is required"},
         ErrorCase{{"info", "--colour"}, 2, "--colour"},
         ErrorCase{{"info", "--tpm", "embedded:state=/nonexistent/dir"}, 2,
                   "embedded TPM state /nonexistent/dir: directory /nonexistent does not exist"},

@@ -62,7 +62,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
     // `tpmsec --tpm X info`: CLI11 says only that the arguments were not
     // expected; the options belong to the command.
     std::string hint;
-    for (int i = 2; argv[1][0] == '-' && i < argc && hint.empty(); ++i) {
+    for (int i = 2; i < argc && argv[1][0] == '-' && hint.empty(); ++i) {
       if (is_command(app, argv[i])) {
         hint = fmt::format("; options go after the command: tpmsec {} {} ...", argv[i], argv[1]);
       }
