@@ -107,10 +107,12 @@ class ResourceManager {
   ResourceManager(const ResourceManager&) = delete;
   ResourceManager& operator=(const ResourceManager&) = delete;
 
-  // Reads the TPM's command attributes (TPM_CAP_COMMANDS): a command code the
-  // command table does not know is sent only when the TPM does not
-  // implement it either (it is then refused by the TPM itself).
-  Status start();
+  // Reads the TPM's command list (TPM_CAP_COMMANDS), as the kernel's
+  // tpm2_get_cc_attrs_tbl does: a command code the command table does not
+  // know is sent only when the TPM does not implement it either (the TPM
+  // then refuses it before reading a handle). From `attributes_from` when
+  // given (an emulated chip's unbilled bookkeeping), else from the TPM.
+  Status start(Transport* attributes_from = nullptr);
 
   void open(ClientId client, ClientLimits limits, PeerIdentity peer);
   // One command of `client`, with its virtual handles; the response as the

@@ -18,9 +18,10 @@
 //     stops in the middle of a frame or does not read its answer for
 //     frame_timeout_ms is dropped. A closed, dropped or crashed client's
 //     handles are flushed at once.
-//   - stop: run() returns within kPollMs of *stop turning true (SIGTERM),
-//     closing every client (flushing what each created) and flushing every
-//     session the server tracks.
+//   - stop: run() returns within kPollMs of *stop turning true (SIGTERM);
+//     the clients stay connected (run() may be called again) until the
+//     Server is destroyed, which closes every client (flushing what each
+//     created) and flushes every session the server tracks.
 // Bounded memory: at most max_clients connections per listener (and for
 // add_client), each with one request and one answer buffered.
 #ifndef TPMSEC_SERVER_SERVER_H_
@@ -44,6 +45,8 @@ struct ServerOptions {
   size_t max_clients = 32;  // per listener, and for add_client; a connection beyond is closed at once
   ClientLimits limits;      // for the clients the listeners accept
   std::function<void(const std::string&)> log;  // may be empty
+  // Where the resource manager reads the TPM's command list (ResourceManager::start); nullptr: `tpm`.
+  Transport* attributes_from = nullptr;
 };
 
 struct UnixSocketOptions {
@@ -71,8 +74,10 @@ class Server {
   // replaced), speaking raw_tpm_protocol(). Returns nothing until run().
   Status listen_unix(const std::string& path, const UnixSocketOptions& socket = {});
   // A TCP socket on host:port speaking `protocol`. Non-blocking accepts,
-  // TCP_NODELAY (a TPM command is one small frame).
-  Status listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol);
+  // TCP_NODELAY (a TPM command is one small frame). `name` is how the log
+  // calls it ("host:port" when empty).
+  Status listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
+                    std::string name = "");
 
   // Takes ownership of an already connected stream socket `fd` (closed on
   // failure too): a client speaking raw_tpm_protocol() with `limits`; its
