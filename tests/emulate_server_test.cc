@@ -28,6 +28,7 @@
 #include "support/run_command.h"
 #include "support/test_data.h"
 #include "support/swtpm_process.h"
+#include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -671,6 +672,56 @@ TEST(EmulateServer, PrivateHandlesGiveEachClientTheSessionSlots) {
   std::string log = server.log();
   EXPECT_GE(count_of(log, "tpmsec emulate: ContextSave.session "), 4u) << log;
   EXPECT_GE(count_of(log, "tpmsec emulate: ContextLoad.session "), 4u) << log;
+}
+
+// Issue 33's attack on --private-handles, as a second local client would
+// try it, on both protocols: B lists, reads, saves and flushes A's object and
+// policy session, by A's handles and by the TPM's own; every attempt is
+// refused with the TPM's handle error for that position and A is unaffected.
+class PrivateHandlesIsolate : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Protocols, PrivateHandlesIsolate, ::testing::Values("swtpm", "mssim"));
+TEST_P(PrivateHandlesIsolate, AnotherClientCannotReachAClientsHandles) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet", "--private-handles", "--protocol", GetParam()}));
+  const std::string spec = GetParam() == "swtpm" ? server.spec() : server.tcti("mssim");
+  auto a = open_transport(spec);
+  auto b = open_transport(spec);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Tpm ta(**a);
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto object = ta.run(c, {Auth::password()});
+  ASSERT_TRUE(object.ok()) << object.error().message();
+  cmd::StartAuthSession start;
+  start.nonce_caller.bytes = Bytes(32, 0x11);
+  start.session_type = se::kPolicy;
+  auto session = ta.run(start);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto rc_of = [](Transport& t, uint32_t code, std::vector<uint32_t> handles, Bytes params) {
+    auto r = t.transmit(testing::build_command({code, std::move(handles), {}, std::move(params)}));
+    return r.ok() ? testing::response_code_of(*r) : 0xFFFFFFFFu;
+  };
+  Tpm tb(**b);
+  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
+    auto listed = tb.list_handles(first);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_TRUE(listed->empty()) << std::hex << first;
+  }
+  for (uint32_t h : {object->object_handle, 0x80000000u, 0x80000001u}) {
+    EXPECT_EQ(rc_of(**b, cmd::ReadPublic::kInfo.code, {h}, {}), 0x18Bu) << std::hex << h;
+    EXPECT_EQ(rc_of(**b, cmd::ContextSave::kInfo.code, {h}, {}), 0x18Bu) << std::hex << h;
+    EXPECT_EQ(rc_of(**b, cmd::FlushContext::kInfo.code, {}, be32(h)), 0x1CBu) << std::hex << h;
+  }
+  EXPECT_EQ(rc_of(**b, cmd::ContextSave::kInfo.code, {session->session_handle}, {}), 0x18Bu);
+  EXPECT_EQ(rc_of(**b, cmd::FlushContext::kInfo.code, {}, be32(session->session_handle)), 0x1CBu);
+  EXPECT_EQ(rc_of(**b, 0x16C /*PolicyCommandCode*/, {session->session_handle}, be32(0x15E)), 0x18Bu);
+  // A: its object and session as they were.
+  EXPECT_EQ(rc_of(**a, cmd::ReadPublic::kInfo.code, {object->object_handle}, {}), 0u);
+  EXPECT_EQ(rc_of(**a, 0x16C, {session->session_handle}, be32(0x15E)), 0u);
+  a->reset();
+  b->reset();
+  EXPECT_EQ(server.stop(), 0);
 }
 
 TEST(EmulateServer, WithoutPrivateHandlesAClosingClientsHandlesStay) {
