@@ -121,6 +121,8 @@ class ResourceManager::Impl {
   void regap();
   uint32_t add_object(Client& c, uint32_t loaded);
 
+  std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server);
+  std::optional<uint32_t> map_response(Client& c, const CommandAreas& areas, Bytes& response, bool as_server);
   Bytes context_load_command(ClientId id, Client& c, const CommandAreas& areas, ByteView command);
   Bytes flush_command(ClientId id, Client& c, const CommandAreas& areas, ByteView command, bool as_server);
   void flush_session(uint32_t h);
@@ -288,34 +290,7 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
     return error_frame(rc::kObjectMemory);
   }
   Bytes frame(command.begin(), command.end());
-  for (size_t i = 0; i < areas->handles.size(); ++i) {
-    const uint32_t h = areas->handles[i];
-    if (as_server && reserved_.count(h)) continue;
-    if (is_transient(h)) {
-      auto o = c.objects.find(h);
-      if (o == c.objects.end()) return refuse(c, rc_handle_at(i));
-      uint32_t refusal = 0;
-      if (!load_object(c, h, o->second, i, refusal)) return refuse(c, refusal);
-      store_be32(frame.data() + kFrameHeaderBytes + 4 * i, o->second.loaded);
-    } else if (ht::is_session(h)) {
-      if (!owns_session(id, h)) return refuse(c, rc_handle_at(i));
-      Session& s = sessions_.at(h);
-      if (s.state == State::kSavedByServer && !load_session(h, s)) {
-        sessions_.erase(h);
-        return refuse(c, rc_handle_at(i));
-      }
-    }
-  }
-  for (size_t j = 0; j < areas->sessions.size(); ++j) {
-    const uint32_t h = areas->sessions[j].handle;
-    if (!ht::is_session(h) || reserved_.count(h)) continue;
-    if (!owns_session(id, h)) return refuse(c, rc_session_handle_at(j));
-    Session& s = sessions_.at(h);
-    if (s.state == State::kSavedByServer && !load_session(h, s)) {
-      sessions_.erase(h);
-      return refuse(c, rc_session_handle_at(j));
-    }
-  }
+  if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server)) return refuse(c, *refusal);
 
   auto sent = tpm_.transmit(frame);
   Bytes response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
@@ -325,7 +300,55 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
     response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
   }
 
-  if (areas->info->response_handle_count == 1) {
+  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return refuse(c, *refusal);
+  save_space(c);
+  return response;
+}
+
+// The command's handle area and authorization area in the TPM's terms: the
+// client's objects loaded and their virtual handles replaced, its sessions
+// loaded; the TPM's answer for the first handle that is not the client's.
+std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const CommandAreas& areas, Bytes& frame,
+                                                           bool as_server) {
+  for (size_t i = 0; i < areas.handles.size(); ++i) {
+    const uint32_t h = areas.handles[i];
+    if (as_server && reserved_.count(h)) continue;
+    if (is_transient(h)) {
+      auto o = c.objects.find(h);
+      if (o == c.objects.end()) return rc_handle_at(i);
+      uint32_t refusal = 0;
+      if (!load_object(c, h, o->second, i, refusal)) return refusal;
+      store_be32(frame.data() + kFrameHeaderBytes + 4 * i, o->second.loaded);
+    } else if (ht::is_session(h)) {
+      if (!owns_session(c.id, h)) return rc_handle_at(i);
+      Session& s = sessions_.at(h);
+      if (s.state == State::kSavedByServer && !load_session(h, s)) {
+        sessions_.erase(h);
+        return rc_handle_at(i);
+      }
+    }
+  }
+  for (size_t j = 0; j < areas.sessions.size(); ++j) {
+    const uint32_t h = areas.sessions[j].handle;
+    if (!ht::is_session(h) || reserved_.count(h)) continue;
+    if (!owns_session(c.id, h)) return rc_session_handle_at(j);
+    Session& s = sessions_.at(h);
+    if (s.state == State::kSavedByServer && !load_session(h, s)) {
+      sessions_.erase(h);
+      return rc_session_handle_at(j);
+    }
+  }
+  return std::nullopt;
+}
+
+// What the response names, in the client's terms: a new object under a
+// virtual handle, a new session the client's (or, as_server, the
+// server's); a session the client saved itself bound to it.
+std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const CommandAreas& areas, Bytes& response,
+                                                            bool as_server) {
+  const ClientId id = c.id;
+  const uint32_t code = areas.info->code;
+  if (areas.info->response_handle_count == 1) {
     const uint32_t created = response_handle(response);
     if (created && as_server) {
       reserved_.insert(created);
@@ -333,26 +356,25 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
       uint32_t v = add_object(c, created);
       if (v == 0) {
         (void)flush_context(tpm_, created);
-        return refuse(c, rc::kObjectMemory);
+        return rc::kObjectMemory;
       }
       store_be32(response.data() + kFrameHeaderBytes, v);
     } else if (ht::is_session(created)) {
       sessions_[created] = Session{id, c.peer.uid, State::kLoaded, {}, {}, 0};
     }
   }
-  if (code == kContextSave && succeeded(response) && !areas->handles.empty()) {
-    auto s = sessions_.find(areas->handles[0]);
-    if (s != sessions_.end() && s->second.owner == id) {
+  if (code == kContextSave && succeeded(response) && !areas.handles.empty()) {
+    auto s = sessions_.find(areas.handles[0]);
+    Bytes context(response.begin() + kFrameHeaderBytes, response.end());
+    if (s != sessions_.end() && s->second.owner == id && saved_handle_of(context) == s->first) {
       // Saved by its client: the TPM holds it saved; bound to this client.
-      Bytes context(response.begin() + kFrameHeaderBytes, response.end());
       s->second.state = State::kSavedByClient;
       s->second.context = context;
       s->second.client_copy = std::move(context);
       s->second.saved_at = ++saves_;
     }
   }
-  save_space(c);
-  return response;
+  return std::nullopt;
 }
 
 // ContextLoad: a session's context goes back to the TPM only for the client
