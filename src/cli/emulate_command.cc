@@ -69,8 +69,8 @@ void register_emulate(CLI::App& app, Action* action) {
   sub->add_flag("--means", o->server.means, "Model every command at the profile's mean (no jitter, no tail events)");
   sub->add_flag("--private-handles", o->server.private_handles,
                 "As /dev/tpmrm0 and tpm2-abrmd: each data connection gets a handle space of its own (virtual "
-                "object handles; objects saved and flushed after each of its commands, sessions saved between "
-                "them, both loaded again when it names them; listings show its own handles only; another "
+                "object handles; objects and sessions swapped out when another client needs their slot, loaded "
+                "again when it names them; listings show its own handles only; another "
                 "client's handles are refused). What a closing client left is flushed; a session it saved "
                 "itself stays for a later client of the same peer. These ContextSave, ContextLoad and "
                 "FlushContext commands are billed and logged. Clients may then skip their handle listing "

@@ -1,7 +1,8 @@
 // The per-client handle spaces (tpmsec/server/handle_space.h): before a
-// client's command, what it names is loaded and translated; after it, what
-// the client holds is saved again (objects also flushed), so between
-// commands the TPM holds nothing of any client's.
+// client's command, what it names is loaded (room made by saving what was
+// used least recently, of any client) and translated; after it, the
+// response's handle is given back in the client's terms. What a client
+// holds stays loaded while nobody needs its slot.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,7 +24,6 @@
 namespace tpmsec::server {
 namespace {
 
-constexpr uint32_t kRHandle = 1u << 28;            // TPMA_CC rHandle (Part 2 §8.9)
 constexpr uint32_t kCommandCodeBits = 0x2000FFFF;  // TPMA_CC commandIndex and V: the TPM_CC
 constexpr uint32_t kVirtualBase = 0x80FF0000;      // a client's object handles: 0x80FF0000 + n
 constexpr uint32_t kStartAuthSession = cmd::StartAuthSession::kInfo.code;
@@ -31,8 +31,16 @@ constexpr uint32_t kContextSave = cmd::ContextSave::kInfo.code;
 constexpr uint32_t kContextLoad = cmd::ContextLoad::kInfo.code;
 constexpr uint32_t kFlushContext = cmd::FlushContext::kInfo.code;
 constexpr uint32_t kGetCapability = cmd::GetCapability::kInfo.code;
+constexpr int kMaxEvictions = 8;  // rooms made for one command: bounded whatever the TPM answers
 
 bool is_transient(uint32_t h) { return (h >> 24) == ht::kTransient; }
+
+// Commands that may need an object slot and change nothing else: those that
+// load or create an object, and Create and Import, which libtpms builds the
+// new object in a slot for.
+bool needs_object_room(const CommandInfo& info) {
+  return info.creates_handle || info.retry_safe || info.code == cmd::Create::kInfo.code || info.code == 0x156;
+}
 
 }  // namespace
 
@@ -40,33 +48,16 @@ class ResourceManager::Impl {
  public:
   Impl(Transport& tpm, Log log) : tpm_(tpm), log_(std::move(log)) {}
 
-  Status start(Transport* attributes_from) {
-    Tpm tpm(attributes_from ? *attributes_from : tpm_);
-    uint32_t property = 0;
-    for (int page = 0; page < 8; ++page) {
-      TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::GetCapability{cap::kCommands, property, 256}));
-      const auto& attributes = rsp.capability_data.commands;
-      for (uint32_t a : attributes) implemented_.insert(a & kCommandCodeBits);
-      if (!rsp.more_data || attributes.empty()) break;
-      uint32_t next = (attributes.back() & kCommandCodeBits) + 1;
-      if (next <= property) break;
-      property = next;
-    }
-    if (implemented_.empty()) return runtime_error("server: the TPM lists no command it implements");
-    return ok_status();
-  }
-
+  Status start(Transport* attributes_from);
   void open(ClientId id, ClientLimits limits, PeerIdentity peer) {
     clients_[id] = Client{id, limits, peer, {}, 0};
+    note("client connected (private handles: a handle space of its own)");
   }
-
   Bytes execute(ClientId id, ByteView command, bool as_server);
   void close(ClientId id);
   void shutdown();
-
   void reserve(uint32_t h) { reserved_.insert(h); }
   void release(uint32_t h) { reserved_.erase(h); }
-
   size_t entries() const {
     size_t n = clients_.size() + sessions_.size() + reserved_.size();
     for (const auto& [id, c] : clients_) n += c.objects.size();
@@ -75,8 +66,9 @@ class ResourceManager::Impl {
 
  private:
   struct Object {
-    Bytes context;         // its TPMS_CONTEXT while not loaded
-    uint32_t loaded = 0;   // its TPM handle while loaded (during a command)
+    Bytes context;        // its TPMS_CONTEXT while saved
+    uint32_t loaded = 0;  // its TPM handle while loaded
+    uint64_t used = 0;
   };
   struct Client {
     ClientId id = 0;
@@ -87,20 +79,22 @@ class ResourceManager::Impl {
   };
   enum class State { kLoaded, kSavedByServer, kSavedByClient, kAbandoned };
   struct Session {
-    ClientId owner = 0;  // 0 once abandoned
-    std::optional<uint32_t> uid;  // the owner's peer identity (who may claim it abandoned)
+    ClientId owner = 0;           // 0 once abandoned
+    std::optional<uint32_t> uid;  // the owner's peer (who may claim it abandoned)
     State state = State::kLoaded;
     Bytes context;      // the current TPMS_CONTEXT while saved
-    Bytes client_copy;  // the TPMS_CONTEXT its client saved (State::kSavedByClient, kAbandoned)
+    Bytes client_copy;  // the one its client saved (kSavedByClient, kAbandoned)
     uint64_t saved_at = 0;
+    uint64_t used = 0;
+  };
+  // What one command names, never evicted to make room for it.
+  struct Keep {
+    std::set<uint32_t> objects;   // TPM handles
+    std::set<uint32_t> sessions;
   };
 
   void note(const std::string& line) const {
     if (log_) log_(line);
-  }
-  Bytes refuse(Client& c, uint32_t code) {
-    save_space(c);
-    return error_frame(code);
   }
   size_t sessions_of(ClientId id) const {
     return static_cast<size_t>(
@@ -110,21 +104,28 @@ class ResourceManager::Impl {
     auto s = sessions_.find(h);
     return s != sessions_.end() && s->second.owner == id;
   }
+  Bytes transmit(ByteView frame) {
+    auto r = tpm_.transmit(frame);
+    return r.ok() ? std::move(*r) : error_frame(rc::kFailure);
+  }
 
-  // Loads what the command names; false (and the TPM's answer for it in
-  // `refusal`) when it cannot be.
-  bool load_object(Client& c, uint32_t vhandle, Object& o, size_t index, uint32_t& refusal);
-  bool load_session(uint32_t h, Session& s);
-  // Saves (and flushes) what the client holds loaded.
-  void save_space(Client& c);
-  bool save_session(uint32_t h, Session& s);
-  void regap();
+  // Slots.
+  bool evict_object(const Keep& keep);
+  bool evict_session(const Keep& keep);
+  uint32_t load_object(Object& o, Keep& keep);
+  uint32_t load_session(uint32_t h, Session& s, Keep& keep);
+  bool save_session(uint32_t h, Session& s, const Keep& keep);
+  void regap(const Keep& keep);
+  Bytes send_with_room(ByteView frame, const CommandInfo& info, const Keep& keep);
+  void forget_stale(uint32_t loaded);
   uint32_t add_object(Client& c, uint32_t loaded);
 
-  std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server);
+  // A command's areas and response in the client's terms.
+  std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server, Keep& keep);
   std::optional<uint32_t> map_response(Client& c, const CommandAreas& areas, Bytes& response, bool as_server);
-  Bytes context_load_command(ClientId id, Client& c, const CommandAreas& areas, ByteView command);
-  Bytes flush_command(ClientId id, Client& c, const CommandAreas& areas, ByteView command, bool as_server);
+  void note_flushed(Client& c, const CommandAreas& areas, ByteView response);
+  Bytes context_load_command(Client& c, const CommandAreas& areas, ByteView command);
+  Bytes flush_command(Client& c, const CommandAreas& areas, ByteView command, bool as_server);
   void flush_session(uint32_t h);
   void abandon(uint32_t h, Session& s);
 
@@ -136,55 +137,93 @@ class ResourceManager::Impl {
   std::deque<uint32_t> abandoned_;        // oldest first
   std::set<uint32_t> reserved_;
   uint64_t saves_ = 0;
+  uint64_t tick_ = 0;
 };
 
+Status ResourceManager::Impl::start(Transport* attributes_from) {
+  Tpm tpm(attributes_from ? *attributes_from : tpm_);
+  uint32_t property = 0;
+  for (int page = 0; page < 8; ++page) {
+    TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(cmd::GetCapability{cap::kCommands, property, 256}));
+    const auto& attributes = rsp.capability_data.commands;
+    for (uint32_t a : attributes) implemented_.insert(a & kCommandCodeBits);
+    if (!rsp.more_data || attributes.empty()) break;
+    uint32_t next = (attributes.back() & kCommandCodeBits) + 1;
+    if (next <= property) break;
+    property = next;
+  }
+  if (implemented_.empty()) return runtime_error("server: the TPM lists no command it implements");
+  return ok_status();
+}
+
+// The TPM gave out `loaded` for a new object: any client's object still
+// taken to be there is not (flushed behind the manager's back: a TPM Reset,
+// Clear, HierarchyControl), and must never reach the new one.
+void ResourceManager::Impl::forget_stale(uint32_t loaded) {
+  for (auto& [id, c] : clients_) {
+    std::erase_if(c.objects, [&](const auto& o) { return o.second.loaded == loaded; });
+  }
+}
+
 uint32_t ResourceManager::Impl::add_object(Client& c, uint32_t loaded) {
+  forget_stale(loaded);
   for (uint32_t tries = 0; tries < 0x10000; ++tries) {
     uint32_t v = kVirtualBase | (c.next++ & 0xFFFF);
     if (!c.objects.count(v)) {
-      c.objects[v] = Object{{}, loaded};
+      c.objects[v] = Object{{}, loaded, ++tick_};
       return v;
     }
   }
   return 0;
 }
 
-bool ResourceManager::Impl::load_object(Client& c, uint32_t vhandle, Object& o, size_t index, uint32_t& refusal) {
-  if (o.loaded) return true;
-  Loaded l = context_load(tpm_, o.context);
-  if (l.rc == rc::kSuccess && is_transient(l.handle)) {
-    o.loaded = l.handle;
+// The least recently used loaded object of any client that the command does
+// not name: saved and flushed (the TPM's transient slots are few: three in
+// libtpms and most chips).
+bool ResourceManager::Impl::evict_object(const Keep& keep) {
+  Object* victim = nullptr;
+  Client* owner = nullptr;
+  for (auto& [id, c] : clients_) {
+    for (auto& [v, o] : c.objects) {
+      if (o.loaded && !keep.objects.count(o.loaded) && (!victim || o.used < victim->used)) {
+        victim = &o;
+        owner = &c;
+      }
+    }
+  }
+  if (!victim) return false;
+  Saved saved = context_save(tpm_, victim->loaded);
+  if (saved.rc != rc::kSuccess) {
+    // Not there (flushed behind the manager's back): its slot is free.
+    std::erase_if(owner->objects, [&](const auto& o) { return &o.second == victim; });
     return true;
   }
-  if (l.rc == rc::kSuccess) (void)flush_context(tpm_, l.handle);
-  note(fmt::format("space: object 0x{:08x} could not be loaded ({}): forgotten", vhandle, describe_rc(l.rc)));
-  // The TPM cannot take it back (a reset since, or out of memory): the
-  // client's handle names nothing any more, as after the kernel's -ENOENT.
-  if (rc_base(l.rc) == rc::kObjectMemory) {
-    refusal = rc::kObjectMemory;
-    return false;
-  }
-  c.objects.erase(vhandle);
-  refusal = rc_handle_at(index);
-  return false;
+  (void)flush_context(tpm_, victim->loaded);
+  victim->context = std::move(saved.context);
+  victim->loaded = 0;
+  return true;
 }
 
-bool ResourceManager::Impl::load_session(uint32_t h, Session& s) {
-  if (s.state == State::kLoaded) return true;
-  Loaded l = context_load(tpm_, s.context);
-  if (l.rc == rc::kSuccess && l.handle == h) {
-    s.state = State::kLoaded;
-    return true;
+// The least recently used loaded session of any client that the command does
+// not name: context-saved (it keeps its handle).
+bool ResourceManager::Impl::evict_session(const Keep& keep) {
+  uint32_t victim = 0;
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [h, s] : sessions_) {
+    if (s.state == State::kLoaded && !keep.sessions.count(h) && s.used < oldest) {
+      victim = h;
+      oldest = s.used;
+    }
   }
-  if (l.rc == rc::kSuccess) (void)flush_context(tpm_, l.handle);
-  note(fmt::format("space: session 0x{:08x} could not be loaded back ({})", h, describe_rc(l.rc)));
-  return false;
+  if (victim == 0) return false;
+  if (!save_session(victim, sessions_.at(victim), keep)) sessions_.erase(victim);
+  return true;
 }
 
-bool ResourceManager::Impl::save_session(uint32_t h, Session& s) {
+bool ResourceManager::Impl::save_session(uint32_t h, Session& s, const Keep& keep) {
   Saved saved = context_save(tpm_, h);
   if (rc_base(saved.rc) == rc::kContextGap) {
-    regap();
+    regap(keep);
     saved = context_save(tpm_, h);
   }
   if (saved.rc != rc::kSuccess) return false;
@@ -194,38 +233,47 @@ bool ResourceManager::Impl::save_session(uint32_t h, Session& s) {
   return true;
 }
 
-void ResourceManager::Impl::save_space(Client& c) {
-  for (auto it = c.objects.begin(); it != c.objects.end();) {
-    Object& o = it->second;
-    if (!o.loaded) {
-      ++it;
-      continue;
-    }
-    Saved saved = context_save(tpm_, o.loaded);
-    if (saved.rc != rc::kSuccess) {
-      // The command flushed it (FlushContext, a sequence's completion): gone.
-      it = c.objects.erase(it);
-      continue;
-    }
-    (void)flush_context(tpm_, o.loaded);
-    o.context = std::move(saved.context);
-    o.loaded = 0;
-    ++it;
+uint32_t ResourceManager::Impl::load_object(Object& o, Keep& keep) {
+  o.used = ++tick_;
+  if (o.loaded) {
+    keep.objects.insert(o.loaded);
+    return rc::kSuccess;
   }
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    Session& s = it->second;
-    if (s.state != State::kLoaded || s.owner != c.id) {
-      ++it;
-      continue;
-    }
-    // Not there any more (continueSession clear, flushed, a reset): forgotten.
-    it = save_session(it->first, s) ? std::next(it) : sessions_.erase(it);
+  Loaded l = context_load(tpm_, o.context);
+  for (int i = 0; i < kMaxEvictions && rc_base(l.rc) == rc::kObjectMemory && evict_object(keep); ++i) {
+    l = context_load(tpm_, o.context);
   }
+  if (l.rc != rc::kSuccess) return l.rc;
+  if (!is_transient(l.handle)) {
+    (void)flush_context(tpm_, l.handle);
+    return rc::kFailure;
+  }
+  forget_stale(l.handle);
+  o.loaded = l.handle;
+  keep.objects.insert(l.handle);
+  return rc::kSuccess;
+}
+
+uint32_t ResourceManager::Impl::load_session(uint32_t h, Session& s, Keep& keep) {
+  s.used = ++tick_;
+  keep.sessions.insert(h);
+  if (s.state != State::kSavedByServer) return rc::kSuccess;  // loaded, or the client's to load
+  Loaded l = context_load(tpm_, s.context);
+  for (int i = 0; i < kMaxEvictions && rc_base(l.rc) == rc::kSessionMemory && evict_session(keep); ++i) {
+    l = context_load(tpm_, s.context);
+  }
+  if (l.rc == rc::kSuccess && l.handle == h) {
+    s.state = State::kLoaded;
+    return rc::kSuccess;
+  }
+  if (l.rc == rc::kSuccess) (void)flush_context(tpm_, l.handle);
+  note(fmt::format("space: session 0x{:08x} could not be loaded back ({})", h, describe_rc(l.rc)));
+  return l.rc == rc::kSuccess ? rc::kFailure : l.rc;
 }
 
 // Part 1 §30.5: the oldest saved context limits how far the TPM's context
 // counter may run ahead; loading and saving it again makes it the newest.
-void ResourceManager::Impl::regap() {
+void ResourceManager::Impl::regap(const Keep& keep) {
   std::vector<std::pair<uint64_t, uint32_t>> saved;
   for (const auto& [h, s] : sessions_) {
     if (s.state != State::kLoaded) saved.emplace_back(s.saved_at, h);
@@ -234,20 +282,46 @@ void ResourceManager::Impl::regap() {
   size_t done = 0;
   for (const auto& [at, h] : saved) {
     Session& s = sessions_.at(h);
-    const State was = s.state;
     Loaded l = context_load(tpm_, s.context);
+    if (rc_base(l.rc) == rc::kSessionMemory && evict_session(keep)) l = context_load(tpm_, s.context);
     if (l.rc != rc::kSuccess || l.handle != h) continue;
     Saved again = context_save(tpm_, h);
     if (again.rc != rc::kSuccess) {
-      s.state = State::kLoaded;  // saved after the command
+      if (s.state == State::kSavedByServer) s.state = State::kLoaded;
       continue;
     }
     s.context = std::move(again.context);
     s.saved_at = ++saves_;
-    s.state = was;
     ++done;
   }
   note(fmt::format("space: context gap: {} saved session(s) loaded and saved again", done));
+}
+
+// Sends the command; when the TPM has no room for what it creates or
+// loads, makes room (the least recently used of another command's objects
+// or sessions) and sends it once more: such a refusal comes before the
+// command does anything (Part 3: the slot is taken first). Response codes are
+// not authenticated: only commands that change nothing in the TPM but a
+// slot, or nothing at all, are sent again, so a forged warning costs swaps,
+// never a command applied twice.
+Bytes ResourceManager::Impl::send_with_room(ByteView frame, const CommandInfo& info, const Keep& keep) {
+  Bytes response = transmit(frame);
+  for (int i = 0; i < kMaxEvictions; ++i) {
+    const uint32_t base = rc_base(response_code(response));
+    const bool session_room = info.code == kStartAuthSession || info.code == kContextLoad;
+    if (base == rc::kObjectMemory && needs_object_room(info) && evict_object(keep)) {
+      response = transmit(frame);
+    } else if (base == rc::kSessionMemory && session_room && evict_session(keep)) {
+      response = transmit(frame);
+    } else if (base == rc::kContextGap && (info.code == kStartAuthSession || info.code == kContextSave)) {
+      regap(keep);
+      response = transmit(frame);
+      break;
+    } else {
+      break;
+    }
+  }
+  return response;
 }
 
 Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_server) {
@@ -262,11 +336,10 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
     // either (and refuses it before reading a handle).
     HeaderRead h = read_frame_header(command, c.limits.max_frame_bytes);
     if (h.check != FrameCheck::kOk || implemented_.count(h.header.code)) return error_frame(rc::kCommandCode);
-    auto response = tpm_.transmit(command);
-    return response.ok() ? std::move(*response) : error_frame(rc::kFailure);
+    return transmit(command);
   }
-  const uint32_t code = areas->info->code;
-  if (code == kGetCapability) {
+  const CommandInfo& info = *areas->info;
+  if (info.code == kGetCapability) {
     std::optional<Bytes> listed = list_handles_of_space(areas->parameters, !areas->sessions.empty(), [&] {
       SpaceListing l;
       for (const auto& [v, o] : c.objects) l.objects.push_back(v);
@@ -278,51 +351,63 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
     });
     if (listed) return std::move(*listed);
   }
-  if (code == kContextLoad) return context_load_command(id, c, *areas, command);
-  if (code == kFlushContext) return flush_command(id, c, *areas, command, as_server);
+  if (info.code == kContextLoad) return context_load_command(c, *areas, command);
+  if (info.code == kFlushContext) return flush_command(c, *areas, command, as_server);
 
   // Limits, before anything is loaded.
-  if (!as_server && code == kStartAuthSession && sessions_of(id) >= c.limits.max_sessions) {
+  if (!as_server && info.code == kStartAuthSession && sessions_of(id) >= c.limits.max_sessions) {
     return error_frame(rc::kSessionHandles);
   }
-  if (!as_server && areas->info->creates_handle && code != kStartAuthSession &&
-      c.objects.size() >= c.limits.max_objects) {
+  if (!as_server && info.creates_handle && info.code != kStartAuthSession && c.objects.size() >= c.limits.max_objects) {
     return error_frame(rc::kObjectMemory);
   }
-  Bytes frame(command.begin(), command.end());
-  if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server)) return refuse(c, *refusal);
-
-  auto sent = tpm_.transmit(frame);
-  Bytes response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
-  if ((code == kStartAuthSession || code == kContextSave) && rc_base(response_code(response)) == rc::kContextGap) {
-    regap();
-    sent = tpm_.transmit(frame);
-    response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
+  if (info.extensive) {
+    // It may flush objects (Part 2 §8.9, TPMA_CC.extensive): every client's
+    // is saved first, so none is lost or mistaken for another.
+    while (evict_object({})) {
+    }
   }
-
-  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return refuse(c, *refusal);
-  save_space(c);
+  Bytes frame(command.begin(), command.end());
+  Keep keep;
+  if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server, keep)) return error_frame(*refusal);
+  Bytes response = send_with_room(frame, info, keep);
+  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return error_frame(*refusal);
+  note_flushed(c, *areas, response);
   return response;
 }
 
 // The command's handle area and authorization area in the TPM's terms: the
-// client's objects loaded and their virtual handles replaced, its sessions
-// loaded; the TPM's answer for the first handle that is not the client's.
+// client's objects and sessions loaded, its virtual handles replaced; the
+// TPM's answer for the first handle that is not the client's.
 std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const CommandAreas& areas, Bytes& frame,
-                                                           bool as_server) {
+                                                           bool as_server, Keep& keep) {
+  // Whatever the command names and is loaded already stays for it.
+  for (uint32_t h : areas.handles) {
+    auto o = c.objects.find(h);
+    if (o != c.objects.end() && o->second.loaded) keep.objects.insert(o->second.loaded);
+    if (ht::is_session(h)) keep.sessions.insert(h);
+  }
+  for (const AuthEntry& e : areas.sessions) keep.sessions.insert(e.handle);
+  for (uint32_t h : reserved_) keep.sessions.insert(h);
   for (size_t i = 0; i < areas.handles.size(); ++i) {
     const uint32_t h = areas.handles[i];
     if (as_server && reserved_.count(h)) continue;
     if (is_transient(h)) {
       auto o = c.objects.find(h);
       if (o == c.objects.end()) return rc_handle_at(i);
-      uint32_t refusal = 0;
-      if (!load_object(c, h, o->second, i, refusal)) return refusal;
+      const uint32_t r = load_object(o->second, keep);
+      if (r == rc::kObjectMemory) return r;
+      if (r != rc::kSuccess) {
+        note(fmt::format("space: object 0x{:08x} could not be loaded ({}): forgotten", h, describe_rc(r)));
+        c.objects.erase(o);
+        return rc_handle_at(i);
+      }
       store_be32(frame.data() + kFrameHeaderBytes + 4 * i, o->second.loaded);
     } else if (ht::is_session(h)) {
       if (!owns_session(c.id, h)) return rc_handle_at(i);
-      Session& s = sessions_.at(h);
-      if (s.state == State::kSavedByServer && !load_session(h, s)) {
+      const uint32_t r = load_session(h, sessions_.at(h), keep);
+      if (r == rc::kSessionMemory) return r;
+      if (r != rc::kSuccess) {
         sessions_.erase(h);
         return rc_handle_at(i);
       }
@@ -332,8 +417,9 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
     const uint32_t h = areas.sessions[j].handle;
     if (!ht::is_session(h) || reserved_.count(h)) continue;
     if (!owns_session(c.id, h)) return rc_session_handle_at(j);
-    Session& s = sessions_.at(h);
-    if (s.state == State::kSavedByServer && !load_session(h, s)) {
+    const uint32_t r = load_session(h, sessions_.at(h), keep);
+    if (r == rc::kSessionMemory) return r;
+    if (r != rc::kSuccess) {
       sessions_.erase(h);
       return rc_session_handle_at(j);
     }
@@ -346,11 +432,10 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
 // server's); a session the client saved itself bound to it.
 std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const CommandAreas& areas, Bytes& response,
                                                             bool as_server) {
-  const ClientId id = c.id;
-  const uint32_t code = areas.info->code;
   if (areas.info->response_handle_count == 1) {
     const uint32_t created = response_handle(response);
     if (created && as_server) {
+      if (is_transient(created)) forget_stale(created);
       reserved_.insert(created);
     } else if (is_transient(created)) {
       uint32_t v = add_object(c, created);
@@ -360,13 +445,13 @@ std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const Com
       }
       store_be32(response.data() + kFrameHeaderBytes, v);
     } else if (ht::is_session(created)) {
-      sessions_[created] = Session{id, c.peer.uid, State::kLoaded, {}, {}, 0};
+      sessions_[created] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
     }
   }
-  if (code == kContextSave && succeeded(response) && !areas.handles.empty()) {
+  if (areas.info->code == kContextSave && succeeded(response) && !areas.handles.empty()) {
     auto s = sessions_.find(areas.handles[0]);
     Bytes context(response.begin() + kFrameHeaderBytes, response.end());
-    if (s != sessions_.end() && s->second.owner == id && saved_handle_of(context) == s->first) {
+    if (s != sessions_.end() && s->second.owner == c.id && saved_handle_of(context) == s->first) {
       // Saved by its client: the TPM holds it saved; bound to this client.
       s->second.state = State::kSavedByClient;
       s->second.context = context;
@@ -377,95 +462,107 @@ std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const Com
   return std::nullopt;
 }
 
+// What a successful command flushed itself: sessions used without
+// continueSession, the objects of a command that flushes its handles
+// (TPMA_CC.flushed: a sequence's completion).
+void ResourceManager::Impl::note_flushed(Client& c, const CommandAreas& areas, ByteView response) {
+  if (!succeeded(response)) return;
+  for (const AuthEntry& e : areas.sessions) {
+    if (!(e.attributes & attr::kContinueSession) && owns_session(c.id, e.handle)) sessions_.erase(e.handle);
+  }
+  if (!areas.info->flushes_handles) return;
+  for (uint32_t h : areas.handles) {
+    if (is_transient(h)) c.objects.erase(h);
+  }
+}
+
 // ContextLoad: a session's context goes back to the TPM only for the client
 // it is bound to (or, abandoned, a client of the same peer identity); an
 // object's is the client's to load, within its limit.
-Bytes ResourceManager::Impl::context_load_command(ClientId id, Client& c, const CommandAreas& areas,
-                                                  ByteView command) {
+Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas& areas, ByteView command) {
   const uint32_t saved = saved_handle_of(areas.parameters);
   if (saved == 0) return error_frame(rc_parameter(rc::kSize, 0));
-  if (ht::is_session(saved)) {
-    auto found = sessions_.find(saved);
-    if (found == sessions_.end()) {
-      // Not one a client of this server saved: the TPM decides, and what it
-      // loads is the client's.
-      if (reserved_.count(saved)) return error_frame(rc_parameter(rc::kHandle, 0));
-      if (sessions_of(id) >= c.limits.max_sessions) return error_frame(rc::kSessionHandles);
-      auto sent = tpm_.transmit(command);
-      Bytes response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
-      if (response_handle(response) == saved) {
-        sessions_[saved] = Session{id, c.peer.uid, State::kLoaded, {}, {}, 0};
-        save_space(c);
+  Keep keep;
+  if (!ht::is_session(saved)) {
+    if (c.objects.size() >= c.limits.max_objects) return error_frame(rc::kObjectMemory);
+    Bytes response = send_with_room(command, *areas.info, keep);
+    const uint32_t loaded = response_handle(response);
+    if (is_transient(loaded)) {
+      uint32_t v = add_object(c, loaded);
+      if (v == 0) {
+        (void)flush_context(tpm_, loaded);
+        return error_frame(rc::kObjectMemory);
       }
-      return response;
+      store_be32(response.data() + kFrameHeaderBytes, v);
     }
-    Session& s = found->second;
-    const bool claimable = s.state == State::kAbandoned && s.uid == c.peer.uid;
-    const bool its = s.owner == id && s.state == State::kSavedByClient;
-    const ByteView given = areas.parameters;
-    if ((!its && !claimable) || !std::equal(given.begin(), given.end(), s.client_copy.begin(), s.client_copy.end())) {
-      return error_frame(rc_parameter(rc::kHandle, 0));
-    }
-    if (!its && sessions_of(id) >= c.limits.max_sessions) return error_frame(rc::kSessionHandles);
-    // The current context (the client's copy unless a context gap made a
-    // newer one) goes to the TPM.
-    Bytes response = send_plain(tpm_, kContextLoad, s.context);
-    if (response_handle(response) != saved) {
-      if (succeeded(response)) (void)flush_context(tpm_, response_handle(response));
-      return succeeded(response) ? error_frame(rc::kFailure) : response;
-    }
-    if (claimable) std::erase(abandoned_, saved);
-    s.owner = id;
-    s.uid = c.peer.uid;
-    s.state = State::kLoaded;
-    s.client_copy.clear();
-    save_space(c);
     return response;
   }
-  if (c.objects.size() >= c.limits.max_objects) return error_frame(rc::kObjectMemory);
-  auto sent = tpm_.transmit(command);
-  Bytes response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
-  const uint32_t loaded = response_handle(response);
-  if (is_transient(loaded)) {
-    uint32_t v = add_object(c, loaded);
-    if (v == 0) {
-      (void)flush_context(tpm_, loaded);
-      return error_frame(rc::kObjectMemory);
-    }
-    store_be32(response.data() + kFrameHeaderBytes, v);
+  auto found = sessions_.find(saved);
+  if (found == sessions_.end()) {
+    // Not one a client of this server saved: the TPM decides, and what it
+    // loads is the client's.
+    if (reserved_.count(saved)) return error_frame(rc_parameter(rc::kHandle, 0));
+    if (sessions_of(c.id) >= c.limits.max_sessions) return error_frame(rc::kSessionHandles);
+    Bytes response = send_with_room(command, *areas.info, keep);
+    if (response_handle(response) == saved) sessions_[saved] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
+    return response;
   }
-  save_space(c);
+  Session& s = found->second;
+  const bool claimable = s.state == State::kAbandoned && s.uid == c.peer.uid;
+  const bool its = s.owner == c.id && s.state == State::kSavedByClient;
+  const ByteView given = areas.parameters;
+  if ((!its && !claimable) || !std::equal(given.begin(), given.end(), s.client_copy.begin(), s.client_copy.end())) {
+    return error_frame(rc_parameter(rc::kHandle, 0));
+  }
+  if (!its && sessions_of(c.id) >= c.limits.max_sessions) return error_frame(rc::kSessionHandles);
+  // The current context (the client's copy unless a context gap made a
+  // newer one) goes to the TPM.
+  keep.sessions.insert(saved);
+  Bytes response = send_plain(tpm_, kContextLoad, s.context);
+  for (int i = 0; i < kMaxEvictions && rc_base(response_code(response)) == rc::kSessionMemory && evict_session(keep);
+       ++i) {
+    response = send_plain(tpm_, kContextLoad, s.context);
+  }
+  if (response_handle(response) != saved) {
+    if (succeeded(response)) (void)flush_context(tpm_, response_handle(response));
+    return succeeded(response) ? error_frame(rc::kFailure) : response;
+  }
+  if (claimable) std::erase(abandoned_, saved);
+  s.owner = c.id;
+  s.uid = c.peer.uid;
+  s.state = State::kLoaded;
+  s.used = ++tick_;
+  s.client_copy.clear();
   return response;
 }
 
 // FlushContext names its handle as a parameter (Part 3 §28.4): the client's
 // own, translated; anything of another client's or the server's refused.
-Bytes ResourceManager::Impl::flush_command(ClientId id, Client& c, const CommandAreas& areas, ByteView command,
-                                           bool as_server) {
+Bytes ResourceManager::Impl::flush_command(Client& c, const CommandAreas& areas, ByteView command, bool as_server) {
   Reader r(areas.parameters);
   const uint32_t h = r.u32("flushHandle");
   if (!r.ok()) return error_frame(rc_parameter(rc::kSize, 0));
   Bytes frame(command.begin(), command.end());
   if (as_server && reserved_.count(h)) {
-    auto sent = tpm_.transmit(frame);
-    Bytes response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
+    Bytes response = transmit(frame);
     if (succeeded(response)) reserved_.erase(h);
     return response;
   }
   if (is_transient(h)) {
     auto o = c.objects.find(h);
     if (o == c.objects.end()) return error_frame(rc_parameter(rc::kHandle, 0));
-    uint32_t refusal = 0;
-    if (!load_object(c, h, o->second, 0, refusal)) return error_frame(rc_parameter(rc::kHandle, 0));
+    if (!o->second.loaded) {
+      // Saved: its blob is all there is of it (the TPM holds nothing).
+      c.objects.erase(o);
+      return error_frame(rc::kSuccess);  // FlushContext's answer: a bare success header
+    }
     store_be32(frame.data() + frame.size() - 4, o->second.loaded);
   } else if (ht::is_session(h)) {
-    if (!owns_session(id, h)) return error_frame(rc_parameter(rc::kHandle, 0));
+    if (!owns_session(c.id, h)) return error_frame(rc_parameter(rc::kHandle, 0));
   } else {
-    auto sent = tpm_.transmit(frame);  // not a handle FlushContext takes: the TPM says so
-    return sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
+    return transmit(frame);  // not a handle FlushContext takes: the TPM says so
   }
-  auto sent = tpm_.transmit(frame);
-  Bytes response = sent.ok() ? std::move(*sent) : error_frame(rc::kFailure);
+  Bytes response = transmit(frame);
   if (succeeded(response)) {
     if (is_transient(h)) {
       c.objects.erase(h);
@@ -473,7 +570,6 @@ Bytes ResourceManager::Impl::flush_command(ClientId id, Client& c, const Command
       sessions_.erase(h);
     }
   }
-  save_space(c);
   return response;
 }
 
@@ -498,9 +594,9 @@ void ResourceManager::Impl::close(ClientId id) {
   auto found = clients_.find(id);
   if (found == clients_.end()) return;
   size_t flushed = 0, kept = 0;
-  size_t objects = found->second.objects.size();
+  const size_t objects = found->second.objects.size();
   for (auto& [v, o] : found->second.objects) {
-    if (o.loaded) (void)flush_context(tpm_, o.loaded);  // never between commands; defensive
+    if (o.loaded) (void)flush_context(tpm_, o.loaded);
   }
   clients_.erase(found);
   std::vector<uint32_t> its;

@@ -9,10 +9,19 @@
 //     0x80FFxxxx of its own, translated in the command's handle area and the
 //     response's handle; a transient handle the client does not hold is
 //     refused with TPM_RC_HANDLE for that handle position, as the kernel
-//     refuses a vhandle it cannot map. Between commands every object is
-//     context-saved and flushed (the kernel's tpm2_save_space), and loaded
-//     again (ContextLoad) before a command that names it, so any number of
-//     clients with several objects each work on a chip with three slots.
+//     refuses a vhandle it cannot map. An object stays loaded while nobody
+//     needs its slot; when the TPM answers a command that needs one with
+//     TPM_RC_OBJECT_MEMORY, the least recently used object of any client that
+//     the command does not name is context-saved and flushed, and the command
+//     sent again (only commands that change nothing but a slot: a forged
+//     warning never applies a command twice); a saved object is loaded again
+//     (ContextLoad) before a command that names it. So any number of clients
+//     with several objects each work on a chip with three slots, and one
+//     client alone pays nothing (the kernel saves and flushes after every
+//     command, tpm2_save_space; the figures of docs/performance.md stay).
+//     A TPM handle the TPM gives out anew is forgotten for whichever object
+//     was taken to hold it (flushed behind the manager's back), and before a
+//     command that may flush objects (TPMA_CC.extensive) every object is saved.
 //   - sessions keep the TPM's handle (a session's Name is its handle: it
 //     enters the cpHash of every policy command that names it, so a
 //     translated handle would break the client's HMACs; the kernel and
@@ -20,9 +29,11 @@
 //     that started or loaded them: a session handle of another client, in
 //     the handle area, the authorization area or a ContextSave,
 //     ContextLoad or FlushContext, is refused (TPM_RC_HANDLE for that
-//     handle position, session or parameter). Between commands every session
-//     is context-saved (it keeps its handle, Part 1 §30) and loaded back
-//     before a command that names it.
+//     handle position, session or parameter). A session is context-saved
+//     (it keeps its handle, Part 1 §30) when StartAuthSession or a
+//     ContextLoad needs its slot (TPM_RC_SESSION_MEMORY), least recently used
+//     first, and loaded back before a command that names it; a session used
+//     without continueSession is forgotten once the command succeeded.
 //   - ContextSave, ContextLoad and FlushContext of the client's own handles
 //     are translated and sent to the TPM (the TPM answers); a session the
 //     client saved itself is bound to it: another client's ContextLoad of
@@ -49,10 +60,10 @@
 //     beyond) and max_sessions (TPM_RC_SESSION_HANDLES beyond); every
 //     context blob is bounded by the TPM's response size, so a client holds
 //     at most (max_objects + max_sessions) * kMaxCommandBytes.
-//   - close(client): every session it started and did not save itself is
-//     flushed (FlushContext), its objects' blobs dropped (they are not on
-//     the TPM between commands); shutdown() flushes every session the
-//     manager tracks, abandoned ones included.
+//   - close(client): its loaded objects and every session it started and did
+//     not save itself are flushed (FlushContext), its saved objects' blobs
+//     dropped; shutdown() flushes every session the manager tracks,
+//     abandoned ones included.
 // Handles the server itself owns (reserve(): the session a CommandWrapper
 // puts on every client command) pass through every space untranslated, are
 // never saved, flushed or listed for a client.

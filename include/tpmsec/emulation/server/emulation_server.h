@@ -29,8 +29,8 @@
 // (tpmsec/server/server.h); swtpm's data channel is its raw protocol.
 // private_handles: each data connection a handle space of its own, as
 // /dev/tpmrm0 and tpm2-abrmd keep them (tpmsec/server/handle_space.h):
-// virtual object handles, objects saved and flushed after each command,
-// sessions saved between commands, listings of the client's own handles,
+// virtual object handles, objects and sessions swapped out (least recently
+// used first) when a command needs their slot, listings of the client's own handles,
 // another client's handles refused, what a closing client left flushed. The
 // ContextSave, ContextLoad and FlushContext commands that costs are billed
 // and logged as any command.
