@@ -64,7 +64,10 @@ class RunningServer {
     server_ = std::move(*s);
     return true;
   }
-  ~RunningServer() {
+  ~RunningServer() { destroy(); }
+  // Ends the server as SIGTERM does: its loop, then the Server (closing
+  // every client, flushing what each created).
+  void destroy() {
     pause();
     server_.reset();
   }
@@ -76,7 +79,7 @@ class RunningServer {
   server::ServerStats pause() {
     stop_ = true;
     if (loop_.joinable()) loop_.join();
-    return server_->stats();
+    return server_ ? server_->stats() : server::ServerStats{};
   }
   // Paused once every client's close was handled (at most 10 s).
   server::ServerStats settle() {
@@ -294,6 +297,37 @@ TEST(ServerSocket, ClientsThatDieMidCommandLeaveNothing) {
   EXPECT_EQ(stats.clients, 0u);
   EXPECT_EQ(stats.handle_entries, 0u);
   EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+// Ending the server with clients still connected (SIGTERM) flushes what
+// they created; a peer uid has at most max_clients_per_uid connections.
+TEST(ServerSocket, ShutdownFlushesWhatConnectedClientsHoldAndConnectionsPerUidAreLimited) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ServerOptions options;
+  options.max_clients_per_uid = 2;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  s.resume();
+  int a = connect_unix(path);
+  int b = connect_unix(path);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_EQ(response_code_of(round_trip(a, primary_command())), 0u);
+  ASSERT_EQ(response_code_of(round_trip(a, session_command())), 0u);
+  ASSERT_EQ(response_code_of(round_trip(b, session_command())), 0u);
+  int third = connect_unix(path);  // the same uid: refused
+  ASSERT_GE(third, 0);
+  EXPECT_TRUE(closed_by_server(third));
+  ::close(third);
+  s.pause();
+  EXPECT_EQ(s.on_tpm().size(), 3u);
+  s.destroy();
+  EXPECT_TRUE(s.on_tpm().empty());
+  ::close(a);
+  ::close(b);
   std::filesystem::remove_all(dir);
 }
 

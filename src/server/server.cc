@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -150,14 +151,16 @@ class Server::Impl {
     size_t open = 0;
   };
   struct Client {
-    Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim, bool s)
-        : id(i), conn(std::move(fd)), protocol(std::move(p)), listener(l), limits(lim), spaced(s) {}
+    Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim, bool s,
+           std::optional<uint32_t> u)
+        : id(i), conn(std::move(fd)), protocol(std::move(p)), listener(l), limits(lim), spaced(s), uid(u) {}
     ClientId id;
     Connection conn;
     std::shared_ptr<const Protocol> protocol;
     Listener* listener;  // nullptr: handed over (add_client)
     ClientLimits limits;
     bool spaced;
+    std::optional<uint32_t> uid;
     bool queued = false;
     bool closed = false;
   };
@@ -212,16 +215,30 @@ class Server::Impl {
       taken.swap(pending_);
     }
     for (Pending& p : taken) {
-      open_client(p.id, std::move(p.fd), raw_tpm_protocol(), nullptr, p.limits, p.peer);
+      if (!open_client(p.id, std::move(p.fd), raw_tpm_protocol(), nullptr, p.limits, p.peer)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        --handed_over_;
+      }
     }
   }
 
-  void open_client(ClientId id, Fd fd, std::shared_ptr<const Protocol> protocol, Listener* from, ClientLimits limits,
+  // False (and the connection closed) when its peer has max_clients_per_uid open already.
+  bool open_client(ClientId id, Fd fd, std::shared_ptr<const Protocol> protocol, Listener* from, ClientLimits limits,
                    PeerIdentity peer) {
+    if (peer.uid) {
+      const size_t of_uid = static_cast<size_t>(std::count_if(
+          clients_.begin(), clients_.end(), [&](const auto& c) { return !c->closed && c->uid == peer.uid; }));
+      if (of_uid >= o_.max_clients_per_uid) {
+        log(fmt::format("uid {}: {} connections already: connection refused", *peer.uid, of_uid));
+        return false;
+      }
+    }
     const bool spaced = o_.isolate && protocol->carries_commands();
     if (spaced) rm_.open(id, limits, peer);
     if (from) ++from->open;
-    clients_.push_back(std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced));
+    clients_.push_back(
+        std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced, peer.uid));
+    return true;
   }
 
   void admit(Listener& l) {
@@ -237,7 +254,7 @@ class Server::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       id = ++last_id_;
     }
-    open_client(id, std::move(fd), l.protocol, &l, o_.limits, peer);
+    (void)open_client(id, std::move(fd), l.protocol, &l, o_.limits, peer);
   }
 
   int64_t timeout_ns(const Client& c) const { return int64_t{c.limits.frame_timeout_ms} * 1'000'000; }
