@@ -331,5 +331,43 @@ TEST(ServerSocket, ShutdownFlushesWhatConnectedClientsHoldAndConnectionsPerUidAr
   std::filesystem::remove_all(dir);
 }
 
+// A front above each client's space (ServerOptions::client_front: where the
+// server's CommandWrapper goes): every client command passes it, in the
+// client's terms, and it is gone before the space when the client closes.
+TEST(ServerSocket, ClientFrontSitsAboveTheSpace) {
+  struct Counting final : Transport {
+    explicit Counting(Transport& below, std::atomic<int>& n) : below_(below), n_(n) {}
+    Result<Bytes> transmit(ByteView command) override {
+      ++n_;
+      return below_.transmit(command);
+    }
+    std::string describe() const override { return "counting"; }
+    Transport& below_;
+    std::atomic<int>& n_;
+  };
+  std::atomic<int> seen{0};
+  std::atomic<int> fronts{0};
+  ServerOptions options;
+  options.client_front = [&](server::HandleSpace& space) -> Result<std::unique_ptr<Transport>> {
+    ++fronts;
+    return std::unique_ptr<Transport>(std::make_unique<Counting>(space, seen));
+  };
+  RunningServer s;
+  ASSERT_TRUE(s.start(options));
+  s.resume();
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ASSERT_TRUE(s.server().add_client(pair[1], {}).ok());
+  Bytes created = round_trip(pair[0], primary_command());
+  ASSERT_EQ(response_code_of(created), 0u);
+  EXPECT_EQ(load_be32(created.data() + 10) >> 16, 0x80FFu);  // the space's virtual handle, through the front
+  EXPECT_EQ(response_code_of(round_trip(pair[0], kGetRandom8)), 0u);
+  ::close(pair[0]);
+  s.settle();
+  EXPECT_EQ(fronts.load(), 1);
+  EXPECT_EQ(seen.load(), 2);
+  EXPECT_TRUE(s.on_tpm().empty());
+}
+
 }  // namespace
 }  // namespace tpmsec

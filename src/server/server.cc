@@ -161,6 +161,8 @@ class Server::Impl {
     ClientLimits limits;
     bool spaced;
     std::optional<uint32_t> uid;
+    std::unique_ptr<HandleSpace> space;  // spaced: its handle space
+    std::unique_ptr<Transport> front;    // ServerOptions::client_front's, above the space
     bool queued = false;
     bool closed = false;
   };
@@ -177,8 +179,8 @@ class Server::Impl {
     Port(Impl& s, Client& c) : s_(s), c_(c) {}
     Bytes execute(ByteView command) override {
       ++s_.commands_;
-      if (c_.spaced) return s_.rm_.execute(c_.id, command);
-      auto r = s_.tpm_.transmit(command);
+      Transport& to = c_.front ? *c_.front : c_.space ? static_cast<Transport&>(*c_.space) : s_.tpm_;
+      auto r = to.transmit(command);
       return r.ok() ? std::move(*r) : error_frame(rc::kFailure);
     }
     void stop_serving() override { s_.shutdown_ = true; }
@@ -234,10 +236,20 @@ class Server::Impl {
       }
     }
     const bool spaced = o_.isolate && protocol->carries_commands();
-    if (spaced) rm_.open(id, limits, peer);
+    auto c = std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced, peer.uid);
+    if (spaced) {
+      c->space = std::make_unique<HandleSpace>(rm_, id, limits, peer);
+      if (o_.client_front) {
+        auto front = o_.client_front(*c->space);
+        if (!front.ok()) {
+          log("a client's front could not be made: " + front.error().message() + ": connection closed");
+          return false;
+        }
+        c->front = std::move(*front);
+      }
+    }
     if (from) ++from->open;
-    clients_.push_back(
-        std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced, peer.uid));
+    clients_.push_back(std::move(c));
     return true;
   }
 
@@ -338,7 +350,8 @@ class Server::Impl {
   void drop(Client& c) {
     if (c.closed) return;
     c.closed = true;
-    if (c.spaced) rm_.close(c.id);
+    c.front.reset();  // first: it may flush what it holds through the space
+    c.space.reset();  // closes the client's space
     if (c.listener) {
       --c.listener->open;
     } else {

@@ -10,9 +10,10 @@
 //     with any protocol (listen_tcp), or a connected stream socket handed
 //     over (add_client: the D-Bus front end's socketpair end).
 //   - scheduling: one command at a time on the TPM, served in the order the
-//     whole commands arrived, across clients (FIFO); a client has at most
-//     one command queued (it reads its answer before it sends the next, as
-//     on /dev/tpmrm0).
+//     loop saw the whole commands complete, across clients (FIFO; commands
+//     that complete while the TPM is busy are seen together, in connection
+//     order); a client has at most one command queued (it reads its answer
+//     before it sends the next, as on /dev/tpmrm0).
 //   - a client is never waited for: its frame is bounded (max_frame_bytes,
 //     checked from the header before the body is read), and a client that
 //     stops in the middle of a frame or does not read its answer for
@@ -48,6 +49,14 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;  // may be empty
   // Where the resource manager reads the TPM's command list (ResourceManager::start); nullptr: `tpm`.
   Transport* attributes_from = nullptr;
+  // What a client's commands go through above its handle space (with
+  // isolate): e.g. a Transport around a CommandWrapper that puts the
+  // server's session on each client command, its own commands going to
+  // space.server_view() (what they create is the server's) and the
+  // client's wrapped frames to `space`. Called once per client, on the
+  // loop's thread; destroyed before the space when the client closes. An
+  // error closes the connection. Empty: the space itself.
+  std::function<Result<std::unique_ptr<Transport>>(HandleSpace& space)> client_front;
 };
 
 struct UnixSocketOptions {
