@@ -15,6 +15,7 @@
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/emulation/slot_limits.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/server/handle_space.h"
@@ -403,6 +404,89 @@ TEST_F(SpaceTest, TheServersOwnSessionPassesThroughAndOutlivesTheClient) {
   auto b = client();
   EXPECT_EQ(rc(b->server_view(), plain(cmd::FlushContext::kInfo.code, {}, be32(own))), 0u);
   EXPECT_TRUE(on_tpm().empty());
+}
+
+// Every answer is hostile input: a bus that garbles the answers to the
+// manager's own commands (ContextSave, ContextLoad, FlushContext) and to the
+// clients' (cut short, sizes that lie, bytes appended, a wrong tag) leaves
+// it consistent: each client gets a response back, never a handle outside
+// its space, and once the clients closed nothing is kept.
+TEST_F(SpaceTest, GarbledAnswersLeaveTheSpacesConsistent) {
+  struct Garbling final : Transport {
+    explicit Garbling(Transport& below) : below_(below) {}
+    Result<Bytes> transmit(ByteView command) override {
+      TPMSEC_ASSIGN_OR_RETURN(Bytes r, below_.transmit(command));
+      state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
+      switch ((state_ >> 33) % 8) {
+        case 0:
+          r.resize(std::min<size_t>(r.size(), (state_ >> 40) % 14));
+          break;
+        case 1:
+          if (r.size() >= 6) store_be32(r.data() + 2, static_cast<uint32_t>(r.size() + 1 + (state_ >> 50) % 5000));
+          break;
+        case 2:
+          r.insert(r.end(), {0xde, 0xad, 0xbe, 0xef});
+          break;
+        case 3:
+          if (!r.empty()) r[0] ^= 0x7f;
+          break;
+        default:
+          break;  // as the TPM answered
+      }
+      return r;
+    }
+    std::string describe() const override { return "garbling"; }
+    Transport& below_;
+    uint64_t state_ = 42;
+  };
+  Garbling bus(*tpm_);
+  ResourceManager manager(bus);
+  ASSERT_TRUE(manager.start(tpm_.get()).ok());
+  {
+    std::vector<std::unique_ptr<HandleSpace>> clients;
+    for (server::ClientId id = 1; id <= 3; ++id) clients.push_back(std::make_unique<HandleSpace>(manager, id, ClientLimits{}, PeerIdentity{}));
+    cmd::CreatePrimary c;
+    c.primary_handle = NamedHandle::of(rh::kNull);
+    c.in_public.public_area = null_key_template(SaltKind::kEcc);
+    const Bytes primary = password_command(cmd::CreatePrimary::kInfo.code, {rh::kNull}, [&] {
+      Writer w;
+      marshal_all(w, c.params());
+      return *w.finish();
+    }());
+    cmd::StartAuthSession start;
+    start.nonce_caller.bytes = Bytes(32, 1);
+    const Bytes session = [&] {
+      Writer w;
+      marshal_all(w, start.params());
+      return plain(cmd::StartAuthSession::kInfo.code, {rh::kNull, rh::kNull}, *w.finish());
+    }();
+    std::vector<uint32_t> given;
+    size_t objects = 0, sessions = 0;
+    for (int round = 0; round < 60; ++round) {
+      for (auto& client : clients) {
+        for (const Bytes& frame : {primary, session}) {
+          auto r = client->transmit(frame);
+          ASSERT_TRUE(r.ok());
+          HeaderRead h = read_frame_header(*r, SIZE_MAX);
+          if (h.check == FrameCheck::kOk && h.header.size == r->size() && h.header.code == 0 && r->size() >= 14) {
+            const uint32_t handle = load_be32(r->data() + 10);
+            if ((handle >> 24) == ht::kTransient) EXPECT_EQ(handle >> 16, 0x80FFu) << std::hex << handle;
+            ((handle >> 24) == ht::kTransient ? objects : sessions) += 1;
+            given.push_back(handle);
+          }
+        }
+        // What it was given, named back (flushes too, so the TPM keeps room).
+        for (uint32_t h : given) (void)client->transmit(plain(cmd::FlushContext::kInfo.code, {}, be32(h)));
+        given.clear();
+      }
+    }
+    // Objects and sessions whose creating answer was garbled are the TPM's
+    // and nobody's: swept when the TPM is full of them, so the clients keep
+    // getting slots.
+    EXPECT_GE(objects, 40u);
+    EXPECT_GE(sessions, 40u);
+  }
+  EXPECT_EQ(manager.entries(), 0u);
 }
 
 }  // namespace

@@ -112,6 +112,7 @@ class ResourceManager::Impl {
   // Slots.
   bool evict_object(const Keep& keep);
   bool evict_session(const Keep& keep);
+  bool sweep_orphans(bool objects);
   uint32_t load_object(Object& o, Keep& keep);
   uint32_t load_session(uint32_t h, Session& s, Keep& keep);
   bool save_session(uint32_t h, Session& s, const Keep& keep);
@@ -191,7 +192,7 @@ bool ResourceManager::Impl::evict_object(const Keep& keep) {
       }
     }
   }
-  if (!victim) return false;
+  if (!victim) return sweep_orphans(true);
   Saved saved = context_save(tpm_, victim->loaded);
   if (saved.rc != rc::kSuccess) {
     // Not there (flushed behind the manager's back): its slot is free.
@@ -215,9 +216,41 @@ bool ResourceManager::Impl::evict_session(const Keep& keep) {
       oldest = s.used;
     }
   }
-  if (victim == 0) return false;
+  if (victim == 0) return sweep_orphans(false);
   if (!save_session(victim, sessions_.at(victim), keep)) sessions_.erase(victim);
   return true;
+}
+
+// The server owns its TPM: an object or session on it that no client and
+// not the server holds was created by a command whose answer was lost or
+// garbled on the way (the TPM did it; nobody learned its handle). When the
+// TPM is full of them, they are flushed, so that a bad bus cannot fill the
+// TPM for good. The listing is read as the hostile input it is: a handle
+// outside the range asked for is ignored, one the manager knows is kept.
+bool ResourceManager::Impl::sweep_orphans(bool objects) {
+  std::set<uint32_t> known(reserved_.begin(), reserved_.end());  // objects: TPM handles
+  std::set<uint32_t> slots;                                        // sessions: by slot (index bits)
+  for (uint32_t h : reserved_) slots.insert(h & 0x00FFFFFF);
+  for (const auto& [h, s] : sessions_) slots.insert(h & 0x00FFFFFF);
+  for (const auto& [id, c] : clients_) {
+    for (const auto& [v, o] : c.objects) {
+      if (o.loaded) known.insert(o.loaded);
+    }
+  }
+  Tpm tpm(tpm_);
+  size_t flushed = 0;
+  const std::vector<uint32_t> ranges = objects ? std::vector<uint32_t>{ht::kFirstTransient}
+                                               : std::vector<uint32_t>{ht::kFirstLoadedSession, ht::kFirstSavedSession};
+  for (uint32_t first : ranges) {
+    auto listed = tpm.list_handles(first);
+    if (!listed.ok()) continue;
+    for (uint32_t h : *listed) {
+      if (objects ? (!is_transient(h) || known.count(h)) : (!ht::is_session(h) || slots.count(h & 0x00FFFFFF))) continue;
+      if (flush_context(tpm_, h) == rc::kSuccess) ++flushed;
+    }
+  }
+  if (flushed) note(fmt::format("space: {} {} nobody holds flushed", flushed, objects ? "object(s)" : "session(s)"));
+  return flushed > 0;
 }
 
 bool ResourceManager::Impl::save_session(uint32_t h, Session& s, const Keep& keep) {

@@ -70,8 +70,10 @@
 //
 // Every response is hostile input: read with frame_header.h's bounds and a
 // Reader; a response that cannot be read leaves the space unchanged and goes
-// back to the client as the TPM sent it. Not thread-safe: the server runs
-// one command at a time.
+// back to the client as the TPM sent it. The server owns its TPM: when the
+// TPM is full and nothing of any client's can be swapped out, an object or
+// session nobody holds (its creating answer was lost or garbled on the bus)
+// is flushed. Not thread-safe: the server runs one command at a time.
 #ifndef TPMSEC_SERVER_HANDLE_SPACE_H_
 #define TPMSEC_SERVER_HANDLE_SPACE_H_
 
