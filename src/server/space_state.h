@@ -36,7 +36,8 @@ inline bool is_transient(uint32_t h) { return (h >> 24) == ht::kTransient; }
 // load or create an object, and Create and Import, which libtpms builds the
 // new object in a slot for.
 inline bool needs_object_room(const CommandInfo& info) {
-  return info.creates_handle || info.retry_safe || info.code == cmd::Create::kInfo.code || info.code == 0x156;
+  return info.creates_handle || info.retry_safe || info.code == cmd::Create::kInfo.code ||
+         info.code == command_info<0x156>().code;  // Import
 }
 
 
