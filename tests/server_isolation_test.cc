@@ -355,6 +355,28 @@ TEST_F(SpaceTest, ContextGapKeepsLongLivedSessions) {
   EXPECT_EQ(policy_digest(a, kept), digest);
 }
 
+// B cannot starve A of session slots (issue 33: B held every loaded-session
+// slot and A's StartAuthSession got TPM_RC_SESSION_MEMORY): the least
+// recently used session, B's, is saved to make room, and every session of
+// both still works, loaded back under its handle when named.
+TEST_F(SpaceTest, NoClientCanStarveAnotherOfSessionSlots) {
+  auto a = client();
+  auto b = client();
+  std::vector<uint32_t> bs;
+  for (int i = 0; i < 3; ++i) bs.push_back(start_session(*b, se::kPolicy));
+  std::vector<Bytes> digests;
+  for (uint32_t h : bs) digests.push_back(policy_digest(*b, h));
+  const uint32_t mine = start_session(*a, se::kPolicy);
+  ASSERT_NE(mine, 0u);
+  ASSERT_EQ(rc(*a, plain(kPolicyCommandCode, {mine}, be32(kUnseal))), 0u);
+  const Bytes digest = policy_digest(*a, mine);
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < bs.size(); ++i) EXPECT_EQ(policy_digest(*b, bs[i]), digests[i]);
+    EXPECT_EQ(policy_digest(*a, mine), digest);
+  }
+  EXPECT_NE(digest, digests[0]);  // A's PolicyCommandCode is in A's session only
+}
+
 // Limits per client: objects and sessions beyond them are refused with the
 // TPM's own memory codes, and nothing is left on the TPM.
 TEST_F(SpaceTest, LimitsPerClient) {
