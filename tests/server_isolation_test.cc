@@ -377,6 +377,26 @@ TEST_F(SpaceTest, NoClientCanStarveAnotherOfSessionSlots) {
   EXPECT_NE(digest, digests[0]);  // A's PolicyCommandCode is in A's session only
 }
 
+// Sessions a closed client saved and left (kept for its peer) give way when
+// the TPM's active sessions run out: another client's StartAuthSession
+// succeeds, the oldest abandoned session flushed for it. On a chip with four
+// active sessions (SlotLimitTransport).
+TEST_F(SpaceTest, AbandonedSessionsGiveWayWhenTheTpmRunsOut) {
+  SlotLimitTransport chip(*tpm_, SlotLimits{3, 3, 4, 255, "test", ""});
+  ResourceManager manager(chip);
+  ASSERT_TRUE(manager.start().ok());
+  {
+    HandleSpace a(manager, 1, {}, PeerIdentity{1000});
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t h = start_session(a, se::kHmac);
+      ASSERT_EQ(rc(a, plain(cmd::ContextSave::kInfo.code, {h})), 0u);
+    }
+  }
+  HandleSpace b(manager, 2, {}, PeerIdentity{2000});
+  EXPECT_NE(start_session(b, se::kHmac), 0u);
+  EXPECT_NE(start_session(b, se::kHmac), 0u);
+}
+
 // Limits per client: objects and sessions beyond them are refused with the
 // TPM's own memory codes, and nothing is left on the TPM.
 TEST_F(SpaceTest, LimitsPerClient) {

@@ -218,6 +218,14 @@ Bytes ResourceManager::Impl::send_with_room(ByteView frame, const CommandInfo& i
       response = transmit(frame);
     } else if (base == rc::kSessionMemory && session_room && evict_session(keep)) {
       response = transmit(frame);
+    } else if (base == rc::kSessionHandles && session_room && !abandoned_.empty()) {
+      // The TPM's active sessions are all taken: a session abandoned by a
+      // closed client gives way first (the oldest), before a live one.
+      const uint32_t oldest = abandoned_.front();
+      abandoned_.pop_front();
+      flush_session(oldest);
+      sessions_.erase(oldest);
+      response = transmit(frame);
     } else if (base == rc::kContextGap && (info.code == kStartAuthSession || info.code == kContextSave)) {
       regap(keep);
       response = transmit(frame);
