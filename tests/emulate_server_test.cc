@@ -28,6 +28,7 @@
 #include "support/run_command.h"
 #include "support/test_data.h"
 #include "support/swtpm_process.h"
+#include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -546,10 +547,13 @@ TEST(EmulateServer, EnforcesTheProfilesContextGap) {
   EXPECT_EQ(server.stop(), 0);
 }
 
-// --private-handles (as /dev/tpmrm0, linux drivers/char/tpm/tpm2-space.c):
-// what a client's connection left is flushed when it closes, billed and
-// logged; a session the client saved itself stays, as on Linux. Without the
-// flag (the control) everything stays.
+// --private-handles (as /dev/tpmrm0, linux drivers/char/tpm/tpm2-space.c,
+// and tpm2-abrmd; the server layer's handle spaces, tpmsec/server/handle_space.h):
+// each data connection has a handle space of its own; its objects and
+// sessions are swapped out when another needs the slot, what it left is flushed
+// when it closes, billed and logged; a session the client saved itself stays
+// for a later client of the same peer (tpm2-tools' context files). Without
+// the flag (the control) everything stays.
 struct Left {
   size_t objects = 0, loaded_sessions = 0, saved_sessions = 0;
   std::string error;
@@ -573,7 +577,8 @@ Result<Context> leave_handles(uint16_t port) {
   return context.context;
 }
 
-// What a new connection lists (GetCapability(TPM_CAP_HANDLES)).
+// What a new connection lists (GetCapability(TPM_CAP_HANDLES)): with private
+// handles, its own space's (nothing), whatever the TPM holds.
 Left handles_left(uint16_t port) {
   Left left;
   auto transport = open_swtpm({.host = "127.0.0.1", .port = port});
@@ -599,15 +604,12 @@ TEST(EmulateServer, PrivateHandlesFlushWhatAClosingClientLeft) {
   auto context = leave_handles(server.port());
   ASSERT_TRUE(context.ok()) << context.error().message();
   // The server handles a client's close before it serves a client that
-  // connected after it.
+  // connected after it; that client lists its own space: nothing.
   Left left = handles_left(server.port());
   ASSERT_EQ(left.error, "");
-  EXPECT_EQ(left.objects, 0u);
-  EXPECT_EQ(left.loaded_sessions, 0u);
-  EXPECT_EQ(left.saved_sessions, 1u);  // saved by the client itself: Linux forgets it, it stays
-  // A later client that loads that saved session owns it as the kernel
-  // would (the response named it): flushed when it closes, although it was
-  // present when the client connected.
+  EXPECT_EQ(left.objects + left.loaded_sessions + left.saved_sessions, 0u);
+  // A later client (of the same peer: TCP clients are one) that loads the
+  // saved session owns it: flushed when it closes.
   {
     auto transport = open_swtpm({.host = "127.0.0.1", .port = server.port()});
     ASSERT_TRUE(transport.ok()) << transport.error().message();
@@ -619,20 +621,24 @@ TEST(EmulateServer, PrivateHandlesFlushWhatAClosingClientLeft) {
   ASSERT_EQ(left.error, "");
   EXPECT_EQ(left.objects + left.loaded_sessions + left.saved_sessions, 0u);
   EXPECT_EQ(server.stop(), 0);
-  // Billed and logged: the object and the loaded session, then the reloaded session.
+  // Billed and logged: the object and the loaded session at the close, then
+  // the reloaded session at its new client's close.
   std::string log = server.log();
   EXPECT_EQ(count_of(log, "tpmsec emulate: FlushContext "), 3u) << log;
-  EXPECT_NE(log.find("client closed (private handles: flushed 2 it left)"), std::string::npos) << log;
-  EXPECT_NE(log.find("client closed (private handles: flushed 1 it left)"), std::string::npos) << log;
-  EXPECT_NE(log.find("client connected (private handles: 1 present before it stay)"), std::string::npos) << log;
+  EXPECT_NE(log.find("client closed (private handles: 1 object(s) dropped, 1 session(s) flushed, 1 it saved kept)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("client closed (private handles: 0 object(s) dropped, 1 session(s) flushed, 0 it saved kept)"),
+            std::string::npos)
+      << log;
 }
 
 // On Linux each /dev/tpmrm0 client has the TPM's three loaded-session slots
-// to itself (tpm2-space.c saves a space's sessions between its commands).
-// With --private-handles, two clients holding four sessions at once both
-// work: a client that needs a slot another client's session holds gets it
-// (that session is context-saved, billed), and the other client's next
-// command that names it finds it loaded back under its handle.
+// to itself (tpm2-space.c saves a space's sessions after each of its
+// commands and loads them before the next). With --private-handles, two
+// clients holding four sessions at once both work: a session is saved when
+// a command needs its slot (billed) and loaded back under its handle before
+// the next command that names it.
 TEST(EmulateServer, PrivateHandlesGiveEachClientTheSessionSlots) {
   EmulateServer server;
   ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles"}));
@@ -663,9 +669,58 @@ TEST(EmulateServer, PrivateHandlesGiveEachClientTheSessionSlots) {
   EXPECT_EQ(left.objects + left.loaded_sessions + left.saved_sessions, 0u);
   EXPECT_EQ(server.stop(), 0);
   std::string log = server.log();
-  EXPECT_NE(log.find("of another client saved to make room"), std::string::npos) << log;
   EXPECT_GE(count_of(log, "tpmsec emulate: ContextSave.session "), 1u) << log;
   EXPECT_GE(count_of(log, "tpmsec emulate: ContextLoad.session "), 1u) << log;
+}
+
+// Issue 33's attack on --private-handles, as a second local client would
+// try it, on both protocols: B lists, reads, saves and flushes A's object and
+// policy session, by A's handles and by the TPM's own; every attempt is
+// refused with the TPM's handle error for that position and A is unaffected.
+class PrivateHandlesIsolate : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Protocols, PrivateHandlesIsolate, ::testing::Values("swtpm", "mssim"));
+TEST_P(PrivateHandlesIsolate, AnotherClientCannotReachAClientsHandles) {
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet", "--private-handles", "--protocol", GetParam()}));
+  const std::string spec = GetParam() == "swtpm" ? server.spec() : server.tcti("mssim");
+  auto a = open_transport(spec);
+  auto b = open_transport(spec);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Tpm ta(**a);
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto object = ta.run(c, {Auth::password()});
+  ASSERT_TRUE(object.ok()) << object.error().message();
+  cmd::StartAuthSession start;
+  start.nonce_caller.bytes = Bytes(32, 0x11);
+  start.session_type = se::kPolicy;
+  auto session = ta.run(start);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto rc_of = [](Transport& t, uint32_t code, std::vector<uint32_t> handles, Bytes params) {
+    auto r = t.transmit(testing::build_command({code, std::move(handles), {}, std::move(params)}));
+    return r.ok() ? testing::response_code_of(*r) : 0xFFFFFFFFu;
+  };
+  Tpm tb(**b);
+  for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
+    auto listed = tb.list_handles(first);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_TRUE(listed->empty()) << std::hex << first;
+  }
+  for (uint32_t h : {object->object_handle, 0x80000000u, 0x80000001u}) {
+    EXPECT_EQ(rc_of(**b, cmd::ReadPublic::kInfo.code, {h}, {}), 0x18Bu) << std::hex << h;
+    EXPECT_EQ(rc_of(**b, cmd::ContextSave::kInfo.code, {h}, {}), 0x18Bu) << std::hex << h;
+    EXPECT_EQ(rc_of(**b, cmd::FlushContext::kInfo.code, {}, be32(h)), 0x1CBu) << std::hex << h;
+  }
+  EXPECT_EQ(rc_of(**b, cmd::ContextSave::kInfo.code, {session->session_handle}, {}), 0x18Bu);
+  EXPECT_EQ(rc_of(**b, cmd::FlushContext::kInfo.code, {}, be32(session->session_handle)), 0x1CBu);
+  EXPECT_EQ(rc_of(**b, 0x16C /*PolicyCommandCode*/, {session->session_handle}, be32(0x15E)), 0x18Bu);
+  // A: its object and session as they were.
+  EXPECT_EQ(rc_of(**a, cmd::ReadPublic::kInfo.code, {object->object_handle}, {}), 0u);
+  EXPECT_EQ(rc_of(**a, 0x16C, {session->session_handle}, be32(0x15E)), 0u);
+  a->reset();
+  b->reset();
+  EXPECT_EQ(server.stop(), 0);
 }
 
 TEST(EmulateServer, WithoutPrivateHandlesAClosingClientsHandlesStay) {
@@ -696,22 +751,32 @@ TEST_P(OneShotWithHandlesPrivate, ListsNoHandles) {
   EmulateServer server;
   ASSERT_TRUE(server.start({"--clock", "virtual", "--means", "--private-handles", "--protocol", GetParam()}));
   const std::string digest(64, 'd');
-  const std::string spec = GetParam() == "swtpm" ? server.spec() : server.tcti("mssim");
-  const std::string private_spec = spec + ",handles=private";
-  auto extend = [&](const std::string& spec) {
-    size_t before = count_of(server.log(), "tpmsec emulate: GetCapability ");
-    auto r = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", spec, "--tofu"}, state_env(server.dir()));
+  auto extend = [&](EmulateServer& on, const std::string& spec) {
+    size_t before = count_of(on.log(), "tpmsec emulate: GetCapability ");
+    auto r = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", spec, "--tofu"}, state_env(on.dir()));
     EXPECT_EQ(r.exit_code, 0) << describe(r);
-    return count_of(server.log(), "tpmsec emulate: GetCapability ") - before;
+    return count_of(on.log(), "tpmsec emulate: GetCapability ") - before;
   };
-  extend(private_spec);  // cold: reads the TPM's capabilities, creates and keeps the null key
-  EXPECT_EQ(extend(private_spec), 0u) << server.log();
-  EXPECT_EQ(extend(spec), 3u) << server.log();
+  auto spec_of = [&](EmulateServer& on) { return GetParam() == "swtpm" ? on.spec() : on.tcti("mssim"); };
+  const std::string private_spec = spec_of(server) + ",handles=private";
+  extend(server, private_spec);  // cold: reads the TPM's capabilities, creates and keeps the null key
+  EXPECT_EQ(extend(server, private_spec), 0u) << server.log();
   EXPECT_EQ(server.stop(), 0);
   // Nothing was left for the server to flush: tpmsec flushes what it creates.
   std::string log = server.log();
-  EXPECT_GE(count_of(log, "client closed"), 3u) << log;
-  EXPECT_EQ(count_of(log, "client closed"), count_of(log, "private handles: flushed 0 it left")) << log;
+  EXPECT_GE(count_of(log, "client closed"), 2u) << log;
+  EXPECT_EQ(count_of(log, "client closed"),
+            count_of(log, "0 object(s) dropped, 0 session(s) flushed, 0 it saved kept"))
+      << log;
+  // The control: without handles=private, on a server without private
+  // handles (where a listing reaches the chip; a handle space answers one
+  // itself), the ledger's three listings (transient objects, loaded and
+  // saved sessions).
+  EmulateServer raw;
+  ASSERT_TRUE(raw.start({"--clock", "virtual", "--means", "--protocol", GetParam()}));
+  extend(raw, spec_of(raw));
+  EXPECT_EQ(extend(raw, spec_of(raw)), 3u) << raw.log();
+  EXPECT_EQ(raw.stop(), 0);
 }
 
 // tpm2-tss's mssim TCTI writes a command's header and body in two writes,

@@ -68,11 +68,12 @@ void register_emulate(CLI::App& app, Action* action) {
       ->capture_default_str();
   sub->add_flag("--means", o->server.means, "Model every command at the profile's mean (no jitter, no tail events)");
   sub->add_flag("--private-handles", o->server.private_handles,
-                "As /dev/tpmrm0: when a client's data connection closes, flush the transient objects and loaded "
-                "sessions it created that are still there (billed and logged as FlushContext); handles present "
-                "when it connected, and other clients' handles, stay. Each client has the loaded-session slots to "
-                "itself: another client's session is context-saved when a command needs its slot, and loaded back "
-                "before its own client names it (billed). Clients may then skip their handle listing "
+                "As /dev/tpmrm0 and tpm2-abrmd: each data connection gets a handle space of its own (virtual "
+                "object handles; objects and sessions swapped out when another client needs their slot, loaded "
+                "again when it names them; listings show its own handles only; another "
+                "client's handles are refused). What a closing client left is flushed; a session it saved "
+                "itself stays for a later client of the same peer. These ContextSave, ContextLoad and "
+                "FlushContext commands are billed and logged. Clients may then skip their handle listing "
                 "(tpmsec and its TCTI: swtpm:...,handles=private or mssim:...,handles=private). A tpm2-tss program "
                 "straight to the server: --protocol mssim and tpm2-tss's mssim: TCTI (one connection per context); "
                 "tpm2-tss's swtpm: TCTI connects per command, so its handles go with each connection");

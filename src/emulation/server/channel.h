@@ -1,9 +1,9 @@
-// One protocol on one port, as a codec over the bytes a client has sent so
-// far: how many more bytes to read before anything can be decided, whether
-// a whole request is there, or why the connection must close. The codecs
-// never block and never buffer more than one request, which they bound
-// before reading it (a TPM command: kMaxCommandBytes). What a request does
-// goes through a ChipPort.
+// The emulated chip's own protocols (swtpm's control channel, mssim's TPM
+// and platform ports), as codecs over the bytes a client has sent so far
+// (the server layer's Parse and Served, tpmsec/server/protocol.h; swtpm's
+// data channel is the server's raw_tpm_protocol()). What a request does
+// goes through a ChipPort: TPM commands through the client's port of the
+// server layer (its handle space), the platform's signals to the chip.
 #ifndef TPMSEC_SRC_EMULATION_SERVER_CHANNEL_H_
 #define TPMSEC_SRC_EMULATION_SERVER_CHANNEL_H_
 
@@ -14,6 +14,7 @@
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/result.h"
+#include "tpmsec/server/protocol.h"
 
 namespace tpmsec::emulation {
 
@@ -33,26 +34,8 @@ class ChipPort {
   virtual void log(const std::string& line) = 0;
 };
 
-struct Parse {
-  enum class Kind {
-    kNeed,     // read at most `need` more bytes, then parse again
-    kRequest,  // the buffered bytes are one whole request
-    kRefuse,   // send `answer` (may be empty), log `why`, close
-  };
-  Kind kind = Kind::kNeed;
-  size_t need = 0;
-  Bytes answer;
-  std::string why;
-
-  static Parse more(size_t n) { return {Kind::kNeed, n, {}, {}}; }
-  static Parse request() { return {Kind::kRequest, 0, {}, {}}; }
-  static Parse refuse(Bytes answer, std::string why) { return {Kind::kRefuse, 0, std::move(answer), std::move(why)}; }
-};
-
-struct Served {
-  Bytes answer;
-  bool close = false;  // after the answer
-};
+using server::Parse;
+using server::Served;
 
 class Channel {
  public:
@@ -66,7 +49,6 @@ class Channel {
   virtual bool carries_commands() const = 0;
 };
 
-std::unique_ptr<Channel> swtpm_data_channel();
 std::unique_ptr<Channel> swtpm_control_channel();
 std::unique_ptr<Channel> mssim_tpm_channel();
 std::unique_ptr<Channel> mssim_platform_channel();

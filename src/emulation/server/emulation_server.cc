@@ -1,33 +1,20 @@
-// The server's loop (tpmsec/emulation/server/emulation_server.h): one thread polls the two
-// listening sockets and every client connection; a connection's request is
-// read as far as its channel asks, and a whole request is served at once,
-// one at a time on the one chip.
+// The server's loop (tpmsec/emulation/server/emulation_server.h): the
+// server layer (tpmsec/server/server.h) serves the chip on two TCP ports,
+// its poll loop, connections, FIFO and, with private handles, a handle
+// space per data connection; what is the emulator's own is here: the chip
+// behind a Transport (commands at the locality the clients chose), and the
+// emulated platform's channels as server protocols.
 #include "tpmsec/emulation/server/emulation_server.h"
-
-#include <poll.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <set>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "emulation/server/channel.h"
-#include "emulation/server/connection.h"
 #include "emulation/server/emulated_chip.h"
-#include "emulation/server/listener.h"
-#include "emulation/server/private_handles.h"
+#include "tpmsec/server/server.h"
 
 namespace tpmsec {
 
 using emulation::Channel;
-using emulation::Connection;
-
-namespace {
-constexpr int kPollMs = 200;  // how often a stop is noticed while idle
-}  // namespace
 
 class EmulationServer::Impl {
  public:
@@ -36,61 +23,36 @@ class EmulationServer::Impl {
       : o_(std::move(options)),
         stop_(stop),
         chip_(o_, std::move(profile), std::move(tpm), stop, [this](const std::string& l) { log(l); }),
-        handles_(chip_, [this](const std::string& l) { log(l); }),
-        data_channel_(o_.protocol == ServerProtocol::kMssim ? emulation::mssim_tpm_channel()
-                                                            : emulation::swtpm_data_channel()),
-        ctrl_channel_(o_.protocol == ServerProtocol::kMssim ? emulation::mssim_platform_channel()
-                                                            : emulation::swtpm_control_channel()) {}
+        chip_tpm_(*this),
+        data_(mssim() ? std::shared_ptr<const server::Protocol>(
+                            std::make_shared<ChannelProtocol>(*this, emulation::mssim_tpm_channel()))
+                      : server::raw_tpm_protocol()),
+        ctrl_(std::make_shared<ChannelProtocol>(
+            *this, mssim() ? emulation::mssim_platform_channel() : emulation::swtpm_control_channel())) {}
 
   Status start() {
     TPMSEC_RETURN_IF_ERROR(chip_.start());
-    if (o_.private_handles) TPMSEC_RETURN_IF_ERROR(handles_.start());
-    TPMSEC_ASSIGN_OR_RETURN(data_listen_, emulation::listen_on(o_.host, o_.port));
-    TPMSEC_ASSIGN_OR_RETURN(ctrl_listen_, emulation::listen_on(o_.host, static_cast<uint16_t>(o_.port + 1)));
+    server::ServerOptions options;
+    options.isolate = o_.private_handles;
+    options.max_clients = o_.max_clients;
+    options.limits.frame_timeout_ms = o_.frame_timeout_ms;
+    options.log = [this](const std::string& l) { log(l); };
+    // The TPM's command list is the driver's bookkeeping: read unbilled.
+    options.attributes_from = &chip_.unbilled();
+    TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(chip_tpm_, std::move(options)));
+    TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, o_.port, data_, "data port"));
+    TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, static_cast<uint16_t>(o_.port + 1), ctrl_,
+                                               mssim() ? "platform port" : "control port"));
     const LatencyProfile& p = chip_.profile();
     fmt::print(stderr, "tpmsec emulate: {} ({}) on {}:{} (data) and {}:{} ({}), {} protocol, {} clock{}{}\n", p.id,
                p.name, o_.host, o_.port, o_.host, o_.port + 1, mssim() ? "platform" : "control", protocol_name(),
                clock_name(), o_.means ? ", at the profile's means" : "",
-               o_.private_handles ? ", private handles (a closing client's objects and sessions are flushed)" : "");
+               o_.private_handles ? ", private handles (each client a handle space of its own, flushed when it closes)"
+                                  : "");
     return ok_status();
   }
 
-  Status run() {
-    while (!stop_->load() && !shutdown_) {
-      std::vector<pollfd> fds{{data_listen_.get(), POLLIN, 0}, {ctrl_listen_.get(), POLLIN, 0}};
-      for (const auto& c : connections_) {
-        fds.push_back({c->fd(), static_cast<short>(c->sending() ? POLLOUT : POLLIN), 0});
-      }
-      int ready = ::poll(fds.data(), fds.size(), poll_timeout_ms());
-      if (ready < 0 && errno != EINTR) {
-        return runtime_error(fmt::format("emulate: poll failed: {}", std::strerror(errno)));
-      }
-      const int64_t now = real_.now_ns();
-      // Open connections first, in the order they came: a close a client
-      // sent before another connected is handled before that one's commands.
-      const size_t open = connections_.size();
-      for (size_t i = 0; i < open && !shutdown_; ++i) {
-        Connection& c = *connections_[i];
-        const short revents = ready > 0 ? fds[2 + i].revents : 0;
-        if (revents & POLLOUT) {
-          if (!c.flush()) drop(c);
-        } else if (revents & (POLLIN | POLLHUP | POLLERR)) {
-          serve(c, now);
-        }
-        if (!closed_.count(c.id()) && c.deadline() && *c.deadline() <= now) stalled(c);
-        if (c.closing() && !c.sending()) drop(c);
-      }
-      std::erase_if(connections_, [this](const auto& c) { return closed_.count(c->id()) > 0; });
-      closed_.clear();
-      if (ready > 0 && !shutdown_) {
-        if (fds[0].revents) admit(data_listen_, *data_channel_);
-        if (fds[1].revents) admit(ctrl_listen_, *ctrl_channel_);
-      }
-    }
-    // The last answers (CMD_SHUTDOWN's, TPM_STOP's) go out before the sockets close.
-    for (const auto& c : connections_) (void)c->flush();
-    return ok_status();
-  }
+  Status run() { return server_->run(*stop_); }
 
   std::string totals() const { return chip_.served().totals(clock_name()); }
 
@@ -101,154 +63,90 @@ class EmulationServer::Impl {
   }
 
   EmulationServerStats stats() const {
-    EmulationServerStats s;
-    s.commands = chip_.served().commands();
-    s.records = chip_.served().records();
-    s.variants = chip_.served().variants();
-    s.clients = connections_.size();
-    s.handle_entries = handles_.entries();
-    s.dropped = dropped_;
-    return s;
+    const server::ServerStats s = server_->stats();
+    EmulationServerStats out;
+    out.commands = chip_.served().commands();
+    out.records = chip_.served().records();
+    out.variants = chip_.served().variants();
+    out.clients = s.clients;
+    out.handle_entries = s.handle_entries;
+    out.dropped = s.dropped;
+    return out;
   }
 
  private:
-  // What a channel may do, for one client.
+  // The chip as the server layer's TPM: every command at the locality the
+  // clients chose (CMD_SET_LOCALITY's, or an mssim command's own).
+  class ChipTransport final : public Transport {
+   public:
+    explicit ChipTransport(Impl& s) : s_(s) {}
+    Result<Bytes> transmit(ByteView command) override {
+      return s_.chip_.execute(command, s_.command_locality_ ? *s_.command_locality_ : s_.locality_);
+    }
+    std::string describe() const override { return "emulated chip"; }
+
+   private:
+    Impl& s_;
+  };
+
+  // What a channel may do for one client: its TPM commands through the
+  // client's server port (its handle space), the platform's signals here.
   class Port final : public emulation::ChipPort {
    public:
-    Port(Impl& server, uint64_t client) : s_(server), client_(client) {}
-    Bytes execute(ByteView command) override { return execute_at(command, s_.locality_); }
+    Port(Impl& s, server::ClientPort& port) : s_(s), port_(port) {}
+    Bytes execute(ByteView command) override { return port_.execute(command); }
     Bytes execute_at(ByteView command, uint8_t locality) override {
-      if (s_.o_.private_handles) s_.handles_.before(client_, command, locality);
-      Bytes response = s_.chip_.execute(command, locality);
-      if (s_.o_.private_handles) s_.handles_.answered(client_, command, response);
+      s_.command_locality_ = locality;
+      Bytes response = port_.execute(command);
+      s_.command_locality_.reset();
       return response;
     }
     Status tpm_init(bool delete_volatile) override { return s_.chip_.platform().tpm_init(delete_volatile); }
     void power_off() override { s_.chip_.platform().power_off(); }
     bool powered() const override { return s_.chip_.platform().powered(); }
     void set_locality(uint8_t locality) override { s_.locality_ = locality; }
-    void stop_serving() override { s_.shutdown_ = true; }
-    void log(const std::string& line) override { s_.log(line); }
+    void stop_serving() override { port_.stop_serving(); }
+    void log(const std::string& line) override { port_.log(line); }
 
    private:
     Impl& s_;
-    uint64_t client_;
+    server::ClientPort& port_;
+  };
+
+  // An emulated platform's channel as a protocol of the server layer.
+  class ChannelProtocol final : public server::Protocol {
+   public:
+    ChannelProtocol(Impl& s, std::unique_ptr<Channel> channel) : s_(s), channel_(std::move(channel)) {}
+    server::Parse parse(ByteView buffered, size_t) const override { return channel_->parse(buffered); }
+    server::Parse truncated(ByteView buffered) const override { return channel_->truncated(buffered); }
+    server::Served serve(ByteView request, server::ClientPort& port) const override {
+      Port chip(s_, port);
+      return channel_->serve(request, chip);
+    }
+    bool carries_commands() const override { return channel_->carries_commands(); }
+
+   private:
+    Impl& s_;
+    std::unique_ptr<Channel> channel_;
   };
 
   bool mssim() const { return o_.protocol == ServerProtocol::kMssim; }
   std::string protocol_name() const { return mssim() ? "mssim" : "swtpm"; }
   std::string clock_name() const { return o_.real_clock ? "real" : "virtual"; }
-  int64_t timeout_ns() const { return int64_t{o_.frame_timeout_ms} * 1'000'000; }
 
   void log(const std::string& line) const {
     if (!o_.quiet) fmt::print(stderr, "tpmsec emulate: {}\n", line);
   }
 
-  // Until the next deadline, at most kPollMs.
-  int poll_timeout_ms() const {
-    int64_t wait = int64_t{kPollMs} * 1'000'000;
-    const int64_t now = real_.now_ns();
-    for (const auto& c : connections_) {
-      if (c->deadline()) wait = std::min(wait, std::max<int64_t>(*c->deadline() - now, 0));
-    }
-    return static_cast<int>((wait + 999'999) / 1'000'000);
-  }
-
-  void admit(const io::Fd& listener, const Channel& channel) {
-    io::Fd fd = emulation::accept_client(listener);
-    if (!fd.valid()) return;
-    const size_t on_port = static_cast<size_t>(
-        std::count_if(connections_.begin(), connections_.end(), [&](const auto& c) { return &c->channel() == &channel; }));
-    if (on_port >= o_.max_clients) {
-      log(fmt::format("{} port: {} clients already: connection refused", channel.carries_commands() ? "data" : "control",
-                      on_port));
-      return;  // closed by fd's destructor
-    }
-    const uint64_t id = ++last_id_;
-    connections_.push_back(std::make_unique<Connection>(std::move(fd), channel, id));
-    if (o_.private_handles && channel.carries_commands()) handles_.connected(id);
-  }
-
-  // Reads what the channel asks for; serves a whole request.
-  void serve(Connection& c, int64_t now) {
-    const Channel& channel = c.channel();
-    for (;;) {
-      emulation::Parse p = channel.parse(c.input());
-      if (p.kind == emulation::Parse::Kind::kNeed) {
-        Connection::Read r = c.read(p.need);
-        if (r == Connection::Read::kMore) continue;
-        if (r == Connection::Read::kClosed) {
-          if (c.input().empty()) {
-            drop(c);
-          } else {
-            refuse(c, channel.truncated(c.input()));
-          }
-          return;
-        }
-        c.update_deadline(now, timeout_ns());
-        return;
-      }
-      if (p.kind == emulation::Parse::Kind::kRefuse) {
-        refuse(c, std::move(p));
-        return;
-      }
-      Port port(*this, c.id());
-      emulation::Served served = channel.serve(c.input(), port);
-      c.input().clear();
-      c.restart_deadline();
-      if (!served.answer.empty() && !c.send(served.answer)) {
-        drop(c);
-        return;
-      }
-      if (served.close) c.close_after_answer();
-      c.update_deadline(real_.now_ns(), timeout_ns());
-      return;  // one request per connection per round: the others' turn
-    }
-  }
-
-  void refuse(Connection& c, emulation::Parse p) {
-    if (!p.why.empty()) log(p.why);
-    c.input().clear();
-    if (!p.answer.empty() && !c.send(p.answer)) {
-      drop(c);
-      return;
-    }
-    c.close_after_answer();
-    c.update_deadline(real_.now_ns(), timeout_ns());
-  }
-
-  // Dropped for stalling: whatever a truncated request gets, then closed.
-  void stalled(Connection& c) {
-    ++dropped_;
-    log(fmt::format("a client stalled for {} ms {}: connection closed", o_.frame_timeout_ms,
-                    c.sending() ? "without reading its answer" : "in the middle of a request"));
-    if (!c.sending() && !c.input().empty()) {
-      emulation::Parse p = c.channel().truncated(c.input());
-      if (!p.answer.empty()) (void)c.send(p.answer);
-    }
-    drop(c);
-  }
-
-  void drop(Connection& c) {
-    if (closed_.count(c.id())) return;
-    closed_.insert(c.id());
-    if (o_.private_handles && c.channel().carries_commands()) handles_.closed(c.id(), locality_);
-  }
-
   EmulationServerOptions o_;
   const std::atomic<bool>* stop_;
   emulation::EmulatedChip chip_;
-  emulation::PrivateHandles handles_;
-  std::unique_ptr<Channel> data_channel_;
-  std::unique_ptr<Channel> ctrl_channel_;
-  io::Fd data_listen_, ctrl_listen_;
-  std::vector<std::unique_ptr<Connection>> connections_;
-  std::set<uint64_t> closed_;
-  SteadyClock real_;
-  uint64_t last_id_ = 0;
-  uint64_t dropped_ = 0;
-  uint8_t locality_ = 0;  // CMD_SET_LOCALITY's, for the swtpm data channel
-  bool shutdown_ = false;
+  ChipTransport chip_tpm_;
+  std::shared_ptr<const server::Protocol> data_;
+  std::shared_ptr<const server::Protocol> ctrl_;
+  uint8_t locality_ = 0;                    // CMD_SET_LOCALITY's, for the swtpm data channel
+  std::optional<uint8_t> command_locality_;  // an mssim command's own
+  std::unique_ptr<server::Server> server_;  // last: closed (its clients' handles flushed) before the chip goes
 };
 
 Result<std::unique_ptr<EmulationServer>> EmulationServer::start(EmulationServerOptions options, LatencyProfile profile,

@@ -25,10 +25,15 @@
 // read its answer) for frame_timeout_ms is dropped. A stop (the flag, e.g.
 // from SIGTERM) is noticed within 200 ms, also during a modelled wait.
 //
-// private_handles: handles as /dev/tpmrm0 keeps them (Linux
-// drivers/char/tpm/tpm2-space.c): when a client's data connection closes, the
-// transient objects and loaded sessions it created and left are flushed
-// (billed and logged as FlushContext); see src/emulation/server/private_handles.h.
+// The loop, connections, frame limits and FIFO are the server layer's
+// (tpmsec/server/server.h); swtpm's data channel is its raw protocol.
+// private_handles: each data connection a handle space of its own, as
+// /dev/tpmrm0 and tpm2-abrmd keep them (tpmsec/server/handle_space.h):
+// virtual object handles, objects and sessions swapped out (least recently
+// used first) when a command needs their slot, listings of the client's own handles,
+// another client's handles refused, what a closing client left flushed. The
+// ContextSave, ContextLoad and FlushContext commands that costs are billed
+// and logged as any command.
 //
 // What the server keeps does not grow with the commands served: totals per
 // command variant (at most kMaxVariants kinds) and, only when asked for

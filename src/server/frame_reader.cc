@@ -1,18 +1,20 @@
-// swtpm's data channel: the raw TPM command, the raw response.
+// The raw TPM protocol's frame reading (/dev/tpmrm0, swtpm's data channel):
+// the header first, its size bounded by the client's limit before a byte of
+// the body is read. The one place this layer reads a client's framing (to be
+// switched to the core's frame codec when it has one for both directions).
 #include <fmt/format.h>
 
-#include "emulation/server/channel.h"
-#include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/server/protocol.h"
 
-namespace tpmsec::emulation {
+namespace tpmsec::server {
 namespace {
 
-class SwtpmData final : public Channel {
+class RawTpm final : public Protocol {
  public:
-  Parse parse(ByteView buffered) const override {
-    HeaderRead h = read_frame_header(buffered, kMaxCommandBytes);
+  Parse parse(ByteView buffered, size_t max_frame) const override {
+    HeaderRead h = read_frame_header(buffered, max_frame);
     switch (h.check) {
       case FrameCheck::kIncomplete:
         return Parse::more(kFrameHeaderBytes - buffered.size());
@@ -32,13 +34,16 @@ class SwtpmData final : public Channel {
   // A frame cut short gets no answer: the client is gone or lost its framing.
   Parse truncated(ByteView) const override { return Parse::refuse({}, ""); }
 
-  Served serve(ByteView request, ChipPort& chip) const override { return {chip.execute(request), false}; }
+  Served serve(ByteView request, ClientPort& port) const override { return {port.execute(request), false}; }
 
   bool carries_commands() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Channel> swtpm_data_channel() { return std::make_unique<SwtpmData>(); }
+std::shared_ptr<const Protocol> raw_tpm_protocol() {
+  static const auto protocol = std::make_shared<const RawTpm>();
+  return protocol;
+}
 
-}  // namespace tpmsec::emulation
+}  // namespace tpmsec::server

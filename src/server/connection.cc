@@ -1,4 +1,4 @@
-#include "emulation/server/connection.h"
+#include "server/connection.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-namespace tpmsec::emulation {
+namespace tpmsec::server {
 
 Connection::Read Connection::read(size_t n) {
   const size_t had = in_.size();
@@ -17,7 +17,7 @@ Connection::Read Connection::read(size_t n) {
   } while (got < 0 && errno == EINTR);
   in_.resize(had + (got > 0 ? static_cast<size_t>(got) : 0));
   if (got > 0) {
-    // ACK at once, as a chip answers at once: tpm2-tss's mssim TCTI writes a
+    // On TCP, ACK at once, as a chip answers at once: tpm2-tss's mssim TCTI writes a
     // command's header and body separately, and with Nagle on its side the
     // body waits for the header's ACK, which Linux delays (~40 ms) unless
     // asked. TCP_QUICKACK does not stick (tcp(7)): set after every read.
@@ -56,4 +56,4 @@ void Connection::update_deadline(int64_t now_ns, int64_t timeout_ns) {
   }
 }
 
-}  // namespace tpmsec::emulation
+}  // namespace tpmsec::server

@@ -1,27 +1,25 @@
 // One client connection: its own input buffer (at most one request, read
-// only as far as its channel asks) and output buffer (one answer), both
+// only as far as its protocol asks) and output buffer (one answer), both
 // non-blocking, and a deadline while it owes the server the rest of a
 // request or has not read its answer.
-#ifndef TPMSEC_SRC_EMULATION_SERVER_CONNECTION_H_
-#define TPMSEC_SRC_EMULATION_SERVER_CONNECTION_H_
+#ifndef TPMSEC_SRC_SERVER_CONNECTION_H_
+#define TPMSEC_SRC_SERVER_CONNECTION_H_
 
 #include <cstdint>
 #include <optional>
 
-#include "emulation/server/channel.h"
-#include "transport/socket_io.h"
+#include "server/fd.h"
+#include "tpmsec/bytes.h"
 
-namespace tpmsec::emulation {
+namespace tpmsec::server {
 
 class Connection {
  public:
   enum class Read { kMore, kWouldBlock, kClosed };
 
-  Connection(io::Fd fd, const Channel& channel, uint64_t id) : fd_(std::move(fd)), channel_(channel), id_(id) {}
+  explicit Connection(Fd fd) : fd_(std::move(fd)) {}
 
   int fd() const { return fd_.get(); }
-  uint64_t id() const { return id_; }
-  const Channel& channel() const { return channel_; }
   Bytes& input() { return in_; }
 
   // Reads at most `n` bytes into the input; kClosed at the end of the stream
@@ -44,9 +42,7 @@ class Connection {
   void restart_deadline() { deadline_.reset(); }
 
  private:
-  io::Fd fd_;
-  const Channel& channel_;
-  uint64_t id_;
+  Fd fd_;
   Bytes in_;
   Bytes out_;
   size_t sent_ = 0;
@@ -54,6 +50,6 @@ class Connection {
   std::optional<int64_t> deadline_;
 };
 
-}  // namespace tpmsec::emulation
+}  // namespace tpmsec::server
 
-#endif  // TPMSEC_SRC_EMULATION_SERVER_CONNECTION_H_
+#endif  // TPMSEC_SRC_SERVER_CONNECTION_H_

@@ -1,0 +1,56 @@
+#include "server/handle_listing.h"
+
+#include <algorithm>
+
+#include "server/tpm_calls.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec::server {
+namespace {
+constexpr uint32_t kMaxCapHandles = 254;  // MAX_CAP_HANDLES for a 1024-byte capability buffer (Part 2 §10.10)
+}  // namespace
+
+std::optional<Bytes> list_handles_of_space(ByteView parameters, bool has_sessions,
+                                           const std::function<SpaceListing()>& space) {
+  Reader r(parameters);
+  const uint32_t capability = r.u32("capability");
+  const uint32_t property = r.u32("property");
+  const uint32_t count = r.u32("propertyCount");
+  if (!r.ok() || capability != cap::kHandles) return std::nullopt;
+  const uint8_t type = static_cast<uint8_t>(property >> 24);
+  if (type != ht::kTransient && type != ht::kHmacSession && type != ht::kPolicySession) return std::nullopt;
+  if (has_sessions) return error_frame(rc_parameter(rc::kValue, 0));
+
+  SpaceListing listing = space();
+  std::vector<uint32_t>& pool = type == ht::kTransient      ? listing.objects
+                                : type == ht::kHmacSession ? listing.loaded_sessions
+                                                           : listing.saved_sessions;
+  // In the TPM's order: by handle index, from `property` on.
+  auto index = [](uint32_t h) { return h & 0x00FFFFFF; };
+  std::sort(pool.begin(), pool.end(), [&](uint32_t a, uint32_t b) { return index(a) < index(b); });
+  std::vector<uint32_t> out;
+  for (uint32_t h : pool) {
+    if (index(h) >= index(property)) out.push_back(h);
+  }
+  const size_t limit = std::min<uint32_t>(count, kMaxCapHandles);
+  const bool more = out.size() > limit;
+  if (more) out.resize(limit);
+
+  Writer w(kMaxCommandBytes, "response");
+  w.u16(st::kNoSessions);
+  auto size = w.begin_total_size32("responseSize");
+  w.u32(rc::kSuccess);
+  w.u8(more ? 1 : 0);
+  w.u32(cap::kHandles);
+  w.count(out.size(), "handles", kMaxCapHandles);
+  for (uint32_t h : out) w.u32(h);
+  w.end_size(size);
+  auto response = w.finish();
+  if (!response.ok()) return error_frame(rc::kFailure);
+  return std::move(*response);
+}
+
+}  // namespace tpmsec::server

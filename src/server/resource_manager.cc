@@ -1,0 +1,223 @@
+// The per-client handle spaces (tpmsec/server/handle_space.h): before a
+// client's command, what it names is loaded (room made by saving what was
+// used least recently, of any client) and translated; after it, the
+// response's handle is given back in the client's terms. What a client
+// holds stays loaded while nobody needs its slot.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "server/handle_listing.h"
+#include "server/space_state.h"
+#include "server/tpm_calls.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec::server {
+
+
+Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_server) {
+  auto found = clients_.find(id);
+  if (found == clients_.end()) return error_frame(rc::kFailure);
+  Client& c = found->second;
+  auto areas = read_command_areas(command, c.limits.max_frame_bytes);
+  if (!areas.ok()) {
+    if (areas.error().kind() != ErrorKind::kUnsupported) return error_frame(rc::kCommandSize);
+    // A code the command table does not know: its handle area cannot be
+    // told, so it goes to the TPM only when the TPM does not implement it
+    // either (and refuses it before reading a handle).
+    HeaderRead h = read_frame_header(command, c.limits.max_frame_bytes);
+    if (h.check != FrameCheck::kOk || implemented_.count(h.header.code)) return error_frame(rc::kCommandCode);
+    return transmit(command);
+  }
+  const CommandInfo& info = *areas->info;
+  if (info.code == kGetCapability) {
+    std::optional<Bytes> listed = list_handles_of_space(areas->parameters, !areas->sessions.empty(), [&] {
+      SpaceListing l;
+      for (const auto& [v, o] : c.objects) l.objects.push_back(v);
+      for (const auto& [h, s] : sessions_) {
+        if (s.owner != id) continue;
+        (s.state == State::kSavedByClient ? l.saved_sessions : l.loaded_sessions).push_back(h);
+      }
+      return l;
+    });
+    if (listed) return std::move(*listed);
+  }
+  if (info.code == kContextLoad) return context_load_command(c, *areas, command);
+  if (info.code == kFlushContext) return flush_command(c, *areas, command, as_server);
+
+  // Limits, before anything is loaded.
+  if (!as_server && info.code == kStartAuthSession && sessions_of(id) >= c.limits.max_sessions) {
+    return error_frame(rc::kSessionHandles);
+  }
+  if (!as_server && info.creates_handle && info.code != kStartAuthSession && c.objects.size() >= c.limits.max_objects) {
+    return error_frame(rc::kObjectMemory);
+  }
+  if (info.extensive) {
+    // It may flush objects (Part 2 §8.9, TPMA_CC.extensive): every client's
+    // is saved first, so none is lost or mistaken for another.
+    while (evict_object({})) {
+    }
+  }
+  Bytes frame(command.begin(), command.end());
+  Keep keep;
+  if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server, keep)) return error_frame(*refusal);
+  Bytes response = send_with_room(frame, info, keep);
+  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return error_frame(*refusal);
+  note_flushed(c, *areas, response);
+  return response;
+}
+
+// The command's handle area and authorization area in the TPM's terms: the
+// client's objects and sessions loaded, its virtual handles replaced; the
+// TPM's answer for the first handle that is not the client's.
+std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const CommandAreas& areas, Bytes& frame,
+                                                           bool as_server, Keep& keep) {
+  // Whatever the command names and is loaded already stays for it.
+  for (uint32_t h : areas.handles) {
+    auto o = c.objects.find(h);
+    if (o != c.objects.end() && o->second.loaded) keep.objects.insert(o->second.loaded);
+    if (ht::is_session(h)) keep.sessions.insert(h);
+  }
+  for (const AuthEntry& e : areas.sessions) keep.sessions.insert(e.handle);
+  for (uint32_t h : reserved_) keep.sessions.insert(h);
+  for (size_t i = 0; i < areas.handles.size(); ++i) {
+    const uint32_t h = areas.handles[i];
+    if (as_server && reserved_.count(h)) continue;
+    if (is_transient(h)) {
+      auto o = c.objects.find(h);
+      if (o == c.objects.end()) return rc_handle_at(i);
+      const uint32_t r = load_object(o->second, keep);
+      if (r == rc::kObjectMemory) return r;
+      if (r != rc::kSuccess) {
+        note(fmt::format("space: object 0x{:08x} could not be loaded ({}): forgotten", h, describe_rc(r)));
+        c.objects.erase(o);
+        return rc_handle_at(i);
+      }
+      store_be32(frame.data() + kFrameHeaderBytes + 4 * i, o->second.loaded);
+    } else if (ht::is_session(h)) {
+      if (!owns_session(c.id, h)) return rc_handle_at(i);
+      const uint32_t r = load_session(h, sessions_.at(h), keep);
+      if (r == rc::kSessionMemory) return r;
+      if (r != rc::kSuccess) {
+        sessions_.erase(h);
+        return rc_handle_at(i);
+      }
+    }
+  }
+  for (size_t j = 0; j < areas.sessions.size(); ++j) {
+    const uint32_t h = areas.sessions[j].handle;
+    if (!ht::is_session(h) || reserved_.count(h)) continue;
+    if (!owns_session(c.id, h)) return rc_session_handle_at(j);
+    const uint32_t r = load_session(h, sessions_.at(h), keep);
+    if (r == rc::kSessionMemory) return r;
+    if (r != rc::kSuccess) {
+      sessions_.erase(h);
+      return rc_session_handle_at(j);
+    }
+  }
+  return std::nullopt;
+}
+
+// What the response names, in the client's terms: a new object under a
+// virtual handle, a new session the client's (or, as_server, the
+// server's); a session the client saved itself bound to it.
+std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const CommandAreas& areas, Bytes& response,
+                                                            bool as_server) {
+  if (areas.info->response_handle_count == 1) {
+    const uint32_t created = response_handle(response);
+    if (created && as_server) {
+      if (is_transient(created)) forget_stale(created);
+      reserved_.insert(created);
+    } else if (is_transient(created)) {
+      uint32_t v = add_object(c, created);
+      if (v == 0) {
+        (void)flush_context(tpm_, created);
+        return rc::kObjectMemory;
+      }
+      store_be32(response.data() + kFrameHeaderBytes, v);
+    } else if (ht::is_session(created)) {
+      sessions_[created] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
+    }
+  }
+  if (areas.info->code == kContextSave && succeeded(response) && !areas.handles.empty()) {
+    auto s = sessions_.find(areas.handles[0]);
+    Bytes context(response.begin() + kFrameHeaderBytes, response.end());
+    if (s != sessions_.end() && s->second.owner == c.id && saved_handle_of(context) == s->first) {
+      // Saved by its client: the TPM holds it saved; bound to this client.
+      s->second.state = State::kSavedByClient;
+      s->second.context = context;
+      s->second.client_copy = std::move(context);
+      s->second.saved_at = ++saves_;
+    }
+  }
+  return std::nullopt;
+}
+
+// What a successful command flushed itself: sessions used without
+// continueSession, the objects of a command that flushes its handles
+// (TPMA_CC.flushed: a sequence's completion).
+void ResourceManager::Impl::note_flushed(Client& c, const CommandAreas& areas, ByteView response) {
+  if (!succeeded(response)) return;
+  for (const AuthEntry& e : areas.sessions) {
+    if (!(e.attributes & attr::kContinueSession) && owns_session(c.id, e.handle)) sessions_.erase(e.handle);
+  }
+  if (!areas.info->flushes_handles) return;
+  for (uint32_t h : areas.handles) {
+    if (is_transient(h)) c.objects.erase(h);
+  }
+}
+
+void ResourceManager::Impl::close(ClientId id) {
+  auto found = clients_.find(id);
+  if (found == clients_.end()) return;
+  size_t flushed = 0, kept = 0;
+  const size_t objects = found->second.objects.size();
+  for (auto& [v, o] : found->second.objects) {
+    if (o.loaded) (void)flush_context(tpm_, o.loaded);
+  }
+  clients_.erase(found);
+  std::vector<uint32_t> its;
+  for (const auto& [h, s] : sessions_) {
+    if (s.owner == id) its.push_back(h);
+  }
+  for (uint32_t h : its) {
+    auto s = sessions_.find(h);
+    if (s == sessions_.end()) continue;  // flushed as the oldest abandoned one
+    if (s->second.state == State::kSavedByClient) {
+      abandon(h, s->second);
+      ++kept;
+      continue;
+    }
+    flush_session(h);
+    ++flushed;
+    sessions_.erase(s);
+  }
+  note(fmt::format("client closed (private handles: {} object(s) dropped, {} session(s) flushed, {} it saved kept)",
+                   objects, flushed, kept));
+}
+
+void ResourceManager::Impl::shutdown() {
+  std::vector<ClientId> ids;
+  for (const auto& [id, c] : clients_) ids.push_back(id);
+  for (ClientId id : ids) close(id);
+  for (const auto& [h, s] : sessions_) flush_session(h);
+  sessions_.clear();
+  abandoned_.clear();
+}
+
+ResourceManager::ResourceManager(Transport& tpm, Log log) : impl_(std::make_unique<Impl>(tpm, std::move(log))) {}
+ResourceManager::~ResourceManager() { impl_->shutdown(); }
+Status ResourceManager::start(Transport* attributes_from) { return impl_->start(attributes_from); }
+void ResourceManager::open(ClientId client, ClientLimits limits, PeerIdentity peer) {
+  impl_->open(client, limits, peer);
+}
+Bytes ResourceManager::execute(ClientId client, ByteView command, bool as_server) {
+  return impl_->execute(client, command, as_server);
+}
+void ResourceManager::close(ClientId client) { impl_->close(client); }
+void ResourceManager::shutdown() { impl_->shutdown(); }
+void ResourceManager::reserve(uint32_t handle) { impl_->reserve(handle); }
+void ResourceManager::release(uint32_t handle) { impl_->release(handle); }
+size_t ResourceManager::entries() const { return impl_->entries(); }
+
+}  // namespace tpmsec::server

@@ -1,0 +1,409 @@
+// The server's loop (tpmsec/server/server.h): one thread polls the listening
+// sockets, a wake-up pipe (add_client from another thread) and every
+// client; a client's request is read as far as its protocol asks, a whole
+// one joins the queue, and the queue is served in order, one command at a
+// time on the one TPM.
+#include "tpmsec/server/server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "server/connection.h"
+#include "server/listener.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/response_code.h"
+
+namespace tpmsec::server {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  Impl(Transport& tpm, ServerOptions options) : tpm_(tpm), o_(std::move(options)), rm_(tpm, o_.log) {}
+
+  Status start() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return runtime_error("server: pipe failed");
+    wake_r_ = Fd(p[0]);
+    wake_w_ = Fd(p[1]);
+    if (o_.isolate) TPMSEC_RETURN_IF_ERROR(rm_.start(o_.attributes_from));
+    return ok_status();
+  }
+
+  Status listen(Result<Fd> fd, std::shared_ptr<const Protocol> protocol, std::string name) {
+    if (!fd.ok()) return fd.error();
+    listeners_.push_back(std::make_unique<Listener>(Listener{std::move(*fd), std::move(protocol), std::move(name), 0}));
+    return ok_status();
+  }
+
+  Result<ClientId> add_client(int raw, ClientLimits limits, PeerIdentity peer) {
+    Fd fd(raw);
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (!fd.valid() || ::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+      return usage_error("server: add_client takes a connected stream socket");
+    }
+    int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
+      return runtime_error(fmt::format("server: add_client: {}", std::strerror(errno)));
+    }
+    if (!peer.uid) peer.uid = peer_uid(fd.get());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (handed_over_ >= o_.max_clients) {
+      return runtime_error(fmt::format("server: {} clients handed over already: refused", handed_over_));
+    }
+    ++handed_over_;
+    const ClientId id = ++last_id_;
+    pending_.push_back(Pending{id, std::move(fd), limits, peer});
+    const char byte = 1;
+    (void)!::write(wake_w_.get(), &byte, 1);
+    return id;
+  }
+
+  Status run(const std::atomic<bool>& stop) {
+    while (!stop.load() && !shutdown_) {
+      adopt_pending();
+      std::vector<pollfd> fds{{wake_r_.get(), POLLIN, 0}};
+      for (const auto& l : listeners_) fds.push_back({l->fd.get(), POLLIN, 0});
+      const size_t first_client = fds.size();
+      for (const auto& c : clients_) {
+        short events = c->conn.sending() ? POLLOUT : (c->queued ? 0 : POLLIN);
+        fds.push_back({c->conn.fd(), events, 0});
+      }
+      int ready = ::poll(fds.data(), fds.size(), queue_.empty() ? poll_timeout_ms() : 0);
+      if (ready < 0 && errno != EINTR) return runtime_error(fmt::format("server: poll failed: {}", std::strerror(errno)));
+      if (ready > 0 && fds[0].revents) drain_wake();
+      const int64_t now = now_ns();
+      // Open clients first, in the order they came: a close a client sent
+      // before another connected is handled before that one's commands.
+      const size_t open = clients_.size();
+      for (size_t i = 0; i < open && !shutdown_; ++i) {
+        Client& c = *clients_[i];
+        const short revents = ready > 0 ? fds[first_client + i].revents : 0;
+        if (revents & POLLOUT) {
+          if (!c.conn.flush()) drop(c);
+        } else if ((revents & (POLLIN | POLLHUP | POLLERR)) && !c.queued) {
+          read_request(c, now);
+        }
+        if (!c.closed && !c.queued && c.conn.deadline() && *c.conn.deadline() <= now) stalled(c);
+        if (!c.closed && c.conn.closing() && !c.conn.sending()) drop(c);
+      }
+      serve_queue();
+      std::erase_if(clients_, [](const auto& c) { return c->closed; });
+      if (ready > 0 && !shutdown_) {
+        for (size_t i = 0; i < listeners_.size(); ++i) {
+          if (fds[1 + i].revents) admit(*listeners_[i]);
+        }
+      }
+    }
+    // The last answers (a control channel's shutdown) go out before the sockets close.
+    for (const auto& c : clients_) (void)c->conn.flush();
+    return ok_status();
+  }
+
+  void close_all() {
+    for (const auto& c : clients_) drop(*c);
+    clients_.clear();
+    queue_.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Pending& p : pending_) {
+      (void)p;
+      --handed_over_;
+    }
+    pending_.clear();
+  }
+
+  ServerStats stats() const {
+    ServerStats s;
+    s.clients = clients_.size();
+    s.dropped = dropped_;
+    s.commands = commands_;
+    s.handle_entries = rm_.entries();
+    return s;
+  }
+
+  ResourceManager& resources() { return rm_; }
+  void shut() { rm_.shutdown(); }
+
+ private:
+  struct Listener {
+    Fd fd;
+    std::shared_ptr<const Protocol> protocol;
+    std::string name;
+    size_t open = 0;
+  };
+  struct Client {
+    Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim, bool s,
+           std::optional<uint32_t> u)
+        : id(i), conn(std::move(fd)), protocol(std::move(p)), listener(l), limits(lim), spaced(s), uid(u) {}
+    ClientId id;
+    Connection conn;
+    std::shared_ptr<const Protocol> protocol;
+    Listener* listener;  // nullptr: handed over (add_client)
+    ClientLimits limits;
+    bool spaced;
+    std::optional<uint32_t> uid;
+    std::unique_ptr<HandleSpace> space;  // spaced: its handle space
+    std::unique_ptr<Transport> front;    // ServerOptions::client_front's, above the space
+    bool queued = false;
+    bool closed = false;
+  };
+  struct Pending {
+    ClientId id;
+    Fd fd;
+    ClientLimits limits;
+    PeerIdentity peer;
+  };
+
+  // What a protocol may do for one client.
+  class Port final : public ClientPort {
+   public:
+    Port(Impl& s, Client& c) : s_(s), c_(c) {}
+    Bytes execute(ByteView command) override {
+      ++s_.commands_;
+      Transport& to = c_.front ? *c_.front : c_.space ? static_cast<Transport&>(*c_.space) : s_.tpm_;
+      auto r = to.transmit(command);
+      return r.ok() ? std::move(*r) : error_frame(rc::kFailure);
+    }
+    void stop_serving() override { s_.shutdown_ = true; }
+    void log(const std::string& line) override { s_.log(line); }
+
+   private:
+    Impl& s_;
+    Client& c_;
+  };
+
+  void log(const std::string& line) const {
+    if (o_.log) o_.log(line);
+  }
+
+  int poll_timeout_ms() const {
+    int64_t wait = int64_t{kPollMs} * 1'000'000;
+    const int64_t now = now_ns();
+    for (const auto& c : clients_) {
+      if (c->conn.deadline()) wait = std::min(wait, std::max<int64_t>(*c->conn.deadline() - now, 0));
+    }
+    return static_cast<int>((wait + 999'999) / 1'000'000);
+  }
+
+  void drain_wake() {
+    char buf[64];
+    while (::read(wake_r_.get(), buf, sizeof(buf)) > 0) {
+    }
+  }
+
+  void adopt_pending() {
+    std::vector<Pending> taken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      taken.swap(pending_);
+    }
+    for (Pending& p : taken) {
+      if (!open_client(p.id, std::move(p.fd), raw_tpm_protocol(), nullptr, p.limits, p.peer)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        --handed_over_;
+      }
+    }
+  }
+
+  // False (and the connection closed) when its peer has max_clients_per_uid open already.
+  bool open_client(ClientId id, Fd fd, std::shared_ptr<const Protocol> protocol, Listener* from, ClientLimits limits,
+                   PeerIdentity peer) {
+    if (peer.uid) {
+      const size_t of_uid = static_cast<size_t>(std::count_if(
+          clients_.begin(), clients_.end(), [&](const auto& c) { return !c->closed && c->uid == peer.uid; }));
+      if (of_uid >= o_.max_clients_per_uid) {
+        log(fmt::format("uid {}: {} connections already: connection refused", *peer.uid, of_uid));
+        return false;
+      }
+    }
+    const bool spaced = o_.isolate && protocol->carries_commands();
+    auto c = std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced, peer.uid);
+    if (spaced) {
+      c->space = std::make_unique<HandleSpace>(rm_, id, limits, peer);
+      if (o_.client_front) {
+        auto front = o_.client_front(*c->space);
+        if (!front.ok()) {
+          log("a client's front could not be made: " + front.error().message() + ": connection closed");
+          return false;
+        }
+        c->front = std::move(*front);
+      }
+    }
+    if (from) ++from->open;
+    clients_.push_back(std::move(c));
+    return true;
+  }
+
+  void admit(Listener& l) {
+    Fd fd = accept_client(l.fd);
+    if (!fd.valid()) return;
+    if (l.open >= o_.max_clients) {
+      log(fmt::format("{}: {} clients already: connection refused", l.name, l.open));
+      return;  // closed by fd's destructor
+    }
+    PeerIdentity peer{peer_uid(fd.get())};
+    ClientId id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id = ++last_id_;
+    }
+    (void)open_client(id, std::move(fd), l.protocol, &l, o_.limits, peer);
+  }
+
+  int64_t timeout_ns(const Client& c) const { return int64_t{c.limits.frame_timeout_ms} * 1'000'000; }
+
+  // Reads what the protocol asks for; a whole request joins the queue.
+  void read_request(Client& c, int64_t now) {
+    const Protocol& protocol = *c.protocol;
+    for (;;) {
+      Parse p = protocol.parse(c.conn.input(), c.limits.max_frame_bytes);
+      if (p.kind == Parse::Kind::kNeed) {
+        Connection::Read r = c.conn.read(p.need);
+        if (r == Connection::Read::kMore) continue;
+        if (r == Connection::Read::kClosed) {
+          if (c.conn.input().empty()) {
+            drop(c);
+          } else {
+            refuse(c, protocol.truncated(c.conn.input()));
+          }
+          return;
+        }
+        c.conn.update_deadline(now, timeout_ns(c));
+        return;
+      }
+      if (p.kind == Parse::Kind::kRefuse) {
+        refuse(c, std::move(p));
+        return;
+      }
+      c.queued = true;
+      c.conn.restart_deadline();  // the server owes it now
+      queue_.push_back(c.id);
+      return;
+    }
+  }
+
+  void serve_queue() {
+    while (!queue_.empty() && !shutdown_) {
+      const ClientId id = queue_.front();
+      queue_.pop_front();
+      auto it = std::find_if(clients_.begin(), clients_.end(), [&](const auto& c) { return c->id == id; });
+      if (it == clients_.end() || (*it)->closed) continue;
+      Client& c = **it;
+      c.queued = false;
+      Port port(*this, c);
+      Served served = c.protocol->serve(c.conn.input(), port);
+      c.conn.input().clear();
+      c.conn.restart_deadline();
+      if (!served.answer.empty() && !c.conn.send(served.answer)) {
+        drop(c);
+        continue;
+      }
+      if (served.close) c.conn.close_after_answer();
+      c.conn.update_deadline(now_ns(), timeout_ns(c));
+      if (c.conn.closing() && !c.conn.sending()) drop(c);
+    }
+  }
+
+  void refuse(Client& c, Parse p) {
+    if (!p.why.empty()) log(p.why);
+    c.conn.input().clear();
+    if (!p.answer.empty() && !c.conn.send(p.answer)) {
+      drop(c);
+      return;
+    }
+    c.conn.close_after_answer();
+    c.conn.update_deadline(now_ns(), timeout_ns(c));
+    if (!c.conn.sending()) drop(c);
+  }
+
+  // Dropped for stalling: whatever a truncated request gets, then closed.
+  void stalled(Client& c) {
+    ++dropped_;
+    log(fmt::format("a client stalled for {} ms {}: connection closed", c.limits.frame_timeout_ms,
+                    c.conn.sending() ? "without reading its answer" : "in the middle of a request"));
+    if (!c.conn.sending() && !c.conn.input().empty()) {
+      Parse p = c.protocol->truncated(c.conn.input());
+      if (!p.answer.empty()) (void)c.conn.send(p.answer);
+    }
+    drop(c);
+  }
+
+  void drop(Client& c) {
+    if (c.closed) return;
+    c.closed = true;
+    c.front.reset();  // first: it may flush what it holds through the space
+    c.space.reset();  // closes the client's space
+    if (c.listener) {
+      --c.listener->open;
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      --handed_over_;
+    }
+  }
+
+  Transport& tpm_;
+  ServerOptions o_;
+  ResourceManager rm_;
+  Fd wake_r_, wake_w_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::deque<ClientId> queue_;
+  std::mutex mu_;  // pending_, handed_over_, last_id_
+  std::vector<Pending> pending_;
+  size_t handed_over_ = 0;
+  ClientId last_id_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t commands_ = 0;
+  bool shutdown_ = false;
+};
+
+Result<std::unique_ptr<Server>> Server::create(Transport& tpm, ServerOptions options) {
+  auto impl = std::make_unique<Impl>(tpm, std::move(options));
+  TPMSEC_RETURN_IF_ERROR(impl->start());
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() {
+  impl_->close_all();
+  impl_->shut();
+}
+
+Status Server::listen_unix(const std::string& path, const UnixSocketOptions& socket) {
+  return impl_->listen(listen_unix_socket(path, socket), raw_tpm_protocol(), path);
+}
+
+Status Server::listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
+                          std::string name) {
+  if (name.empty()) name = fmt::format("{}:{}", host, port);
+  return impl_->listen(listen_tcp_socket(host, port), std::move(protocol), std::move(name));
+}
+
+Result<ClientId> Server::add_client(int fd, ClientLimits limits, PeerIdentity peer) {
+  return impl_->add_client(fd, limits, peer);
+}
+
+Status Server::run(const std::atomic<bool>& stop) { return impl_->run(stop); }
+ServerStats Server::stats() const { return impl_->stats(); }
+ResourceManager& Server::resources() { return impl_->resources(); }
+
+}  // namespace tpmsec::server

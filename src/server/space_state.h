@@ -1,0 +1,143 @@
+// The resource manager's state (tpmsec/server/handle_space.h), shared by
+// its files: resource_manager.cc (a client's command in and out),
+// space_slots.cc (loading, swapping out, the context gap, orphans) and
+// space_contexts.cc (ContextLoad and FlushContext of a client's own).
+#ifndef TPMSEC_SRC_SERVER_SPACE_STATE_H_
+#define TPMSEC_SRC_SERVER_SPACE_STATE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "tpmsec/command.h"
+#include "tpmsec/command_frame.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/server/handle_space.h"
+
+namespace tpmsec::server {
+
+inline constexpr uint32_t kCommandCodeBits = 0x2000FFFF;  // TPMA_CC commandIndex and V: the TPM_CC
+inline constexpr uint32_t kVirtualBase = 0x80FF0000;      // a client's object handles: 0x80FF0000 + n
+inline constexpr uint32_t kStartAuthSession = cmd::StartAuthSession::kInfo.code;
+inline constexpr uint32_t kContextSave = cmd::ContextSave::kInfo.code;
+inline constexpr uint32_t kContextLoad = cmd::ContextLoad::kInfo.code;
+inline constexpr uint32_t kFlushContext = cmd::FlushContext::kInfo.code;
+inline constexpr uint32_t kGetCapability = cmd::GetCapability::kInfo.code;
+inline constexpr int kMaxEvictions = 8;  // rooms made for one command: bounded whatever the TPM answers
+
+inline bool is_transient(uint32_t h) { return (h >> 24) == ht::kTransient; }
+
+// Commands that may need an object slot and change nothing else: those that
+// load or create an object, and Create and Import, which libtpms builds the
+// new object in a slot for.
+inline bool needs_object_room(const CommandInfo& info) {
+  return info.creates_handle || info.retry_safe || info.code == cmd::Create::kInfo.code ||
+         info.code == command_info<0x156>().code;  // Import
+}
+
+
+class ResourceManager::Impl {
+ public:
+  Impl(Transport& tpm, Log log) : tpm_(tpm), log_(std::move(log)) {}
+
+  Status start(Transport* attributes_from);
+  void open(ClientId id, ClientLimits limits, PeerIdentity peer) {
+    clients_[id] = Client{id, limits, peer, {}, 0};
+    note("client connected (private handles: a handle space of its own)");
+  }
+  Bytes execute(ClientId id, ByteView command, bool as_server);
+  void close(ClientId id);
+  void shutdown();
+  void reserve(uint32_t h) { reserved_.insert(h); }
+  void release(uint32_t h) { reserved_.erase(h); }
+  size_t entries() const {
+    size_t n = clients_.size() + sessions_.size() + reserved_.size();
+    for (const auto& [id, c] : clients_) n += c.objects.size();
+    return n;
+  }
+
+ private:
+  struct Object {
+    Bytes context;        // its TPMS_CONTEXT while saved
+    uint32_t loaded = 0;  // its TPM handle while loaded
+    uint64_t used = 0;
+  };
+  struct Client {
+    ClientId id = 0;
+    ClientLimits limits;
+    PeerIdentity peer;
+    std::map<uint32_t, Object> objects;  // by virtual handle
+    uint32_t next = 0;                   // the next virtual handle's number
+  };
+  enum class State { kLoaded, kSavedByServer, kSavedByClient, kAbandoned };
+  struct Session {
+    ClientId owner = 0;           // 0 once abandoned
+    std::optional<uint32_t> uid;  // the owner's peer (who may claim it abandoned)
+    State state = State::kLoaded;
+    Bytes context;      // the current TPMS_CONTEXT while saved
+    Bytes client_copy;  // the one its client saved (kSavedByClient, kAbandoned)
+    uint64_t saved_at = 0;
+    uint64_t used = 0;
+  };
+  // What one command names, never evicted to make room for it.
+  struct Keep {
+    std::set<uint32_t> objects;   // TPM handles
+    std::set<uint32_t> sessions;
+  };
+
+  void note(const std::string& line) const {
+    if (log_) log_(line);
+  }
+  size_t sessions_of(ClientId id) const {
+    return static_cast<size_t>(
+        std::count_if(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s.second.owner == id; }));
+  }
+  bool owns_session(ClientId id, uint32_t h) const {
+    auto s = sessions_.find(h);
+    return s != sessions_.end() && s->second.owner == id;
+  }
+  Bytes transmit(ByteView frame) {
+    auto r = tpm_.transmit(frame);
+    return r.ok() ? std::move(*r) : error_frame(rc::kFailure);
+  }
+
+  // Slots.
+  bool evict_object(const Keep& keep);
+  bool evict_session(const Keep& keep);
+  bool sweep_orphans(bool objects);
+  uint32_t load_object(Object& o, Keep& keep);
+  uint32_t load_session(uint32_t h, Session& s, Keep& keep);
+  bool save_session(uint32_t h, Session& s, const Keep& keep);
+  void regap(const Keep& keep);
+  Bytes send_with_room(ByteView frame, const CommandInfo& info, const Keep& keep);
+  void forget_stale(uint32_t loaded);
+  uint32_t add_object(Client& c, uint32_t loaded);
+
+  // A command's areas and response in the client's terms.
+  std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server, Keep& keep);
+  std::optional<uint32_t> map_response(Client& c, const CommandAreas& areas, Bytes& response, bool as_server);
+  void note_flushed(Client& c, const CommandAreas& areas, ByteView response);
+  Bytes context_load_command(Client& c, const CommandAreas& areas, ByteView command);
+  Bytes flush_command(Client& c, const CommandAreas& areas, ByteView command, bool as_server);
+  void flush_session(uint32_t h);
+  void abandon(uint32_t h, Session& s);
+
+  Transport& tpm_;
+  Log log_;
+  std::set<uint32_t> implemented_;
+  std::map<ClientId, Client> clients_;
+  std::map<uint32_t, Session> sessions_;  // by TPM handle
+  std::deque<uint32_t> abandoned_;        // oldest first
+  std::set<uint32_t> reserved_;
+  uint64_t saves_ = 0;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace tpmsec::server
+
+#endif  // TPMSEC_SRC_SERVER_SPACE_STATE_H_

@@ -1,0 +1,373 @@
+// The server (tpmsec/server/server.h) in this process on the embedded
+// libtpms, driven over real sockets: a raw Unix-socket client with
+// /dev/tpmrm0 semantics (one write, one read), a connected socket handed over
+// with add_client (the D-Bus front end's way), frame limits and deadlines,
+// and clients that disconnect in the middle of a command or are killed:
+// afterwards a direct GetCapability on the TPM (past the server, while its
+// loop is paused) finds nothing of theirs.
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "support/tpm_frames.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/server/server.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/transport/transports.h"
+#include "tpmsec/wire.h"
+
+namespace tpmsec {
+namespace {
+
+using server::ClientLimits;
+using server::PeerIdentity;
+using server::Server;
+using server::ServerOptions;
+using testing::build_command;
+using testing::CommandFrame;
+using testing::response_code_of;
+
+const Bytes kGetRandom8 = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x7b, 0, 8};
+
+// A typed command's parameters, marshalled as Tpm::run would.
+template <class C>
+Bytes params_of(const C& command) {
+  Writer w;
+  marshal_all(w, command.params());
+  auto r = w.finish();
+  return r.ok() ? *r : Bytes{};
+}
+
+class RunningServer {
+ public:
+  bool start(ServerOptions options = {}) {
+    auto tpm = open_embedded();
+    if (!tpm.ok()) return false;
+    tpm_ = std::move(*tpm);
+    auto s = Server::create(*tpm_, std::move(options));
+    if (!s.ok()) return false;
+    server_ = std::move(*s);
+    return true;
+  }
+  ~RunningServer() { destroy(); }
+  // Ends the server as SIGTERM does: its loop, then the Server (closing
+  // every client, flushing what each created).
+  void destroy() {
+    pause();
+    server_.reset();
+  }
+  Server& server() { return *server_; }
+  void resume() {
+    stop_ = false;
+    loop_ = std::thread([this] { (void)server_->run(stop_); });
+  }
+  server::ServerStats pause() {
+    stop_ = true;
+    if (loop_.joinable()) loop_.join();
+    return server_ ? server_->stats() : server::ServerStats{};
+  }
+  // Paused once every client's close was handled (at most 10 s).
+  server::ServerStats settle() {
+    for (int i = 0; i < 100; ++i) {
+      server::ServerStats s = pause();
+      if (s.clients == 0) return s;
+      resume();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return pause();
+  }
+  // What the TPM holds, read past the server (paused).
+  std::vector<uint32_t> on_tpm() {
+    Tpm direct(*tpm_);
+    std::vector<uint32_t> out;
+    for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession}) {
+      auto listed = direct.list_handles(first);
+      EXPECT_TRUE(listed.ok()) << listed.error().message();
+      if (listed.ok()) out.insert(out.end(), listed->begin(), listed->end());
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Transport> tpm_;
+  std::unique_ptr<Server> server_;
+  std::atomic<bool> stop_{false};
+  std::thread loop_;
+};
+
+std::string temp_dir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tpmsec-server-XXXXXX").string();
+  char* made = ::mkdtemp(tmpl.data());
+  return made ? std::string(made) : std::string();
+}
+
+int connect_unix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads one whole response (header first, then what its size says); empty
+// when the server closed, or after 10 s.
+Bytes read_response(int fd) {
+  Bytes out;
+  size_t want = 10;
+  while (out.size() < want) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) <= 0) return {};
+    uint8_t buf[4096];
+    ssize_t n = ::read(fd, buf, std::min(sizeof(buf), want - out.size()));
+    if (n <= 0) return {};
+    out.insert(out.end(), buf, buf + n);
+    if (out.size() == 10) want = load_be32(out.data() + 2);
+    if (want > 4096 || want < 10) return {};
+  }
+  return out;
+}
+
+// One command written at once, one response read: /dev/tpmrm0's way.
+Bytes round_trip(int fd, ByteView command) {
+  if (::write(fd, command.data(), command.size()) != static_cast<ssize_t>(command.size())) return {};
+  return read_response(fd);
+}
+
+// True when the server closes `fd` within 10 s.
+bool closed_by_server(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 10'000) <= 0) return false;
+  uint8_t b;
+  return ::read(fd, &b, 1) <= 0;
+}
+
+Bytes primary_command() {
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  CommandFrame frame;
+  frame.code = cmd::CreatePrimary::kInfo.code;
+  frame.handles = {rh::kNull};
+  frame.sessions = {testing::SessionEntry{rh::kPasswordSession, {}, attr::kContinueSession, {}}};
+  frame.parameters = params_of(c);
+  return build_command(frame);
+}
+
+Bytes session_command() {
+  cmd::StartAuthSession s;
+  s.nonce_caller.bytes = Bytes(32, 0x42);
+  CommandFrame frame;
+  frame.code = cmd::StartAuthSession::kInfo.code;
+  frame.handles = {rh::kNull, rh::kNull};
+  frame.parameters = params_of(s);
+  return build_command(frame);
+}
+
+TEST(ServerSocket, RawUnixSocketClientWritesOneCommandAndReadsOneResponse) {
+  const std::string dir = temp_dir();
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ASSERT_TRUE(s.start());
+  group* own = ::getgrgid(::getgid());
+  ASSERT_NE(own, nullptr);
+  ASSERT_TRUE(s.server().listen_unix(path, {0660, own->gr_name}).ok());
+  struct stat st{};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, ::getgid());
+  s.resume();
+  int fd = connect_unix(path);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 3; ++i) {
+    Bytes r = round_trip(fd, kGetRandom8);
+    ASSERT_EQ(r.size(), 20u);
+    EXPECT_EQ(response_code_of(r), 0u);
+  }
+  Bytes created = round_trip(fd, primary_command());
+  ASSERT_EQ(response_code_of(created), 0u);
+  EXPECT_EQ(load_be32(created.data() + 10) >> 16, 0x80FFu);  // a virtual handle
+  ::close(fd);
+  s.settle();
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+// A socket the caller connected (the D-Bus front end's socketpair end),
+// handed over with its limits: served like a listener's client; a frame
+// above its limit is refused (TPM_RC_COMMAND_SIZE) and the connection
+// closed; a client that stops in the middle of a frame is dropped.
+TEST(ServerSocket, AddClientTakesAConnectedSocketWithItsLimits) {
+  RunningServer s;
+  ASSERT_TRUE(s.start());
+  s.resume();
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ClientLimits limits;
+  limits.max_frame_bytes = 64;
+  limits.frame_timeout_ms = 200;
+  auto id = s.server().add_client(pair[1], limits, PeerIdentity{1234});
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  Bytes r = round_trip(pair[0], kGetRandom8);
+  EXPECT_EQ(response_code_of(r), 0u);
+  Bytes big = kGetRandom8;
+  store_be32(big.data() + 2, 65);
+  big.resize(65);
+  r = round_trip(pair[0], big);
+  EXPECT_EQ(response_code_of(r), rc::kCommandSize);
+  EXPECT_TRUE(closed_by_server(pair[0]));
+  ::close(pair[0]);
+
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ASSERT_TRUE(s.server().add_client(pair[1], limits).ok());
+  ASSERT_EQ(::write(pair[0], kGetRandom8.data(), 5), 5);
+  EXPECT_TRUE(closed_by_server(pair[0]));
+  ::close(pair[0]);
+  EXPECT_GE(s.settle().dropped, 1u);
+  // Not a stream socket: refused, and closed.
+  int dgram[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dgram), 0);
+  EXPECT_FALSE(s.server().add_client(dgram[1], {}).ok());
+  ::close(dgram[0]);
+}
+
+// Clients that end in the middle of a command: one closes after half a
+// frame, one is killed (SIGKILL) while the server waits for the rest of its
+// frame. Each had a primary key and a session: nothing is left on the TPM.
+TEST(ServerSocket, ClientsThatDieMidCommandLeaveNothing) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  s.resume();
+  const Bytes primary = primary_command();
+  const Bytes session = session_command();
+  {
+    int fd = connect_unix(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(response_code_of(round_trip(fd, primary)), 0u);
+    ASSERT_EQ(response_code_of(round_trip(fd, session)), 0u);
+    ASSERT_EQ(::write(fd, primary.data(), primary.size() / 2), static_cast<ssize_t>(primary.size() / 2));
+    ::close(fd);
+  }
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Only system calls on buffers made before the fork.
+    int fd = connect_unix(path);
+    uint8_t buf[4096];
+    bool ok = fd >= 0 && ::write(fd, primary.data(), primary.size()) > 0 && ::read(fd, buf, sizeof(buf)) > 0 &&
+              ::write(fd, session.data(), session.size()) > 0 && ::read(fd, buf, sizeof(buf)) > 0 &&
+              ::write(fd, session.data(), 7) == 7;
+    char c = ok ? 1 : 0;
+    (void)!::write(ready[1], &c, 1);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  EXPECT_EQ(c, 1);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  server::ServerStats stats = s.settle();
+  EXPECT_EQ(stats.clients, 0u);
+  EXPECT_EQ(stats.handle_entries, 0u);
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+// Ending the server with clients still connected (SIGTERM) flushes what
+// they created; a peer uid has at most max_clients_per_uid connections.
+TEST(ServerSocket, ShutdownFlushesWhatConnectedClientsHoldAndConnectionsPerUidAreLimited) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ServerOptions options;
+  options.max_clients_per_uid = 2;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  s.resume();
+  int a = connect_unix(path);
+  int b = connect_unix(path);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_EQ(response_code_of(round_trip(a, primary_command())), 0u);
+  ASSERT_EQ(response_code_of(round_trip(a, session_command())), 0u);
+  ASSERT_EQ(response_code_of(round_trip(b, session_command())), 0u);
+  int third = connect_unix(path);  // the same uid: refused
+  ASSERT_GE(third, 0);
+  EXPECT_TRUE(closed_by_server(third));
+  ::close(third);
+  s.pause();
+  EXPECT_EQ(s.on_tpm().size(), 3u);
+  s.destroy();
+  EXPECT_TRUE(s.on_tpm().empty());
+  ::close(a);
+  ::close(b);
+  std::filesystem::remove_all(dir);
+}
+
+// A front above each client's space (ServerOptions::client_front: where the
+// server's CommandWrapper goes): every client command passes it, in the
+// client's terms, and it is gone before the space when the client closes.
+TEST(ServerSocket, ClientFrontSitsAboveTheSpace) {
+  struct Counting final : Transport {
+    explicit Counting(Transport& below, std::atomic<int>& n) : below_(below), n_(n) {}
+    Result<Bytes> transmit(ByteView command) override {
+      ++n_;
+      return below_.transmit(command);
+    }
+    std::string describe() const override { return "counting"; }
+    Transport& below_;
+    std::atomic<int>& n_;
+  };
+  std::atomic<int> seen{0};
+  std::atomic<int> fronts{0};
+  ServerOptions options;
+  options.client_front = [&](server::HandleSpace& space) -> Result<std::unique_ptr<Transport>> {
+    ++fronts;
+    return std::unique_ptr<Transport>(std::make_unique<Counting>(space, seen));
+  };
+  RunningServer s;
+  ASSERT_TRUE(s.start(options));
+  s.resume();
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ASSERT_TRUE(s.server().add_client(pair[1], {}).ok());
+  Bytes created = round_trip(pair[0], primary_command());
+  ASSERT_EQ(response_code_of(created), 0u);
+  EXPECT_EQ(load_be32(created.data() + 10) >> 16, 0x80FFu);  // the space's virtual handle, through the front
+  EXPECT_EQ(response_code_of(round_trip(pair[0], kGetRandom8)), 0u);
+  ::close(pair[0]);
+  s.settle();
+  EXPECT_EQ(fronts.load(), 1);
+  EXPECT_EQ(seen.load(), 2);
+  EXPECT_TRUE(s.on_tpm().empty());
+}
+
+}  // namespace
+}  // namespace tpmsec
