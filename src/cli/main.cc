@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   register_compare(app, &action);
   register_provision(app, &action);
   register_emulate(app, &action);
+  register_serve(app, &action);
 
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {
