@@ -12,11 +12,14 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -455,6 +458,96 @@ TEST_F(TabrmdServeTest, SigtermEndsTheServerAndReleasesTheName) {
   auto second = testing::run_tpmsec({"serve", "--tpm", "embedded", "--dbus", "session"});
   EXPECT_EQ(second.exit_code, 1) << describe(second);
   EXPECT_NE(second.err.find("already owned"), std::string::npos) << second.err;
+}
+
+// --- the socket front end, bound by serve or passed by systemd ---------
+
+// One GetRandom over a connected socket: the response, whole (empty on failure).
+std::vector<uint8_t> get_random_over(int fd) {
+  if (::send(fd, kGetRandom8.data(), kGetRandom8.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(kGetRandom8.size())) {
+    return {};
+  }
+  std::vector<uint8_t> r(10);
+  for (size_t got = 0; got < r.size();) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 60000) <= 0) return {};
+    ssize_t n = ::read(fd, r.data() + got, r.size() - got);
+    if (n <= 0) return {};
+    got += static_cast<size_t>(n);
+    if (got == 10) {
+      uint32_t size = (uint32_t{r[2]} << 24) | (uint32_t{r[3]} << 16) | (uint32_t{r[4]} << 8) | r[5];
+      if (size < 10 || size > 4096) return {};
+      r.resize(size);
+    }
+  }
+  return r;
+}
+
+int connect_unix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Two connections open together on the socket, each answered: through the
+// socket serve binds (0660, as /dev/tpmrm0), and through one systemd passes
+// (tpmsec.socket's activation, here by systemd-socket-activate).
+TEST(TabrmdServeSocketTest, BoundAndSocketActivated) {
+  char tmpl[] = "/tmp/tpmsec-sock-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(tmpl));
+  for (bool activated : {false, true}) {
+    std::string path = std::string(tmpl) + (activated ? "/activated.sock" : "/bound.sock");
+    Child serve;
+    if (activated) {
+      serve.pid = spawn({"systemd-socket-activate", "-l", path, TPMSEC_CLI_PATH, "serve", "--tpm", "embedded",
+                         "--dbus", "none"},
+                        {});
+    } else {
+      serve.pid = spawn({TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none", "--socket", path}, {});
+    }
+    int a = -1;
+    for (auto end = Clock::now() + kDeadline; a < 0 && Clock::now() < end;) {
+      a = connect_unix(path);
+      if (a < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_GE(a, 0) << path;
+    if (!activated) {
+      struct stat st {};
+      ASSERT_EQ(::stat(path.c_str(), &st), 0);
+      EXPECT_EQ(st.st_mode & 0777, 0660u);
+    }
+    int b = connect_unix(path);
+    ASSERT_GE(b, 0);
+    auto rb = get_random_over(b);
+    auto ra = get_random_over(a);
+    EXPECT_EQ(rb.size(), 20u);
+    EXPECT_EQ(response_code(rb), 0u);
+    EXPECT_EQ(ra.size(), 20u);
+    EXPECT_EQ(response_code(ra), 0u);
+    ::close(a);
+    // A frame larger than any TPM command ends that connection, not the server.
+    std::vector<uint8_t> huge = {0x80, 0x01, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x01, 0x7b};
+    ASSERT_EQ(::send(b, huge.data(), huge.size(), MSG_NOSIGNAL), 10);
+    char c;
+    pollfd p{b, POLLIN, 0};
+    ASSERT_GT(::poll(&p, 1, 60000), 0);
+    EXPECT_EQ(::read(b, &c, 1), 0) << "the server kept a connection that sent a 1 MiB frame header";
+    ::close(b);
+    int again = connect_unix(path);
+    ASSERT_GE(again, 0);
+    EXPECT_EQ(response_code(get_random_over(again)), 0u);
+    ::close(again);
+    int status = serve.stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    if (!activated) EXPECT_FALSE(fs::exists(path)) << "serve left the socket it bound";
+  }
+  fs::remove_all(tmpl);
 }
 
 // --- TabrmdBus in this process, behind a relay of the test's own --------

@@ -171,8 +171,16 @@ Status serve(const std::string& tpm_string, const std::string& dbus, const std::
     TPMSEC_ASSIGN_OR_RETURN(bus, server::TabrmdBus::open(options, std::move(callbacks)));
     relay.set_bus(bus.get());
   }
+  // A socket bound here is removed when the server ends (systemd's is systemd's).
+  struct Unlink {
+    std::string path;
+    ~Unlink() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  } bound;
   if (!listener.valid() && !socket_path.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(listener, bind_socket(socket_path));
+    bound.path = socket_path;
   }
 
   for (;;) {
