@@ -91,10 +91,12 @@ class PassThroughRelay {
     return true;
   }
 
+  // A client that does not read its answers fills its socket and is
+  // dropped: it never stalls the others.
   static bool write_all(int fd, const Bytes& data) {
     size_t done = 0;
     while (done < data.size()) {
-      ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+      ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       done += static_cast<size_t>(n);

@@ -43,10 +43,6 @@ constexpr const char* kErrorNotPermitted = "com.intel.tss2.Tabrmd.Error.NotPermi
 // reads continuously, so only a wedged daemon reaches this.
 constexpr int kReplyWriteTimeoutMs = 5000;
 
-struct Peer {
-  BusPeer who;
-};
-
 // A D-Bus METHOD_RETURN (D-Bus specification, "Message Format") with
 // signature "t" and one file descriptor the body does not name: what
 // tpm2-abrmd's GDBus sends (g_dbus_method_invocation_return_value_with_unix_fd_list
@@ -160,7 +156,7 @@ struct TabrmdBus::Impl {
   sd_bus_slot* object_slot = nullptr;
   TabrmdCallbacks callbacks;
   size_t max_connections = 0;
-  std::map<uint64_t, Peer> connections;
+  std::map<uint64_t, BusPeer> connections;  // live ids and who made them
   // Our own serials for the messages marshalled here, apart from sd-bus's
   // (which counts up from 1): a method return's serial names nothing the
   // daemon or the client matches on, but it must not be 0.
@@ -175,11 +171,11 @@ struct TabrmdBus::Impl {
   }
 
   // The live connection `id`, if the caller of `m` created it.
-  const Peer* owned_by_caller(sd_bus_message* m, uint64_t id) const {
+  const BusPeer* owned_by_caller(sd_bus_message* m, uint64_t id) const {
     auto it = connections.find(id);
     if (it == connections.end()) return nullptr;
     const char* sender = sd_bus_message_get_sender(m);
-    if (!sender || it->second.who.unique_name != sender) return nullptr;
+    if (!sender || it->second.unique_name != sender) return nullptr;
     return &it->second;
   }
 
@@ -238,7 +234,7 @@ int TabrmdBus::Impl::create_connection(sd_bus_message* m, void* userdata, sd_bus
     return 0;
   }
   client_end = OwnedFd();  // the client has its own copy now
-  self->connections.emplace(id, Peer{peer});
+  self->connections.emplace(id, peer);
   if (self->callbacks.on_connection) {
     self->callbacks.on_connection(std::move(server_end), id, peer);
   } else {

@@ -24,8 +24,9 @@
 //    unique bus name, which another process cannot have).
 //
 // This layer only answers the bus: what a connection's frames mean is the
-// server's. It runs in the server's poll loop (PollSource) and never blocks
-// on a client.
+// server's. It runs in the server's poll loop (PollSource) and never waits
+// for a client; it waits for the bus daemon only, for a caller's credentials
+// and (at most 5 s) for the bus socket to take a CreateConnection reply.
 #ifndef TPMSEC_SERVER_TABRMD_BUS_H_
 #define TPMSEC_SERVER_TABRMD_BUS_H_
 
