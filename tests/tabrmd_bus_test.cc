@@ -94,9 +94,11 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   return pid;
 }
 
-// The private bus: the system bus's default policy (dbus-daemon's
-// system.conf: nothing may be owned, no method called, but what a policy
-// file opens), with tpmsec's policy file included, as it is on a host.
+// The private bus: the system bus's default policy (Debian 12's
+// /usr/share/dbus-1/system.conf: every user may connect, nothing may be
+// owned and no method called but what a policy file opens), with tpmsec's
+// policy file included, as it is on a host. An abstract socket, so that
+// another user can connect and only the policy decides.
 class PrivateBus {
  public:
   bool start(std::string* error) {
@@ -107,9 +109,10 @@ class PrivateBus {
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
-  <listen>unix:path=)" << dir_ << R"(/bus</listen>
+  <listen>unix:abstract=)" << dir_ << R"(/bus</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
+    <allow user="*"/>
     <deny own="*"/>
     <deny send_type="method_call"/>
     <allow send_type="signal"/>
@@ -121,6 +124,9 @@ class PrivateBus {
     <allow receive_type="signal"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
+          send_member="UpdateActivationEnvironment"/>
   </policy>
   <include>)" << source_dir() << R"(/packaging/dbus/tpmsec.conf</include>
   <policy context="default">
@@ -444,6 +450,24 @@ TEST_F(TabrmdServeTest, IntrospectionMatchesTpm2Abrmd) {
   EXPECT_EQ(row("CreateConnection"), "method - t") << r.out;
   EXPECT_EQ(row("Cancel"), "method t u") << r.out;
   EXPECT_EQ(row("SetLocality"), "method ty u") << r.out;
+}
+
+// The shipped policy (packaging/dbus/tpmsec.conf, tpm2-abrmd's): root may
+// call the server (here busctl, sd-bus's client, which takes the descriptor
+// reply too), another user may not reach it at all (the bus listens on an
+// abstract socket, so only the policy stands between user nobody and it).
+TEST_F(TabrmdServeTest, PolicyLetsRootCallAndRefusesAnotherUser) {
+  ASSERT_EQ(::geteuid(), 0u) << "the policy test runs as root (as CI does): it calls as root and as nobody";
+  std::vector<std::string> call = {"busctl", "--address=" + g_bus->address(), "call", server::kTabrmdBusName,
+                                   server::kTabrmdObjectPath, server::kTabrmdInterface, "CreateConnection"};
+  auto root = run_command(call);
+  ASSERT_EQ(root.exit_code, 0) << describe(root);
+  EXPECT_EQ(root.out.rfind("t ", 0), 0u) << root.out;
+  std::vector<std::string> as_nobody = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  as_nobody.insert(as_nobody.end(), call.begin(), call.end());
+  auto nobody = run_command(as_nobody);
+  EXPECT_NE(nobody.exit_code, 0) << describe(nobody);
+  EXPECT_NE(nobody.err.find("ccess denied"), std::string::npos) << describe(nobody);
 }
 
 TEST_F(TabrmdServeTest, SigtermEndsTheServerAndReleasesTheName) {
