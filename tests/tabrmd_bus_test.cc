@@ -37,6 +37,7 @@
 #include <tss2/tss2_tcti.h>
 
 #include "support/run_command.h"
+#include "support/swtpm_process.h"
 #include "tpmsec/server/tabrmd_bus.h"
 #include "tpmsec/transport.h"
 
@@ -53,6 +54,9 @@ constexpr uint32_t kTctiRcNoConnection = 0x000A0008;  // TSS2_TCTI_RC_NO_CONNECT
 // What the in-process server's name is: the daemon's test policy lets this
 // process own it beside tpmsec serve's com.intel.tss2.Tabrmd.
 constexpr const char* kInProcessName = "com.intel.tss2.Tabrmd.InProcess";
+// Where the reference, Debian's tpm2-abrmd 3.0 itself, answers in the
+// differential test.
+constexpr const char* kReferenceName = "com.intel.tss2.Tabrmd.Reference";
 
 std::string source_dir() {
   fs::path here = fs::path(TPMSEC_TEST_DATA).parent_path();  // tests/
@@ -132,6 +136,8 @@ class PrivateBus {
   <policy context="default">
     <allow own=")" << kInProcessName << R"("/>
     <allow send_destination=")" << kInProcessName << R"("/>
+    <allow own=")" << kReferenceName << R"("/>
+    <allow send_destination=")" << kReferenceName << R"("/>
   </policy>
 </busconfig>
 )";
@@ -468,6 +474,57 @@ TEST_F(TabrmdServeTest, PolicyLetsRootCallAndRefusesAnotherUser) {
   auto nobody = run_command(as_nobody);
   EXPECT_NE(nobody.exit_code, 0) << describe(nobody);
   EXPECT_NE(nobody.err.find("ccess denied"), std::string::npos) << describe(nobody);
+}
+
+// Differential: Debian's tpm2-abrmd 3.0 (on a swtpm) and tpmsec serve, on
+// the same bus, asked the same things by the same client library and tools,
+// answer the same: introspection, Cancel's code, SetLocality's code for a
+// locality the relay does not apply, another peer's use of an id, a command.
+TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
+  testing::SwtpmProcess swtpm;
+  ASSERT_TRUE(swtpm.start()) << swtpm.error();
+  Child abrmd;
+  abrmd.pid = spawn({"tpm2-abrmd", "--session", "--allow-root", "--dbus-name", kReferenceName, "--tcti", swtpm.tcti()},
+                    {"G_MESSAGES_DEBUG="});
+  ASSERT_TRUE(wait_for_owner(kReferenceName, true)) << "tpm2-abrmd never took " << kReferenceName;
+
+  struct Answers {
+    std::string introspection, init, cancel, set_locality_3, foreign_cancel, random;
+    bool operator==(const Answers&) const = default;
+  };
+  auto ask = [](const std::string& name) {
+    Answers a;
+    auto intro = run_command({"busctl", "--address=" + g_bus->address(), "introspect", name,
+                              server::kTabrmdObjectPath, server::kTabrmdInterface});
+    a.introspection = intro.out;
+    TabrmdTcti t("bus_type=session,bus_name=" + name);
+    a.init = std::to_string(t.init_rc());
+    if (!t.ok()) return a;
+    a.set_locality_3 = std::to_string(Tss2_Tcti_SetLocality(t.ctx(), 3));
+    if (t.transmit(kGetRandom8) == 0) {
+      a.cancel = std::to_string(Tss2_Tcti_Cancel(t.ctx()));
+      std::vector<uint8_t> r;
+      a.random = std::to_string(t.receive(&r)) + "/" + std::to_string(response_code(r)) + "/" +
+                 std::to_string(r.size());
+    }
+    auto foreign = run_command({"busctl", "--address=" + g_bus->address(), "call", name, server::kTabrmdObjectPath,
+                                server::kTabrmdInterface, "Cancel", "t", "12345"});
+    a.foreign_cancel = std::to_string(foreign.exit_code) + " " + foreign.err;
+    return a;
+  };
+  Answers reference = ask(kReferenceName);
+  Answers ours = ask(server::kTabrmdBusName);
+  EXPECT_EQ(ours.introspection, reference.introspection);
+  EXPECT_EQ(ours.init, "0");
+  EXPECT_EQ(ours.init, reference.init);
+  EXPECT_EQ(ours.set_locality_3, reference.set_locality_3);
+  EXPECT_EQ(ours.cancel, std::to_string(server::kResmgrRcNotImplemented));
+  EXPECT_EQ(ours.cancel, reference.cancel);
+  EXPECT_EQ(ours.random, "0/0/20");
+  EXPECT_EQ(ours.random, reference.random);
+  EXPECT_NE(ours.foreign_cancel.find("No connection"), std::string::npos) << ours.foreign_cancel;
+  EXPECT_EQ(ours.foreign_cancel, reference.foreign_cancel);
+  EXPECT_TRUE(ours == reference);
 }
 
 TEST_F(TabrmdServeTest, SigtermEndsTheServerAndReleasesTheName) {
