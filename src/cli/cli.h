@@ -64,6 +64,7 @@ void register_trace(CLI::App& app, Action* action);
 void register_compare(CLI::App& app, Action* action);
 void register_provision(CLI::App& app, Action* action);
 void register_emulate(CLI::App& app, Action* action);
+void register_serve(CLI::App& app, Action* action);
 
 // A note that holds only once the command ran (the embedded simulator stood
 // in for a TPM nobody named): main() prints it after the command succeeded,

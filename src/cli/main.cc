@@ -31,6 +31,7 @@ void register_commands(CLI::App& app, Action* action) {
   register_compare(app, action);
   register_provision(app, action);
   register_emulate(app, action);
+  register_serve(app, action);
 }
 
 bool is_command(const CLI::App& app, const std::string& name) {
