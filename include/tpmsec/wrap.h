@@ -140,6 +140,10 @@ class CommandWrapper {
   // juggles session slots (session_room.cc), nor when the TPM refuses that
   // command (it keeps the session, flushed at the end).
   void end_session_with(uint64_t command) { end_with_ = command; }
+  // Forgets the Names of transient objects (a server above per-client handle
+  // spaces, whose clients' virtual handles name different objects): the next
+  // command naming one reads its Name again through the session.
+  void forget_object_names();
   // The caller's commands given to exchange() so far (a resend not counted).
   uint64_t commands() const { return commands_; }
   // Which of them (from 1) was the last the wrapper's session went on; 0

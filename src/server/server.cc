@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -48,9 +49,14 @@ class Server::Impl {
     return ok_status();
   }
 
-  Status listen(Result<Fd> fd, std::shared_ptr<const Protocol> protocol, std::string name) {
+  Status listen(Result<Fd> fd, std::shared_ptr<const Protocol> protocol, std::string name, std::string bound = "") {
     if (!fd.ok()) return fd.error();
-    listeners_.push_back(std::make_unique<Listener>(Listener{std::move(*fd), std::move(protocol), std::move(name), 0}));
+    auto l = std::make_unique<Listener>();
+    l->fd = std::move(*fd);
+    l->protocol = std::move(protocol);
+    l->name = std::move(name);
+    l->bound = std::move(bound);
+    listeners_.push_back(std::move(l));
     return ok_status();
   }
 
@@ -149,6 +155,10 @@ class Server::Impl {
     std::shared_ptr<const Protocol> protocol;
     std::string name;
     size_t open = 0;
+    std::string bound;  // a socket file this server made: removed when the listener goes
+    ~Listener() {
+      if (!bound.empty()) ::unlink(bound.c_str());
+    }
   };
   struct Client {
     Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim, bool s,
@@ -352,6 +362,7 @@ class Server::Impl {
     c.closed = true;
     c.front.reset();  // first: it may flush what it holds through the space
     c.space.reset();  // closes the client's space
+    if (o_.on_closed) o_.on_closed(c.id);
     if (c.listener) {
       --c.listener->open;
     } else {
@@ -389,13 +400,28 @@ Server::~Server() {
 }
 
 Status Server::listen_unix(const std::string& path, const UnixSocketOptions& socket) {
-  return impl_->listen(listen_unix_socket(path, socket), raw_tpm_protocol(), path);
+  return impl_->listen(listen_unix_socket(path, socket), raw_tpm_protocol(), path, path);
 }
 
 Status Server::listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
                           std::string name) {
   if (name.empty()) name = fmt::format("{}:{}", host, port);
   return impl_->listen(listen_tcp_socket(host, port), std::move(protocol), std::move(name));
+}
+
+Status Server::listen_fd(int raw, std::string name) {
+  Fd fd(raw);
+  int type = 0, listening = 0;
+  socklen_t len = sizeof(type), len2 = sizeof(listening);
+  if (!fd.valid() || ::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len2) != 0 || !listening) {
+    return usage_error(fmt::format("server: {} is not a listening stream socket", name));
+  }
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
+    return runtime_error(fmt::format("server: {}: {}", name, std::strerror(errno)));
+  }
+  return impl_->listen(std::move(fd), raw_tpm_protocol(), std::move(name));
 }
 
 Result<ClientId> Server::add_client(int fd, ClientLimits limits, PeerIdentity peer) {

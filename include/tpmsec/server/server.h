@@ -57,6 +57,10 @@ struct ServerOptions {
   // loop's thread; destroyed before the space when the client closes. An
   // error closes the connection. Empty: the space itself.
   std::function<Result<std::unique_ptr<Transport>>(HandleSpace& space)> client_front;
+  // Called on the loop's thread after a client's connection closed (for
+  // whatever reason) and its space was closed: the front end that handed it
+  // over (add_client) frees what it holds for it. May be empty.
+  std::function<void(ClientId)> on_closed;
 };
 
 struct UnixSocketOptions {
@@ -81,13 +85,18 @@ class Server {
   ~Server();  // closes every client, flushing what each created
 
   // A Unix stream socket at `path` (an existing socket file there is
-  // replaced), speaking raw_tpm_protocol(). Returns nothing until run().
+  // replaced; removed when the server ends), speaking raw_tpm_protocol().
+  // Returns nothing until run().
   Status listen_unix(const std::string& path, const UnixSocketOptions& socket = {});
   // A TCP socket on host:port speaking `protocol`. Non-blocking accepts,
   // TCP_NODELAY (a TPM command is one small frame). `name` is how the log
   // calls it ("host:port" when empty).
   Status listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
                     std::string name = "");
+  // A listening Unix stream socket someone else bound (systemd's socket
+  // activation, tpmsec.socket): taken over (closed when the server ends),
+  // speaking raw_tpm_protocol(); the socket file is its owner's.
+  Status listen_fd(int fd, std::string name);
 
   // Takes ownership of an already connected stream socket `fd` (closed on
   // failure too): a client speaking raw_tpm_protocol() with `limits`; its

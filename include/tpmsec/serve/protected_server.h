@@ -1,0 +1,100 @@
+// `tpmsec serve`'s library part: one TPM served to every program on the
+// machine (the server layer, include/tpmsec/server/server.h: a handle space
+// per client) with tpmsec's protection on every client command (the wrap
+// layer, include/tpmsec/wrap.h), its trust anchor resolved by the protect
+// path (include/tpmsec/protect.h) as the CLI's and the TCTI's are.
+//
+// The stack, per client command:
+//
+//   client frame (its virtual handles)
+//     -> the client's front: refuses a frame that names the server's own
+//        session; a handle listing goes to the space, which answers it from
+//        the client's own handles (nothing crosses the bus)
+//     -> ONE CommandWrapper for every client: the server's one salted,
+//        anchored session on the command (audit in a free slot, password ->
+//        HMAC, parameter encryption), names only from authenticated answers,
+//        the response's HMAC verified before a byte goes back
+//     -> the client's handle space (virtual -> TPM handles; objects and
+//        sessions swapped for whoever needs a slot)
+//     -> the TPM.
+//
+// The wrapper's own commands (its session's start, audited name reads) go to
+// the space of the client they are for (its server view: what they create
+// is the server's, passed through every space and never listed, saved or
+// flushed for a client), or to the server's own space between clients. So
+// the session is started once and stays: a program's PCR_Extend costs what
+// the resident strategy's extend costs, no StartAuthSession, no ContextLoad
+// of a salt key per program (Linux 6.12's answer to the per-extend cost of
+// 6.10, the LKML thread "[regression] significant delays when secureboot is
+// enabled since 6.10", 2024-09).
+//
+// A wrapper fault (a response its session does not authenticate, a lost or
+// garbled one) goes back to the client as a resource-manager error
+// (TSS2_RESMGR_RC_GENERAL_FAILURE, as tpm2-abrmd answers its own failures),
+// logged with the reason; strict's refusal as TSS2_RESMGR_RC_NOT_PERMITTED.
+// Not thread-safe beyond the Server's own contract (add_client).
+#ifndef TPMSEC_SERVE_PROTECTED_SERVER_H_
+#define TPMSEC_SERVE_PROTECTED_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tpmsec/protect.h"
+#include "tpmsec/result.h"
+#include "tpmsec/server/server.h"
+#include "tpmsec/transport.h"
+
+namespace tpmsec::serve {
+
+// TSS2_RESMGR_RC_* (tpm2-tss tss2_common.h, layer 11): what a client's TSS
+// reports for a failure of the resource manager rather than of the TPM.
+inline constexpr uint32_t kResmgrGeneralFailure = 0x000B0001;
+inline constexpr uint32_t kResmgrNotPermitted = 0x000B000C;
+
+struct ServeRequest {
+  // The TPM and its protection (the one grammar: a TPM string with its
+  // protection items, parsed by the protect layer). keep and track_handles
+  // are the server's own choice.
+  ProtectRequest protect;
+  server::ServerOptions server;
+  // Refuse a client command whose secret would cross the bus in clear
+  // (CommandWrapper::set_strict).
+  bool strict = false;
+};
+
+// What the wrapper did, for the log and for `serve --stats`.
+struct ServeCounts {
+  uint64_t commands = 0;          // client commands through the wrapper
+  uint64_t sessions_started = 0;  // the server's own sessions (1 while nothing fails)
+  uint64_t faults = 0;            // answered with a resource-manager error
+};
+
+class ProtectedServer {
+ public:
+  // Opens request.protect.tpm (device:, swtpm:, mssim:) and serves it.
+  static Result<std::unique_ptr<ProtectedServer>> open(ServeRequest request);
+  // The same over a TPM the caller opened (an emulated chip, the embedded
+  // TPM): `tpm` is the bus; the server owns it.
+  static Result<std::unique_ptr<ProtectedServer>> open(ServeRequest request, std::unique_ptr<Transport> tpm);
+  ~ProtectedServer();  // closes every client, then flushes the server's session
+  ProtectedServer(const ProtectedServer&) = delete;
+  ProtectedServer& operator=(const ProtectedServer&) = delete;
+
+  server::Server& server();
+  ProtectedTpm& protected_tpm();
+  ServeCounts counts() const;
+  // The wrapper's per-command-code report (CommandWrapper::counts_report).
+  std::string counts_report() const;
+
+  class Impl;
+
+ private:
+  explicit ProtectedServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tpmsec::serve
+
+#endif  // TPMSEC_SERVE_PROTECTED_SERVER_H_

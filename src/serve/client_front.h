@@ -1,0 +1,47 @@
+// One client's front (ServerOptions::client_front): what stands between a
+// client's frames and its handle space — the server's one CommandWrapper.
+#ifndef TPMSEC_SRC_SERVE_CLIENT_FRONT_H_
+#define TPMSEC_SRC_SERVE_CLIENT_FRONT_H_
+
+#include <functional>
+#include <string>
+
+#include "serve/routed_transport.h"
+#include "tpmsec/serve/protected_server.h"
+#include "tpmsec/server/handle_space.h"
+#include "tpmsec/transport.h"
+#include "tpmsec/wrap.h"
+
+namespace tpmsec::serve {
+
+// What every front shares: the one wrapper, the router under its factory.
+struct FrontContext {
+  CommandWrapper* wrapper = nullptr;
+  RoutedTransport* router = nullptr;
+  ServeCounts* counts = nullptr;
+  std::function<void(const std::string&)> log;
+  // The client whose virtual handles the wrapper's Name cache holds.
+  server::ClientId named_for = 0;
+};
+
+class ClientFront final : public Transport {
+ public:
+  ClientFront(server::HandleSpace& space, FrontContext& shared) : space_(space), shared_(shared) {}
+  ~ClientFront() override;
+
+  // Always a TPM response frame for the client (Result only as the
+  // Transport contract asks).
+  Result<Bytes> transmit(ByteView command) override;
+  std::string describe() const override { return space_.describe(); }
+  bool private_handles() const override { return true; }
+
+ private:
+  Bytes fault(const Error& e, uint32_t rc);
+
+  server::HandleSpace& space_;
+  FrontContext& shared_;
+};
+
+}  // namespace tpmsec::serve
+
+#endif  // TPMSEC_SRC_SERVE_CLIENT_FRONT_H_

@@ -1,0 +1,112 @@
+#include "tpmsec/serve/protected_server.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <utility>
+
+#include "serve/client_front.h"
+#include "serve/routed_transport.h"
+#include "tpmsec/server/handle_space.h"
+#include "tpmsec/session_factory.h"
+#include "tpmsec/wrap.h"
+
+namespace tpmsec::serve {
+namespace {
+
+// The server's own space: what the wrapper does between clients (its
+// session's start at open, its flush at the end). Clients' ids count up
+// from 1 (server.cc), so this one is never a client's.
+constexpr server::ClientId kServerClient = std::numeric_limits<server::ClientId>::max();
+
+}  // namespace
+
+class ProtectedServer::Impl {
+ public:
+  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::move(bus)) {}
+  ~Impl() {
+    // The wrapper flushes its session through the server's own space, so
+    // the manager (inside the server) must still be there; the clients'
+    // fronts, destroyed with the server, then find no wrapper. The server's
+    // own space closes before the server that holds its manager.
+    front_.wrapper = nullptr;
+    wrapper_.reset();
+    factory_.reset();
+    protected_.reset();
+    own_.reset();
+    server_.reset();
+  }
+
+  Status open(ServeRequest request) {
+    strict_ = request.strict;
+    log_ = request.server.log;
+    server::ServerOptions options = std::move(request.server);
+    options.isolate = true;  // the wrapper stands on a space per client
+    options.client_front = [this](server::HandleSpace& space) -> Result<std::unique_ptr<Transport>> {
+      return std::unique_ptr<Transport>(std::make_unique<ClientFront>(space, *this->front_context()));
+    };
+    TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(*bus_, std::move(options)));
+    own_ = std::make_unique<server::HandleSpace>(server_->resources(), kServerClient, server::ClientLimits{},
+                                                 server::PeerIdentity{});
+    auto routed = std::make_unique<RoutedTransport>(*bus_, own_->server_view());
+    router_ = routed.get();
+
+    ProtectRequest protect = std::move(request.protect);
+    // What earlier runs learnt of this TPM (capabilities, the null key's
+    // context) serves this one, as for the CLI and the TCTI. The server
+    // owns the TPM while it runs: no other tpmsec process's handles to track.
+    protect.keep = true;
+    protect.track_handles = false;
+    TPMSEC_ASSIGN_OR_RETURN(protected_, ProtectedTpm::open(protect, std::move(routed)));
+    TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
+    TPMSEC_ASSIGN_OR_RETURN(factory_, protected_->factory(tuning));
+    protected_->keep(factory_.get());
+    wrapper_ = std::make_unique<CommandWrapper>(*factory_);
+    wrapper_->set_strict(strict_);
+    front_ = FrontContext{wrapper_.get(), router_, &counts_, log_};
+    return ok_status();
+  }
+
+  FrontContext* front_context() { return &front_; }
+
+  std::unique_ptr<Transport> bus_;
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<server::HandleSpace> own_;
+  RoutedTransport* router_ = nullptr;  // owned by protected_
+  std::unique_ptr<ProtectedTpm> protected_;
+  std::unique_ptr<SessionFactory> factory_;
+  std::unique_ptr<CommandWrapper> wrapper_;
+  FrontContext front_;
+  ServeCounts counts_;
+  bool strict_ = false;
+  std::function<void(const std::string&)> log_;
+};
+
+Result<std::unique_ptr<ProtectedServer>> ProtectedServer::open(ServeRequest request) {
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> bus, open_bus_transport(request.protect.tpm));
+  return open(std::move(request), std::move(bus));
+}
+
+Result<std::unique_ptr<ProtectedServer>> ProtectedServer::open(ServeRequest request, std::unique_ptr<Transport> tpm) {
+  auto impl = std::make_unique<Impl>(std::move(tpm));
+  TPMSEC_RETURN_IF_ERROR(impl->open(std::move(request)));
+  return std::unique_ptr<ProtectedServer>(new ProtectedServer(std::move(impl)));
+}
+
+ProtectedServer::ProtectedServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProtectedServer::~ProtectedServer() = default;
+
+server::Server& ProtectedServer::server() { return *impl_->server_; }
+ProtectedTpm& ProtectedServer::protected_tpm() { return *impl_->protected_; }
+
+ServeCounts ProtectedServer::counts() const {
+  ServeCounts c = impl_->counts_;
+  c.sessions_started = impl_->wrapper_ ? impl_->wrapper_->sessions_started() : 0;
+  return c;
+}
+
+std::string ProtectedServer::counts_report() const {
+  return impl_->wrapper_ ? impl_->wrapper_->counts_report() : std::string();
+}
+
+}  // namespace tpmsec::serve
