@@ -1,5 +1,7 @@
 #include "testing/transport_doubles.h"
 
+#include "tpmsec/frame_header.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::testing {
@@ -26,10 +28,15 @@ Result<Bytes> RecordingTransport::transmit(ByteView command) {
   return r;
 }
 
-uint32_t command_code_of(ByteView command) { return command.size() >= 10 ? load_be32(command.data() + 6) : 0; }
+uint32_t command_code_of(ByteView command) {
+  HeaderRead hr = read_frame_header(command, command.size());
+  return hr.check == FrameCheck::kIncomplete ? 0 : hr.header.code;
+}
 
 bool succeeded(const Result<Bytes>& response) {
-  return response.ok() && response->size() >= 10 && load_be32(response->data() + 6) == 0;
+  if (!response.ok()) return false;
+  HeaderRead hr = read_frame_header(*response, response->size());
+  return hr.check != FrameCheck::kIncomplete && hr.header.code == rc::kSuccess;
 }
 
 }  // namespace tpmsec::testing

@@ -113,7 +113,7 @@ class BatchFailure : public ::testing::Test {
   void fail_third_extend(uint32_t code, bool executed) {
     auto extends = std::make_shared<size_t>(0);
     proxy_->set_rule([code, executed, extends](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-      if (c.code != cmd::PcrExtend::kInfo.code || (*extends)++ != kFailingExtend) return pass(c, tpm);
+      if (c.code != cc::kPcrExtend || (*extends)++ != kFailingExtend) return pass(c, tpm);
       if (executed) {
         Reply r = pass(c, tpm);
         if (!r.response) return r;
@@ -219,7 +219,7 @@ TEST_F(BatchFailure, AFailedLastExtendLeavesNoHandle) {
       ASSERT_NO_FATAL_FAILURE(reset_pcr());
       auto extends = std::make_shared<size_t>(0);
       proxy_->set_rule([executed, extends](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-        if (c.code != cmd::PcrExtend::kInfo.code || (*extends)++ != kDigests - 1) return pass(c, tpm);
+        if (c.code != cc::kPcrExtend || (*extends)++ != kDigests - 1) return pass(c, tpm);
         if (executed && !pass(c, tpm).response) return Reply::close();
         ResponseFrame error;
         error.code = rc::kFailure;
@@ -257,7 +257,7 @@ struct RenamedAuditSession {
 };
 
 Reply rename_audit_session(RenamedAuditSession& a, const ProxiedCommand& c, Upstream& tpm) {
-  if (c.code == cmd::PcrExtend::kInfo.code && a.extends++ == 1) {
+  if (c.code == cc::kPcrExtend && a.extends++ == 1) {
     auto f = parse_command(c.bytes);
     if (!f.ok() || f->sessions.empty()) return Reply::close();
     a.withheld = c.bytes;
@@ -267,13 +267,13 @@ Reply rename_audit_session(RenamedAuditSession& a, const ProxiedCommand& c, Upst
     return Reply::answer(build_response(error));
   }
   if (!a.withheld) return pass(c, tpm);
-  if (c.code == cmd::FlushContext::kInfo.code && c.bytes.size() == 14 && load_be32(c.bytes.data() + 10) == a.victim) {
+  if (c.code == cc::kFlushContext && c.bytes.size() == 14 && load_be32(c.bytes.data() + 10) == a.victim) {
     ++a.flushes_dropped;
     ResponseFrame ok;
     ok.code = rc::kSuccess;
     return Reply::answer(build_response(ok));
   }
-  if (c.code == cmd::StartAuthSession::kInfo.code && a.renamed == 0) {
+  if (c.code == cc::kStartAuthSession && a.renamed == 0) {
     Reply r = pass(c, tpm);
     if (!r.response) return r;
     auto f = parse_response(*r.response, c.code);

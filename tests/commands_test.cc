@@ -293,7 +293,7 @@ TEST(CommandParams, StartAuthSessionMatchesTranscript) {
   // And the recorded command.
   SplitCommand s = split_command(H(kStartAuthSessionCommand), 2);
   EXPECT_EQ(s.tag, st::kNoSessions);
-  EXPECT_EQ(s.code, cmd::StartAuthSession::kInfo.code);
+  EXPECT_EQ(s.code, cc::kStartAuthSession);
   EXPECT_EQ(s.handles, (std::vector<uint32_t>{0x80000000, rh::kNull}));
   EXPECT_EQ(to_hex(p), to_hex(s.params));
   // Defaults: unbound, unsalted by handle (TPM_RH_NULL for both).
@@ -916,12 +916,12 @@ TEST_F(PreSend, CommandOverTheCommandSizeLimit) {
                                 "at most 4096 allowed"}) {
     EXPECT_NE(refused.error().message().find(part), std::string::npos) << refused.error().message();
   }
-  EXPECT_EQ(transmitted(cmd::ContextLoad::kInfo.code), 0u) << "a refused command reached the transport";
+  EXPECT_EQ(transmitted(cc::kContextLoad), 0u) << "a refused command reached the transport";
 
   // Exactly 4096 bytes go out: the TPM sees the command (and refuses the bogus context).
   c.context.blob.resize(4096 - 10 - 18);
   auto r = tpm_->run(c);
-  EXPECT_EQ(transmitted(cmd::ContextLoad::kInfo.code), 1u);
+  EXPECT_EQ(transmitted(cc::kContextLoad), 1u);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kTpm) << r.error().message();
   EXPECT_NE(r.error().tpm_rc(), 0x142u) << "TPM_RC_COMMAND_SIZE: the TPM took fewer than 4096 bytes";

@@ -225,8 +225,8 @@ TEST_F(EkSaltTest, GenuineEkAndTheRightCaExtend) {
   size_t nv_reads = 0;
   proxy_->set_rule([&](const ProxiedCommand& c, Upstream& tpm) {
     auto f = parse_command(c.bytes);
-    if (f.ok() && f->code == cmd::CreatePrimary::kInfo.code) hierarchies.push_back(f->handles[0]);
-    if (f.ok() && f->code == cmd::NvRead::kInfo.code) ++nv_reads;
+    if (f.ok() && f->code == cc::kCreatePrimary) hierarchies.push_back(f->handles[0]);
+    if (f.ok() && f->code == cc::kNvRead) ++nv_reads;
     return pass(c, tpm);
   });
   for (const Case& c : cases) {
@@ -347,7 +347,7 @@ TEST_F(EkSaltTest, SubstitutedRsaEkIsRefused) {
   proxy_->set_rule([&rewritten](const ProxiedCommand& c, Upstream& tpm) -> Reply {
     Reply r = pass(c, tpm);
     auto cmd_frame = parse_command(c.bytes);
-    if (c.code != cmd::CreatePrimary::kInfo.code || !r.response || !cmd_frame.ok() ||
+    if (c.code != cc::kCreatePrimary || !r.response || !cmd_frame.ok() ||
         cmd_frame->handles[0] != rh::kEndorsement) {
       return r;
     }
@@ -384,12 +384,12 @@ TEST_F(EkSaltTest, SubstitutedRsaEkIsRefused) {
 TEST_F(EkSaltTest, SwappedSaltKeyHandleIsRefused) {
   size_t swapped = 0;
   proxy_->set_rule([&swapped](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-    if (c.code != cmd::StartAuthSession::kInfo.code) return pass(c, tpm);
+    if (c.code != cc::kStartAuthSession) return pass(c, tpm);
     auto f = parse_command(c.bytes);
     if (!f.ok() || f->handles[0] == rh::kNull) return pass(c, tpm);
     // The decoy: a P-256 primary of the null hierarchy, created for this session.
     CommandFrame create;
-    create.code = cmd::CreatePrimary::kInfo.code;
+    create.code = cc::kCreatePrimary;
     create.handles = {rh::kNull};
     SessionEntry pw;
     pw.handle = rh::kPasswordSession;
@@ -407,7 +407,7 @@ TEST_F(EkSaltTest, SwappedSaltKeyHandleIsRefused) {
     f->handles[0] = decoy->handles[0];
     auto rsp = tpm.transmit(build_command(*f));
     CommandFrame flush;
-    flush.code = cmd::FlushContext::kInfo.code;
+    flush.code = cc::kFlushContext;
     flush.parameters = be32(decoy->handles[0]);
     (void)tpm.transmit(build_command(flush));
     ++swapped;
@@ -597,7 +597,7 @@ TEST_F(EkSaltTest, KernelPinCatchesARelayOnFirstUse) {
   bool to_twin = false;
   proxy_->set_rule([&](const ProxiedCommand& c, Upstream& tpm) -> Reply {
     auto f = parse_command(c.bytes);
-    if (f.ok() && c.code == cmd::CreatePrimary::kInfo.code && f->handles[0] == rh::kNull) ++null_primaries;
+    if (f.ok() && c.code == cc::kCreatePrimary && f->handles[0] == rh::kNull) ++null_primaries;
     return to_twin ? relay(c, tpm) : pass(c, tpm);
   });
   struct Outcome {

@@ -15,6 +15,7 @@
 #include "support/test_tpm.h"
 #include "support/fault_injection.h"
 #include "testing/transport_doubles.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/handle_ledger.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
@@ -274,7 +275,7 @@ TEST_P(LedgerAttackTest, AForgedStartAuthSessionNamingTheCallersSessionFlushesNe
   ASSERT_TRUE(mine.ok()) << mine.error().message();
   uint32_t live = (*mine)->handle();
 
-  rewrite_.arm(cmd::StartAuthSession::kInfo.code, live);
+  rewrite_.arm(cc::kStartAuthSession, live);
   auto forged = f->start(0);
   ASSERT_FALSE(forged.ok());
   EXPECT_EQ(forged.error().kind(), ErrorKind::kIntegrity);
@@ -301,7 +302,7 @@ TEST_P(LedgerAttackTest, AForgedStartAuthSessionNamingSomebodyElsesSessionFlushe
 
   auto f = factory();
   ASSERT_TRUE(f);
-  rewrite_.arm(cmd::StartAuthSession::kInfo.code, foreign);
+  rewrite_.arm(cc::kStartAuthSession, foreign);
   auto forged = f->start(0);
   ASSERT_FALSE(forged.ok());
   EXPECT_EQ(forged.error().kind(), ErrorKind::kIntegrity);
@@ -313,7 +314,7 @@ TEST_P(LedgerAttackTest, AForgedStartAuthSessionNamingSomebodyElsesSessionFlushe
 TEST_P(LedgerAttackTest, AForgedCreatePrimaryNamingAnotherObjectLeavesIt) {
   uint32_t theirs = foreign_object();
   ASSERT_NE(theirs, 0u);
-  rewrite_.arm(cmd::CreatePrimary::kInfo.code, theirs);
+  rewrite_.arm(cc::kCreatePrimary, theirs);
   auto key = NullKey::create(*victim_, SaltKind::kEcc);
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().kind(), ErrorKind::kIntegrity);
@@ -334,7 +335,7 @@ TEST_P(LedgerAttackTest, AForgedContextLoadNamingALiveHandleLeavesIt) {
   // caller's own session.
   for (uint32_t named : {theirs, (*mine)->handle()}) {
     SCOPED_TRACE(::testing::Message() << std::hex << named);
-    rewrite_.arm(cmd::ContextLoad::kInfo.code, named);
+    rewrite_.arm(cc::kContextLoad, named);
     auto forged = f->start(0);
     ASSERT_FALSE(forged.ok());
     EXPECT_EQ(forged.error().kind(), ErrorKind::kIntegrity) << forged.error().message();
@@ -355,7 +356,7 @@ TEST_P(LedgerAttackTest, AForgedSessionContextLoadNamingAnotherSessionLeavesBoth
   auto context = (*saved)->save(*victim_);
   ASSERT_TRUE(context.ok()) << context.error().message();
 
-  rewrite_.arm(cmd::ContextLoad::kInfo.code, (*other)->handle());
+  rewrite_.arm(cc::kContextLoad, (*other)->handle());
   Status loaded = (*saved)->load(*victim_, *context);
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error().kind(), ErrorKind::kIntegrity);
@@ -443,7 +444,7 @@ TEST_P(LedgerAttackTest, AHiddenPolicySessionSurvivesALostHmacSession) {
 
   auto fired = std::make_shared<bool>(false);
   faults_->set_hook([fired](size_t, uint32_t code, ByteView) {
-    if (*fired || code != cmd::StartAuthSession::kInfo.code) return Fault::pass();
+    if (*fired || code != cc::kStartAuthSession) return Fault::pass();
     *fired = true;
     return Fault::fail(true);  // the TPM ran it; the answer is lost
   });
@@ -507,24 +508,24 @@ TEST_P(LedgerAttackTest, LostResponsesOfEveryCreatingCommandLeaveNothing) {
   const std::vector<Operation> operations = {
       {"CreatePrimary",
        [&](const Fault& fault) -> Status {
-         arm(cmd::CreatePrimary::kInfo.code, fault);
+         arm(cc::kCreatePrimary, fault);
          return status_of(NullKey::create(*victim_, SaltKind::kEcc));
        }},
       {"StartAuthSession",
        [&](const Fault& fault) -> Status {
-         arm(cmd::StartAuthSession::kInfo.code, fault);
+         arm(cc::kStartAuthSession, fault);
          return status_of(f->start(0));
        }},
       {"ContextLoad of an object",
        [&](const Fault& fault) -> Status {
-         arm(cmd::ContextLoad::kInfo.code, fault);
+         arm(cc::kContextLoad, fault);
          return status_of(f->start(0));
        }},
       {"ContextLoad of a session",
        [&](const Fault& fault) -> Status {
          TPMSEC_ASSIGN_OR_RETURN(auto s, f->start(attr::kContinueSession));
          TPMSEC_ASSIGN_OR_RETURN(Context context, s->save(*victim_));
-         arm(cmd::ContextLoad::kInfo.code, fault);
+         arm(cc::kContextLoad, fault);
          return s->load(*victim_, context);
        }},
       {"Load",
@@ -533,7 +534,7 @@ TEST_P(LedgerAttackTest, LostResponsesOfEveryCreatingCommandLeaveNothing) {
          load.parent_handle = parent_key->named(parent->get());
          load.in_private = sealed->out_private;
          load.in_public = sealed->out_public;
-         arm(cmd::Load::kInfo.code, fault);
+         arm(cc::kLoad, fault);
          TPMSEC_ASSIGN_OR_RETURN(auto loaded, victim_->run(load, {Auth::password()}));
          return victim_->flush(loaded.object_handle);
        }},
@@ -598,7 +599,7 @@ TEST_P(LedgerAttackTest, FlushesThatDoNotClearlySucceedLeaveNothing) {
       SCOPED_TRACE(::testing::Message() << name << ", round " << round);
       auto s = f->start(attr::kContinueSession);
       ASSERT_TRUE(s.ok()) << s.error().message();
-      *shot = OneShot{cmd::FlushContext::kInfo.code, fault, false};
+      *shot = OneShot{cc::kFlushContext, fault, false};
       s->reset();
       EXPECT_TRUE(shot->fired);
       EXPECT_TRUE(handles_in_tpm().empty());

@@ -45,8 +45,8 @@ class HeldHandlesTest : public testing::TpmTest {
     if (IsSkipped() || HasFatalFailure()) return;
     bus_ = std::make_unique<testing::InterposingTransport>(transport(), [this](ByteView c, Transport& inner) {
       uint32_t code = testing::command_code_of(c);
-      if (code == cmd::FlushContext::kInfo.code && c.size() >= 14) flushed_.push_back(load_be32(c.data() + 10));
-      if (code == cmd::GetCapability::kInfo.code && forged_listing_) return Result<Bytes>(handle_listing(*forged_listing_));
+      if (code == cc::kFlushContext && c.size() >= 14) flushed_.push_back(load_be32(c.data() + 10));
+      if (code == cc::kGetCapability && forged_listing_) return Result<Bytes>(handle_listing(*forged_listing_));
       sent_.push_back(code);
       return inner.transmit(c);
     });

@@ -83,10 +83,10 @@ std::string hex_handles(const std::vector<uint32_t>& handles) {
 Bytes extend_command(uint32_t pcr, ByteView digest) {
   DigestValues v;
   v.digests.push_back(TaggedHash{alg::kSha256, Bytes(digest.begin(), digest.end())});
-  return password_command(cmd::PcrExtend::kInfo.code, {pcr}, marshal_to_bytes(v).value());
+  return password_command(cc::kPcrExtend, {pcr}, marshal_to_bytes(v).value());
 }
 
-Bytes reset_command(uint32_t pcr) { return password_command(cmd::PcrReset::kInfo.code, {pcr}, {}); }
+Bytes reset_command(uint32_t pcr) { return password_command(cc::kPcrReset, {pcr}, {}); }
 
 // The sha256 digests of a PCR_Extend command.
 std::vector<Bytes> digests_in(const CommandFrame& extend) {
@@ -124,7 +124,7 @@ Bytes forged_success(const CommandFrame& command) {
 Rule rewrite_create_primary(uint32_t hierarchy, std::function<void(Public&)> rewrite, bool restore_answer,
                             size_t* rewritten) {
   return [=](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-    if (c.code != cmd::CreatePrimary::kInfo.code) return pass(c, tpm);
+    if (c.code != cc::kCreatePrimary) return pass(c, tpm);
     auto f = parse_command(c.bytes);
     if (!f.ok() || f->handles.size() != 1 || f->handles[0] != hierarchy) return pass(c, tpm);
     cmd::CreatePrimary asked;
@@ -233,7 +233,7 @@ const std::vector<Identity>& forged_identities() {
 
 // GetCapability(TPM_CAP_TPM_PROPERTIES) responses rewritten to `id`.
 Result<Bytes> rewrite_identity(ByteView response, const Identity& id) {
-  TPMSEC_ASSIGN_OR_RETURN(ResponseFrame f, parse_response(response, cmd::GetCapability::kInfo.code));
+  TPMSEC_ASSIGN_OR_RETURN(ResponseFrame f, parse_response(response, cc::kGetCapability));
   if (f.code != rc::kSuccess) return Bytes(response.begin(), response.end());
   Reader r(f.parameters);
   cmd::GetCapability::Response rsp;
@@ -261,7 +261,7 @@ Result<Bytes> rewrite_identity(ByteView response, const Identity& id) {
 // the attacker claims success anyway (it cannot compute the response HMAC).
 Rule forged_identity_rule(const Identity& id) {
   return [id](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-    if (c.code == cmd::GetCapability::kInfo.code) {
+    if (c.code == cc::kGetCapability) {
       Reply r = pass(c, tpm);
       if (!r.response) return r;
       auto forged = rewrite_identity(*r.response, id);
@@ -269,7 +269,7 @@ Rule forged_identity_rule(const Identity& id) {
       r.response = std::move(*forged);
       return r;
     }
-    if (c.code != cmd::PcrExtend::kInfo.code) return pass(c, tpm);
+    if (c.code != cc::kPcrExtend) return pass(c, tpm);
     auto f = parse_command(c.bytes);
     if (!f.ok()) return Reply::close();
     CommandFrame swapped = *f;
@@ -576,7 +576,7 @@ enum class SessionForgery { kNonceTpm, kHandle };
 Rule forge_start_auth_session(SessionForgery what) {
   return [what](const ProxiedCommand& c, Upstream& tpm) -> Reply {
     Reply r = pass(c, tpm);
-    if (c.code != cmd::StartAuthSession::kInfo.code || !r.response) return r;
+    if (c.code != cc::kStartAuthSession || !r.response) return r;
     auto f = parse_response(*r.response, c.code);
     if (!f.ok() || f->code != rc::kSuccess) return r;
     if (what == SessionForgery::kHandle) {
@@ -625,7 +625,7 @@ TEST_F(InterposerTest, ForgedErrorAfterTheExtendNeverExtendsTwice) {
       bool forged = false;
       proxy_->set_rule([code, &forged](const ProxiedCommand& c, Upstream& tpm) -> Reply {
         Reply r = pass(c, tpm);
-        if (c.code != cmd::PcrExtend::kInfo.code || forged || !r.response) return r;
+        if (c.code != cc::kPcrExtend || forged || !r.response) return r;
         forged = true;
         ResponseFrame error;
         error.code = code;
@@ -655,7 +655,7 @@ class AuditReplay {
   Rule record() {
     return [this](const ProxiedCommand& c, Upstream& tpm) {
       Reply r = pass(c, tpm);
-      if (c.code == cmd::PcrRead::kInfo.code && r.response && is_audited(c)) recorded_.push_back(*r.response);
+      if (c.code == cc::kPcrRead && r.response && is_audited(c)) recorded_.push_back(*r.response);
       return r;
     };
   }
@@ -664,7 +664,7 @@ class AuditReplay {
   Rule replay(size_t which, size_t from) {
     return [this, which, from](const ProxiedCommand& c, Upstream& tpm) {
       Reply r = pass(c, tpm);
-      if (c.code != cmd::PcrRead::kInfo.code || !r.response || !is_audited(c)) return r;
+      if (c.code != cc::kPcrRead || !r.response || !is_audited(c)) return r;
       if (reads_++ >= from && which < recorded_.size()) {
         r.response = recorded_[which];
         ++replayed_;
@@ -745,8 +745,8 @@ class PcrResetInjector {
  public:
   PcrResetInjector(size_t after_extends, bool replay) : after_(after_extends), replay_(replay) {}
   Reply operator()(const ProxiedCommand& c, Upstream& tpm) {
-    if (c.code == cmd::PcrReset::kInfo.code) seen_.clear();
-    if (c.code == cmd::PcrExtend::kInfo.code && extends_ == after_ && !injected_) {
+    if (c.code == cc::kPcrReset) seen_.clear();
+    if (c.code == cc::kPcrExtend && extends_ == after_ && !injected_) {
       injected_ = true;
       if (!succeeds(tpm, reset_command(kPcr))) return Reply::close();
       if (replay_) {
@@ -755,7 +755,7 @@ class PcrResetInjector {
         }
       }
     }
-    if (c.code == cmd::PcrExtend::kInfo.code) {
+    if (c.code == cc::kPcrExtend) {
       ++extends_;
       if (auto f = parse_command(c.bytes); f.ok()) {
         for (Bytes& d : digests_in(*f)) seen_.push_back(std::move(d));
@@ -960,11 +960,11 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
     std::string strategy;
   };
   const std::vector<Case> cases{
-      {"CreatePrimary", cmd::CreatePrimary::kInfo.code, false, "per-command"},
-      {"ContextLoad of the null key", cmd::ContextLoad::kInfo.code, false, "per-command"},
-      {"StartAuthSession", cmd::StartAuthSession::kInfo.code, true, "per-command"},
-      {"StartAuthSession", cmd::StartAuthSession::kInfo.code, true, "resident"},
-      {"ContextLoad of the session", cmd::ContextLoad::kInfo.code, true, "saved-context"},
+      {"CreatePrimary", cc::kCreatePrimary, false, "per-command"},
+      {"ContextLoad of the null key", cc::kContextLoad, false, "per-command"},
+      {"StartAuthSession", cc::kStartAuthSession, true, "per-command"},
+      {"StartAuthSession", cc::kStartAuthSession, true, "resident"},
+      {"ContextLoad of the session", cc::kContextLoad, true, "saved-context"},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(fmt::format("{} names the foreign {}, {}", k.what, k.session ? "session" : "object", k.strategy));
@@ -976,7 +976,7 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
     // ContextLoad of the null key vs of a session: only rename loads of the kind named.
     Rule rename = rename_response_handle(k.code, target);
     proxy_->set_rule([&, rename](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-      if (k.code == cmd::ContextLoad::kInfo.code) {
+      if (k.code == cc::kContextLoad) {
         auto f = parse_command(c.bytes);
         if (f.ok() && f->code == k.code) {
           auto ctx = unmarshal_exact<Context>(f->parameters, "context");
@@ -1029,15 +1029,15 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
       Reply r = pass(c, tpm);
       if (!r.response) return r;
       const bool creates_the_kind =
-          !k.lose_session ? (c.code == cmd::CreatePrimary::kInfo.code || c.code == cmd::ContextLoad::kInfo.code)
-                          : c.code == cmd::StartAuthSession::kInfo.code;
+          !k.lose_session ? (c.code == cc::kCreatePrimary || c.code == cc::kContextLoad)
+                          : c.code == cc::kStartAuthSession;
       if (creates_the_kind && !*lost) {
         *lost = true;
         Bytes half(r.response->begin(), r.response->begin() + std::max<size_t>(10, r.response->size() / 2));
         store_be32(half.data() + 2, static_cast<uint32_t>(half.size()));
         return Reply::answer(std::move(half));
       }
-      if (c.code != cmd::GetCapability::kInfo.code || *lost) return r;
+      if (c.code != cc::kGetCapability || *lost) return r;
       // Before the loss: every listing leaves the hidden handle out.
       auto f = parse_response(*r.response, c.code);
       if (!f.ok() || f->code != rc::kSuccess || f->parameters.size() < 9 ||
@@ -1123,7 +1123,7 @@ class BindSecretTest : public InterposerTest {
 TEST_F(BindSecretTest, AForgedAnswerIsAnIntegrityFailure) {
   std::string before = pcr();
   proxy_->set_rule([](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-    if (c.code != cmd::PcrExtend::kInfo.code) return pass(c, tpm);
+    if (c.code != cc::kPcrExtend) return pass(c, tpm);
     auto frame = parse_command(c.bytes);
     if (!frame.ok() || frame->sessions.empty()) return pass(c, tpm);
     ResponseFrame forged;
@@ -1220,7 +1220,7 @@ class SaltKeyTest : public InterposerTest {
 TEST_F(SaltKeyTest, AForgedAnswerIsAnIntegrityFailure) {
   std::string before = pcr();
   proxy_->set_rule([](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-    if (c.code != cmd::PcrExtend::kInfo.code) return pass(c, tpm);
+    if (c.code != cc::kPcrExtend) return pass(c, tpm);
     auto frame = parse_command(c.bytes);
     if (!frame.ok() || frame->sessions.empty()) return pass(c, tpm);
     return Reply::answer(forged_success(*frame));
@@ -1289,7 +1289,7 @@ TEST_F(SaltKeyTest, AForgedPublicAreaIsNeverPinned) {
   }
 
   proxy_->set_rule([forged](const ProxiedCommand& c, Upstream& tpm) -> Reply {
-    if (c.code != cmd::ReadPublic::kInfo.code) return pass(c, tpm);
+    if (c.code != cc::kReadPublic) return pass(c, tpm);
     Reply r = pass(c, tpm);
     if (!r.response) return r;
     auto f = parse_response(*r.response, c.code);
@@ -1490,7 +1490,7 @@ class ReadBack : public InterposerTest {
   size_t reads_in(const std::string& strategy) {
     auto reads = std::make_shared<size_t>(0);
     proxy_->set_rule([reads](const ProxiedCommand& c, Upstream& tpm) {
-      if (c.code == cmd::PcrRead::kInfo.code) ++*reads;
+      if (c.code == cc::kPcrRead) ++*reads;
       return pass(c, tpm);
     });
     auto r = through_proxy(args(strategy));
@@ -1502,7 +1502,7 @@ class ReadBack : public InterposerTest {
   void on_read_back(size_t reads, std::function<Reply(const ProxiedCommand&, Upstream&)> act) {
     auto seen = std::make_shared<size_t>(0);
     proxy_->set_rule([=](const ProxiedCommand& c, Upstream& tpm) {
-      if (c.code == cmd::PcrRead::kInfo.code && ++*seen == reads) return act(c, tpm);
+      if (c.code == cc::kPcrRead && ++*seen == reads) return act(c, tpm);
       return pass(c, tpm);
     });
   }

@@ -28,6 +28,7 @@
 #include "support/test_tpm.h"
 #include "support/fault_injection.h"
 #include "testing/transport_doubles.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
 
@@ -68,7 +69,7 @@ class Schedule {
 // response was lost still extended).
 struct Witness {
   void operator()(ByteView command, const Result<Bytes>& r) {
-    if (testing::command_code_of(command) == cmd::PcrExtend::kInfo.code && testing::succeeded(r)) {
+    if (testing::command_code_of(command) == cc::kPcrExtend && testing::succeeded(r)) {
       ++extends;
       // The digest is the last 32 bytes of a one-digest SHA-256 PCR_Extend.
       pcr = sha256(pcr, ByteView(command).last(32));
@@ -91,10 +92,10 @@ const char* kind_name(Kind k) {
 }
 
 bool is_protected(uint32_t code) {
-  return code == cmd::PcrExtend::kInfo.code || code == cmd::GetRandom::kInfo.code || code == cmd::PcrRead::kInfo.code;
+  return code == cc::kPcrExtend || code == cc::kGetRandom || code == cc::kPcrRead;
 }
 bool is_setup(uint32_t code) {
-  return code == cmd::ContextLoad::kInfo.code || code == cmd::StartAuthSession::kInfo.code;
+  return code == cc::kContextLoad || code == cc::kStartAuthSession;
 }
 
 struct PickedFault {
@@ -367,9 +368,9 @@ TEST_P(LeakTest, HandleOfAResponseThatFailsToParseIsFlushed) {
   Fault trailing_byte = Fault::append_response({0});
   trailing_byte.response_flips = {{5, 0x01}};  // size 14 -> 15: the frame stays consistent
   const Case cases[] = {
-      {cmd::StartAuthSession::kInfo.code, Fault::flip_response(15, 0x01), "StartAuthSession nonceTPM size 32 -> 33"},
-      {cmd::StartAuthSession::kInfo.code, Fault::flip_response(14, 0x01), "StartAuthSession nonceTPM size 32 -> 288"},
-      {cmd::ContextLoad::kInfo.code, trailing_byte, "ContextLoad with one trailing byte"},
+      {cc::kStartAuthSession, Fault::flip_response(15, 0x01), "StartAuthSession nonceTPM size 32 -> 33"},
+      {cc::kStartAuthSession, Fault::flip_response(14, 0x01), "StartAuthSession nonceTPM size 32 -> 288"},
+      {cc::kContextLoad, trailing_byte, "ContextLoad with one trailing byte"},
   };
   for (const Case& c : cases) {
     faults_->set_hook([&](size_t, uint32_t code, ByteView) { return code == c.command_code ? c.fault : Fault::pass(); });

@@ -668,7 +668,7 @@ class Interposer {
 
  private:
   Fault hook(uint32_t code, ByteView command) {
-    if (code != cmd::GetCapability::kInfo.code) return Fault::pass();
+    if (code != cc::kGetCapability) return Fault::pass();
     bool sessions = command.size() >= 2 && (command[0] << 8 | command[1]) == st::kSessions;
     audited_reads += sessions;
     if (forged.empty() || (sessions && !audited_too)) return Fault::pass();

@@ -6,6 +6,7 @@
 
 #include "support/test_tpm.h"
 #include "support/fault_injection.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/strategy.h"
 
@@ -202,7 +203,7 @@ TEST_P(StrategyFaultTest, SavedContextSurvivesForgedRetriesOnEveryContextLoad) {
     auto forged = std::make_shared<int>(0);
     faults_->set_hook([forged, executed](size_t, uint32_t code, ByteView command) {
       // ContextLoad of a session: TPMS_CONTEXT.savedHandle (after the 8-byte sequence) is a session handle.
-      if (code != cmd::ContextLoad::kInfo.code || command.size() < 22 || command[18] != ht::kHmacSession) {
+      if (code != cc::kContextLoad || command.size() < 22 || command[18] != ht::kHmacSession) {
         return Fault::pass();
       }
       ++*forged;

@@ -20,6 +20,7 @@
 
 #include "support/test_tpm.h"
 #include "support/fault_injection.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
 
@@ -123,9 +124,9 @@ class TamperTest : public testing::TpmTest {
     armed_fault_ = fault;
     armed_ = true;
     Status st;
-    if (t.command_code == cmd::PcrExtend::kInfo.code) {
+    if (t.command_code == cc::kPcrExtend) {
       st = pcr_extend(*faulty_tpm_, alg::kSha256, kPcr, digest, auth);
-    } else if (t.command_code == cmd::GetRandom::kInfo.code) {
+    } else if (t.command_code == cc::kGetRandom) {
       auto r = faulty_tpm_->run(cmd::GetRandom{32}, {auth});
       if (!r.ok()) st = r.error();
       else if (r->random_bytes.bytes.size() != 32) st = parse_error("GetRandom returned a different size");
@@ -164,9 +165,9 @@ class TamperTest : public testing::TpmTest {
 
 TEST_P(TamperTest, EveryMutationOfAProtectedCommandFails) {
   const Target targets[] = {
-      {"PCR_Extend (HMAC)", cmd::PcrExtend::kInfo.code, 0, true},
-      {"GetRandom (encrypt)", cmd::GetRandom::kInfo.code, attr::kEncrypt, false},
-      {"PCR_Read (audit)", cmd::PcrRead::kInfo.code, attr::kAudit | attr::kContinueSession, false},
+      {"PCR_Extend (HMAC)", cc::kPcrExtend, 0, true},
+      {"GetRandom (encrypt)", cc::kGetRandom, attr::kEncrypt, false},
+      {"PCR_Read (audit)", cc::kPcrRead, attr::kAudit | attr::kContinueSession, false},
   };
   auto start = std::chrono::steady_clock::now();
   // command -> "command"/"response" -> outcome -> count
@@ -285,7 +286,7 @@ TEST_P(TamperTest, EveryMutationOfAProtectedCommandFails) {
 // decrypt/encrypt.
 TEST_P(TamperTest, RewrittenSessionCipherIsDetected) {
   faults_->set_hook([](size_t, uint32_t code, ByteView command) {
-    if (code != cmd::StartAuthSession::kInfo.code || command.size() < 8) return Fault::pass();
+    if (code != cc::kStartAuthSession || command.size() < 8) return Fault::pass();
     // ... symmetric (algorithm, keyBits, mode) || authHash ends the command.
     size_t key_bits = command.size() - 6;
     Fault f;

@@ -721,7 +721,7 @@ class Replayer {
     uint32_t code = load_be32(code_bytes.data());  // checked against the command in run_protected
 
     switch (code) {
-      case cmd::GetRandom::kInfo.code: {
+      case cc::kGetRandom: {
         cmd::GetRandom c;
         // The request is as long as the plaintext the TPM returned.
         c.bytes_requested = static_cast<uint16_t>(s.hex("rspFirstParamPlain").size());
@@ -731,7 +731,7 @@ class Replayer {
         });
         break;
       }
-      case cmd::Create::kInfo.code: {
+      case cc::kCreate: {
         ASSERT_TRUE(null_key_.ready);
         cmd::Create c;
         c.parent_handle = null_key_.named();
@@ -758,7 +758,7 @@ class Replayer {
         });
         break;
       }
-      case cmd::Load::kInfo.code: {
+      case cc::kLoad: {
         ASSERT_TRUE(null_key_.ready);
         ASSERT_FALSE(objects_.empty()) << "Load before Create";
         // The transcript loads what it has just created.
@@ -786,7 +786,7 @@ class Replayer {
         });
         break;
       }
-      case cmd::Unseal::kInfo.code: {
+      case cc::kUnseal: {
         // The object is the loaded one with the recorded name.
         const json& names = s.peek("names");
         ASSERT_TRUE(names.is_array() && names.size() == 1 && names[0].is_string());
@@ -987,10 +987,10 @@ size_t first_parameter_data_offset(size_t index) {
   uint32_t code = load_be32(H(s["commandCode"].get<std::string>()).data());
   size_t handles = 0;
   switch (code) {
-    case cmd::GetRandom::kInfo.code: handles = cmd::GetRandom::kInfo.response_handle_count; break;
-    case cmd::Create::kInfo.code: handles = cmd::Create::kInfo.response_handle_count; break;
-    case cmd::Load::kInfo.code: handles = cmd::Load::kInfo.response_handle_count; break;
-    case cmd::Unseal::kInfo.code: handles = cmd::Unseal::kInfo.response_handle_count; break;
+    case cc::kGetRandom: handles = cmd::GetRandom::kInfo.response_handle_count; break;
+    case cc::kCreate: handles = cmd::Create::kInfo.response_handle_count; break;
+    case cc::kLoad: handles = cmd::Load::kInfo.response_handle_count; break;
+    case cc::kUnseal: handles = cmd::Unseal::kInfo.response_handle_count; break;
     default: ADD_FAILURE() << "unexpected command code in " << step_label(index);
   }
   ResponseParts rp = split_response(recorded_response(index), handles);

@@ -33,8 +33,8 @@ TEST_P(WrapTest, GetRandomIsEncryptedOnTheBus) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->random_bytes.bytes.size(), 32u);
   EXPECT_FALSE(contains(bus_bytes(), r->random_bytes.bytes));
-  EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).wrapped, 1u);
-  EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).encrypted, 1u);
+  EXPECT_EQ(counts(cc::kGetRandom).wrapped, 1u);
+  EXPECT_EQ(counts(cc::kGetRandom).encrypted, 1u);
 }
 
 TEST_P(WrapTest, ExtendWithAPasswordGoesOutAsAnHmacAuthorization) {
@@ -44,14 +44,14 @@ TEST_P(WrapTest, ExtendWithAPasswordGoesOutAsAnHmacAuthorization) {
   auto expected = pcr_extended_value(alg::kSha256, before, digest);
   ASSERT_TRUE(expected.ok());
   EXPECT_EQ(pcr_value(), *expected);
-  const WrapCounts& c = counts(cmd::PcrExtend::kInfo.code);
+  const WrapCounts& c = counts(cc::kPcrExtend);
   EXPECT_EQ(c.wrapped, 1u);
   EXPECT_EQ(c.passwords_replaced, 1u);
   EXPECT_EQ(c.passwords_left, 0u);
   // On the bus: the wrapper's session in the password's slot, no TPM_RS_PW.
   ASSERT_GE(seen_.size(), 1u);
   const Bytes& sent = seen_[seen_.size() - 2];
-  EXPECT_EQ(testing::command_code_of(sent), cmd::PcrExtend::kInfo.code);
+  EXPECT_EQ(testing::command_code_of(sent), cc::kPcrExtend);
   EXPECT_FALSE(contains(sent, be32(rh::kPasswordSession)));
   EXPECT_TRUE(contains(sent, be32(wrapper_->session_handle())));
 }
@@ -94,7 +94,7 @@ TEST_P(WrapTest, ObjectNamesComeFromAuthenticatedResponses) {
   ASSERT_TRUE(read.ok()) << read.error().message();
   EXPECT_EQ(read->name.bytes, created->name.bytes);
   EXPECT_EQ(seen_.size(), before + 2);
-  EXPECT_EQ(counts(cmd::ReadPublic::kInfo.code).wrapped, 1u);
+  EXPECT_EQ(counts(cc::kReadPublic).wrapped, 1u);
   EXPECT_TRUE(caller_->flush(created->object_handle).ok());
 }
 
@@ -108,7 +108,7 @@ TEST_P(WrapTest, AnUnknownObjectIsNamedByAnAuditedRead) {
   ASSERT_TRUE(read.ok()) << read.error().message();
   EXPECT_EQ(read->name.bytes, created->name.bytes);
   // The plain read, the audited one, then the caller's.
-  EXPECT_EQ(wrapper_->counts().at(cmd::ReadPublic::kInfo.code).wrapped, 1u);
+  EXPECT_EQ(wrapper_->counts().at(cc::kReadPublic).wrapped, 1u);
   EXPECT_TRUE(tpm().flush(created->object_handle).ok());
 }
 
@@ -117,7 +117,7 @@ TEST_P(WrapTest, ASwappedExtendDigestIsRefusedByTheTpm) {
   Bytes digest(32, 0x11), forged(32, 0x66);
   rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
     Bytes frame(c.begin(), c.end());
-    if (testing::command_code_of(c) == cmd::PcrExtend::kInfo.code) {
+    if (testing::command_code_of(c) == cc::kPcrExtend) {
       auto at = std::search(frame.begin(), frame.end(), digest.begin(), digest.end());
       if (at != frame.end()) std::copy(forged.begin(), forged.end(), at);
     }
@@ -135,7 +135,7 @@ TEST_P(WrapTest, ASwappedExtendDigestIsRefusedByTheTpm) {
 TEST_P(WrapTest, AForgedResponseNeverReachesTheCaller) {
   rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
     auto r = tpm.transmit(c);
-    if (!r.ok() || testing::command_code_of(c) != cmd::GetRandom::kInfo.code) return r;
+    if (!r.ok() || testing::command_code_of(c) != cc::kGetRandom) return r;
     Bytes forged = *r;
     forged[forged.size() - 40] ^= 1;  // a byte of the (encrypted) random bytes
     return forged;
@@ -155,7 +155,7 @@ TEST_P(WrapTest, ALostResponseIsAnErrorAndNeverAppliedTwice) {
   Bytes digest(32, 0x22);
   rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
     auto r = tpm.transmit(c);
-    if (testing::command_code_of(c) == cmd::PcrExtend::kInfo.code) return runtime_error("response lost");
+    if (testing::command_code_of(c) == cc::kPcrExtend) return runtime_error("response lost");
     return r;
   };
   Status st = pcr_extend(*caller_, alg::kSha256, kPcr, digest);
@@ -177,7 +177,7 @@ TEST_P(WrapTest, TheCallerFlushingTheSessionStartsAnother) {
   // As tpm2_flushcontext -s does: FlushContext of every loaded session.
   auto flushed = caller_->run(cmd::FlushContext{first});
   ASSERT_TRUE(flushed.ok()) << flushed.error().message();
-  EXPECT_EQ(counts(cmd::FlushContext::kInfo.code).passed_through, 1u);
+  EXPECT_EQ(counts(cc::kFlushContext).passed_through, 1u);
   auto r = caller_->run(cmd::GetRandom{8});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(wrapper_->sessions_started(), 2u);
@@ -191,7 +191,7 @@ TEST_P(WrapTest, ASessionFlushedBehindItsBackIsReplacedForTheNextCommand) {
     Writer w;
     w.u16(st::kNoSessions);
     w.u32(14);
-    w.u32(cmd::FlushContext::kInfo.code);
+    w.u32(cc::kFlushContext);
     w.u32(first);
     return w.finish();
   }())));
@@ -204,7 +204,7 @@ TEST_P(WrapTest, ASessionFlushedBehindItsBackIsReplacedForTheNextCommand) {
     Writer w;
     w.u16(st::kNoSessions);
     w.u32(14);
-    w.u32(cmd::FlushContext::kInfo.code);
+    w.u32(cc::kFlushContext);
     w.u32(wrapper_->session_handle());
     return w.finish();
   }())));
@@ -256,19 +256,19 @@ TEST_P(WrapTest, AForgedSessionMemoryErrorNeverSendsACommandWithoutTheSession) {
       return inner.transmit(c);
     };
   };
-  rule_ = forge_first(cmd::StartAuthSession::kInfo.code);
+  rule_ = forge_first(cc::kStartAuthSession);
   auto session = HmacSession::start(*caller_, SessionOptions{});
   ASSERT_TRUE(session.ok()) << session.error().message();
-  EXPECT_EQ(counts(cmd::StartAuthSession::kInfo.code).wrapped, 2u);
-  EXPECT_EQ(counts(cmd::StartAuthSession::kInfo.code).passed_through, 0u);
-  rule_ = forge_first(cmd::PcrExtend::kInfo.code);
+  EXPECT_EQ(counts(cc::kStartAuthSession).wrapped, 2u);
+  EXPECT_EQ(counts(cc::kStartAuthSession).passed_through, 0u);
+  rule_ = forge_first(cc::kPcrExtend);
   Bytes before = pcr_value();
   Status st = pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 7));
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().tpm_rc(), rc::kSessionMemory);
   EXPECT_EQ(pcr_value(), before);
-  EXPECT_EQ(counts(cmd::PcrExtend::kInfo.code).wrapped, 1u);
-  EXPECT_EQ(counts(cmd::PcrExtend::kInfo.code).passed_through, 0u);
+  EXPECT_EQ(counts(cc::kPcrExtend).wrapped, 1u);
+  EXPECT_EQ(counts(cc::kPcrExtend).passed_through, 0u);
 }
 
 // Room for the wrapper's session comes only from the caller's own sessions:
@@ -285,7 +285,7 @@ TEST_P(WrapTest, AnotherClientsSessionsAreNeverSavedToMakeRoom) {
   ASSERT_FALSE(mine.ok());
   EXPECT_EQ(mine.error().tpm_rc(), rc::kSessionMemory);
   for (const Bytes& frame : seen_) {
-    bool save = frame.size() >= 14 && load_be32(frame.data() + 6) == cmd::ContextSave::kInfo.code;
+    bool save = frame.size() >= 14 && load_be32(frame.data() + 6) == cc::kContextSave;
     EXPECT_FALSE(save && (load_be32(frame.data() + 10) == (*x)->handle() || load_be32(frame.data() + 10) == (*y)->handle()))
         << "saved another client's session";
   }
@@ -316,7 +316,7 @@ TEST_P(WrapTest, ACallersHmacSessionKeepsItsParametersInClearAndIsAudited) {
   Status st = pcr_extend(*caller_, alg::kSha256, kPcr, digest, Auth{session->get(), {}});
   ASSERT_TRUE(st.ok()) << st.error().message();
   EXPECT_EQ(pcr_value(), *pcr_extended_value(alg::kSha256, before, digest));
-  const WrapCounts& c = counts(cmd::PcrExtend::kInfo.code);
+  const WrapCounts& c = counts(cc::kPcrExtend);
   EXPECT_EQ(c.wrapped, 1u);
   EXPECT_EQ(c.encrypted, 0u);
   EXPECT_EQ(c.passwords_replaced, 0u);
@@ -325,7 +325,7 @@ TEST_P(WrapTest, ACallersHmacSessionKeepsItsParametersInClearAndIsAudited) {
   (*session)->set_attributes(attr::kContinueSession | attr::kAudit);
   auto random = caller_->run(cmd::GetRandom{16}, {Auth{session->get(), {}}});
   ASSERT_TRUE(random.ok()) << random.error().message();
-  EXPECT_EQ(counts(cmd::GetRandom::kInfo.code).passed_through, 1u);
+  EXPECT_EQ(counts(cc::kGetRandom).passed_through, 1u);
 }
 
 // As tpm2-tools 5.4 authorizes NV_DefineSpace, Create, Unseal: an unsalted,
@@ -362,7 +362,7 @@ TEST_P(ResignTest, TheCallersSessionWithAnEmptyAuthValueIsReSignedAndTheParamete
   ASSERT_TRUE(session);
   const Bytes secret = *from_hex("5e5e5e5e0123456789abcdef5e5e5e5e");
   ASSERT_TRUE(define(Auth{session.get(), {}}, secret).ok());
-  const WrapCounts& c = counts(cmd::NvDefineSpace::kInfo.code);
+  const WrapCounts& c = counts(cc::kNvDefineSpace);
   EXPECT_EQ(c.wrapped, 1u);
   EXPECT_EQ(c.encrypted, 1u);
   EXPECT_FALSE(contains(bus_bytes(), secret));
@@ -393,8 +393,8 @@ TEST_P(ResignTest, WithAPasswordTheCallersHmacStandsAndNothingIsEncrypted) {
   Auth with_owner = Auth::password(owner);
   ASSERT_TRUE(tpm().execute(kHierarchyChangeAuth, handles, *back.finish(), std::span<const Auth>(&with_owner, 1)).ok());
   ASSERT_TRUE(st.ok());
-  EXPECT_EQ(counts(cmd::NvDefineSpace::kInfo.code).wrapped, 1u);
-  EXPECT_EQ(counts(cmd::NvDefineSpace::kInfo.code).encrypted, 0u);
+  EXPECT_EQ(counts(cc::kNvDefineSpace).wrapped, 1u);
+  EXPECT_EQ(counts(cc::kNvDefineSpace).encrypted, 0u);
   undefine();
 }
 
@@ -403,7 +403,7 @@ TEST_P(ResignTest, AForgedResponseEntryOfTheCallersSessionIsRefused) {
   ASSERT_TRUE(session);
   rule_ = [&](ByteView c, Transport& tpm) -> Result<Bytes> {
     auto r = tpm.transmit(c);
-    if (!r.ok() || testing::command_code_of(c) != cmd::NvDefineSpace::kInfo.code || r->size() < 12) return r;
+    if (!r.ok() || testing::command_code_of(c) != cc::kNvDefineSpace || r->size() < 12) return r;
     Bytes forged = *r;
     // The wrapper's entry comes last (2+32 nonce, attributes, 2+32 HMAC):
     // the byte before it is the last of the caller's HMAC.
@@ -436,8 +436,8 @@ std::vector<uint32_t> command_codes(const std::vector<Bytes>& seen) {
 TEST_P(WrapTest, AnExtendAloneSendsNoCipherCheck) {
   ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 0x11)).ok());
   EXPECT_EQ(command_codes(seen_),
-            (std::vector<uint32_t>{cmd::ContextLoad::kInfo.code, cmd::StartAuthSession::kInfo.code,
-                                   cmd::FlushContext::kInfo.code, cmd::PcrExtend::kInfo.code}));
+            (std::vector<uint32_t>{cc::kContextLoad, cc::kStartAuthSession,
+                                   cc::kFlushContext, cc::kPcrExtend}));
 }
 
 // StartAuthSession's symmetric definition is covered by no HMAC. An
@@ -450,7 +450,7 @@ TEST_P(WrapTest, ARewrittenSessionCipherIsRefusedBeforeTheFirstEncryptedCommand)
   bool rewritten = false;
   rule_ = [&rewritten](ByteView c, Transport& tpm) -> Result<Bytes> {
     auto f = testing::parse_command(c);
-    if (!f.ok() || f->code != cmd::StartAuthSession::kInfo.code) return tpm.transmit(c);
+    if (!f.ok() || f->code != cc::kStartAuthSession) return tpm.transmit(c);
     // nonceCaller, encryptedSalt, sessionType, then symmetric: algorithm, keyBits.
     Bytes& p = f->parameters;
     Reader r(p);
@@ -471,8 +471,8 @@ TEST_P(WrapTest, ARewrittenSessionCipherIsRefusedBeforeTheFirstEncryptedCommand)
   ASSERT_FALSE(r.ok()) << "random bytes decrypted with the wrong key were returned";
   EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity) << r.error().message();
   std::vector<uint32_t> codes = command_codes(seen_);
-  EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::GetRandom::kInfo.code), 0);
-  EXPECT_EQ(std::count(codes.begin(), codes.end(), cmd::Hash::kInfo.code), 1);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), cc::kGetRandom), 0);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), cc::kHash), 1);
   EXPECT_EQ(wrapper_->session_handle(), 0u);
   auto left = tpm().list_handles(ht::kFirstLoadedSession);
   ASSERT_TRUE(left.ok()) << left.error().message();
@@ -558,7 +558,7 @@ TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
     wrapper_->end_session_with(1);
     bool flipped = false;
     rule_ = [&flipped, in_response](ByteView c, Transport& inner) -> Result<Bytes> {
-      bool extend = testing::command_code_of(c) == cmd::PcrExtend::kInfo.code;
+      bool extend = testing::command_code_of(c) == cc::kPcrExtend;
       if (!extend) return inner.transmit(c);
       if (!in_response) {
         auto f = testing::parse_command(c);
@@ -570,7 +570,7 @@ TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
         return inner.transmit(testing::build_command(*f));
       }
       TPMSEC_ASSIGN_OR_RETURN(Bytes r, inner.transmit(c));
-      auto f = testing::parse_response(r, cmd::PcrExtend::kInfo.code);
+      auto f = testing::parse_response(r, cc::kPcrExtend);
       if (!f.ok() || f->sessions.empty()) return r;
       f->sessions[0].attributes |= attr::kContinueSession;
       flipped = true;

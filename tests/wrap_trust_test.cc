@@ -42,7 +42,7 @@ class WrapTrustTest : public WrapTest {
     rule_ = [this, which, code](ByteView c, Transport& tpm) -> Result<Bytes> {
       uint32_t cc = testing::command_code_of(c);
       bool plain = c.size() >= 2 && ((c[0] << 8) | c[1]) == kNoSessionsTag;
-      bool name_read = cc == cmd::ReadPublic::kInfo.code || cc == cmd::NvReadPublic::kInfo.code;
+      bool name_read = cc == cc::kReadPublic || cc == cc::kNvReadPublic;
       if (name_read && plain == (which == Forged::kPlainRead)) return error_frame(code);
       reached_.push_back(cc);
       return tpm.transmit(c);
@@ -132,11 +132,11 @@ TEST_P(WrapTrustTest, AForgedErrorOnAnIndexsNameReadNeverSendsTheReadUnprotected
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().kind(), ErrorKind::kTpm) << r.error().message();
     EXPECT_EQ(r.error().tpm_rc(), rc::kHandle + 0x200) << r.error().message();
-    EXPECT_FALSE(reached(cmd::NvRead::kInfo.code));
+    EXPECT_FALSE(reached(cc::kNvRead));
     EXPECT_FALSE(contains(bus_bytes(), secret));
   }
   rule_ = nullptr;
-  EXPECT_EQ(counts(cmd::NvRead::kInfo.code).passed_through, 0u);
+  EXPECT_EQ(counts(cc::kNvRead).passed_through, 0u);
   undefine_index();
 }
 
@@ -181,7 +181,7 @@ TEST_P(WrapTrustTest, AForgedErrorOnAnObjectsNameReadNeverSendsTheUnsealUnprotec
       auto r = caller_->run(cmd::Unseal{NamedHandle::of(handle)}, {Auth::password()});
       ASSERT_FALSE(r.ok()) << fmt::format("0x{:08x}", handle);
       EXPECT_EQ(r.error().tpm_rc(), rc::kHandle + 0x100) << r.error().message();
-      EXPECT_FALSE(reached(cmd::Unseal::kInfo.code)) << fmt::format("0x{:08x}", handle);
+      EXPECT_FALSE(reached(cc::kUnseal)) << fmt::format("0x{:08x}", handle);
     }
   }
   // Unforged, each is unsealed under the wrapper's session, encrypted.
@@ -191,8 +191,8 @@ TEST_P(WrapTrustTest, AForgedErrorOnAnObjectsNameReadNeverSendsTheUnsealUnprotec
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_EQ(r->out_data.bytes, secret);
   }
-  EXPECT_EQ(counts(cmd::Unseal::kInfo.code).passed_through, 0u);
-  EXPECT_EQ(counts(cmd::Unseal::kInfo.code).encrypted, 3u);
+  EXPECT_EQ(counts(cc::kUnseal).passed_through, 0u);
+  EXPECT_EQ(counts(cc::kUnseal).encrypted, 3u);
   EXPECT_FALSE(contains(bus_bytes(), secret));
   EXPECT_TRUE(tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kPersistent), kPersistent},
                         {Auth::password()}).ok());
@@ -210,7 +210,7 @@ TEST_P(WrapTrustTest, AForgedSessionErrorOnTheNameReadIsTheWrappersAndSendsNothi
                         {Auth::password()});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().kind(), ErrorKind::kTpm) << r.error().message();
-  EXPECT_FALSE(reached(cmd::NvRead::kInfo.code));
+  EXPECT_FALSE(reached(cc::kNvRead));
   rule_ = nullptr;
   undefine_index();
 }
@@ -222,7 +222,7 @@ TEST_P(WrapTrustTest, AHandleTheTpmDoesNotHaveIsTheCallersHandleError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::kTpm);
   EXPECT_EQ(rc_base(r.error().tpm_rc()), rc::kHandle) << r.error().message();
-  EXPECT_EQ(counts(cmd::ReadPublic::kInfo.code).passed_through, 0u);
+  EXPECT_EQ(counts(cc::kReadPublic).passed_through, 0u);
 }
 
 // A sequence object is named from HashSequenceStart's authenticated answer
@@ -309,8 +309,8 @@ TEST_P(StrictTest, ASecretThatWouldComeBackInClearIsRefusedBeforeItIsSent) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().reason(), ErrorReason::kSecretInClear) << refused.error().message();
   EXPECT_NE(refused.error().message().find("NV_Read"), std::string::npos) << refused.error().message();
-  EXPECT_FALSE(reached(cmd::NvRead::kInfo.code));
-  EXPECT_EQ(counts(cmd::NvRead::kInfo.code).refused, 1u);
+  EXPECT_FALSE(reached(cc::kNvRead));
+  EXPECT_EQ(counts(cc::kNvRead).refused, 1u);
   // What strict leaves alone: a secret the wrapper's session encrypts.
   auto random = caller_->run(cmd::GetRandom{16});
   EXPECT_TRUE(random.ok()) << random.error().message();
@@ -319,7 +319,7 @@ TEST_P(StrictTest, ASecretThatWouldComeBackInClearIsRefusedBeforeItIsSent) {
   auto read = read_with_own_session(auth, 24);
   ASSERT_TRUE(read.ok()) << read.error().message();
   EXPECT_EQ(read->data.bytes, data);
-  EXPECT_EQ(counts(cmd::NvRead::kInfo.code).encrypted, 0u);
+  EXPECT_EQ(counts(cc::kNvRead).encrypted, 0u);
   rule_ = nullptr;
   undefine_index();
 }

@@ -1,8 +1,9 @@
 // The command table: every TPM 2.0 command of TPM 2.0 Part 3, once, with the
 // attributes anyone needs to frame it (command.h, CommandInfo). It is the one
 // place a command code is named and described: the typed definitions of
-// commands.h take their kInfo from here (command_info<CODE>()), tracing names
-// commands by it, and a front end that adds a session to a command it does
+// commands.h take their kInfo from here (command_info<cc::kName>()), code
+// that handles a command specially names its code as cc::kName (below),
+// tracing names commands by it, and a front end that adds a session to a command it does
 // not otherwise know (a TCTI) looks it up with find_command().
 //
 // Sources, per entry:
@@ -250,6 +251,140 @@ consteval uint32_t command_code(std::string_view name) {
   }
   throw "not a TPM 2.0 command name (command_table.h)";
 }
+
+// Every command's code by name, the one spelling code uses for a command
+// code (cc::kStartAuthSession): each is looked up in kCommandTable by its
+// Part 3 name at compile time, so a code and its name cannot disagree and a
+// misspelt name does not compile. Part 3's "NV_ReadPublic" is kNvReadPublic:
+// an all-capitals word is capitalized, the underscores dropped.
+namespace cc {
+inline constexpr uint32_t kNvUndefineSpaceSpecial = command_code("NV_UndefineSpaceSpecial");
+inline constexpr uint32_t kEvictControl = command_code("EvictControl");
+inline constexpr uint32_t kHierarchyControl = command_code("HierarchyControl");
+inline constexpr uint32_t kNvUndefineSpace = command_code("NV_UndefineSpace");
+inline constexpr uint32_t kChangeEPS = command_code("ChangeEPS");
+inline constexpr uint32_t kChangePPS = command_code("ChangePPS");
+inline constexpr uint32_t kClear = command_code("Clear");
+inline constexpr uint32_t kClearControl = command_code("ClearControl");
+inline constexpr uint32_t kClockSet = command_code("ClockSet");
+inline constexpr uint32_t kHierarchyChangeAuth = command_code("HierarchyChangeAuth");
+inline constexpr uint32_t kNvDefineSpace = command_code("NV_DefineSpace");
+inline constexpr uint32_t kPcrAllocate = command_code("PCR_Allocate");
+inline constexpr uint32_t kPcrSetAuthPolicy = command_code("PCR_SetAuthPolicy");
+inline constexpr uint32_t kPpCommands = command_code("PP_Commands");
+inline constexpr uint32_t kSetPrimaryPolicy = command_code("SetPrimaryPolicy");
+inline constexpr uint32_t kFieldUpgradeStart = command_code("FieldUpgradeStart");
+inline constexpr uint32_t kClockRateAdjust = command_code("ClockRateAdjust");
+inline constexpr uint32_t kCreatePrimary = command_code("CreatePrimary");
+inline constexpr uint32_t kNvGlobalWriteLock = command_code("NV_GlobalWriteLock");
+inline constexpr uint32_t kGetCommandAuditDigest = command_code("GetCommandAuditDigest");
+inline constexpr uint32_t kNvIncrement = command_code("NV_Increment");
+inline constexpr uint32_t kNvSetBits = command_code("NV_SetBits");
+inline constexpr uint32_t kNvExtend = command_code("NV_Extend");
+inline constexpr uint32_t kNvWrite = command_code("NV_Write");
+inline constexpr uint32_t kNvWriteLock = command_code("NV_WriteLock");
+inline constexpr uint32_t kDictionaryAttackLockReset = command_code("DictionaryAttackLockReset");
+inline constexpr uint32_t kDictionaryAttackParameters = command_code("DictionaryAttackParameters");
+inline constexpr uint32_t kNvChangeAuth = command_code("NV_ChangeAuth");
+inline constexpr uint32_t kPcrEvent = command_code("PCR_Event");
+inline constexpr uint32_t kPcrReset = command_code("PCR_Reset");
+inline constexpr uint32_t kSequenceComplete = command_code("SequenceComplete");
+inline constexpr uint32_t kSetAlgorithmSet = command_code("SetAlgorithmSet");
+inline constexpr uint32_t kSetCommandCodeAuditStatus = command_code("SetCommandCodeAuditStatus");
+inline constexpr uint32_t kFieldUpgradeData = command_code("FieldUpgradeData");
+inline constexpr uint32_t kIncrementalSelfTest = command_code("IncrementalSelfTest");
+inline constexpr uint32_t kSelfTest = command_code("SelfTest");
+inline constexpr uint32_t kStartup = command_code("Startup");
+inline constexpr uint32_t kShutdown = command_code("Shutdown");
+inline constexpr uint32_t kStirRandom = command_code("StirRandom");
+inline constexpr uint32_t kActivateCredential = command_code("ActivateCredential");
+inline constexpr uint32_t kCertify = command_code("Certify");
+inline constexpr uint32_t kPolicyNV = command_code("PolicyNV");
+inline constexpr uint32_t kCertifyCreation = command_code("CertifyCreation");
+inline constexpr uint32_t kDuplicate = command_code("Duplicate");
+inline constexpr uint32_t kGetTime = command_code("GetTime");
+inline constexpr uint32_t kGetSessionAuditDigest = command_code("GetSessionAuditDigest");
+inline constexpr uint32_t kNvRead = command_code("NV_Read");
+inline constexpr uint32_t kNvReadLock = command_code("NV_ReadLock");
+inline constexpr uint32_t kObjectChangeAuth = command_code("ObjectChangeAuth");
+inline constexpr uint32_t kPolicySecret = command_code("PolicySecret");
+inline constexpr uint32_t kRewrap = command_code("Rewrap");
+inline constexpr uint32_t kCreate = command_code("Create");
+inline constexpr uint32_t kEcdhZGen = command_code("ECDH_ZGen");
+inline constexpr uint32_t kHmac = command_code("HMAC");
+inline constexpr uint32_t kImport = command_code("Import");
+inline constexpr uint32_t kLoad = command_code("Load");
+inline constexpr uint32_t kQuote = command_code("Quote");
+inline constexpr uint32_t kRsaDecrypt = command_code("RSA_Decrypt");
+inline constexpr uint32_t kHmacStart = command_code("HMAC_Start");
+inline constexpr uint32_t kSequenceUpdate = command_code("SequenceUpdate");
+inline constexpr uint32_t kSign = command_code("Sign");
+inline constexpr uint32_t kUnseal = command_code("Unseal");
+inline constexpr uint32_t kPolicySigned = command_code("PolicySigned");
+inline constexpr uint32_t kContextLoad = command_code("ContextLoad");
+inline constexpr uint32_t kContextSave = command_code("ContextSave");
+inline constexpr uint32_t kEcdhKeyGen = command_code("ECDH_KeyGen");
+inline constexpr uint32_t kEncryptDecrypt = command_code("EncryptDecrypt");
+inline constexpr uint32_t kFlushContext = command_code("FlushContext");
+inline constexpr uint32_t kLoadExternal = command_code("LoadExternal");
+inline constexpr uint32_t kMakeCredential = command_code("MakeCredential");
+inline constexpr uint32_t kNvReadPublic = command_code("NV_ReadPublic");
+inline constexpr uint32_t kPolicyAuthorize = command_code("PolicyAuthorize");
+inline constexpr uint32_t kPolicyAuthValue = command_code("PolicyAuthValue");
+inline constexpr uint32_t kPolicyCommandCode = command_code("PolicyCommandCode");
+inline constexpr uint32_t kPolicyCounterTimer = command_code("PolicyCounterTimer");
+inline constexpr uint32_t kPolicyCpHash = command_code("PolicyCpHash");
+inline constexpr uint32_t kPolicyLocality = command_code("PolicyLocality");
+inline constexpr uint32_t kPolicyNameHash = command_code("PolicyNameHash");
+inline constexpr uint32_t kPolicyOR = command_code("PolicyOR");
+inline constexpr uint32_t kPolicyTicket = command_code("PolicyTicket");
+inline constexpr uint32_t kReadPublic = command_code("ReadPublic");
+inline constexpr uint32_t kRsaEncrypt = command_code("RSA_Encrypt");
+inline constexpr uint32_t kStartAuthSession = command_code("StartAuthSession");
+inline constexpr uint32_t kVerifySignature = command_code("VerifySignature");
+inline constexpr uint32_t kEccParameters = command_code("ECC_Parameters");
+inline constexpr uint32_t kFirmwareRead = command_code("FirmwareRead");
+inline constexpr uint32_t kGetCapability = command_code("GetCapability");
+inline constexpr uint32_t kGetRandom = command_code("GetRandom");
+inline constexpr uint32_t kGetTestResult = command_code("GetTestResult");
+inline constexpr uint32_t kHash = command_code("Hash");
+inline constexpr uint32_t kPcrRead = command_code("PCR_Read");
+inline constexpr uint32_t kPolicyPCR = command_code("PolicyPCR");
+inline constexpr uint32_t kPolicyRestart = command_code("PolicyRestart");
+inline constexpr uint32_t kReadClock = command_code("ReadClock");
+inline constexpr uint32_t kPcrExtend = command_code("PCR_Extend");
+inline constexpr uint32_t kPcrSetAuthValue = command_code("PCR_SetAuthValue");
+inline constexpr uint32_t kNvCertify = command_code("NV_Certify");
+inline constexpr uint32_t kEventSequenceComplete = command_code("EventSequenceComplete");
+inline constexpr uint32_t kHashSequenceStart = command_code("HashSequenceStart");
+inline constexpr uint32_t kPolicyPhysicalPresence = command_code("PolicyPhysicalPresence");
+inline constexpr uint32_t kPolicyDuplicationSelect = command_code("PolicyDuplicationSelect");
+inline constexpr uint32_t kPolicyGetDigest = command_code("PolicyGetDigest");
+inline constexpr uint32_t kTestParms = command_code("TestParms");
+inline constexpr uint32_t kCommit = command_code("Commit");
+inline constexpr uint32_t kPolicyPassword = command_code("PolicyPassword");
+inline constexpr uint32_t kZGen2Phase = command_code("ZGen_2Phase");
+inline constexpr uint32_t kEcEphemeral = command_code("EC_Ephemeral");
+inline constexpr uint32_t kPolicyNvWritten = command_code("PolicyNvWritten");
+inline constexpr uint32_t kPolicyTemplate = command_code("PolicyTemplate");
+inline constexpr uint32_t kCreateLoaded = command_code("CreateLoaded");
+inline constexpr uint32_t kPolicyAuthorizeNV = command_code("PolicyAuthorizeNV");
+inline constexpr uint32_t kEncryptDecrypt2 = command_code("EncryptDecrypt2");
+inline constexpr uint32_t kAcGetCapability = command_code("AC_GetCapability");
+inline constexpr uint32_t kAcSend = command_code("AC_Send");
+inline constexpr uint32_t kPolicyAcSendSelect = command_code("Policy_AC_SendSelect");
+inline constexpr uint32_t kCertifyX509 = command_code("CertifyX509");
+inline constexpr uint32_t kActSetTimeout = command_code("ACT_SetTimeout");
+inline constexpr uint32_t kEccEncrypt = command_code("ECC_Encrypt");
+inline constexpr uint32_t kEccDecrypt = command_code("ECC_Decrypt");
+inline constexpr uint32_t kPolicyCapability = command_code("PolicyCapability");
+inline constexpr uint32_t kPolicyParameters = command_code("PolicyParameters");
+inline constexpr uint32_t kNvDefineSpace2 = command_code("NV_DefineSpace2");
+inline constexpr uint32_t kNvReadPublic2 = command_code("NV_ReadPublic2");
+inline constexpr uint32_t kSetCapability = command_code("SetCapability");
+inline constexpr uint32_t kReadOnlyControl = command_code("ReadOnlyControl");
+inline constexpr uint32_t kPolicyTransportSPDM = command_code("PolicyTransportSPDM");
+}  // namespace cc
 
 // A command's entry at compile time: what a typed definition's kInfo is.
 // A code that is not in the table does not compile.

@@ -12,7 +12,7 @@ namespace tpmsec::cmd {
 
 // Part 3 §9.3
 struct Startup {
-  static constexpr const CommandInfo& kInfo = command_info<0x144>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kStartup>();
   uint16_t startup_type = su::kClear;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(startup_type); }
@@ -24,7 +24,7 @@ struct Startup {
 
 // Part 3 §9.4
 struct Shutdown {
-  static constexpr const CommandInfo& kInfo = command_info<0x145>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kShutdown>();
   uint16_t shutdown_type = su::kClear;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(shutdown_type); }
@@ -36,7 +36,7 @@ struct Shutdown {
 
 // Part 3 §30.2
 struct GetCapability {
-  static constexpr const CommandInfo& kInfo = command_info<0x17A>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kGetCapability>();
   uint32_t capability = 0;
   uint32_t property = 0;
   uint32_t property_count = 0;
@@ -52,7 +52,7 @@ struct GetCapability {
 
 // Part 3 §16.1
 struct GetRandom {
-  static constexpr const CommandInfo& kInfo = command_info<0x17B>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kGetRandom>();
   uint16_t bytes_requested = 0;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(bytes_requested); }
@@ -65,7 +65,7 @@ struct GetRandom {
 
 // Part 3 §22.4
 struct PcrRead {
-  static constexpr const CommandInfo& kInfo = command_info<0x17E>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kPcrRead>();
   PcrSelectionList pcr_selection_in;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(pcr_selection_in); }
@@ -80,7 +80,7 @@ struct PcrRead {
 
 // Part 3 §22.2
 struct PcrExtend {
-  static constexpr const CommandInfo& kInfo = command_info<0x182>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kPcrExtend>();
   NamedHandle pcr_handle;
   DigestValues digests;
   auto handles() const { return std::tie(pcr_handle); }
@@ -93,7 +93,7 @@ struct PcrExtend {
 
 // Part 3 §22.8
 struct PcrReset {
-  static constexpr const CommandInfo& kInfo = command_info<0x13D>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kPcrReset>();
   NamedHandle pcr_handle;
   auto handles() const { return std::tie(pcr_handle); }
   auto params() const { return std::tie(); }
@@ -105,7 +105,7 @@ struct PcrReset {
 
 // Part 3 §24.1
 struct CreatePrimary {
-  static constexpr const CommandInfo& kInfo = command_info<0x131>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kCreatePrimary>();
   NamedHandle primary_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -128,7 +128,7 @@ struct CreatePrimary {
 
 // Part 3 §12.1
 struct Create {
-  static constexpr const CommandInfo& kInfo = command_info<0x153>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kCreate>();
   NamedHandle parent_handle;
   SensitiveCreate in_sensitive;
   PublicArea in_public;
@@ -149,7 +149,7 @@ struct Create {
 
 // Part 3 §12.2
 struct Load {
-  static constexpr const CommandInfo& kInfo = command_info<0x157>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kLoad>();
   NamedHandle parent_handle;
   Tpm2bPrivate in_private;
   PublicArea in_public;
@@ -166,7 +166,7 @@ struct Load {
 
 // Part 3 §12.7
 struct Unseal {
-  static constexpr const CommandInfo& kInfo = command_info<0x15E>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kUnseal>();
   NamedHandle item_handle;
   auto handles() const { return std::tie(item_handle); }
   auto params() const { return std::tie(); }
@@ -180,7 +180,7 @@ struct Unseal {
 // Part 3 §28.5. Makes the transient object_handle persistent at
 // persistent_handle, or, with object_handle = a persistent handle, evicts it.
 struct EvictControl {
-  static constexpr const CommandInfo& kInfo = command_info<0x120>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kEvictControl>();
   NamedHandle auth;
   NamedHandle object_handle;
   uint32_t persistent_handle = 0;
@@ -194,7 +194,7 @@ struct EvictControl {
 
 // Part 3 §12.4
 struct ReadPublic {
-  static constexpr const CommandInfo& kInfo = command_info<0x173>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kReadPublic>();
   NamedHandle object_handle;
   auto handles() const { return std::tie(object_handle); }
   auto params() const { return std::tie(); }
@@ -210,7 +210,7 @@ struct ReadPublic {
 // Part 3 §31.6. Needs no authorization; the index's size and attributes
 // come back unauthenticated here, so the caller bounds what it reads.
 struct NvReadPublic {
-  static constexpr const CommandInfo& kInfo = command_info<0x169>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kNvReadPublic>();
   NamedHandle nv_index;
   auto handles() const { return std::tie(nv_index); }
   auto params() const { return std::tie(); }
@@ -225,7 +225,7 @@ struct NvReadPublic {
 // Part 3 §31.3. `auth` is the first parameter: parameter encryption hides
 // it from the bus (tpmsec provision sends its bind secret this way).
 struct NvDefineSpace {
-  static constexpr const CommandInfo& kInfo = command_info<0x12A>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kNvDefineSpace>();
   NamedHandle auth_handle;
   Tpm2bDigest auth;
   NvPublicArea public_info;
@@ -239,7 +239,7 @@ struct NvDefineSpace {
 
 // Part 3 §31.4.
 struct NvUndefineSpace {
-  static constexpr const CommandInfo& kInfo = command_info<0x122>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kNvUndefineSpace>();
   NamedHandle auth_handle;
   NamedHandle nv_index;
   auto handles() const { return std::tie(auth_handle, nv_index); }
@@ -253,7 +253,7 @@ struct NvUndefineSpace {
 // Part 3 §31.13. auth_handle is the index itself or the hierarchy its
 // attributes allow (TPMA_NV_AUTHREAD, TPMA_NV_OWNERREAD).
 struct NvRead {
-  static constexpr const CommandInfo& kInfo = command_info<0x14E>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kNvRead>();
   NamedHandle auth_handle;
   NamedHandle nv_index;
   uint16_t size = 0;
@@ -269,7 +269,7 @@ struct NvRead {
 
 // Part 3 §28.2
 struct ContextSave {
-  static constexpr const CommandInfo& kInfo = command_info<0x162>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kContextSave>();
   NamedHandle save_handle;
   auto handles() const { return std::tie(save_handle); }
   auto params() const { return std::tie(); }
@@ -282,7 +282,7 @@ struct ContextSave {
 
 // Part 3 §28.3
 struct ContextLoad {
-  static constexpr const CommandInfo& kInfo = command_info<0x161>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kContextLoad>();
   Context context;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(context); }
@@ -302,7 +302,7 @@ struct ContextLoad {
 
 // Part 3 §28.4. The handle to flush is a parameter, not a handle.
 struct FlushContext {
-  static constexpr const CommandInfo& kInfo = command_info<0x165>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kFlushContext>();
   uint32_t flush_handle = 0;
   auto handles() const { return std::tie(); }
   auto params() const { return std::tie(flush_handle); }
@@ -314,7 +314,7 @@ struct FlushContext {
 
 // Part 3 §11.1
 struct StartAuthSession {
-  static constexpr const CommandInfo& kInfo = command_info<0x176>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kStartAuthSession>();
   NamedHandle tpm_key = NamedHandle::of(rh::kNull);
   NamedHandle bind = NamedHandle::of(rh::kNull);
   Tpm2bDigest nonce_caller;
@@ -335,7 +335,7 @@ struct StartAuthSession {
 
 // Part 3 §15.4
 struct Hash {
-  static constexpr const CommandInfo& kInfo = command_info<0x17D>();
+  static constexpr const CommandInfo& kInfo = command_info<cc::kHash>();
   Tpm2bMaxBuffer data;
   uint16_t hash_alg = alg::kSha256;
   uint32_t hierarchy = rh::kNull;

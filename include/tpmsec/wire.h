@@ -21,9 +21,10 @@
 // checks status() once. What holds:
 //   - a failed Writer holds no bytes: data() is empty and size() is 0, so no
 //     prefix whose sizes disagree with its bytes can be sent by mistake;
-//   - finish() takes the bytes, or returns the error once failed; data() is
-//     for inspection, or for a caller that has just checked ok() (as
-//     Tpm::execute_once does before it transmits);
+//   - finish() takes the bytes, or returns the error once failed (the frame
+//     writers of command_frame.h and response_frame.h return it: a command
+//     that did not fit never reaches a transport); data() is for inspection,
+//     or for a caller that has just checked ok();
 //   - the error is kUsage (the caller's value does not fit) and names the field.
 // Field names are string literals: a Writer keeps the views, not copies.
 #ifndef TPMSEC_WIRE_H_

@@ -95,6 +95,8 @@
 
 namespace tpmsec {
 
+struct ResponseAreas;  // tpmsec/response_frame.h
+
 // What the wrapper did with the commands of one command code.
 struct WrapCounts {
   uint64_t wrapped = 0;         // the wrapper's session was on it
@@ -178,7 +180,9 @@ class CommandWrapper {
   uint64_t sessions_started() const { return sessions_started_; }
 
  private:
+  // src/wrap/wrap_state.h.
   struct Pending;
+  struct Outgoing;
   Status ensure_session();
   Status ensure_cipher_checked();
   // Session slots (above; src/wrap/session_room.cc).
@@ -187,16 +191,38 @@ class CommandWrapper {
   void restore_room();
   void save_session_for_room();
   void retire_session(bool may_exist);
-  Result<Bytes> name_of(uint32_t handle);
-  Error refusal_for_name(const Error& e, size_t index, uint32_t handle, const CommandInfo& info);
   Error strict_refusal(const CommandInfo& info, std::string_view why);
+
+  // wrap()'s steps (src/wrap/wrap_command.cc).
+  Result<Bytes> pass_through(ByteView command, std::unique_ptr<Pending> p);
+  void note_caller_frame(Pending& p, const Outgoing& out);
+  // Where the wrapper's session goes and what it encrypts; false when the
+  // command must go out as the caller gave it.
+  bool plan_protection(Pending& p, Outgoing& out);
+  Result<Bytes> sign_frame(Pending& p, const Outgoing& out);
+  void count_wrapped(Pending& p, const Outgoing& out);
+
+  // unwrap()'s steps (src/wrap/unwrap_response.cc).
   Result<Bytes> unwrap_checked(ByteView response);
+  Result<Bytes> unwrap_passed(const Pending& p, ByteView response, uint32_t code);
+  Result<Bytes> unwrap_error(const Pending& p, ByteView response, uint32_t code);
+  // The wrapper's entry verified, and the parameters decrypted.
+  Result<SecretBytes> verify_response(const Pending& p, const ResponseAreas& areas);
+  void hide_own_session(const Pending& p, SecretBytes& parameters);
   void note_response_handles(const Pending& p, ByteView response);
+
+  // The name cache (src/wrap/name_cache.cc).
+  Result<Bytes> name_of(uint32_t handle);
+  // The Names of a command's handles, or the refusal that stops it.
+  Result<std::vector<NamedHandle>> names_of(const std::vector<uint32_t>& handles, const CommandInfo& info);
+  Error refusal_for_name(const Error& e, size_t index, uint32_t handle, const CommandInfo& info);
   // The cached Names a command makes stale (EvictControl, NV undefines and
   // writes; wrap.h above), forgotten before it goes out.
   void forget_names_changed_by(uint32_t code, const std::vector<uint32_t>& handles, ByteView params);
+  // The Name an authenticated response establishes.
+  void note_names_in_response(const Pending& p, const ResponseAreas& areas, ByteView parameters);
 
-  // The caller's re-signable sessions (above).
+  // The caller's re-signable sessions (above; src/wrap/caller_sessions.cc).
   class CallerNonce;
   // Whether the caller's entry for `handle` verifies; an error only when the
   // kept record of it may not be trusted (host_state.h).
@@ -209,6 +235,17 @@ class CommandWrapper {
   void keep_caller_session(uint32_t handle);
   void forget_caller_session(uint32_t handle);
   Result<Bytes> resign_caller_entry(uint32_t handle, ByteView nonce, const AuthorizeInput& in);
+  // The caller's sessions in the frame that the wrapper can re-sign.
+  Status track_caller_entries(Pending& p, Outgoing& out);
+  // Their entries re-signed over the parameters as sent (per slot; empty:
+  // the caller's entry as it is).
+  Result<std::vector<Bytes>> resign_caller_entries(Pending& p, const Outgoing& out, ByteView parameters);
+  // The TPM's entries for them checked, and re-signed over the response the
+  // caller gets (per slot; empty: the TPM's entry as it is).
+  Result<std::vector<Bytes>> check_caller_responses(const Pending& p, const ResponseAreas& areas,
+                                                    ByteView parameters);
+  // A caller's unsalted, unbound session this response started.
+  void note_started_session(const Pending& p, const ResponseAreas& areas, ByteView parameters);
 
   SessionFactory* factory_;
   std::unique_ptr<CallerNonce> caller_nonce_;

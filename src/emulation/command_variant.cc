@@ -1,8 +1,9 @@
 // Which modelled variant a traced command is, and how many of its bytes are
 // encrypted parameter.
 #include "tpmsec/emulation/command_variant.h"
-#include "tpmsec/commands.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -12,7 +13,6 @@ namespace {
 constexpr size_t kAuthCommandBytes = 4 + 2 + 32 + 1 + 2 + 32;
 // One TPMS_AUTH_RESPONSE with SHA-256: nonce, attributes, hmac.
 constexpr size_t kAuthResponseBytes = 2 + 32 + 1 + 2 + 32;
-constexpr size_t kHeaderBytes = 10;
 
 size_t less(size_t a, size_t b) { return a > b ? a - b : 0; }
 
@@ -21,13 +21,13 @@ size_t less(size_t a, size_t b) { return a > b ? a - b : 0; }
 std::string variant_of(const CommandShape& shape) {
   std::string name = command_name(shape.command_code);
   switch (shape.command_code) {
-    case cmd::StartAuthSession::kInfo.code:
+    case cc::kStartAuthSession:
       if (!shape.salted) return name + ".unsalted";
       return name + (shape.rsa_salt() ? ".rsa" : ".ecc");
-    case cmd::ContextLoad::kInfo.code:
-    case cmd::ContextSave::kInfo.code:
+    case cc::kContextLoad:
+    case cc::kContextSave:
       return name + (shape.session_context() ? ".session" : ".object");
-    case cmd::CreatePrimary::kInfo.code: {
+    case cc::kCreatePrimary: {
       uint16_t type = shape.object_type;
       if (type == alg::kEcc) return name + ".ecc";
       if (type == alg::kRsa) return name + ".rsa";
@@ -40,10 +40,10 @@ std::string variant_of(const CommandShape& shape) {
 size_t encrypted_parameter_bytes(const CommandShape& shape) {
   size_t bytes = 0;
   if (shape.session_attributes & attr::kDecrypt) {
-    bytes += less(shape.command_bytes, kHeaderBytes + 4 + shape.session_count * kAuthCommandBytes);
+    bytes += less(shape.command_bytes, kFrameHeaderBytes + 4 + shape.session_count * kAuthCommandBytes);
   }
   if (shape.session_attributes & attr::kEncrypt) {
-    bytes += less(shape.response_bytes, kHeaderBytes + 4 + shape.session_count * kAuthResponseBytes);
+    bytes += less(shape.response_bytes, kFrameHeaderBytes + 4 + shape.session_count * kAuthResponseBytes);
   }
   return bytes;
 }

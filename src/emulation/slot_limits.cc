@@ -3,11 +3,13 @@
 #include "tpmsec/emulation/slot_limits.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/tpm.h"
@@ -16,14 +18,7 @@
 namespace tpmsec {
 namespace {
 
-// Command codes, from the command table (command_table.h, commands.h).
-constexpr uint32_t kCcStartAuthSession = cmd::StartAuthSession::kInfo.code;
-constexpr uint32_t kCcContextLoad = cmd::ContextLoad::kInfo.code;
-constexpr uint32_t kCcContextSave = cmd::ContextSave::kInfo.code;
-constexpr uint32_t kCcStartup = cmd::Startup::kInfo.code;
-
 constexpr uint32_t kSlotMask = 0x00FFFFFF;  // a session's slot, whether listed as 0x02… or 0x03…
-
 
 bool contains(const std::vector<uint32_t>& handles, uint32_t handle) {
   return std::any_of(handles.begin(), handles.end(),
@@ -123,9 +118,9 @@ uint32_t SlotLimitTransport::decide(ByteView command) {
   auto areas = read_command_areas(command, command.size());
   if (!areas.ok()) return 0;
   const uint32_t code = areas->info->code;
-  const bool starts = code == kCcStartAuthSession;
-  const bool loads = code == kCcContextLoad;
-  const bool saves = code == kCcContextSave;
+  const bool starts = code == cc::kStartAuthSession;
+  const bool loads = code == cc::kContextLoad;
+  const bool saves = code == cc::kContextSave;
   // Every command whose response handle is new, other than a session's
   // start and a context's load, loads an object (the command table's
   // creates_handle: CreatePrimary, Load, LoadExternal, CreateLoaded,
@@ -158,9 +153,10 @@ uint32_t SlotLimitTransport::decide(ByteView command) {
     if (!u.ok() || !contains(u->loaded, handle)) return 0;  // not a loaded session: the TPM's own error
     return gap_at_max(u->saved) ? rc::kContextGap : 0;
   }
-  // ContextLoad: TPMS_CONTEXT = sequence (8), savedHandle (4), ...
-  if (areas->parameters.size() < 12) return 0;
-  const uint32_t saved_handle = load_be32(areas->parameters.data() + 8);
+  // ContextLoad: the context's savedHandle.
+  const std::optional<uint32_t> saved = read_context_saved_handle(areas->parameters);
+  if (!saved) return 0;
+  const uint32_t saved_handle = *saved;
   if (ht::is_session(saved_handle)) {
     if (!session_limits) return 0;
     auto u = usage(true, false);
@@ -184,7 +180,7 @@ void SlotLimitTransport::observe(ByteView command, ByteView response) {
   if (!areas.ok()) return;
   const uint32_t code = areas->info->code;
   const ByteView params = areas->parameters;
-  if (code == kCcContextSave && !areas->handles.empty()) {
+  if (code == cc::kContextSave && !areas->handles.empty()) {
     const uint32_t handle = areas->handles[0];
     if (!ht::is_session(handle) || enforced_.context_gap_max == 0) return;
     saved_at_[handle & kSlotMask] = counter_;
@@ -194,7 +190,7 @@ void SlotLimitTransport::observe(ByteView command, ByteView response) {
     return;
   }
   Reader startup(params);
-  if (code == kCcStartup && startup.u16("startupType") == su::kClear && startup.ok()) {
+  if (code == cc::kStartup && startup.u16("startupType") == su::kClear && startup.ok()) {
     // A TPM Reset (no saved session survived) restarts the counter; a TPM
     // Restart keeps the saved sessions and the counter.
     auto saved = list(ht::kFirstSavedSession);

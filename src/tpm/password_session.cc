@@ -1,3 +1,4 @@
+#include "tpmsec/command_frame.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/session.h"
 #include "tpmsec/wire.h"
@@ -15,12 +16,10 @@ Status Session::decrypt_parameter(MutableByteView, ByteView) {
 uint32_t PasswordSession::handle() const { return rh::kPasswordSession; }
 
 Result<Bytes> PasswordSession::authorize(const AuthorizeInput& in) {
-  Writer w;
-  w.u32(rh::kPasswordSession);
-  w.tpm2b({}, "TPMS_AUTH_COMMAND.nonce");
-  w.u8(attr::kContinueSession);
-  w.tpm2b(in.auth_value, "TPMS_AUTH_COMMAND.hmac", 64);  // the password: a TPM2B_AUTH
-  return w.finish();
+  // An empty nonce, continueSession, and the password as the hmac (a TPM2B_AUTH).
+  return write_auth_entry(AuthEntry{.handle = rh::kPasswordSession, .attributes = attr::kContinueSession,
+                                    .hmac = in.auth_value},
+                          /*command=*/true);
 }
 
 Status PasswordSession::verify(const VerifyInput& in) {

@@ -6,10 +6,13 @@
 #include <optional>
 #include <thread>
 
+#include "tpmsec/command_frame.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/response_frame.h"
+
 namespace tpmsec {
 namespace {
 
-constexpr size_t kHeaderSize = 10;
 constexpr int kMaxRetries = 8;
 
 // TPM_CAP_HANDLES ranges the ledger lists: transient objects, loaded
@@ -18,6 +21,147 @@ constexpr int kMaxRetries = 8;
 constexpr uint32_t kListedRanges[] = {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstSavedSession};
 constexpr uint32_t kHandlesPerPage = 128;
 constexpr int kMaxHandlePages = 8;
+
+// Which sessions carry decrypt and encrypt (-1: none).
+struct CipherSessions {
+  int decrypt = -1;
+  int encrypt = -1;
+};
+
+// What the command table says of the command, checked against what the
+// caller gives it, before anything is sent; which sessions carry parameter
+// encryption (only a TPM2B first parameter can).
+Result<CipherSessions> check_command(const CommandInfo& info, std::span<const NamedHandle* const> handles,
+                                     std::span<const Auth> auths) {
+  if (auths.size() < info.auth_count) {
+    return usage_error(fmt::format("{} needs {} authorization{}, got {}", info.name, info.auth_count,
+                                   info.auth_count == 1 ? "" : "s", auths.size()));
+  }
+  if (auths.size() > 3) return usage_error(fmt::format("{}: at most 3 sessions per command", info.name));
+  if (info.no_sessions && !auths.empty()) {
+    return usage_error(fmt::format("{} takes no sessions (Part 3: TPM_ST_NO_SESSIONS only)", info.name));
+  }
+  if (handles.size() != info.handle_count) {
+    return usage_error(fmt::format("{} takes {} handle{}, got {}", info.name, info.handle_count,
+                                   info.handle_count == 1 ? "" : "s", handles.size()));
+  }
+  CipherSessions c;
+  for (size_t i = 0; i < auths.size(); ++i) {
+    if (auths[i].session->decrypts_command()) {
+      if (c.decrypt >= 0) return usage_error("two sessions carry the decrypt attribute");
+      c.decrypt = static_cast<int>(i);
+    }
+    if (auths[i].session->encrypts_response()) {
+      if (c.encrypt >= 0) return usage_error("two sessions carry the encrypt attribute");
+      c.encrypt = static_cast<int>(i);
+    }
+  }
+  if (c.decrypt >= 0 && !info.command_param_tpm2b) {
+    return usage_error(fmt::format("{} cannot carry command parameter encryption: its first parameter is not a TPM2B",
+                                   info.name));
+  }
+  if (c.encrypt >= 0 && !info.response_param_tpm2b) {
+    return usage_error(fmt::format(
+        "{} cannot carry response parameter encryption: its first response parameter is not a TPM2B", info.name));
+  }
+  return c;
+}
+
+// The command frame: each session's authorization over the parameters as
+// sent; the first session's also covers the nonceTPM of another session that
+// carries decrypt or encrypt (Part 1 §19.6.5).
+Result<Bytes> frame_command(const CommandInfo& info, std::span<const NamedHandle* const> handles,
+                            ByteView parameters, std::span<const Auth> auths, CipherSessions cipher) {
+  std::vector<Bytes> entries;
+  for (size_t i = 0; i < auths.size(); ++i) {
+    AuthorizeInput in;
+    in.info = &info;
+    in.handles = handles;
+    in.parameters = parameters;
+    if (i < info.auth_count) in.entity = handles[i];
+    in.auth_value = auths[i].auth_value;
+    if (i == 0) {
+      if (cipher.decrypt > 0) in.decrypt_nonce = auths[cipher.decrypt].session->nonce_tpm();
+      if (cipher.encrypt > 0 && cipher.encrypt != cipher.decrypt) {
+        in.encrypt_nonce = auths[cipher.encrypt].session->nonce_tpm();
+      }
+    }
+    TPMSEC_ASSIGN_OR_RETURN(Bytes entry, auths[i].session->authorize(in));
+    entries.push_back(std::move(entry));
+  }
+  std::vector<uint32_t> numbers;
+  for (const NamedHandle* h : handles) numbers.push_back(h->handle);
+  std::vector<ByteView> views(entries.begin(), entries.end());
+  auto frame = write_command_frame(info.code, numbers, views, parameters, kMaxCommandBytes);
+  if (!frame.ok()) return frame.error().with_context(std::string(info.name));
+  return frame;
+}
+
+// An error response: the sessions learn of it, then it is the TPM's error,
+// unless it blames a session whose key no answer has confirmed yet.
+Error error_response(const CommandInfo& info, uint32_t code, ByteView response, std::span<const Auth> auths) {
+  for (const Auth& a : auths) a.session->command_failed(code);
+  if (response.size() != kFrameHeaderBytes) {
+    return parse_error(fmt::format("{} response: error {} carries {} unexpected bytes", info.name,
+                                   describe_rc(code), response.size() - kFrameHeaderBytes));
+  }
+  // The TPM rejected the HMAC (or the handle) of a session none of whose
+  // responses has verified yet: tpmsec took both from the StartAuthSession
+  // answer, which nothing authenticates, so that answer (or this command)
+  // was altered on the bus. Not a TPM error to retry.
+  if (std::optional<size_t> s = rc_failed_session(code); s && *s < auths.size() &&
+                                                               !auths[*s].session->key_confirmed()) {
+    return integrity_error(fmt::format("the TPM rejected {}'s new session {} ({}): its "
+                                       "StartAuthSession or this command was altered on the bus",
+                                       info.name, *s + 1, describe_rc(code)));
+  }
+  return tpm_error(code, info.name);
+}
+
+// Everything here parses hostile bytes: the response split by the frame
+// codec, authenticated by every session before anything of it is used, then
+// its first parameter decrypted. Response handles are not covered by rpHash
+// (Part 1 §18.9): callers check them against names.
+Result<RawResponse> read_response(const CommandInfo& info, ByteView response, std::span<const Auth> auths,
+                                  CipherSessions cipher) {
+  // The tag is not judged before the code: an error is the TPM's under any tag.
+  HeaderRead hr = read_frame_header(response, response.size());
+  if (hr.check == FrameCheck::kIncomplete) {
+    return parse_error(fmt::format("{} response: a truncated header ({} bytes)", info.name, response.size()));
+  }
+  if (hr.header.size != response.size()) {
+    return parse_error(fmt::format("{} response: header says {} bytes, received {}", info.name, hr.header.size,
+                                   response.size()));
+  }
+  if (hr.header.code != rc::kSuccess) return error_response(info, hr.header.code, response, auths);
+  if (hr.header.tag != (auths.empty() ? st::kNoSessions : st::kSessions)) {
+    // A missing session area would skip response authentication.
+    return parse_error(fmt::format("{} response: tag 0x{:04x} does not match the {} session(s) sent", info.name,
+                                   hr.header.tag, auths.size()));
+  }
+  auto areas = read_response_areas(response, info.response_handle_count, response.size());
+  if (!areas.ok()) return areas.error().with_context(std::string(info.name) + " response");
+  if (areas->sessions.size() != auths.size()) {
+    return parse_error(fmt::format("{} response: {} session entries for the {} session(s) sent", info.name,
+                                   areas->sessions.size(), auths.size()));
+  }
+  for (size_t i = 0; i < auths.size(); ++i) {
+    const AuthEntry& e = areas->sessions[i];
+    VerifyInput in{&info, rc::kSuccess, areas->parameters, AuthResponse{e.nonce, e.attributes, e.hmac},
+                   auths[i].auth_value};
+    Status st = auths[i].session->verify(in);
+    if (!st.ok()) return st.error().with_context(std::string(info.name) + " response");
+  }
+  RawResponse out;
+  out.handles = std::move(areas->handles);
+  out.parameters.assign(areas->parameters.begin(), areas->parameters.end());
+  if (cipher.encrypt >= 0) {
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(out.parameters, info.name));
+    const Auth& a = auths[cipher.encrypt];
+    TPMSEC_RETURN_IF_ERROR(a.session->decrypt_parameter(data, a.auth_value));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -229,153 +373,19 @@ Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedH
 
 Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const NamedHandle* const> handles,
                                       const Bytes& parameters_in, std::span<const Auth> auths) {
-  if (auths.size() < info.auth_count) {
-    return usage_error(fmt::format("{} needs {} authorization{}, got {}", info.name, info.auth_count,
-                                   info.auth_count == 1 ? "" : "s", auths.size()));
-  }
-  if (auths.size() > 3) return usage_error(fmt::format("{}: at most 3 sessions per command", info.name));
-  if (info.no_sessions && !auths.empty()) {
-    return usage_error(fmt::format("{} takes no sessions (Part 3: TPM_ST_NO_SESSIONS only)", info.name));
-  }
-  if (handles.size() != info.handle_count) {
-    return usage_error(fmt::format("{} takes {} handle{}, got {}", info.name, info.handle_count,
-                                   info.handle_count == 1 ? "" : "s", handles.size()));
-  }
-
-  // Which sessions carry decrypt / encrypt; only a TPM2B first parameter can.
-  int decrypt_index = -1, encrypt_index = -1;
-  for (size_t i = 0; i < auths.size(); ++i) {
-    if (auths[i].session->decrypts_command()) {
-      if (decrypt_index >= 0) return usage_error("two sessions carry the decrypt attribute");
-      decrypt_index = static_cast<int>(i);
-    }
-    if (auths[i].session->encrypts_response()) {
-      if (encrypt_index >= 0) return usage_error("two sessions carry the encrypt attribute");
-      encrypt_index = static_cast<int>(i);
-    }
-  }
-  if (decrypt_index >= 0 && !info.command_param_tpm2b) {
-    return usage_error(fmt::format("{} cannot carry command parameter encryption: its first parameter is not a TPM2B",
-                                   info.name));
-  }
-  if (encrypt_index >= 0 && !info.response_param_tpm2b) {
-    return usage_error(fmt::format(
-        "{} cannot carry response parameter encryption: its first response parameter is not a TPM2B", info.name));
-  }
-
+  TPMSEC_ASSIGN_OR_RETURN(CipherSessions cipher, check_command(info, handles, auths));
   for (const Auth& a : auths) TPMSEC_RETURN_IF_ERROR(a.session->begin_command());
-
   // Parameter encryption comes first: cpHash covers the parameters as sent.
   Bytes parameters = parameters_in;
-  if (decrypt_index >= 0) {
+  if (cipher.decrypt >= 0) {
     TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(parameters, info.name));
-    const Auth& a = auths[decrypt_index];
+    const Auth& a = auths[cipher.decrypt];
     TPMSEC_RETURN_IF_ERROR(a.session->encrypt_parameter(data, a.auth_value));
   }
-
-  Writer w(kMaxCommandBytes, "command");
-  w.u16(auths.empty() ? st::kNoSessions : st::kSessions);
-  auto size_mark = w.begin_total_size32("commandSize");
-  w.u32(info.code);
-  for (const NamedHandle* h : handles) w.u32(h->handle);
-  if (!auths.empty()) {
-    auto auth_mark = w.begin_size32("authorizationSize");
-    for (size_t i = 0; i < auths.size(); ++i) {
-      AuthorizeInput in;
-      in.info = &info;
-      in.handles = handles;
-      in.parameters = parameters;
-      if (i < info.auth_count) in.entity = handles[i];
-      in.auth_value = auths[i].auth_value;
-      if (i == 0) {
-        if (decrypt_index > 0) in.decrypt_nonce = auths[decrypt_index].session->nonce_tpm();
-        if (encrypt_index > 0 && encrypt_index != decrypt_index) {
-          in.encrypt_nonce = auths[encrypt_index].session->nonce_tpm();
-        }
-      }
-      TPMSEC_ASSIGN_OR_RETURN(Bytes entry, auths[i].session->authorize(in));
-      w.bytes(entry, "TPMS_AUTH_COMMAND");
-    }
-    w.end_size(auth_mark);
-  }
-  w.bytes(parameters, "parameters");
-  w.end_size(size_mark);
-  // A command that did not fit is refused here: nothing reaches the transport.
-  if (!w.ok()) return w.status().error().with_context(std::string(info.name));
-
-  TPMSEC_ASSIGN_OR_RETURN(Bytes response, transport_->transmit(w.data()));
-
-  // Everything below parses hostile bytes.
-  Reader r(response);
-  uint16_t tag = r.u16("response tag");
-  uint32_t size = r.u32("response size");
-  uint32_t code = r.u32("response code");
-  TPMSEC_RETURN_IF_ERROR(r.status().ok() ? ok_status()
-                                         : Status(r.status().error().with_context(std::string(info.name))));
-  if (size != response.size()) {
-    return parse_error(fmt::format("{} response: header says {} bytes, received {}", info.name, size,
-                                   response.size()));
-  }
-  if (code != rc::kSuccess) {
-    for (const Auth& a : auths) a.session->command_failed(code);
-    if (response.size() != kHeaderSize) {
-      return parse_error(fmt::format("{} response: error {} carries {} unexpected bytes", info.name,
-                                     describe_rc(code), response.size() - kHeaderSize));
-    }
-    // The TPM rejected the HMAC (or the handle) of a session none of whose
-    // responses has verified yet: tpmsec took both from the StartAuthSession
-    // answer, which nothing authenticates, so that answer (or this command)
-    // was altered on the bus. Not a TPM error to retry.
-    if (std::optional<size_t> s = rc_failed_session(code); s && *s < auths.size() &&
-                                                                 !auths[*s].session->key_confirmed()) {
-      return integrity_error(fmt::format("the TPM rejected {}'s new session {} ({}): its "
-                                         "StartAuthSession or this command was altered on the bus",
-                                         info.name, *s + 1, describe_rc(code)));
-    }
-    return tpm_error(code, info.name);
-  }
-  if (tag != (auths.empty() ? st::kNoSessions : st::kSessions)) {
-    // A missing session area would skip response authentication.
-    return parse_error(fmt::format("{} response: tag 0x{:04x} does not match the {} session(s) sent", info.name,
-                                   tag, auths.size()));
-  }
-
-  RawResponse out;
-  for (int i = 0; i < info.response_handle_count; ++i) out.handles.push_back(r.u32("response handle"));
-  ByteView params;
-  if (auths.empty()) {
-    params = r.rest();
-  } else {
-    uint32_t param_size = r.u32("parameterSize");
-    if (r.ok() && param_size > r.remaining()) {
-      r.fail(fmt::format("parameterSize {} exceeds the {} bytes left", param_size, r.remaining()));
-    }
-    params = r.bytes(param_size, "response parameters");
-  }
-  std::vector<AuthResponse> entries(auths.size());
-  for (AuthResponse& e : entries) {
-    e.nonce = r.tpm2b("TPMS_AUTH_RESPONSE.nonce", 64);
-    e.attributes = r.u8("TPMS_AUTH_RESPONSE.sessionAttributes");
-    e.hmac = r.tpm2b("TPMS_AUTH_RESPONSE.hmac", 64);
-  }
-  if (!auths.empty()) r.expect_end("response");
-  if (!r.ok()) return r.status().error().with_context(std::string(info.name) + " response");
-
-  // Authenticate before anything from the response is used. Response handles
-  // are not covered by rpHash (Part 1 §18.9): callers check them against names.
-  for (size_t i = 0; i < auths.size(); ++i) {
-    VerifyInput in{&info, code, params, entries[i], auths[i].auth_value};
-    Status st = auths[i].session->verify(in);
-    if (!st.ok()) return st.error().with_context(std::string(info.name) + " response");
-  }
-  out.parameters.assign(params.begin(), params.end());
-  if (encrypt_index >= 0) {
-    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(out.parameters, info.name));
-    const Auth& a = auths[encrypt_index];
-    TPMSEC_RETURN_IF_ERROR(a.session->decrypt_parameter(data, a.auth_value));
-  }
-  return out;
+  // A command that does not fit is refused here: nothing reaches the transport.
+  TPMSEC_ASSIGN_OR_RETURN(Bytes command, frame_command(info, handles, parameters, auths, cipher));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes response, transport_->transmit(command));
+  return read_response(info, response, auths, cipher);
 }
-
 
 }  // namespace tpmsec

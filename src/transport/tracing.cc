@@ -4,8 +4,8 @@
 
 #include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
-#include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/wire.h"
 
@@ -20,7 +20,8 @@ CommandShape shape_of(ByteView command, ByteView response) {
   CommandShape s;
   s.command_bytes = command.size();
   s.response_bytes = response.size();
-  if (response.size() >= 10) s.response_code = load_be32(response.data() + 6);
+  HeaderRead answer = read_frame_header(response, response.size());
+  if (answer.check != FrameCheck::kIncomplete) s.response_code = answer.header.code;
   HeaderRead hr = read_frame_header(command, command.size());
   if (hr.check != FrameCheck::kOk) return s;
   s.command_code = hr.header.code;
@@ -34,20 +35,19 @@ CommandShape shape_of(ByteView command, ByteView response) {
     s.session_attributes |= e.attributes;
     if (e.handle != rh::kPasswordSession) s.hmac_session = true;
   }
-  Reader r(areas->parameters);
-  if (s.command_code == cmd::StartAuthSession::kInfo.code) {  // tpmKey, bind, nonceCaller, encryptedSalt
+  const ByteView params = areas->parameters;
+  if (s.command_code == cc::kStartAuthSession) {  // tpmKey, bind, nonceCaller, encryptedSalt
     s.salted = s.first_handle != rh::kNull;
-    r.tpm2b("nonceCaller");
-    s.encrypted_salt_bytes = r.tpm2b("encryptedSalt").size();
-  } else if (s.command_code == cmd::ContextLoad::kInfo.code) {  // sequence, savedHandle
-    r.u64("sequence");
-    s.context_handle = r.u32("savedHandle");
-  } else if (s.command_code == cmd::ContextSave::kInfo.code) {
+    s.encrypted_salt_bytes = read_start_auth_session(params).encrypted_salt.size();
+  } else if (s.command_code == cc::kContextLoad) {
+    s.context_handle = read_context_saved_handle(params).value_or(0);
+  } else if (s.command_code == cc::kContextSave) {
     s.context_handle = s.first_handle;
-  } else if (s.command_code == cmd::FlushContext::kInfo.code) {
-    s.context_handle = r.u32("flushHandle");
-  } else if (s.command_code == cmd::CreatePrimary::kInfo.code) {
+  } else if (s.command_code == cc::kFlushContext) {
+    s.context_handle = read_flush_handle(params).value_or(0);
+  } else if (s.command_code == cc::kCreatePrimary) {
     // inSensitive (its data may be encrypted, not its size), inPublic
+    Reader r(params);
     r.tpm2b("inSensitive");
     r.u16("inPublic size");
     uint16_t type = r.u16("inPublic type");

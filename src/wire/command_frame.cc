@@ -19,6 +19,15 @@ AuthEntry read_auth_entry(Reader& r, ByteView frame, bool command) {
   return e;
 }
 
+Result<Bytes> write_auth_entry(const AuthEntry& entry, bool command) {
+  Writer w;
+  if (command) w.u32(entry.handle);
+  w.tpm2b(entry.nonce, "nonce", 64);
+  w.u8(entry.attributes);
+  w.tpm2b(entry.hmac, "hmac", 64);
+  return w.finish();
+}
+
 Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t max_sessions) {
   HeaderRead hr = read_frame_header(frame, max_size);
   if (hr.check != FrameCheck::kOk || hr.header.size != frame.size()) {
@@ -45,6 +54,23 @@ Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t 
   a.parameters = r.rest();
   if (!r.ok()) return r.status().error().with_context(std::string(a.info->name) + " command");
   return a;
+}
+
+Result<Bytes> write_command_frame(uint32_t code, std::span<const uint32_t> handles,
+                                  std::span<const ByteView> sessions, ByteView parameters, size_t max_size) {
+  Writer w(max_size, "command");
+  w.u16(sessions.empty() ? st::kNoSessions : st::kSessions);
+  auto size_mark = w.begin_total_size32("commandSize");
+  w.u32(code);
+  for (uint32_t h : handles) w.u32(h);
+  if (!sessions.empty()) {
+    auto auth_mark = w.begin_size32("authorizationSize");
+    for (ByteView entry : sessions) w.bytes(entry, "TPMS_AUTH_COMMAND");
+    w.end_size(auth_mark);
+  }
+  w.bytes(parameters, "parameters");
+  w.end_size(size_mark);
+  return w.finish();
 }
 
 }  // namespace tpmsec

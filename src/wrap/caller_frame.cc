@@ -4,7 +4,7 @@
 
 #include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/frame_header.h"
+#include "tpmsec/frame_fields.h"
 
 namespace tpmsec::wrapping {
 namespace {
@@ -40,23 +40,23 @@ SecretParameters secret_first_parameters(uint32_t code) {
   static constexpr SecretParameters kIn{true, false}, kOut{false, true}, kBoth{true, true};
   static constexpr Row kSecrets[] = {
       // The sensitive area of a new object: its authValue and data.
-      {command_code("Create"), kIn}, {command_code("CreatePrimary"), kIn}, {command_code("CreateLoaded"), kIn},
+      {cc::kCreate, kIn}, {cc::kCreatePrimary, kIn}, {cc::kCreateLoaded, kIn},
       // A private key in clear, an inner wrapper's key, a credential.
-      {command_code("LoadExternal"), kIn}, {command_code("Import"), kIn}, {command_code("Duplicate"), kBoth},
-      {command_code("MakeCredential"), kIn}, {command_code("ActivateCredential"), kOut},
+      {cc::kLoadExternal, kIn}, {cc::kImport, kIn}, {cc::kDuplicate, kBoth},
+      {cc::kMakeCredential, kIn}, {cc::kActivateCredential, kOut},
       // authValues.
-      {command_code("NV_DefineSpace"), kIn}, {command_code("HierarchyChangeAuth"), kIn},
-      {command_code("ObjectChangeAuth"), kIn}, {command_code("NV_ChangeAuth"), kIn},
-      {command_code("PCR_SetAuthValue"), kIn}, {command_code("HashSequenceStart"), kIn},
-      {command_code("HMAC_Start"), kIn},
+      {cc::kNvDefineSpace, kIn}, {cc::kHierarchyChangeAuth, kIn},
+      {cc::kObjectChangeAuth, kIn}, {cc::kNvChangeAuth, kIn},
+      {cc::kPcrSetAuthValue, kIn}, {cc::kHashSequenceStart, kIn},
+      {cc::kHmacStart, kIn},
       // Data in and out of the TPM's protection.
-      {command_code("NV_Write"), kIn}, {command_code("NV_Read"), kOut}, {command_code("Unseal"), kOut},
-      {command_code("GetRandom"), kOut}, {command_code("StirRandom"), kIn},
-      {command_code("EncryptDecrypt"), kOut}, {command_code("EncryptDecrypt2"), kBoth},
-      {command_code("RSA_Encrypt"), kIn}, {command_code("RSA_Decrypt"), kOut},
-      {command_code("ECC_Encrypt"), kIn}, {command_code("ECC_Decrypt"), kOut},
+      {cc::kNvWrite, kIn}, {cc::kNvRead, kOut}, {cc::kUnseal, kOut},
+      {cc::kGetRandom, kOut}, {cc::kStirRandom, kIn},
+      {cc::kEncryptDecrypt, kOut}, {cc::kEncryptDecrypt2, kBoth},
+      {cc::kRsaEncrypt, kIn}, {cc::kRsaDecrypt, kOut},
+      {cc::kEccEncrypt, kIn}, {cc::kEccDecrypt, kOut},
       // Shared secrets.
-      {command_code("ECDH_KeyGen"), kOut}, {command_code("ECDH_ZGen"), kOut}, {command_code("ZGen_2Phase"), kOut},
+      {cc::kEcdhKeyGen, kOut}, {cc::kEcdhZGen, kOut}, {cc::kZGen2Phase, kOut},
   };
   for (const Row& row : kSecrets) {
     if (row.code == code) return row.secret;
@@ -110,66 +110,22 @@ std::optional<SlotPlan> plan_slot(std::span<const Entry> sessions, const Command
 }
 
 uint16_t computable_session_hash(uint32_t code, std::span<const uint32_t> handles, ByteView parameters) {
-  if (code != command_code("StartAuthSession") || handles.size() != 2 || handles[0] != rh::kNull ||
-      handles[1] != rh::kNull) {
+  if (code != cc::kStartAuthSession || handles.size() != 2 || handles[0] != rh::kNull || handles[1] != rh::kNull) {
     return 0;
   }
-  Reader r(parameters);
-  r.tpm2b("nonceCaller", 64);
-  ByteView salt = r.tpm2b("encryptedSalt");
-  uint8_t type = r.u8("sessionType");
-  uint16_t symmetric = r.u16("symmetric.algorithm");
-  if (symmetric != alg::kNull) r.u16("symmetric.keyBits");
-  if (symmetric != alg::kNull && symmetric != alg::kXor) r.u16("symmetric.mode");
-  uint16_t hash = r.u16("authHash");
+  StartAuthSessionRequest q = read_start_auth_session(parameters);
   // A trial session authorizes nothing (it never stands in a command's
   // session area), so only HMAC and policy sessions are tracked.
-  bool authorizes = type == se::kHmac || type == se::kPolicy;
-  return r.ok() && salt.empty() && authorizes && digest_size(hash) ? hash : 0;
+  bool authorizes = q.session_type == se::kHmac || q.session_type == se::kPolicy;
+  return q.complete && q.encrypted_salt.empty() && authorizes && digest_size(q.auth_hash) ? q.auth_hash : 0;
 }
 
 std::optional<Bytes> listing_without(ByteView parameters, uint32_t handle) {
-  Reader r(parameters);
-  uint8_t more = r.u8("moreData");
-  uint32_t capability = r.u32("capability");
-  if (!r.ok() || capability != cap::kHandles) return std::nullopt;
-  uint32_t count = r.u32("count");
-  if (!r.ok() || count > r.remaining() / 4) return std::nullopt;
-  std::vector<uint32_t> handles;
-  bool found = false;
-  for (uint32_t i = 0; i < count; ++i) {
-    uint32_t h = r.u32("handle");
-    if (h == handle) {
-      found = true;
-    } else {
-      handles.push_back(h);
-    }
-  }
-  r.expect_end("GetCapability response");
-  if (!r.ok() || !found) return std::nullopt;
-  Writer w;
-  w.u8(more);
-  w.u32(capability);
-  w.u32(static_cast<uint32_t>(handles.size()));
-  for (uint32_t h : handles) w.u32(h);
-  auto out = w.finish();
+  std::optional<HandleListing> listing = read_handle_listing(parameters);
+  if (!listing || std::erase(listing->handles, handle) == 0) return std::nullopt;
+  auto out = write_handle_listing(*listing);
   if (!out.ok()) return std::nullopt;
   return std::move(*out);
-}
-
-Result<Bytes> build_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> entries,
-                                  ByteView parameters) {
-  Writer w(kMaxFrame, "command");
-  w.u16(st::kSessions);
-  auto size_mark = w.begin_total_size32("commandSize");
-  w.u32(code);
-  for (uint32_t h : handles) w.u32(h);
-  auto auth_mark = w.begin_size32("authorizationSize");
-  for (ByteView entry : entries) w.bytes(entry, "TPMS_AUTH_COMMAND");
-  w.end_size(auth_mark);
-  w.bytes(parameters, "parameters");
-  w.end_size(size_mark);
-  return w.finish();
 }
 
 }  // namespace tpmsec::wrapping

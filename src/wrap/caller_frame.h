@@ -85,11 +85,6 @@ struct SecretParameters {
 };
 SecretParameters secret_first_parameters(uint32_t code);
 
-// The command frame: TPM_ST_SESSIONS, the handles, these entries, the
-// parameters.
-Result<Bytes> build_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> entries,
-                                  ByteView parameters);
-
 }  // namespace tpmsec::wrapping
 
 #endif  // TPMSEC_SRC_WRAP_CALLER_FRAME_H_

@@ -82,16 +82,16 @@ Reply NullKeyAttacker::handle(const ProxiedCommand& command, Upstream& tpm) {
 Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm) {
   const uint32_t first_handle = frame.handles.empty() ? 0 : frame.handles[0];
   switch (frame.code) {
-    case cmd::CreatePrimary::kInfo.code:
+    case cc::kCreatePrimary:
       if (first_handle == options_.hierarchy) return create_primary(frame, command, tpm);
       break;
-    case cmd::StartAuthSession::kInfo.code:
+    case cc::kStartAuthSession:
       if (first_handle == options_.object_handle) return start_auth_session(frame);
       break;
-    case cmd::ContextSave::kInfo.code:
+    case cc::kContextSave:
       if (owns(first_handle)) return context_save(frame, first_handle);
       break;
-    case cmd::ContextLoad::kInfo.code: {
+    case cc::kContextLoad: {
       TPMSEC_ASSIGN_OR_RETURN(Context c, unmarshal_exact<Context>(frame.parameters, "ContextLoad parameters"));
       const Bytes& blob = c.blob;
       if (blob.size() == kContextMarker.size() + 4 &&
@@ -104,7 +104,7 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
       }
       break;
     }
-    case cmd::FlushContext::kInfo.code: {
+    case cc::kFlushContext: {
       TPMSEC_ASSIGN_OR_RETURN(uint32_t h, unmarshal_exact<uint32_t>(frame.parameters, "FlushContext parameters"));
       if (owns(h)) {
         sessions_.erase(h);
@@ -113,7 +113,7 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
       }
       break;
     }
-    case cmd::ReadPublic::kInfo.code:
+    case cc::kReadPublic:
       if (first_handle == options_.object_handle) {
         Writer w;
         marshal(w, PublicArea{public_});
@@ -122,7 +122,7 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
         return answer_success(frame, {}, *w.finish());
       }
       break;
-    case cmd::GetCapability::kInfo.code:
+    case cc::kGetCapability:
       if (frame.sessions.empty()) return list_with_fakes(frame, command, tpm);
       break;
     default:
@@ -131,7 +131,7 @@ Result<Reply> NullKeyAttacker::dispatch(const CommandFrame& frame, const Proxied
   for (const SessionEntry& e : frame.sessions) {
     if (sessions_.count(e.handle)) return in_fake_sessions(frame, tpm);
   }
-  if (frame.code == cmd::PcrExtend::kInfo.code && !options_.substitute_digest.empty()) {
+  if (frame.code == cc::kPcrExtend && !options_.substitute_digest.empty()) {
     CommandFrame forwarded = frame;
     TPMSEC_ASSIGN_OR_RETURN(forwarded.parameters, substitute_digests(frame.parameters));
     ++counters_.extends_substituted;
@@ -295,7 +295,7 @@ Result<Reply> NullKeyAttacker::in_fake_sessions(const CommandFrame& frame, Upstr
     TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_tpm2b(forwarded.parameters));
     TPMSEC_RETURN_IF_ERROR(crypt(s, data, e.nonce, s.nonce_tpm, /*encrypt=*/false));
   }
-  if (frame.code == cmd::PcrExtend::kInfo.code && !options_.substitute_digest.empty()) {
+  if (frame.code == cc::kPcrExtend && !options_.substitute_digest.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(forwarded.parameters, substitute_digests(forwarded.parameters));
     ++counters_.extends_substituted;
   }

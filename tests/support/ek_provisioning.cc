@@ -191,11 +191,11 @@ Rule serve_ek_certificate(uint32_t nv_index, Bytes der, Rule next, size_t* serve
                                                                            Upstream& tpm) -> Reply {
     auto f = parse_command(c.bytes);
     bool ours = f.ok() && !f->handles.empty() && f->handles.back() == nv_index &&
-                (c.code == cmd::NvReadPublic::kInfo.code || c.code == cmd::NvRead::kInfo.code);
+                (c.code == cc::kNvReadPublic || c.code == cc::kNvRead);
     if (!ours) return next ? next(c, tpm) : pass(c, tpm);
     ResponseFrame r;
     Writer w;
-    if (c.code == cmd::NvReadPublic::kInfo.code) {
+    if (c.code == cc::kNvReadPublic) {
       cmd::NvReadPublic::Response rsp;
       rsp.nv_public.nv_public = NvPublic{nv_index, alg::kSha256, kEkCertNvAttributes | nv_attr::kWritten, {},
                                          static_cast<uint16_t>(der.size())};

@@ -8,7 +8,7 @@ namespace tpmsec::testing {
 
 bool is_handle_listing(ByteView command) {
   // header (10) || capability || property || propertyCount, no sessions.
-  return command.size() == 22 && load_be32(command.data() + 6) == cmd::GetCapability::kInfo.code &&
+  return command.size() == 22 && load_be32(command.data() + 6) == cc::kGetCapability &&
          load_be32(command.data() + 10) == cap::kHandles;
 }
 

@@ -2,26 +2,21 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/response_frame.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::testing {
 namespace {
 
-constexpr size_t kHeaderSize = 10;
 constexpr size_t kMaxSessions = 3;
 
-SessionEntry read_entry(Reader& r, bool with_handle) {
-  SessionEntry e;
-  if (with_handle) e.handle = r.u32("session handle");
-  ByteView nonce = r.tpm2b("nonce", 64);
-  e.nonce.assign(nonce.begin(), nonce.end());
-  e.attributes = r.u8("sessionAttributes");
-  ByteView hmac = r.tpm2b("hmac", 64);
-  e.hmac.assign(hmac.begin(), hmac.end());
-  return e;
+SessionEntry owned(const AuthEntry& e) {
+  return SessionEntry{e.handle, Bytes(e.nonce.begin(), e.nonce.end()), e.attributes, Bytes(e.hmac.begin(), e.hmac.end())};
 }
 
 void write_entry(Writer& w, const SessionEntry& e, bool with_handle) {
@@ -34,29 +29,12 @@ void write_entry(Writer& w, const SessionEntry& e, bool with_handle) {
 }  // namespace
 
 Result<CommandFrame> parse_command(ByteView bytes) {
-  Reader r(bytes);
-  uint16_t tag = r.u16("tag");
-  uint32_t size = r.u32("commandSize");
+  TPMSEC_ASSIGN_OR_RETURN(CommandAreas areas, read_command_areas(bytes, bytes.size(), kMaxSessions));
   CommandFrame f;
-  f.code = r.u32("commandCode");
-  TPMSEC_RETURN_IF_ERROR(r.status());
-  if (size != bytes.size()) return parse_error(fmt::format("command size field {} for {} bytes", size, bytes.size()));
-  const CommandInfo* info = find_command(f.code);
-  if (!info) return parse_error(fmt::format("command 0x{:x} is not in the command table", f.code));
-  for (int i = 0; i < info->handle_count; ++i) f.handles.push_back(r.u32("handle"));
-  if (tag == st::kSessions) {
-    Reader area = r.sub(r.u32("authorizationSize"), "authorization area");
-    while (area.ok() && area.remaining() > 0) {
-      if (f.sessions.size() == kMaxSessions) area.fail("more than three sessions");
-      f.sessions.push_back(read_entry(area, true));
-    }
-    r.absorb(area);
-  } else if (tag != st::kNoSessions) {
-    r.fail(fmt::format("tag 0x{:04x}", tag));
-  }
-  ByteView params = r.rest();
-  f.parameters.assign(params.begin(), params.end());
-  TPMSEC_RETURN_IF_ERROR(r.status());
+  f.code = areas.info->code;
+  f.handles = std::move(areas.handles);
+  for (const AuthEntry& e : areas.sessions) f.sessions.push_back(owned(e));
+  f.parameters.assign(areas.parameters.begin(), areas.parameters.end());
   return f;
 }
 
@@ -89,34 +67,15 @@ Bytes build_command(const CommandFrame& f) {
 }
 
 Result<ResponseFrame> parse_response(ByteView bytes, uint32_t command_code) {
-  Reader r(bytes);
-  uint16_t tag = r.u16("tag");
-  uint32_t size = r.u32("responseSize");
-  ResponseFrame f;
-  f.code = r.u32("responseCode");
-  TPMSEC_RETURN_IF_ERROR(r.status());
-  if (size != bytes.size()) return parse_error(fmt::format("response size field {} for {} bytes", size, bytes.size()));
-  if (f.code != rc::kSuccess) {
-    if (bytes.size() != kHeaderSize) return parse_error("an error response with a body");
-    return f;
-  }
   const CommandInfo* info = find_command(command_code);
   if (!info) return parse_error(fmt::format("command 0x{:x} is not in the command table", command_code));
-  for (int i = 0; i < info->response_handle_count; ++i) f.handles.push_back(r.u32("handle"));
-  if (tag == st::kSessions) {
-    ByteView params = r.bytes(r.u32("parameterSize"), "parameters");
-    f.parameters.assign(params.begin(), params.end());
-    while (r.ok() && r.remaining() > 0) {
-      if (f.sessions.size() == kMaxSessions) r.fail("more than three sessions");
-      f.sessions.push_back(read_entry(r, false));
-    }
-  } else if (tag == st::kNoSessions) {
-    ByteView params = r.rest();
-    f.parameters.assign(params.begin(), params.end());
-  } else {
-    r.fail(fmt::format("tag 0x{:04x}", tag));
-  }
-  TPMSEC_RETURN_IF_ERROR(r.status());
+  TPMSEC_ASSIGN_OR_RETURN(ResponseAreas areas,
+                          read_response_areas(bytes, info->response_handle_count, bytes.size(), kMaxSessions));
+  ResponseFrame f;
+  f.code = areas.header.code;
+  f.handles = std::move(areas.handles);
+  f.parameters.assign(areas.parameters.begin(), areas.parameters.end());
+  for (const AuthEntry& e : areas.sessions) f.sessions.push_back(owned(e));
   return f;
 }
 
@@ -140,7 +99,10 @@ Bytes build_response(const ResponseFrame& f) {
   return *w.finish();
 }
 
-uint32_t response_code_of(ByteView response) { return response.size() < kHeaderSize ? 0 : load_be32(response.data() + 6); }
+uint32_t response_code_of(ByteView response) {
+  HeaderRead hr = read_frame_header(response, response.size());
+  return hr.check == FrameCheck::kIncomplete ? 0 : hr.header.code;
+}
 
 SessionEntry password_response_entry() {
   SessionEntry e;

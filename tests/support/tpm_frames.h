@@ -1,8 +1,10 @@
 // TPM command and response frames as an interposer on the bus sees them
 // (Part 1 §18): split into header, handle area, authorization area and
 // parameters, and put back together, so a test can rewrite one field and
-// re-frame the rest. Parsing goes through the project's Reader (every size
-// bounded, the first failure reported); building through its Writer.
+// re-frame the rest. Parsing goes through the library's frame codec
+// (tpmsec/command_frame.h, tpmsec/response_frame.h: every size bounded, the
+// first failure reported); building through its Writer, as an attacker
+// would, without the codec's limits (a forged entry may be oversized).
 //
 // Handle counts come from the command table (tpmsec/command_table.h): a code
 // not in it (unassigned, vendor) has no known handle area and is refused.

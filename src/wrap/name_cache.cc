@@ -1,0 +1,133 @@
+// CommandWrapper's name cache (wrap.h): every handle's Name enters cpHash.
+// PCRs, permanent handles and sessions are named by their handle; objects
+// and NV indices by Names taken only from responses the wrapper's session
+// authenticated, or read first with an audited ReadPublic / NV_ReadPublic.
+// Commands that change or end what a handle names make its Name stale.
+#include <fmt/format.h>
+
+#include "tpmsec/command_table.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/response_frame.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/wrap.h"
+#include "wrap/wrap_state.h"
+
+namespace tpmsec {
+namespace {
+
+// NV commands that change an index's attributes (TPMA_NV_WRITTEN, the
+// locks), and so its Name (Part 1 §16: nameAlg || H(TPMS_NV_PUBLIC)).
+bool changes_nv_name(uint32_t code) {
+  return code == cc::kNvWrite || code == cc::kNvIncrement || code == cc::kNvSetBits || code == cc::kNvExtend ||
+         code == cc::kNvWriteLock || code == cc::kNvReadLock;
+}
+
+// Commands whose response handle is a new sequence object (Part 3 §17).
+bool starts_sequence(uint32_t code) { return code == cc::kHashSequenceStart || code == cc::kHmacStart; }
+
+// The handle whose Name a handle's own bytes are (Part 1 §16).
+bool named_by_handle(uint32_t handle) {
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  return type == ht::kPcr || type == ht::kPermanent || type == ht::kHmacSession || type == ht::kPolicySession;
+}
+
+}  // namespace
+
+Result<Bytes> CommandWrapper::name_of(uint32_t handle) {
+  if (named_by_handle(handle)) return be32(handle);
+  if (auto it = names_.find(handle); it != names_.end()) return it->second;
+  uint8_t type = static_cast<uint8_t>(handle >> 24);
+  const CommandInfo& info = type == ht::kNvIndex ? cmd::NvReadPublic::kInfo : cmd::ReadPublic::kInfo;
+  if (type != ht::kNvIndex && type != ht::kTransient && type != ht::kPersistent) {
+    return unsupported_error(fmt::format("no Name for handle 0x{:08x}", handle));
+  }
+  Tpm& tpm = factory_->tpm();
+  // The Name enters the audited read's own cpHash, so a first read proposes
+  // it; the TPM accepting the audited read's HMAC is what confirms it, and
+  // the name kept is the one in that authenticated response.
+  NamedHandle proposed = NamedHandle::of(handle);
+  const NamedHandle* one[] = {&proposed};
+  TPMSEC_ASSIGN_OR_RETURN(RawResponse first, tpm.execute(info, one, {}, {}));
+  std::optional<Bytes> candidate = name_in_response(info.code, first.parameters);
+  if (!candidate) return parse_error(fmt::format("{}(0x{:08x}) carries no Name", info.name, handle));
+  proposed.name = *candidate;
+  auto read_audited = [&]() -> Result<RawResponse> {
+    TPMSEC_RETURN_IF_ERROR(ensure_session());
+    session_->set_attributes(attr::kContinueSession | attr::kAudit);
+    Auth audit{session_.get(), {}};
+    return tpm.execute(info, one, {}, std::span<const Auth>(&audit, 1));
+  };
+  auto audited = read_audited();
+  if (!audited.ok() && audited.error().kind() == ErrorKind::kTpm &&
+      wrapping::session_gone(audited.error().tpm_rc()) == 0) {
+    // The session was flushed behind the wrapper's back: a new one, once.
+    retire_session(/*may_exist=*/true);
+    audited = read_audited();
+  }
+  if (!audited.ok()) return audited.error();
+  std::optional<Bytes> name = name_in_response(info.code, audited->parameters);
+  if (!name || *name != proposed.name) {
+    return integrity_error(fmt::format("audited {}(0x{:08x}) answered another Name", info.name, handle));
+  }
+  names_[handle] = *name;
+  return std::move(*name);
+}
+
+Result<std::vector<NamedHandle>> CommandWrapper::names_of(const std::vector<uint32_t>& handles,
+                                                          const CommandInfo& info) {
+  std::vector<NamedHandle> named(handles.size());
+  for (size_t i = 0; i < handles.size(); ++i) {
+    auto name = name_of(handles[i]);
+    if (!name.ok()) return refusal_for_name(name.error(), i, handles[i], info);
+    named[i] = NamedHandle{handles[i], std::move(*name)};
+  }
+  return named;
+}
+
+// No Name, no command: nothing of the caller's frame goes out without the
+// wrapper's session, whatever the TPM (or the bus) answered the read. The
+// TPM's error about the handle (TPM_RC_HANDLE for an object that is not
+// loaded, TPM_RC_SEQUENCE for a sequence the wrapper did not see start) is
+// the caller's command's error, numbered for its handle: it only ever makes
+// that command fail, as the TPM would have. Anything else (the wrapper's own
+// session refused, an answer that does not authenticate) is the wrapper's.
+Error CommandWrapper::refusal_for_name(const Error& e, size_t index, uint32_t handle, const CommandInfo& info) {
+  uint32_t code = e.tpm_rc();
+  bool about_handle = e.kind() == ErrorKind::kTpm && rc_is_about_handle_or_command(code);
+  std::string what = fmt::format("no authenticated Name for 0x{:08x}, so {} was not sent", handle, info.name);
+  if (about_handle) return Error(ErrorKind::kTpm, what, rc_for_handle(code, index));
+  return e.with_context(what);
+}
+
+void CommandWrapper::forget_names_changed_by(uint32_t code, const std::vector<uint32_t>& handles, ByteView params) {
+  Reader r(params);
+  uint32_t persistent = r.u32("persistentHandle");
+  if (code == cc::kEvictControl && r.ok()) names_.erase(persistent);
+  if (code == cc::kNvUndefineSpace && handles.size() == 2) names_.erase(handles[1]);
+  if (code == cc::kNvUndefineSpaceSpecial && !handles.empty()) names_.erase(handles[0]);
+  if (changes_nv_name(code) && handles.size() == 2) names_.erase(handles[1]);
+  if (code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
+}
+
+void CommandWrapper::note_names_in_response(const Pending& p, const ResponseAreas& areas, ByteView parameters) {
+  const bool creates = p.info->response_handle_count == 1 && !areas.handles.empty();
+  if (starts_sequence(p.code) && creates) {
+    // A sequence object's Name is the Empty Buffer (the TPM gives it no
+    // nameAlg; libtpms and the reference code, EntityGetName): known from
+    // this authenticated answer, so its SequenceUpdate and SequenceComplete
+    // go out wrapped too. A response handle is not in rpHash: a swapped one
+    // names another handle, whose commands the TPM then refuses (cpHash).
+    names_[areas.handles[0]] = Bytes();
+  } else if (std::optional<Bytes> name = name_in_response(p.code, parameters)) {
+    if (creates) {
+      names_[areas.handles[0]] = std::move(*name);
+    } else if (!p.handles.empty() && (p.code == cc::kReadPublic || p.code == cc::kNvReadPublic)) {
+      names_[p.handles[0]] = std::move(*name);
+    }
+  }
+}
+
+}  // namespace tpmsec

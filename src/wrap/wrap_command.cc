@@ -1,0 +1,158 @@
+// CommandWrapper::wrap() (wrap.h): the caller's frame in, the frame to send
+// out, as a sequence of steps: read the caller's frame, note what it uses,
+// name its handles, find the caller's sessions the wrapper can re-sign,
+// choose the wrapper's slot and what it encrypts, sign the frame.
+#include <fmt/format.h>
+
+#include "tpmsec/command_frame.h"
+#include "tpmsec/command_table.h"
+#include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/wrap.h"
+#include "wrap/caller_frame.h"
+#include "wrap/wrap_state.h"
+
+namespace tpmsec {
+
+Result<Bytes> CommandWrapper::wrap(ByteView command) {
+  pending_.reset();
+  HeaderRead hr = read_frame_header(command, wrapping::kMaxFrame);
+  if (hr.check != FrameCheck::kOk || hr.header.size != command.size()) {
+    return usage_error(fmt::format("a command frame of {} bytes whose header is not a TPM command's", command.size()));
+  }
+  auto p = std::make_unique<Pending>();
+  p->code = hr.header.code;
+  p->caller_sessions = hr.header.tag == st::kSessions;
+  p->info = find_command(p->code);
+  counts_.try_emplace(p->code);  // every code seen is counted, a refused one too
+  if (p->code == cc::kFlushContext) {
+    if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
+      p->flushed = read_flush_handle(areas->parameters).value_or(0);
+      names_.erase(p->flushed);
+    }
+  }
+  if (!p->info || p->info->no_sessions) return pass_through(command, std::move(p));
+
+  // The caller's frame (caller_frame.h): anything it gets wrong, the TPM
+  // answers as before; where the wrapper's session has no place, the command
+  // goes out as the caller gave it.
+  std::optional<CommandAreas> frame = wrapping::read_caller_frame(command);
+  if (!frame) return pass_through(command, std::move(p));
+  std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, *p->info);
+  if (!plan) return pass_through(command, std::move(p));
+  Outgoing out(*p->info, std::move(*frame), *plan);
+  note_caller_frame(*p, out);
+
+  // Names (may read one through the session), then the session itself.
+  TPMSEC_ASSIGN_OR_RETURN(std::vector<NamedHandle> named, names_of(p->handles, out.info));
+  out.set_names(std::move(named));
+  TPMSEC_RETURN_IF_ERROR(ensure_session());
+  // Nothing to save is no reason to fail: the TPM answers the resend.
+  if (need_room_) (void)make_room();
+  TPMSEC_RETURN_IF_ERROR(track_caller_entries(*p, out));
+  if (!plan_protection(*p, out)) return pass_through(command, std::move(p));
+  if (strict_) {
+    std::string why = wrapping::secret_in_clear(out.info, out.frame.sessions, out.frame.parameters,
+                                                out.plan.password_slot, out.decrypt, p->encrypts_response);
+    if (!why.empty()) return strict_refusal(out.info, why);
+  }
+  forget_names_changed_by(p->code, p->handles, out.frame.parameters);
+  TPMSEC_ASSIGN_OR_RETURN(Bytes sent, sign_frame(*p, out));
+  count_wrapped(*p, out);
+  pending_ = std::move(p);
+  last_wrapped_ = commands_;
+  return sent;
+}
+
+Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pending> p) {
+  if (strict_ && p->info) {
+    // Sent as the caller gave it: every secret in it crosses in clear. A
+    // frame the codec cannot read, the TPM refuses anyway.
+    if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
+      std::string why = wrapping::secret_in_clear(*p->info, areas->sessions, areas->parameters, std::nullopt,
+                                                  /*decrypt=*/false, /*encrypt=*/false);
+      if (!why.empty()) return strict_refusal(*p->info, why);
+    }
+  }
+  ++counts_[p->code].passed_through;
+  p->passed_through = true;
+  pending_ = std::move(p);
+  return Bytes(command.begin(), command.end());
+}
+
+void CommandWrapper::note_caller_frame(Pending& p, const Outgoing& out) {
+  p.handles = out.frame.handles;
+  for (const AuthEntry& e : out.frame.sessions) {
+    if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p.ending.push_back(e.handle);
+  }
+  p.caller_hmac = out.plan.caller_hmac;
+  // The sessions this command uses keep their slots (session_room.cc).
+  busy_.assign(p.handles.begin(), p.handles.end());
+  for (const AuthEntry& e : out.frame.sessions) busy_.push_back(e.handle);
+}
+
+bool CommandWrapper::plan_protection(Pending& p, Outgoing& out) {
+  const std::vector<AuthEntry>& sessions = out.frame.sessions;
+  const ByteView params = out.frame.parameters;
+  if (const std::optional<size_t>& password_slot = out.plan.password_slot) {
+    p.our_slot = *password_slot;
+    p.replaced_password = true;
+    p.password_attributes = sessions[*password_slot].attributes;
+    p.auth_value = SecretBytes(sessions[*password_slot].hmac);  // a password entry's hmac is the authValue
+    p.sent_sessions = sessions.size();
+  } else {
+    p.our_slot = sessions.size();
+    p.sent_sessions = sessions.size() + 1;
+  }
+  out.authorizes = p.our_slot < out.info.auth_count;
+  out.decrypt = !out.caller_hmac && out.info.command_param_tpm2b && params.size() >= 2;
+  p.encrypts_response = !out.caller_hmac && out.info.response_param_tpm2b;
+  // The session authorizing the entity (slot 0) is answered under its new
+  // authValue, the wrapper's or a re-signed caller's.
+  if (p.code == cc::kHierarchyChangeAuth || p.code == cc::kNvChangeAuth) {
+    Reader nr(params);
+    p.new_auth_value = SecretBytes(nr.tpm2b("newAuth", 64));
+    if (!nr.ok()) return false;
+  }
+  return true;
+}
+
+Result<Bytes> CommandWrapper::sign_frame(Pending& p, const Outgoing& out) {
+  if (out.decrypt || p.encrypts_response) TPMSEC_RETURN_IF_ERROR(ensure_cipher_checked());
+  // The session ends with this command when it is the one the front end
+  // said would be the last (end_session_with()).
+  bool last = end_with_ && commands_ == *end_with_ && !saved_ && !evicted_ && !need_room_;
+  session_->set_attributes((last ? 0 : attr::kContinueSession) | (out.plan.caller_audits ? 0 : attr::kAudit) |
+                           (out.decrypt ? attr::kDecrypt : 0) | (p.encrypts_response ? attr::kEncrypt : 0));
+  TPMSEC_RETURN_IF_ERROR(session_->begin_command());
+  SecretBytes parameters(out.frame.parameters);  // may hold a secret the bus must not see
+  ByteView auth_value = out.authorizes ? p.auth_value.view() : ByteView();
+  if (out.decrypt) {
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(parameters.mutable_view(), out.info.name));
+    TPMSEC_RETURN_IF_ERROR(session_->encrypt_parameter(data, auth_value));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(Bytes ours, session_->authorize(out.input_for(p.our_slot, parameters.view(), auth_value)));
+  TPMSEC_ASSIGN_OR_RETURN(std::vector<Bytes> resigned, resign_caller_entries(p, out, parameters.view()));
+  std::vector<ByteView> entries(p.sent_sessions);
+  for (size_t i = 0; i < p.sent_sessions; ++i) {
+    if (i == p.our_slot) {
+      entries[i] = ours;
+    } else {
+      entries[i] = resigned[i].empty() ? out.frame.sessions[i].raw : ByteView(resigned[i]);
+    }
+  }
+  return write_command_frame(p.code, p.handles, entries, parameters.view(), wrapping::kMaxFrame);
+}
+
+void CommandWrapper::count_wrapped(Pending& p, const Outgoing& out) {
+  WrapCounts& counts = counts_[p.code];
+  ++counts.wrapped;
+  if (out.decrypt || p.encrypts_response) ++counts.encrypted;
+  if (p.replaced_password) ++counts.passwords_replaced;
+  counts.passwords_left += out.plan.passwords - (p.replaced_password ? 1 : 0);
+  p.passed_through = false;
+}
+
+}  // namespace tpmsec
