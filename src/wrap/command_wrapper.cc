@@ -32,10 +32,6 @@ CommandWrapper::CommandWrapper(SessionFactory& factory)
 
 CommandWrapper::~CommandWrapper() { retire_session(/*may_exist=*/true); }
 
-void CommandWrapper::forget_object_names() {
-  std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kTransient; });
-}
-
 uint32_t CommandWrapper::session_handle() const { return session_ ? session_->handle() : 0; }
 
 Status CommandWrapper::ensure_session() {

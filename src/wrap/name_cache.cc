@@ -130,4 +130,8 @@ void CommandWrapper::note_names_in_response(const Pending& p, const ResponseArea
   }
 }
 
+void CommandWrapper::forget_object_names() {
+  std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kTransient; });
+}
+
 }  // namespace tpmsec
