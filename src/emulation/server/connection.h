@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "emulation/server/channel.h"
-#include "transport/socket_io.h"
+#include "tpmsec/transport/socket_io.h"
 
 namespace tpmsec::emulation {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "tpmsec/result.h"
-#include "transport/socket_io.h"
+#include "tpmsec/transport/socket_io.h"
 
 namespace tpmsec::emulation {
 
