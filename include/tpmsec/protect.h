@@ -24,6 +24,7 @@
 #define TPMSEC_PROTECT_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,21 @@ struct ExtendPlan {
 
 class AuditedPcrReads;
 
+// Properties of the TPM timed elsewhere (a `tpmsec bench --json` result), for
+// policy rules that test them: unauthenticated, whatever bus they ran on.
+struct MeasuredFacts {
+  std::map<std::string, double> properties;
+  std::string source;  // "bench result r.json"
+};
+
+// The policy decision for this TPM with everything it rests on
+// (ProtectedTpm::policy_view(), what `tpmsec policy show` prints).
+struct PolicyView {
+  Policy policy;
+  TpmFacts facts;
+  PolicyDecision decision;  // its rule and verdicts point into `policy`
+};
+
 // An open TPM with its protection resolved. Owns the transport it opened (or
 // was handed) and every TPM handle it creates.
 class ProtectedTpm {
@@ -176,6 +192,12 @@ class ProtectedTpm {
   // null_key_load are filled in here).
   Result<std::unique_ptr<ExtendStream>> extend_stream(const ExtendPlan& plan, StreamOptions options);
 
+  // The policy's decision for this TPM, every rule's verdict and the facts
+  // matched (`measured` added to them), decided as plan_extends() decides:
+  // a named anchor (not Automatic, not Unsalted) has the identity read
+  // through a session salted to it even where the decision would not need it.
+  Result<std::unique_ptr<PolicyView>> policy_view(const MeasuredFacts* measured = nullptr);
+
   // PCR reads authenticated by one audit session salted (or bound) to the
   // anchor (`pcr read --protect audit`, `verify --tpm`): an interposer can
   // neither fake a value nor rewrite one unnoticed.
@@ -204,6 +226,11 @@ class ProtectedTpm {
   // What is kept of this TPM between processes (request.keep); null when
   // nothing is (an in-process TPM). Lives as long as this ProtectedTpm.
   SessionCache* session_cache() { return cache_ ? &*cache_ : nullptr; }
+  // Who this TPM is to what is kept of it (tpm_id.h), and where that is kept
+  // (the request's host state): for the operations on what is kept
+  // (provision.h).
+  TpmId id() const;
+  HostState& host() const { return *request_.host; }
 
  private:
   ProtectedTpm() = default;

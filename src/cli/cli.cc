@@ -151,19 +151,42 @@ Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) 
   return m;
 }
 
-Result<OpenTpm> open_tpm(const TpmOption& option, bool keep, Measure measure) {
-  // The protect path: no tracing, no latency model, no MeasuredTpm.
-  if (option.emulate.empty() && measure == Measure::kWhenEmulating) return open_plain_tpm(option, keep);
+namespace {
+
+// The measured stack over the TPM `option` names; `cache` (open with `keep`)
+// gives what earlier runs kept of its capabilities and keeps them.
+Result<OpenTpm> open_measured_stack(const TpmOption& option, bool keep) {
   OpenTpm out;
   TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
   TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
-  out.cache = session_cache_for(*out.base, keep);
-  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(out.cache));
+  std::optional<SessionCache> cache = session_cache_for(*out.base, keep);
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(cache));
   TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));
   if (!out.measured->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", out.measured->warning);
-  if (out.cache && !known) {
-    if (Status st = out.cache->put_info(out.measured->info); !st.ok()) warn_not_kept(st.error());
+  if (cache && !known) {
+    if (Status st = cache->put_info(out.measured->info); !st.ok()) {
+      fmt::print(stderr, "tpmsec: warning: not kept for the next run: {}\n", st.error().message());
+    }
   }
+  return out;
+}
+
+}  // namespace
+
+Result<OpenTpm> open_tpm(const TpmOption& option) { return open_measured_stack(option, /*keep=*/false); }
+
+Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request) {
+  OpenTpm out;
+  if (option.emulate.empty()) {
+    // The protect path: no tracing, no latency model, no MeasuredTpm.
+    TPMSEC_ASSIGN_OR_RETURN(out.protect, open_plain_protected(option, std::move(request)));
+    return out;
+  }
+  // --emulate: the front end holds the TPM (behind the profile's model),
+  // and the protect path adopts it.
+  TPMSEC_ASSIGN_OR_RETURN(out, open_measured_stack(option, request.keep));
+  TPMSEC_ASSIGN_OR_RETURN(out.protect, ProtectedTpm::adopt(request, *out.base, *out.measured->tpm,
+                                                           out.measured->info, facts_of(*out.measured)));
   return out;
 }
 
@@ -182,8 +205,6 @@ const std::string& OpenTpm::profile() const {
   return measured ? measured->profile : none;
 }
 
-TpmFacts OpenTpm::facts() const { return measured ? facts_of(*measured) : facts_of(plain_info, *base); }
-
 std::string_view advice_for(ErrorReason reason) {
   switch (reason) {
     case ErrorReason::kNoTrustAnchor:
@@ -194,11 +215,6 @@ std::string_view advice_for(ErrorReason reason) {
     default:
       return "";
   }
-}
-
-Result<std::unique_ptr<ProtectedTpm>> OpenTpm::protect(ProtectRequest request) const {
-  request.keep = cache.has_value();
-  return ProtectedTpm::adopt(request, *base, tpm(), info(), facts());
 }
 
 Status write_file(const std::string& path, const std::string& content) {

@@ -104,56 +104,50 @@ struct TpmOption {
   Result<DefaultTpm> chosen_default(bool note) const;
 };
 
-// An open TPM. Plain (the protect path: no --emulate): the transport and a
-// bare Tpm over it, nothing of the measurement layer (open_plain.cc, checked by
-// scripts/check-layers). Measured (--emulate, or Measure::kAlways): a
-// MeasuredTpm over the same transport, traced, behind the profile's latency
+// An open TPM. Protected (open_protected): the protect path's one way in,
+// ProtectedTpm::open (protect.h), which opens the TPM, keeps what earlier
+// runs kept and resolves the anchor, nothing of the measurement layer
+// (open_plain.cc, checked by scripts/check-layers); with --emulate, the
+// measured stack below, adopted by the protect path. Measured (open_tpm):
+// a MeasuredTpm over the transport, traced, behind the profile's latency
 // model on a virtual clock when emulating. When it closes under emulation it
-// reports on stderr how many TPM commands ran and how long they took on the model.
+// reports on stderr how many TPM commands ran and how long they took on the
+// model.
 struct OpenTpm {
-  std::unique_ptr<Transport> base;        // the transport opened from the TPM string
-  std::unique_ptr<Tpm> plain;             // a bare Tpm over `base`, unless measured
-  TpmInfo plain_info;                     // its capabilities, unless measured
+  std::unique_ptr<Transport> base;        // the transport the measured stack opened
   std::unique_ptr<MeasuredTpm> measured;  // set only when measuring
+  // The protect path over this TPM (open_protected): the request resolved
+  // for it; it keeps what earlier runs kept when the request says `keep`.
+  std::unique_ptr<ProtectedTpm> protect;
   // When emulating, also list every command with its modelled time (-v).
   bool list_commands = false;
-  // What one-shot protected commands keep between processes; none unless
-  // opened with `keep` and the TPM outlives the process.
-  std::optional<SessionCache> cache;
-  // The protect path over this TPM (protect.h): `request` resolved for it,
-  // matched against facts(); it keeps what earlier runs kept when this TPM
-  // was opened with `keep`.
-  Result<std::unique_ptr<ProtectedTpm>> protect(ProtectRequest request) const;
   // TPM time of every command run so far, on the virtual clock when emulating
   // (0 on the plain path: nothing is traced).
   double emulated_ms() const;
 
-  Tpm& tpm() const { return measured ? *measured->tpm : *plain; }
-  const TpmInfo& info() const { return measured ? measured->info : plain_info; }
-  Transport& transport() const { return *base; }  // the real one (describe())
+  Tpm& tpm() const { return measured ? *measured->tpm : protect->tpm(); }
+  const TpmInfo& info() const { return measured ? measured->info : protect->info(); }
+  // The real transport (describe()), not a decorator.
+  Transport& transport() const { return base ? *base : protect->transport(); }
   // The virtual clock when emulating, else the steady clock.
   const Clock* clock() const;
   // The emulated profile's id; empty unless emulating.
   const std::string& profile() const;
-  // What a policy is matched against (facts_of in calibration.h).
-  TpmFacts facts() const;
 
   OpenTpm();
   OpenTpm(OpenTpm&&) noexcept;
   OpenTpm& operator=(OpenTpm&&) noexcept;
   ~OpenTpm();
 };
-enum class Measure {
-  kWhenEmulating,  // plain unless --emulate: every protect command
-  kAlways,         // info (the identity JSON) and the like
-};
-// `keep`: use and update what earlier processes kept for this TPM
-// (session_cache.h): its capabilities now, its null key through keep().
-Result<OpenTpm> open_tpm(const TpmOption& option, bool keep = false, Measure measure = Measure::kWhenEmulating);
-// The plain path of open_tpm (open_plain.cc): `option.emulate` must be empty.
-Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep);
-// "not kept for the next run" on stderr: a cache failure is never an error.
-void warn_not_kept(const Error& e);
+// The TPM `option` names (its TPM string's protection items applied to
+// `request`, tpm_request()) opened on the protect path: ProtectedTpm::open,
+// or with --emulate the measured stack adopted. request.keep: use and
+// update what earlier processes kept for this TPM (session_cache.h).
+Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request);
+// The plain path of open_protected (open_plain.cc): `option.emulate` must be empty.
+Result<std::unique_ptr<ProtectedTpm>> open_plain_protected(const TpmOption& option, ProtectRequest request);
+// The TPM measured (info: the identity JSON), --emulate or not; no protection.
+Result<OpenTpm> open_tpm(const TpmOption& option);
 
 // A TPM opened for measurement (see measured_tpm.h); prints the profile's
 // provenance warning when emulating.

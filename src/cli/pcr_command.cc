@@ -55,12 +55,13 @@ bool is_device_spec(const TpmOption& tpm) {
   return spec.ok() && spec->scheme == "device";
 }
 
-// `keep`: use what earlier runs kept for this TPM (session_cache.h).
-Result<PcrTarget> open_target(const PcrOptions& o, bool keep = false) {
+// `request` resolved on the TPM (open_protected); request.keep: use what
+// earlier runs kept for this TPM (session_cache.h).
+Result<PcrTarget> open_target(const PcrOptions& o, ProtectRequest request) {
   PcrTarget t;
   TPMSEC_ASSIGN_OR_RETURN(t.index, parse_pcr_index(o.index));
   TPMSEC_ASSIGN_OR_RETURN(t.bank, parse_bank(o.bank));
-  TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm, keep));
+  TPMSEC_ASSIGN_OR_RETURN(t.open, open_protected(o.tpm, std::move(request)));
   TPMSEC_RETURN_IF_ERROR(check_pcr(t.open.info(), t.bank, t.index));
   return t;
 }
@@ -92,8 +93,8 @@ void register_pcr(CLI::App& app, Action* action) {
   rd->callback([read, action] {
     *action = [read]() -> Status {
       TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, read->protection.request());
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read));
-      TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
+      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*read, std::move(request)));
+      ProtectedTpm* protect = t.open.protect.get();
       Bytes value;
       if (read->protect == "audit") {
         TPMSEC_ASSIGN_OR_RETURN(auto reads, protect->audited_pcr_reads());
@@ -166,7 +167,8 @@ void register_pcr(CLI::App& app, Action* action) {
                                        "changed until reboot. Use 16 or 23, or give --force-pcr",
                                        index));
       }
-      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend, /*keep=*/true));
+      request.keep = true;
+      TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*extend, std::move(request)));
       t.open.list_commands = extend->strategy.verbose;
       StreamOptions options;
       options.pcr = t.index;
@@ -177,7 +179,7 @@ void register_pcr(CLI::App& app, Action* action) {
       // a failure whose outcome is unknown stops the batch (strategy.h).
       options.recover = !batch || extend->recover;
       options.read_back = extend->read_back;
-      TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
+      ProtectedTpm* protect = t.open.protect.get();
       TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
       const StrategyKind kind = plan.strategy;
       if (extend->checkpoint_every_option->count() == 0) options.checkpoint_every = plan.tuning.checkpoint_every;
@@ -269,7 +271,9 @@ void register_pcr(CLI::App& app, Action* action) {
                      /*changes_state=*/true)
       ->callback([reset, action] {
         *action = [reset]() -> Status {
-          TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*reset));
+          ProtectRequest request;  // no session: nothing kept is used
+          request.use_provisioned = false;
+          TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(*reset, std::move(request)));
           Status st = pcr_reset(t.open.tpm(), t.index);
           if (!st.ok() && rc_base(st.error().tpm_rc()) == rc::kLocality) {
             // TPM_RC_LOCALITY: the PCR's reset attribute excludes the
