@@ -46,7 +46,9 @@ namespace tpmsec {
 
 // How the key a session's secret is salted to (or the secret it is bound to)
 // is trusted (docs/threat-model.md "Anchors"). Resolved in this order:
-//   1. an anchor named here (NullName, EkCa, Tofu), or Unsalted;
+//   1. an anchor named here (NullName, EkCa, Tofu), or Unsalted (Tofu on a
+//      device: TPM whose kernel has a pin takes the pin: a pin beats a first
+//      use);
 //   2. Automatic, on a TPM that outlives the process: what `tpmsec provision`
 //      kept for it — a bind secret (sessions bound, not salted), else a pinned
 //      persistent salt key (of the kind `salt` asks for, if it asks);
