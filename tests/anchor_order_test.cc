@@ -18,6 +18,7 @@
 #include "testing/memory_host_state.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/protect.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 namespace {
@@ -110,8 +111,13 @@ TEST(AnchorOrder, ResolvesAsProtectHDocuments) {
     if (row.where == Where::kInProcess) {
       transport = std::make_unique<InProcessTransport>();
     } else {
-      transport = std::make_unique<testing::ScriptedTransport>(
-          row.where == Where::kDevice ? fmt::format("device:{}", kDevice) : "swtpm:host=127.0.0.1,port=2321");
+      const std::string text =
+          row.where == Where::kDevice ? fmt::format("device:{}", kDevice) : "swtpm:host=127.0.0.1,port=2321";
+      transport = std::make_unique<testing::ScriptedTransport>(text);
+      // As an opener does: the parsed TPM string is what the anchor reads.
+      auto spec = parse_transport_spec(text);
+      ASSERT_TRUE(spec.ok()) << spec.error().message();
+      transport->set_spec(*spec);
     }
     auto host = std::make_shared<testing::MemoryHostState>();
     const TpmId id = TpmId::of(transport->describe());

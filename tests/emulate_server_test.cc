@@ -28,6 +28,7 @@
 #include "support/run_command.h"
 #include "support/test_data.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"

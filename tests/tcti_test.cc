@@ -24,6 +24,7 @@
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"

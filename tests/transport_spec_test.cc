@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "support/run_command.h"
+#include "tpmsec/tpm_config.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
@@ -113,7 +115,7 @@ TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
                            "tpmsec:swtpm:port=1,policy=", "tpmsec:swtpm:colour=blue", "tpmsec:tabrmd"}) {
     SCOPED_TRACE(tcti);
     // Even where the host has a device: a named TPM is never replaced by another.
-    auto d = choose_default_tpm(nullptr, tcti, true);
+    auto d = choose_tpm(nullptr, tcti, true);
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.error().kind(), ErrorKind::kUsage);
     EXPECT_NE(d.error().message().find(std::string("TPM2TOOLS_TCTI=") + tcti), std::string::npos)
@@ -121,7 +123,7 @@ TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
     EXPECT_EQ(d.error().message().find('\n'), std::string::npos);
   }
   // TPMSEC_TPM wins over a TPM2TOOLS_TCTI tpmsec cannot speak.
-  EXPECT_TRUE(choose_default_tpm("embedded", "tabrmd", false).ok());
+  EXPECT_TRUE(choose_tpm("embedded", "tabrmd", false).ok());
 }
 
 // TPM2TOOLS_TCTI naming the tpmsec TCTI (docs/tcti.md): the TPM string
@@ -131,33 +133,34 @@ TEST(DefaultTpm, TheTpmsecTctiGivesItsTpmStringAndItems) {
   for (std::string prefix : {"tpmsec:", "libtss2-tcti-tpmsec.so.0:", "libtss2-tcti-tpmsec.so:"}) {
     SCOPED_TRACE(prefix);
     std::string tcti = prefix + "swtpm:host=127.0.0.1,port=2321,null-name=" + name + ",salt=rsa,log=/tmp/t.log";
-    auto d = choose_default_tpm(nullptr, tcti.c_str(), true);
+    auto d = choose_tpm(nullptr, tcti.c_str(), true);
     ASSERT_TRUE(d.ok()) << d.error().message();
     EXPECT_EQ(d->spec, "swtpm:host=127.0.0.1,port=2321");
     EXPECT_EQ(d->source, TpmSource::kTpm2ToolsTcti);
-    ASSERT_TRUE(d->tcti.has_value());
-    EXPECT_EQ(d->tcti->null_name, name);
-    EXPECT_EQ(d->tcti->salt, "rsa");
-    EXPECT_EQ(d->tcti->log, "/tmp/t.log");
-    EXPECT_FALSE(d->tcti->tofu);
-    EXPECT_TRUE(d->tcti->anchor());
+    ASSERT_TRUE(d->tcti);
+    EXPECT_EQ(d->config.null_name, name);
+    EXPECT_EQ(d->config.salt, "rsa");
+    EXPECT_EQ(d->config.log, "/tmp/t.log");
+    EXPECT_FALSE(d->config.tofu);
+    EXPECT_TRUE(d->config.anchor());
   }
   // Items may come anywhere; the TPM string keeps its order.
-  auto mixed = choose_default_tpm(nullptr, "tpmsec:swtpm:host=h,tofu,policy=/p.toml,port=1", false);
+  auto mixed = choose_tpm(nullptr, "tpmsec:swtpm:host=h,tofu,policy=/p.toml,port=1", false);
   ASSERT_TRUE(mixed.ok()) << mixed.error().message();
   EXPECT_EQ(mixed->spec, "swtpm:host=h,port=1");
-  EXPECT_TRUE(mixed->tcti->tofu);
-  EXPECT_EQ(mixed->tcti->policy, "/p.toml");
+  EXPECT_TRUE(mixed->config.tofu);
+  EXPECT_EQ(mixed->config.policy, "/p.toml");
   // No TPM string: the host's TPM through the resource manager, as the TCTI opens.
   for (const char* bare : {"tpmsec", "tpmsec:", "tpmsec:tofu"}) {
-    auto d = choose_default_tpm(nullptr, bare, false);
+    auto d = choose_tpm(nullptr, bare, false);
     ASSERT_TRUE(d.ok()) << bare << ": " << d.error().message();
     EXPECT_EQ(d->spec, "device:/dev/tpmrm0") << bare;
   }
   // Other TCTIs carry no tpmsec configuration.
-  auto other = choose_default_tpm(nullptr, "swtpm:host=h,port=1", false);
+  auto other = choose_tpm(nullptr, "swtpm:host=h,port=1", false);
   ASSERT_TRUE(other.ok());
-  EXPECT_FALSE(other->tcti.has_value());
+  EXPECT_FALSE(other->tcti);
+  EXPECT_FALSE(other->config.has_items());
 }
 
 TEST(TransportSpec, MssimParsesWithItsPorts) {

@@ -65,61 +65,77 @@ void print_success_notes() {
   for (const std::string& line : success_notes()) fmt::print(stderr, "{}", line);
 }
 
-Result<DefaultTpm> TpmOption::chosen_default(bool note) const {
-  Result<DefaultTpm> d = default_tpm();
+Result<ChosenTpm> TpmOption::chosen_default(bool note) const {
+  Result<ChosenTpm> d = chosen_tpm();
   if (d.ok() || emulate.empty()) return d;
   if (note) {
     fmt::print(stderr, "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
                "the embedded TPM\n", std::getenv("TPM2TOOLS_TCTI"), emulate);
   }
-  return DefaultTpm{"embedded", TpmSource::kTpmsecTpm};
+  ChosenTpm embedded;
+  embedded.spec = embedded.config.tpm = "embedded";
+  embedded.source = TpmSource::kTpmsecTpm;
+  return embedded;
 }
 
+Result<ChosenTpm> TpmOption::chosen() const {
+  if (!spec.empty()) return given_tpm(spec);
+  return chosen_default(false);
+}
+
+namespace {
+
+// The items of `d` a command does not apply: named, never dropped silently.
+void note_ignored_items(const ChosenTpm& d, bool takes_protection, bool takes_policy) {
+  const TpmConfig& c = d.config;
+  std::vector<std::string> ignored;
+  if (!takes_protection) {
+    if (!c.null_name.empty()) ignored.push_back("null-name=");
+    if (!c.ek_ca.empty()) ignored.push_back("ek-ca=");
+    if (c.tofu) ignored.push_back("tofu");
+    if (!c.salt.empty()) ignored.push_back("salt=");
+  }
+  std::vector<std::string> why;
+  if (!c.policy.empty() && !takes_policy) {
+    ignored.push_back("policy=");
+    if (takes_protection) why.push_back("this command applies no policy");
+  }
+  if (!c.log.empty()) {
+    ignored.push_back("log=");
+    if (takes_protection) why.push_back("log= is the TCTI's own log");
+  }
+  if (ignored.empty()) return;
+  if (!takes_protection) why.push_back("this command takes no protection options");
+  if (d.tcti) {
+    fmt::print(stderr,
+               "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores {} ({})\n",
+               d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
+  } else {
+    fmt::print(stderr, "tpmsec: note: {} names the TPM {} and items: this command ignores {} ({})\n", d.origin(),
+               d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
+  }
+}
+
+}  // namespace
+
 Result<std::string> TpmOption::tpm_string() const {
-  if (!spec.empty()) return spec;
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(true));
+  if (!spec.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(ChosenTpm given, given_tpm(spec));
+    note_ignored_items(given, takes_protection, takes_policy);
+    return given.spec;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(ChosenTpm d, chosen_default(true));
   // --emulate names a chip of its own: the host's TPM behind another chip's
   // model would be neither, so only a TPM the environment names replaces the
   // embedded one there.
   if (!emulate.empty() && d.source == TpmSource::kHostDevice) return std::string("embedded");
-  if (d.tcti) {
-    // Items this command does not apply: named, never dropped silently.
-    std::vector<std::string> ignored;
-    if (!takes_protection) {
-      if (!d.tcti->null_name.empty()) ignored.push_back("null-name=");
-      if (!d.tcti->ek_ca.empty()) ignored.push_back("ek-ca=");
-      if (d.tcti->tofu) ignored.push_back("tofu");
-      if (!d.tcti->salt.empty()) ignored.push_back("salt=");
-    }
-    std::vector<std::string> why;
-    if (!d.tcti->policy.empty() && !takes_policy) {
-      ignored.push_back("policy=");
-      if (takes_protection) why.push_back("this command applies no policy");
-    }
-    if (!d.tcti->log.empty()) {
-      ignored.push_back("log=");
-      if (takes_protection) why.push_back("log= is the TCTI's own log");
-    }
-    if (!takes_protection) why.push_back("this command takes no protection options");
-    if (!ignored.empty()) {
-      fmt::print(stderr,
-                 "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores "
-                 "{} ({})\n",
-                 d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
-    }
-  }
+  note_ignored_items(d, takes_protection, takes_policy);
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
     note_on_success(fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
                                 "on the embedded simulator, not on a TPM of this host\n",
                                 kHostTpmDevice));
   }
   return d.spec;
-}
-
-Result<std::optional<TpmsecTctiConfig>> TpmOption::tcti_config() const {
-  if (!spec.empty()) return std::optional<TpmsecTctiConfig>();
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(false));
-  return d.tcti;
 }
 
 OpenTpm::OpenTpm() = default;

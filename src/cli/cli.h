@@ -15,12 +15,14 @@
 #include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/policy/policy.h"
 #include "tpmsec/protect.h"
+#include "tpmsec/tpm_config.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/result.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {
 
@@ -86,22 +88,22 @@ struct TpmOption {
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
   void add_to(CLI::App* sub, bool state_changing = false);
-  // --tpm, else the host's TPM as tpm2-tools picks it (transport.h,
-  // default_tpm()); with --emulate, /dev/tpmrm0 is not picked: the embedded
-  // TPM plays the profile's chip unless the environment names another.
-  // When $TPM2TOOLS_TCTI names the tpmsec TCTI, its TPM string; the
-  // protection items this command does not apply are named on stderr.
+  // The TPM string of --tpm, else of the host's TPM as tpm2-tools picks it
+  // (tpm_config.h, chosen_tpm()), its protection items split off; with
+  // --emulate, /dev/tpmrm0 is not picked: the embedded TPM plays the
+  // profile's chip unless the environment names another. The protection
+  // items this command does not apply are named on stderr.
   Result<std::string> tpm_string() const;
-  // Without --tpm, when the default is $TPM2TOOLS_TCTI=tpmsec:…: its
-  // configuration (transport.h); else none.
-  Result<std::optional<TpmsecTctiConfig>> tcti_config() const;
+  // The TPM and its items (tpm_config.h) — of --tpm, $TPMSEC_TPM or
+  // $TPM2TOOLS_TCTI=tpmsec:… alike, one grammar.
+  Result<ChosenTpm> chosen() const;
 
  private:
-  // default_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
+  // chosen_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
   // not speak (tabrmd, set for tpm2-tools host-wide) leaves the embedded TPM
   // playing the chip, with a note, instead of a usage error: an emulation
   // needs no TPM of the host. `note`: say so (once per run: tpm_string()).
-  Result<DefaultTpm> chosen_default(bool note) const;
+  Result<ChosenTpm> chosen_default(bool note) const;
 };
 
 // An open TPM. Protected (open_protected): the protect path's one way in,

@@ -45,14 +45,10 @@ struct PcrTarget {
 
 // A kernel TPM device: its PCRs 0-15 are what verifiers trust.
 bool is_device_spec(const TpmOption& tpm) {
-  if (!tpm.spec.empty()) {
-    auto spec = parse_transport_spec(tpm.spec);
-    return spec.ok() && spec->scheme == "device";
-  }
-  auto d = default_tpm();
-  if (!d.ok()) return false;  // the usage error comes when the TPM is opened
-  auto spec = parse_transport_spec(d->spec);
-  return spec.ok() && spec->scheme == "device";
+  auto chosen = tpm.chosen();
+  if (!chosen.ok()) return false;  // the usage error comes when the TPM is opened
+  auto spec = parse_transport_spec(chosen->spec);
+  return spec.ok() && spec->kind == TpmKind::kDevice;
 }
 
 // `request` resolved on the TPM (open_protected); request.keep: use what

@@ -8,6 +8,8 @@
 #include "notice.h"
 #include "tpmsec/held_handles.h"
 #include "tpmsec/protect.h"
+#include "tpmsec/tpm_config.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 
@@ -36,8 +38,10 @@ ProtectedTpm::~ProtectedTpm() = default;
 Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& request) {
   std::string spec = request.tpm;
   if (spec.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
-    spec = d.spec;
+    // The host's TPM; protection items the environment gives with it are
+    // the front end's to apply (tpm_config.h).
+    TPMSEC_ASSIGN_OR_RETURN(ChosenTpm chosen, chosen_tpm());
+    spec = chosen.spec;
   }
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, open_bus_transport(spec));
   return open(request, std::move(transport));

@@ -226,10 +226,7 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   if (*size < sizeof(Context)) return TSS2_TCTI_RC_INSUFFICIENT_BUFFER;
   auto parsed = parse_tcti_config(config ? config : "");
   if (!parsed.ok()) {
-    // The shared parser's messages name the TCTI already (transport.h).
-    std::string_view m = parsed.error().message();
-    if (m.starts_with("tpmsec TCTI: ")) m.remove_prefix(std::string_view("tpmsec TCTI: ").size());
-    say(m);
+    say(parsed.error().message());
     return TSS2_TCTI_RC_BAD_VALUE;
   }
   parsed->request.notice = say;
