@@ -42,6 +42,8 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
                   "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: and mssim: take handles=private when "
                   "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
+                  "Protection items may follow, as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, "
+                  "policy=): each counts as the flag of its name. "
                   "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
                   "when it exists (not with --emulate), else embedded");
   sub->add_option("--emulate", emulate,
@@ -228,6 +230,8 @@ std::string_view advice_for(ErrorReason reason) {
              "e.g. /sys/class/tpm/tpm0/null_name) or --tofu (trust the first use of each boot)";
     case ErrorReason::kUnsupportedSalt:
       return ": use --salt rsa";
+    case ErrorReason::kNoEkCertificate:
+      return ": anchor it with --null-name or --tofu instead";
     default:
       return "";
   }

@@ -3,39 +3,37 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "cli.h"
 
-int main(int argc, char** argv) {
-  using namespace tpmsec::cli;
-  CLI::App app{"tpmsec: protect TPM 2.0 bus traffic with salted HMAC sessions, and measure what it costs",
-               "tpmsec"};
-  app.set_version_flag("--version", TPMSEC_VERSION);
-  app.require_subcommand(1);
-  app.footer(
-      "TPM strings follow tpm2-tss TCTI syntax (embedded, swtpm:host=H,port=P, device:/dev/tpmrm0).\n"
-      "Exit codes: 0 success, 1 runtime failure (TPM error, connection), 2 usage error, 3 integrity failure.");
+namespace tpmsec::cli {
+namespace {
 
-  Action action;
-  register_info(app, &action);
-  register_pcr(app, &action);
-  register_random(app, &action);
-  register_null_key(app, &action);
-  register_bench(app, &action);
-  register_profiles(app, &action);
-  register_profile(app, &action);
-  register_policy(app, &action);
-  register_replay(app, &action);
-  register_verify(app, &action);
-  register_predict(app, &action);
-  register_trace(app, &action);
-  register_compare(app, &action);
-  register_provision(app, &action);
-  register_emulate(app, &action);
+void register_commands(CLI::App& app, Action* action) {
+  register_info(app, action);
+  register_pcr(app, action);
+  register_random(app, action);
+  register_null_key(app, action);
+  register_bench(app, action);
+  register_profiles(app, action);
+  register_profile(app, action);
+  register_policy(app, action);
+  register_replay(app, action);
+  register_verify(app, action);
+  register_predict(app, action);
+  register_trace(app, action);
+  register_compare(app, action);
+  register_provision(app, action);
+  register_emulate(app, action);
+}
 
+// Parses the command line: an exit code when there is nothing to run (help,
+// version, a usage error, said in one line), else none.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   // CLI11 reports a mistyped command as "a subcommand is required": name it.
   auto known = [&app](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands({})) {
@@ -67,34 +65,58 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tpmsec: {}{} (see tpmsec --help)\n", what, hint);
     return kExitUsage;
   }
+  return std::nullopt;
+}
+
+// Runs the command and words its outcome: one stderr line and an exit code.
+int run(const Action& action) {
+  // fmt::print on a stdout that cannot be written (a full disk, a closed
+  // descriptor) throws std::system_error: one line and exit 1, never an abort.
+  // Unwinding still runs every destructor, so the TPM's handles are flushed.
+  Status status = ok_status();
+  try {
+    status = action();
+  } catch (const std::system_error& e) {
+    status = runtime_error(fmt::format("cannot write standard output: {}", e.code().message()));
+  } catch (const std::exception& e) {
+    status = runtime_error(e.what());
+  }
+  // Output that never reached its destination is a failure, not exit 0.
+  if (status.ok() && (std::fflush(stdout) != 0 || std::ferror(stdout) || std::fclose(stdout) != 0)) {
+    status = runtime_error(fmt::format("cannot write standard output: {}", std::strerror(errno)));
+  }
+  if (status.ok()) {
+    print_success_notes();
+    return kExitOk;
+  }
+  const Error& e = status.error();
+  if (e.kind() == ErrorKind::kIntegrity) {
+    fmt::print(stderr, "tpmsec: integrity failure: {}\n", e.message());
+  } else {
+    fmt::print(stderr, "tpmsec: {}{}\n", e.message(), advice_for(e.reason()));
+  }
+  return exit_code_for(e);
+}
+
+}  // namespace
+}  // namespace tpmsec::cli
+
+int main(int argc, char** argv) {
+  using namespace tpmsec::cli;
+  CLI::App app{"tpmsec: protect TPM 2.0 bus traffic with salted HMAC sessions, and measure what it costs",
+               "tpmsec"};
+  app.set_version_flag("--version", TPMSEC_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "TPM strings follow tpm2-tss TCTI syntax (embedded, swtpm:host=H,port=P, device:/dev/tpmrm0), with tpmsec's\n"
+      "protection items appended as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, policy=).\n"
+      "Exit codes: 0 success, 1 runtime failure (TPM error, connection), 2 usage error, 3 integrity failure.");
+  Action action;
+  register_commands(app, &action);
+  if (std::optional<int> done = parse_command_line(app, argc, argv)) return *done;
   if (!action) {
     fmt::print(stderr, "tpmsec: no command given (see tpmsec --help)\n");
     return kExitUsage;
   }
-  // fmt::print on a stdout that cannot be written (a full disk, a closed
-  // descriptor) throws std::system_error: one line and exit 1, never an abort.
-  // Unwinding still runs every destructor, so the TPM's handles are flushed.
-  tpmsec::Status status = tpmsec::ok_status();
-  try {
-    status = action();
-  } catch (const std::system_error& e) {
-    status = tpmsec::runtime_error(fmt::format("cannot write standard output: {}", e.code().message()));
-  } catch (const std::exception& e) {
-    status = tpmsec::runtime_error(e.what());
-  }
-  // Output that never reached its destination is a failure, not exit 0.
-  if (status.ok() && (std::fflush(stdout) != 0 || std::ferror(stdout) || std::fclose(stdout) != 0)) {
-    status = tpmsec::runtime_error(fmt::format("cannot write standard output: {}", std::strerror(errno)));
-  }
-  if (status.ok()) print_success_notes();
-  if (!status.ok()) {
-    const auto& e = status.error();
-    if (e.kind() == tpmsec::ErrorKind::kIntegrity) {
-      fmt::print(stderr, "tpmsec: integrity failure: {}\n", e.message());
-    } else {
-      fmt::print(stderr, "tpmsec: {}{}\n", e.message(), tpmsec::cli::advice_for(e.reason()));
-    }
-    return exit_code_for(e);
-  }
-  return kExitOk;
+  return run(action);
 }

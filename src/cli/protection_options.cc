@@ -93,10 +93,4 @@ Result<ProtectRequest> ProtectionOptions::request() const {
   return r;
 }
 
-Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, const TpmInfo& info,
-                                                   SymDef symmetric) const {
-  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest r, request());
-  return resolve_protection(r, transport, info, symmetric);
-}
-
 }  // namespace tpmsec::cli
