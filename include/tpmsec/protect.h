@@ -7,7 +7,9 @@
 // session factory, the strategy for extends and how its sessions run on this
 // chip. Everything that decides lives here, in one order; a front end only
 // parses its arguments into a ProtectRequest and words the errors
-// (Error::reason() says which advice fits).
+// (Error::reason() says which advice fits). A TPM string with protection
+// items (null-name=, tofu, ...) becomes one with tpm_config.h, the one
+// grammar of every front end; what `tpmsec provision` keeps is provision.h.
 //
 //   ProtectRequest r;
 //   r.tpm = "device:/dev/tpmrm0";
@@ -270,10 +272,10 @@ class AuditedPcrReads {
   std::unique_ptr<HmacSession> session_;
 };
 
-// The resolution ProtectedTpm makes, for code that drives a Tpm of its own
-// (the CLI's measurement commands): the anchor of `request` for the TPM behind
-// `transport` (the real one: its describe() keys the pins), as the
-// configuration of sessions with `symmetric` parameter encryption.
+// The resolution ProtectedTpm makes (and tests of its order): the anchor of
+// `request` for the TPM behind `transport` (the real one: its describe() keys
+// the pins, its spec() says whether it is a device), as the configuration of
+// sessions with `symmetric` parameter encryption.
 Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const Transport& transport,
                                             const TpmInfo& info, SymDef symmetric = SymDef::aes128_cfb());
 

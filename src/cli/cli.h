@@ -76,14 +76,14 @@ void print_success_notes();
 // --tpm and --emulate on a subcommand: the TPM string and an optional
 // latency profile to emulate.
 struct TpmOption {
-  std::string spec;            // --tpm; empty: the default (default_tpm())
+  std::string spec;            // --tpm, items and all; empty: the default (chosen_tpm())
   std::string emulate;
   bool changes_state = false;  // the command changes TPM state (PCRs, NV, persistent keys)
   // The command takes the protection options (ProtectionOptions::add_to):
-  // the protection items of $TPM2TOOLS_TCTI=tpmsec:… count as its flags.
+  // the protection items of its TPM string (tpm_config.h) count as its flags.
   bool takes_protection = false;
-  // The command applies a policy (--policy, $TPMSEC_POLICY): $TPM2TOOLS_TCTI's
-  // policy= counts as --policy; elsewhere it is named as ignored.
+  // The command applies a policy (--policy, $TPMSEC_POLICY): the TPM
+  // string's policy= counts as --policy; elsewhere it is named as ignored.
   bool takes_policy = false;
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
