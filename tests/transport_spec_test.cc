@@ -122,6 +122,27 @@ TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
         << d.error().message();
     EXPECT_EQ(d.error().message().find('\n'), std::string::npos);
   }
+  // TPMSEC_TPM takes the same items (one grammar), and must name a TPM.
+  auto items = choose_tpm("swtpm:host=h,salt=rsa,port=1,tofu", nullptr, false);
+  ASSERT_TRUE(items.ok()) << items.error().message();
+  EXPECT_EQ(items->spec, "swtpm:host=h,port=1");
+  EXPECT_TRUE(items->config.tofu);
+  EXPECT_EQ(items->config.salt, "rsa");
+  EXPECT_EQ(items->origin(), "TPMSEC_TPM");
+  for (const char* bad : {"tofu", "swtpm:port=1,tofu,tofu", "swtpm:colour=blue,tofu"}) {
+    auto r = choose_tpm(bad, nullptr, true);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage);
+    EXPECT_NE(r.error().message().find(std::string("TPMSEC_TPM=") + bad), std::string::npos) << r.error().message();
+  }
+  // --tpm: the same, and an item alone names no TPM.
+  auto given = given_tpm("device:/dev/tpmrm0,null-name=/pins/n,policy=/p.toml");
+  ASSERT_TRUE(given.ok()) << given.error().message();
+  EXPECT_EQ(given->spec, "device:/dev/tpmrm0");
+  EXPECT_EQ(given->config.null_name, "/pins/n");
+  EXPECT_EQ(given->config.policy, "/p.toml");
+  EXPECT_EQ(given->origin(), "--tpm");
+  EXPECT_FALSE(given_tpm("null-name=/pins/n").ok());
   // TPMSEC_TPM wins over a TPM2TOOLS_TCTI tpmsec cannot speak.
   EXPECT_TRUE(choose_tpm("embedded", "tabrmd", false).ok());
 }

@@ -105,10 +105,11 @@ Result<ChosenTpm> choose_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti,
     }
     out.config = std::move(*config);
     // The tpmsec TCTI naming none opens the host's TPM through the kernel's
-    // resource manager, as the TCTI does.
-    if (out.config.tpm.empty()) {
-      out.config.tpm = d.tpmsec_tcti ? std::string("device:") + kHostTpmDevice : d.spec;
+    // resource manager, as the TCTI does; TPMSEC_TPM is there to name one.
+    if (out.config.tpm.empty() && !d.tpmsec_tcti) {
+      return usage_error(fmt::format("TPMSEC_TPM={}: names no TPM", tpmsec_tpm));
     }
+    if (out.config.tpm.empty()) out.config.tpm = std::string("device:") + kHostTpmDevice;
   } else {
     out.config.tpm = d.spec;
   }
