@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "support/run_command.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/tpm_config.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport.h"
@@ -182,6 +183,29 @@ TEST(DefaultTpm, TheTpmsecTctiGivesItsTpmStringAndItems) {
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->tcti);
   EXPECT_FALSE(other->config.has_items());
+}
+
+// A TPM string is parsed once, into a typed spec: its opener sets it on the
+// transport (Transport::spec()), and decorators forward it, so nothing reads
+// the kind or path back out of describe()'s text.
+TEST(TransportSpec, AnOpenedTransportKnowsItsSpec) {
+  auto device = parse_transport_spec("device:/dev/tpmrm0");
+  ASSERT_TRUE(device.ok()) << device.error().message();
+  EXPECT_EQ(device->kind, TpmKind::kDevice);
+  EXPECT_EQ(device->path, "/dev/tpmrm0");
+  auto swtpm = parse_transport_spec("swtpm:host=127.0.0.1,port=2321");
+  ASSERT_TRUE(swtpm.ok()) << swtpm.error().message();
+  EXPECT_EQ(swtpm->kind, TpmKind::kSwtpm);
+  EXPECT_EQ(swtpm->option("port"), "2321");
+  EXPECT_EQ(swtpm->option("ctrl", "none"), "none");
+  auto opened = open_transport("embedded");
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ((*opened)->spec().kind, TpmKind::kEmbedded);
+  testing::RecordingTransport recorded(**opened);
+  EXPECT_EQ(recorded.spec().kind, TpmKind::kEmbedded);
+  // A transport no TPM string opened names no kind.
+  testing::ScriptedTransport scripted("device:/dev/tpm0");
+  EXPECT_EQ(scripted.spec().kind, TpmKind::kNone);
 }
 
 TEST(TransportSpec, MssimParsesWithItsPorts) {
