@@ -83,7 +83,8 @@ using Anchor = std::variant<anchor::Automatic, anchor::NullName, anchor::EkCa, a
 using Notice = std::function<void(std::string_view line)>;
 
 struct ProtectRequest {
-  // A TPM string (transport.h); empty: the host's TPM (default_tpm()).
+  // A TPM string (transport.h), its protection items already split off
+  // (tpm_config.h: request_of()); empty: the host's TPM (chosen_tpm()).
   std::string tpm;
   Anchor anchor;
   // Unset: ECC unless the TPM lacks P-256 (then RSA). ECC on a TPM without

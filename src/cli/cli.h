@@ -141,10 +141,11 @@ struct OpenTpm {
   OpenTpm& operator=(OpenTpm&&) noexcept;
   ~OpenTpm();
 };
-// The TPM `option` names (its TPM string's protection items applied to
-// `request`, tpm_request()) opened on the protect path: ProtectedTpm::open,
-// or with --emulate the measured stack adopted. request.keep: use and
-// update what earlier processes kept for this TPM (session_cache.h).
+// The TPM `option` names opened on the protect path for `request`
+// (ProtectionOptions::request(): the flags and the TPM string's items):
+// ProtectedTpm::open, or with --emulate the measured stack adopted.
+// request.keep: use and update what earlier processes kept for this TPM
+// (session_cache.h).
 Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request);
 // The plain path of open_protected (open_plain.cc): `option.emulate` must be empty.
 Result<std::unique_ptr<ProtectedTpm>> open_plain_protected(const TpmOption& option, ProtectRequest request);
