@@ -106,6 +106,10 @@ void note_ignored_items(const ChosenTpm& d, bool takes_protection, bool takes_po
     ignored.push_back("log=");
     if (takes_protection) why.push_back("log= is the TCTI's own log");
   }
+  if (c.strict) {
+    ignored.push_back("strict");
+    if (takes_protection) why.push_back("strict is the TCTI's refusal of other programs' commands");
+  }
   if (ignored.empty()) return;
   if (!takes_protection) why.push_back("this command takes no protection options");
   if (d.tcti) {
