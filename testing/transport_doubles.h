@@ -73,6 +73,7 @@ class RecordingTransport final : public Transport {
   Status reset_tpm() override { return inner_->reset_tpm(); }
   Status suspend_resume() override { return inner_->suspend_resume(); }
   std::string describe() const override { return inner_->describe(); }
+  TpmSpec spec() const override { return inner_->spec(); }
   bool in_process() const override { return inner_->in_process(); }
   bool private_handles() const override { return inner_->private_handles(); }
   bool outlives_process() const override { return inner_->outlives_process(); }
@@ -102,6 +103,7 @@ class InterposingTransport final : public Transport {
   Status reset_tpm() override { return inner_->reset_tpm(); }
   Status suspend_resume() override { return inner_->suspend_resume(); }
   std::string describe() const override { return inner_->describe() + suffix_; }
+  TpmSpec spec() const override { return inner_->spec(); }
   bool private_handles() const override { return inner_->private_handles(); }
   bool outlives_process() const override { return inner_->outlives_process(); }
 

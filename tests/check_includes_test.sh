@@ -41,6 +41,13 @@ sed -i '3i #include "transport/startup.h"' "$work/tree/src/tpm/tpm.cc"
 expect "core source, transports' private header" \
   "src/tpm/tpm.cc:3: includes transport/startup.h (layer transports), which core may not see"
 
+# A layer that may see another (the protect path builds on the host)
+# includes that layer's private header (src/host/): only its public ones.
+fresh
+sed -i '3i #include "host/state_file.h"' "$work/tree/src/protect/anchor.cc"
+expect "protect source, host's private header" \
+  "src/protect/anchor.cc:3: includes host/state_file.h (private to layer host), which protect may not include"
+
 # A contract at the top of include/tpmsec/ (the core's) includes a host header.
 fresh
 sed -i '3i #include <tpmsec/host/files.h>' "$work/tree/include/tpmsec/bytes.h"

@@ -40,6 +40,7 @@
 #include "support/swtpm_process.h"
 #include "support/test_tpm.h"
 #include "support/tpm_frames.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/ek_key.h"
 #include "tpmsec/host/file_host_state.h"

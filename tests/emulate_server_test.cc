@@ -29,6 +29,7 @@
 #include "support/test_data.h"
 #include "support/swtpm_process.h"
 #include "support/tpm_frames.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"

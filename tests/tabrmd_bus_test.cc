@@ -39,6 +39,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/tabrmd/tabrmd_bus.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {

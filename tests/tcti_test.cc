@@ -24,6 +24,7 @@
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
@@ -406,6 +407,20 @@ TEST_F(TctiTest, ACrypttabLineWithItsCommasEscapedUnsealsThroughIt) {
       << cut.err;
   EXPECT_NE(cut.err.find("\\,"), std::string::npos) << cut.err;
   EXPECT_EQ(take_codes(), std::vector<uint32_t>{});
+}
+
+// A library error's advice is in the TCTI's own terms, its items, never the
+// CLI's flags: an ek-ca= anchor on a TPM with no EK certificate (a fresh
+// swtpm) names null-name= and tofu.
+TEST_F(TctiTest, AdviceNamesTheItemsNotTheFlags) {
+  const std::string config = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" +
+                             std::to_string(proxy_->port()) + ",ek-ca=/etc/ssl/certs";
+  auto r = tool({"tpm2_getrandom", "--hex", "8"}, config);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tpmsec TCTI: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("anchor it with null-name=HEX|FILE or tofu instead of ek-ca="), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--null-name"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--tofu"), std::string::npos) << r.err;
 }
 
 // What the TCTI can tell of a configuration it only half received is

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 
 #include "support/run_command.h"
+#include "testing/transport_doubles.h"
+#include "tpmsec/tpm_config.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
@@ -113,15 +116,36 @@ TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
                            "tpmsec:swtpm:port=1,policy=", "tpmsec:swtpm:colour=blue", "tpmsec:tabrmd"}) {
     SCOPED_TRACE(tcti);
     // Even where the host has a device: a named TPM is never replaced by another.
-    auto d = choose_default_tpm(nullptr, tcti, true);
+    auto d = choose_tpm(nullptr, tcti, true);
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.error().kind(), ErrorKind::kUsage);
     EXPECT_NE(d.error().message().find(std::string("TPM2TOOLS_TCTI=") + tcti), std::string::npos)
         << d.error().message();
     EXPECT_EQ(d.error().message().find('\n'), std::string::npos);
   }
+  // TPMSEC_TPM takes the same items (one grammar), and must name a TPM.
+  auto items = choose_tpm("swtpm:host=h,salt=rsa,port=1,tofu", nullptr, false);
+  ASSERT_TRUE(items.ok()) << items.error().message();
+  EXPECT_EQ(items->spec, "swtpm:host=h,port=1");
+  EXPECT_TRUE(items->config.tofu);
+  EXPECT_EQ(items->config.salt, "rsa");
+  EXPECT_EQ(items->origin(), "TPMSEC_TPM");
+  for (const char* bad : {"tofu", "swtpm:port=1,tofu,tofu", "swtpm:colour=blue,tofu"}) {
+    auto r = choose_tpm(bad, nullptr, true);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage);
+    EXPECT_NE(r.error().message().find(std::string("TPMSEC_TPM=") + bad), std::string::npos) << r.error().message();
+  }
+  // --tpm: the same, and an item alone names no TPM.
+  auto given = given_tpm("device:/dev/tpmrm0,null-name=/pins/n,policy=/p.toml");
+  ASSERT_TRUE(given.ok()) << given.error().message();
+  EXPECT_EQ(given->spec, "device:/dev/tpmrm0");
+  EXPECT_EQ(given->config.null_name, "/pins/n");
+  EXPECT_EQ(given->config.policy, "/p.toml");
+  EXPECT_EQ(given->origin(), "--tpm");
+  EXPECT_FALSE(given_tpm("null-name=/pins/n").ok());
   // TPMSEC_TPM wins over a TPM2TOOLS_TCTI tpmsec cannot speak.
-  EXPECT_TRUE(choose_default_tpm("embedded", "tabrmd", false).ok());
+  EXPECT_TRUE(choose_tpm("embedded", "tabrmd", false).ok());
 }
 
 // TPM2TOOLS_TCTI naming the tpmsec TCTI (docs/tcti.md): the TPM string
@@ -131,33 +155,57 @@ TEST(DefaultTpm, TheTpmsecTctiGivesItsTpmStringAndItems) {
   for (std::string prefix : {"tpmsec:", "libtss2-tcti-tpmsec.so.0:", "libtss2-tcti-tpmsec.so:"}) {
     SCOPED_TRACE(prefix);
     std::string tcti = prefix + "swtpm:host=127.0.0.1,port=2321,null-name=" + name + ",salt=rsa,log=/tmp/t.log";
-    auto d = choose_default_tpm(nullptr, tcti.c_str(), true);
+    auto d = choose_tpm(nullptr, tcti.c_str(), true);
     ASSERT_TRUE(d.ok()) << d.error().message();
     EXPECT_EQ(d->spec, "swtpm:host=127.0.0.1,port=2321");
     EXPECT_EQ(d->source, TpmSource::kTpm2ToolsTcti);
-    ASSERT_TRUE(d->tcti.has_value());
-    EXPECT_EQ(d->tcti->null_name, name);
-    EXPECT_EQ(d->tcti->salt, "rsa");
-    EXPECT_EQ(d->tcti->log, "/tmp/t.log");
-    EXPECT_FALSE(d->tcti->tofu);
-    EXPECT_TRUE(d->tcti->anchor());
+    ASSERT_TRUE(d->tcti);
+    EXPECT_EQ(d->config.null_name, name);
+    EXPECT_EQ(d->config.salt, "rsa");
+    EXPECT_EQ(d->config.log, "/tmp/t.log");
+    EXPECT_FALSE(d->config.tofu);
+    EXPECT_TRUE(d->config.anchor());
   }
   // Items may come anywhere; the TPM string keeps its order.
-  auto mixed = choose_default_tpm(nullptr, "tpmsec:swtpm:host=h,tofu,policy=/p.toml,port=1", false);
+  auto mixed = choose_tpm(nullptr, "tpmsec:swtpm:host=h,tofu,policy=/p.toml,port=1", false);
   ASSERT_TRUE(mixed.ok()) << mixed.error().message();
   EXPECT_EQ(mixed->spec, "swtpm:host=h,port=1");
-  EXPECT_TRUE(mixed->tcti->tofu);
-  EXPECT_EQ(mixed->tcti->policy, "/p.toml");
+  EXPECT_TRUE(mixed->config.tofu);
+  EXPECT_EQ(mixed->config.policy, "/p.toml");
   // No TPM string: the host's TPM through the resource manager, as the TCTI opens.
   for (const char* bare : {"tpmsec", "tpmsec:", "tpmsec:tofu"}) {
-    auto d = choose_default_tpm(nullptr, bare, false);
+    auto d = choose_tpm(nullptr, bare, false);
     ASSERT_TRUE(d.ok()) << bare << ": " << d.error().message();
     EXPECT_EQ(d->spec, "device:/dev/tpmrm0") << bare;
   }
   // Other TCTIs carry no tpmsec configuration.
-  auto other = choose_default_tpm(nullptr, "swtpm:host=h,port=1", false);
+  auto other = choose_tpm(nullptr, "swtpm:host=h,port=1", false);
   ASSERT_TRUE(other.ok());
-  EXPECT_FALSE(other->tcti.has_value());
+  EXPECT_FALSE(other->tcti);
+  EXPECT_FALSE(other->config.has_items());
+}
+
+// A TPM string is parsed once, into a typed spec: its opener sets it on the
+// transport (Transport::spec()), and decorators forward it, so nothing reads
+// the kind or path back out of describe()'s text.
+TEST(TransportSpec, AnOpenedTransportKnowsItsSpec) {
+  auto device = parse_transport_spec("device:/dev/tpmrm0");
+  ASSERT_TRUE(device.ok()) << device.error().message();
+  EXPECT_EQ(device->kind, TpmKind::kDevice);
+  EXPECT_EQ(device->path, "/dev/tpmrm0");
+  auto swtpm = parse_transport_spec("swtpm:host=127.0.0.1,port=2321");
+  ASSERT_TRUE(swtpm.ok()) << swtpm.error().message();
+  EXPECT_EQ(swtpm->kind, TpmKind::kSwtpm);
+  EXPECT_EQ(swtpm->option("port"), "2321");
+  EXPECT_EQ(swtpm->option("ctrl", "none"), "none");
+  auto opened = open_transport("embedded");
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ((*opened)->spec().kind, TpmKind::kEmbedded);
+  testing::RecordingTransport recorded(**opened);
+  EXPECT_EQ(recorded.spec().kind, TpmKind::kEmbedded);
+  // A transport no TPM string opened names no kind.
+  testing::ScriptedTransport scripted("device:/dev/tpm0");
+  EXPECT_EQ(scripted.spec().kind, TpmKind::kNone);
 }
 
 TEST(TransportSpec, MssimParsesWithItsPorts) {

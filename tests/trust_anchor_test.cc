@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -381,6 +382,55 @@ TEST_F(TrustAnchorTest, TheTpmsecTctiItemsAndFlagsNeverDisagreeSilently) {
   auto given = via_tcti({"random", "8", "--tpm", swtpm_->spec(), "--null-name", name}, ",null-name=" + wrong_name());
   EXPECT_EQ(given.exit_code, 0) << describe(given);
   EXPECT_EQ(given.err, "") << given.err;
+}
+
+// One grammar: the items TPM2TOOLS_TCTI=tpmsec:… takes are taken by --tpm
+// and TPMSEC_TPM too (tpm_config.h), applied as their flags; an item and a
+// flag giving an anchor each are one usage line naming both.
+TEST_F(TrustAnchorTest, TheTpmStringTakesTheItemsInEveryFrontEnd) {
+  std::string name = genuine_name();
+  const std::vector<std::string> env{"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=boot-1", "TPM2TOOLS_TCTI="};
+  const std::string pinned = swtpm_->spec() + ",null-name=" + name;
+  const std::string wrong = swtpm_->spec() + ",null-name=" + wrong_name();
+  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "extend", "16", kDigest},
+                                        std::vector<std::string>{"random", "8"}}) {
+    SCOPED_TRACE(args[0]);
+    auto with = [&](const std::vector<std::string>& more, const std::vector<std::string>& vars) {
+      std::vector<std::string> a = args;
+      a.insert(a.end(), more.begin(), more.end());
+      std::vector<std::string> e = env;
+      e.insert(e.end(), vars.begin(), vars.end());
+      return run_tpmsec(a, e);
+    };
+    auto flag = with({"--tpm", pinned}, {"TPMSEC_TPM="});
+    EXPECT_EQ(flag.exit_code, 0) << describe(flag);
+    EXPECT_EQ(flag.err.find("unknown option"), std::string::npos) << flag.err;
+    auto variable = with({}, {"TPMSEC_TPM=" + pinned});
+    EXPECT_EQ(variable.exit_code, 0) << describe(variable);
+    // The item is used, not dropped: a wrong pin is an integrity failure.
+    auto bad = with({"--tpm", wrong}, {"TPMSEC_TPM="});
+    EXPECT_EQ(bad.exit_code, kExitIntegrity) << describe(bad);
+    auto bad_variable = with({}, {"TPMSEC_TPM=" + wrong});
+    EXPECT_EQ(bad_variable.exit_code, kExitIntegrity) << describe(bad_variable);
+    // An item and a flag that both name an anchor: exit 2, one line naming both.
+    auto twice = with({"--tpm", pinned, "--tofu"}, {"TPMSEC_TPM="});
+    EXPECT_EQ(twice.exit_code, kExitUsage) << describe(twice);
+    EXPECT_NE(twice.err.find("--tpm names one"), std::string::npos) << twice.err;
+    EXPECT_EQ(std::count(twice.err.begin(), twice.err.end(), '\n'), 1) << twice.err;
+    auto salts = with({"--tpm", pinned + ",salt=rsa", "--salt", "ecc"}, {"TPMSEC_TPM="});
+    EXPECT_EQ(salts.exit_code, kExitUsage) << describe(salts);
+    EXPECT_NE(salts.err.find("--salt ecc and --tpm's salt=rsa disagree"), std::string::npos) << salts.err;
+  }
+  // A malformed item is a usage error in the grammar's words, naming the variable it came in.
+  auto malformed = run_tpmsec({"random", "8"}, {"TPMSEC_STATE_DIR=" + state_, "TPM2TOOLS_TCTI=",
+                                                "TPMSEC_TPM=" + swtpm_->spec() + ",tofu,tofu"});
+  EXPECT_EQ(malformed.exit_code, kExitUsage) << describe(malformed);
+  EXPECT_NE(malformed.err.find("TPMSEC_TPM=" + swtpm_->spec() + ",tofu,tofu: a trust anchor"), std::string::npos)
+      << malformed.err;
+  // A command without protection options names the items it ignores.
+  auto info = run_tpmsec({"info", "--tpm", pinned}, env);
+  EXPECT_EQ(info.exit_code, 0) << describe(info);
+  EXPECT_NE(info.err.find("ignores null-name="), std::string::npos) << info.err;
 }
 
 // What a command does not apply is named on stderr: the TCTI's log= on

@@ -7,7 +7,9 @@
 // session factory, the strategy for extends and how its sessions run on this
 // chip. Everything that decides lives here, in one order; a front end only
 // parses its arguments into a ProtectRequest and words the errors
-// (Error::reason() says which advice fits).
+// (Error::reason() says which advice fits). A TPM string with protection
+// items (null-name=, tofu, ...) becomes one with tpm_config.h, the one
+// grammar of every front end; what `tpmsec provision` keeps is provision.h.
 //
 //   ProtectRequest r;
 //   r.tpm = "device:/dev/tpmrm0";
@@ -24,6 +26,7 @@
 #define TPMSEC_PROTECT_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,7 +48,9 @@ namespace tpmsec {
 
 // How the key a session's secret is salted to (or the secret it is bound to)
 // is trusted (docs/threat-model.md "Anchors"). Resolved in this order:
-//   1. an anchor named here (NullName, EkCa, Tofu), or Unsalted;
+//   1. an anchor named here (NullName, EkCa, Tofu), or Unsalted (Tofu on a
+//      device: TPM whose kernel has a pin takes the pin: a pin beats a first
+//      use);
 //   2. Automatic, on a TPM that outlives the process: what `tpmsec provision`
 //      kept for it — a bind secret (sessions bound, not salted), else a pinned
 //      persistent salt key (of the kind `salt` asks for, if it asks);
@@ -78,7 +83,8 @@ using Anchor = std::variant<anchor::Automatic, anchor::NullName, anchor::EkCa, a
 using Notice = std::function<void(std::string_view line)>;
 
 struct ProtectRequest {
-  // A TPM string (transport.h); empty: the host's TPM (default_tpm()).
+  // A TPM string (transport.h), its protection items already split off
+  // (tpm_config.h: request_of()); empty: the host's TPM (chosen_tpm()).
   std::string tpm;
   Anchor anchor;
   // Unset: ECC unless the TPM lacks P-256 (then RSA). ECC on a TPM without
@@ -119,6 +125,21 @@ struct ExtendPlan {
 };
 
 class AuditedPcrReads;
+
+// Properties of the TPM timed elsewhere (a `tpmsec bench --json` result), for
+// policy rules that test them: unauthenticated, whatever bus they ran on.
+struct MeasuredFacts {
+  std::map<std::string, double> properties;
+  std::string source;  // "bench result r.json"
+};
+
+// The policy decision for this TPM with everything it rests on
+// (ProtectedTpm::policy_view(), what `tpmsec policy show` prints).
+struct PolicyView {
+  Policy policy;
+  TpmFacts facts;
+  PolicyDecision decision;  // its rule and verdicts point into `policy`
+};
 
 // An open TPM with its protection resolved. Owns the transport it opened (or
 // was handed) and every TPM handle it creates.
@@ -176,6 +197,12 @@ class ProtectedTpm {
   // null_key_load are filled in here).
   Result<std::unique_ptr<ExtendStream>> extend_stream(const ExtendPlan& plan, StreamOptions options);
 
+  // The policy's decision for this TPM, every rule's verdict and the facts
+  // matched (`measured` added to them), decided as plan_extends() decides:
+  // a named anchor (not Automatic, not Unsalted) has the identity read
+  // through a session salted to it even where the decision would not need it.
+  Result<std::unique_ptr<PolicyView>> policy_view(const MeasuredFacts* measured = nullptr);
+
   // PCR reads authenticated by one audit session salted (or bound) to the
   // anchor (`pcr read --protect audit`, `verify --tpm`): an interposer can
   // neither fake a value nor rewrite one unnoticed.
@@ -204,6 +231,11 @@ class ProtectedTpm {
   // What is kept of this TPM between processes (request.keep); null when
   // nothing is (an in-process TPM). Lives as long as this ProtectedTpm.
   SessionCache* session_cache() { return cache_ ? &*cache_ : nullptr; }
+  // Who this TPM is to what is kept of it (tpm_id.h), and where that is kept
+  // (the request's host state): for the operations on what is kept
+  // (provision.h).
+  TpmId id() const;
+  HostState& host() const { return *request_.host; }
 
  private:
   ProtectedTpm() = default;
@@ -241,10 +273,10 @@ class AuditedPcrReads {
   std::unique_ptr<HmacSession> session_;
 };
 
-// The resolution ProtectedTpm makes, for code that drives a Tpm of its own
-// (the CLI's measurement commands): the anchor of `request` for the TPM behind
-// `transport` (the real one: its describe() keys the pins), as the
-// configuration of sessions with `symmetric` parameter encryption.
+// The resolution ProtectedTpm makes (and tests of its order): the anchor of
+// `request` for the TPM behind `transport` (the real one: its describe() keys
+// the pins, its spec() says whether it is a device), as the configuration of
+// sessions with `symmetric` parameter encryption.
 Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const Transport& transport,
                                             const TpmInfo& info, SymDef symmetric = SymDef::aes128_cfb());
 

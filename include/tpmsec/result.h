@@ -37,6 +37,9 @@ enum class ErrorReason {
   // ECC salt asked for on a TPM without P-256: the front end says how to ask
   // for RSA.
   kUnsupportedSalt,
+  // An EK-certificate anchor asked for on a TPM without an EK certificate:
+  // the front end names its other anchors.
+  kNoEkCertificate,
   // A wrapper in strict mode (wrap.h) refused a command whose secret would
   // cross the bus in clear: the front end names the command and the option.
   kSecretInClear,

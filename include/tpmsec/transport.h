@@ -16,21 +16,39 @@
 //   device[:PATH]                 a TPM character device (default /dev/tpm0)
 //
 // Without one, the TPM is the host's as tpm2-tools would pick it (default_tpm()).
+// The parser and the openers of TPM strings are the transports layer's
+// (tpmsec/transport/tpm_string.h); a string with tpmsec's protection items
+// (null-name=, tofu, ...) is the protect layer's (tpmsec/tpm_config.h).
 //
 // Decorators (tracing, latency emulation, fault injection) wrap a Transport.
 #ifndef TPMSEC_TRANSPORT_H_
 #define TPMSEC_TRANSPORT_H_
 
 #include <map>
-#include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
+#include <utility>
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/result.h"
 
 namespace tpmsec {
+
+// What a TPM string names, parsed once (parse_transport_spec(),
+// tpmsec/transport/tpm_string.h): "scheme:key=value,key=value" or
+// "scheme:PATH".
+enum class TpmKind { kNone, kEmbedded, kSwtpm, kMssim, kDevice };
+struct TpmSpec {
+  TpmKind kind = TpmKind::kNone;  // kNone: no TPM string (a test's double)
+  std::string scheme;             // "embedded", "swtpm", "mssim", "device"
+  std::string path;               // device path (device:PATH)
+  std::map<std::string, std::string> options;  // key=value pairs, as given
+  // The value of `key`, else `fallback`.
+  std::string option(const std::string& key, const std::string& fallback = "") const {
+    auto it = options.find(key);
+    return it == options.end() ? fallback : it->second;
+  }
+};
+using TransportSpec = TpmSpec;
 
 class Transport {
  public:
@@ -51,6 +69,13 @@ class Transport {
   // The TPM string that reopens this transport, e.g. "swtpm:host=127.0.0.1,port=2321".
   virtual std::string describe() const = 0;
 
+  // What the TPM string this transport was opened from names, parsed once
+  // by its opener (tpm_string.h); kind kNone for a transport no TPM string
+  // opened. Decorators forward it. Read this, never describe()'s text.
+  virtual TpmSpec spec() const { return spec_; }
+  // Set by the opener that parsed the string.
+  void set_spec(TpmSpec spec) { spec_ = std::move(spec); }
+
   // True only when the TPM runs inside this process (the embedded libtpms):
   // no bus, socket or device lies between tpmsec and it, so there is nothing
   // to interpose and the TPM's first answer can be trusted. Measuring
@@ -70,76 +95,10 @@ class Transport {
   // state directory): nothing kept for it (session_cache.h) can serve the
   // next process. Decorators forward it.
   virtual bool outlives_process() const { return true; }
-};
 
-// A parsed TPM string: "scheme:key=value,key=value" or "scheme:PATH".
-struct TransportSpec {
-  std::string scheme;
-  std::string path;                            // device path (device:PATH)
-  std::map<std::string, std::string> options;  // key=value pairs
+ private:
+  TpmSpec spec_;
 };
-
-// Parses a TPM string; errors are kUsage and name the problem.
-Result<TransportSpec> parse_transport_spec(std::string_view spec);
-
-// Opens the transport a TPM string names. The embedded and swtpm transports
-// start the TPM (Startup) if it needs it. (tpmsec_transport_open: links the
-// embedded TPM, hence libtpms.)
-Result<std::unique_ptr<Transport>> open_transport(std::string_view spec);
-// The same for a TPM behind a bus only (device:, swtpm:, mssim:); embedded is
-// kUsage. What the protect path and the TCTI use: no libtpms.
-Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view spec);
-
-// The TPM to use when none was given, as tpm2-tools and systemd pick the
-// host's: $TPMSEC_TPM, else $TPM2TOOLS_TCTI (translated to tpmsec's syntax),
-// else device:/dev/tpmrm0 when it exists, else the embedded simulator.
-enum class TpmSource {
-  kTpmsecTpm,     // $TPMSEC_TPM
-  kTpm2ToolsTcti, // $TPM2TOOLS_TCTI
-  kHostDevice,    // /dev/tpmrm0 exists
-  kFallback,      // nothing named a TPM and the host has none: embedded
-};
-// The tpmsec TCTI's configuration (docs/tcti.md): a TPM string with
-// tpmsec's protection items appended as further comma-separated items, named
-// as the CLI's flags: null-name=HEX|FILE, ek-ca=PATH, tofu, salt=ecc|rsa,
-// policy=FILE, log=FILE. Everything else belongs to the TPM string, in order.
-struct TpmsecTctiConfig {
-  std::string tpm;        // empty: none named
-  std::string null_name;  // at most one of null_name, ek_ca, tofu
-  std::string ek_ca;
-  bool tofu = false;
-  std::string salt;       // "", "ecc" or "rsa"
-  std::string policy;
-  std::string log;
-  bool strict = false;  // refuse what would cross in clear (wrap.h, set_strict)
-  bool anchor() const { return !null_name.empty() || !ek_ca.empty() || tofu; }
-};
-// kUsage naming the item for anything malformed or given twice.
-Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config);
-
-struct DefaultTpm {
-  std::string spec;
-  TpmSource source = TpmSource::kFallback;
-  // $TPM2TOOLS_TCTI named the tpmsec TCTI (tpmsec:CONFIG or its library
-  // name): its configuration; `spec` is its TPM string (device:/dev/tpmrm0
-  // when it names none, as the TCTI does). The caller applies the
-  // protection items or says which it ignores.
-  std::optional<TpmsecTctiConfig> tcti;
-  // True when the embedded simulator stands in for a TPM nobody named: a
-  // command that changes TPM state says so (it changes nothing on the host).
-  bool unnamed_simulator() const { return source == TpmSource::kFallback; }
-};
-inline constexpr const char* kHostTpmDevice = "/dev/tpmrm0";
-// The decision from the two variables' values (nullptr or empty: unset) and
-// whether kHostTpmDevice exists. A TPM2TOOLS_TCTI tpmsec cannot speak
-// (tabrmd, a library path it cannot map) is a usage error naming the variable.
-Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti, bool host_device);
-// The same from this process's environment and the host's /dev.
-Result<DefaultTpm> default_tpm();
-// A tpm2-tss TCTI string (TPM2TOOLS_TCTI's syntax: "device", "device:/dev/tpm0",
-// "mssim:host=H,port=P", "swtpm:...", "libtss2-tcti-device.so.0:/dev/tpm0")
-// as a tpmsec TPM string; kUsage for a TCTI tpmsec has no transport for.
-Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device);
 
 }  // namespace tpmsec
 

@@ -94,7 +94,8 @@ Result<BenchOptions> bench_options(const BenchFlags& o) {
 Status check_bench_target(const BenchFlags& o, const MeasuredTpm& tpm) {
   // Before any command that would answer a raw TPM_RC_VALUE.
   TPMSEC_RETURN_IF_ERROR(check_pcr(tpm.info, alg::kSha256, o.pcr));
-  if (tpm.base->describe().find("tpmrm") != std::string::npos) {
+  if (const TpmSpec spec = tpm.base->spec();
+      spec.kind == TpmKind::kDevice && spec.path.find("tpmrm") != std::string::npos) {
     fmt::print(stderr,
                "tpmsec: warning: through /dev/tpmrm0 the kernel's resource manager context-swaps sessions after "
                "every command, so 'resident' costs like 'saved-context'; using the TPM also makes the kernel "

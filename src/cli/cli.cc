@@ -42,6 +42,8 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
                   "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: and mssim: take handles=private when "
                   "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
+                  "Protection items may follow, as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, "
+                  "policy=): each counts as the flag of its name. "
                   "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
                   "when it exists (not with --emulate), else embedded");
   sub->add_option("--emulate", emulate,
@@ -65,61 +67,81 @@ void print_success_notes() {
   for (const std::string& line : success_notes()) fmt::print(stderr, "{}", line);
 }
 
-Result<DefaultTpm> TpmOption::chosen_default(bool note) const {
-  Result<DefaultTpm> d = default_tpm();
+Result<ChosenTpm> TpmOption::chosen_default(bool note) const {
+  Result<ChosenTpm> d = chosen_tpm();
   if (d.ok() || emulate.empty()) return d;
   if (note) {
     fmt::print(stderr, "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
                "the embedded TPM\n", std::getenv("TPM2TOOLS_TCTI"), emulate);
   }
-  return DefaultTpm{"embedded", TpmSource::kTpmsecTpm};
+  ChosenTpm embedded;
+  embedded.spec = embedded.config.tpm = "embedded";
+  embedded.source = TpmSource::kTpmsecTpm;
+  return embedded;
 }
 
+Result<ChosenTpm> TpmOption::chosen() const {
+  if (!spec.empty()) return given_tpm(spec);
+  return chosen_default(false);
+}
+
+namespace {
+
+// The items of `d` a command does not apply: named, never dropped silently.
+void note_ignored_items(const ChosenTpm& d, bool takes_protection, bool takes_policy) {
+  const TpmConfig& c = d.config;
+  std::vector<std::string> ignored;
+  if (!takes_protection) {
+    if (!c.null_name.empty()) ignored.push_back("null-name=");
+    if (!c.ek_ca.empty()) ignored.push_back("ek-ca=");
+    if (c.tofu) ignored.push_back("tofu");
+    if (!c.salt.empty()) ignored.push_back("salt=");
+  }
+  std::vector<std::string> why;
+  if (!c.policy.empty() && !takes_policy) {
+    ignored.push_back("policy=");
+    if (takes_protection) why.push_back("this command applies no policy");
+  }
+  if (!c.log.empty()) {
+    ignored.push_back("log=");
+    if (takes_protection) why.push_back("log= is the TCTI's own log");
+  }
+  if (c.strict) {
+    ignored.push_back("strict");
+    if (takes_protection) why.push_back("strict is the TCTI's refusal of other programs' commands");
+  }
+  if (ignored.empty()) return;
+  if (!takes_protection) why.push_back("this command takes no protection options");
+  if (d.tcti) {
+    fmt::print(stderr,
+               "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores {} ({})\n",
+               d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
+  } else {
+    fmt::print(stderr, "tpmsec: note: {} names the TPM {} and items: this command ignores {} ({})\n", d.origin(),
+               d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
+  }
+}
+
+}  // namespace
+
 Result<std::string> TpmOption::tpm_string() const {
-  if (!spec.empty()) return spec;
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(true));
+  if (!spec.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(ChosenTpm given, given_tpm(spec));
+    note_ignored_items(given, takes_protection, takes_policy);
+    return given.spec;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(ChosenTpm d, chosen_default(true));
   // --emulate names a chip of its own: the host's TPM behind another chip's
   // model would be neither, so only a TPM the environment names replaces the
   // embedded one there.
   if (!emulate.empty() && d.source == TpmSource::kHostDevice) return std::string("embedded");
-  if (d.tcti) {
-    // Items this command does not apply: named, never dropped silently.
-    std::vector<std::string> ignored;
-    if (!takes_protection) {
-      if (!d.tcti->null_name.empty()) ignored.push_back("null-name=");
-      if (!d.tcti->ek_ca.empty()) ignored.push_back("ek-ca=");
-      if (d.tcti->tofu) ignored.push_back("tofu");
-      if (!d.tcti->salt.empty()) ignored.push_back("salt=");
-    }
-    std::vector<std::string> why;
-    if (!d.tcti->policy.empty() && !takes_policy) {
-      ignored.push_back("policy=");
-      if (takes_protection) why.push_back("this command applies no policy");
-    }
-    if (!d.tcti->log.empty()) {
-      ignored.push_back("log=");
-      if (takes_protection) why.push_back("log= is the TCTI's own log");
-    }
-    if (!takes_protection) why.push_back("this command takes no protection options");
-    if (!ignored.empty()) {
-      fmt::print(stderr,
-                 "tpmsec: note: TPM2TOOLS_TCTI names the tpmsec TCTI: this command uses its TPM {} and ignores "
-                 "{} ({})\n",
-                 d.spec, fmt::join(ignored, ", "), fmt::join(why, "; "));
-    }
-  }
+  note_ignored_items(d, takes_protection, takes_policy);
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
     note_on_success(fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
                                 "on the embedded simulator, not on a TPM of this host\n",
                                 kHostTpmDevice));
   }
   return d.spec;
-}
-
-Result<std::optional<TpmsecTctiConfig>> TpmOption::tcti_config() const {
-  if (!spec.empty()) return std::optional<TpmsecTctiConfig>();
-  TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, chosen_default(false));
-  return d.tcti;
 }
 
 OpenTpm::OpenTpm() = default;
@@ -151,19 +173,42 @@ Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) 
   return m;
 }
 
-Result<OpenTpm> open_tpm(const TpmOption& option, bool keep, Measure measure) {
-  // The protect path: no tracing, no latency model, no MeasuredTpm.
-  if (option.emulate.empty() && measure == Measure::kWhenEmulating) return open_plain_tpm(option, keep);
+namespace {
+
+// The measured stack over the TPM `option` names; `cache` (open with `keep`)
+// gives what earlier runs kept of its capabilities and keeps them.
+Result<OpenTpm> open_measured_stack(const TpmOption& option, bool keep) {
   OpenTpm out;
   TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
   TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
-  out.cache = session_cache_for(*out.base, keep);
-  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(out.cache));
+  std::optional<SessionCache> cache = session_cache_for(*out.base, keep);
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(cache));
   TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));
   if (!out.measured->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", out.measured->warning);
-  if (out.cache && !known) {
-    if (Status st = out.cache->put_info(out.measured->info); !st.ok()) warn_not_kept(st.error());
+  if (cache && !known) {
+    if (Status st = cache->put_info(out.measured->info); !st.ok()) {
+      fmt::print(stderr, "tpmsec: warning: not kept for the next run: {}\n", st.error().message());
+    }
   }
+  return out;
+}
+
+}  // namespace
+
+Result<OpenTpm> open_tpm(const TpmOption& option) { return open_measured_stack(option, /*keep=*/false); }
+
+Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request) {
+  OpenTpm out;
+  if (option.emulate.empty()) {
+    // The protect path: no tracing, no latency model, no MeasuredTpm.
+    TPMSEC_ASSIGN_OR_RETURN(out.protect, open_plain_protected(option, std::move(request)));
+    return out;
+  }
+  // --emulate: the front end holds the TPM (behind the profile's model),
+  // and the protect path adopts it.
+  TPMSEC_ASSIGN_OR_RETURN(out, open_measured_stack(option, request.keep));
+  TPMSEC_ASSIGN_OR_RETURN(out.protect, ProtectedTpm::adopt(request, *out.base, *out.measured->tpm,
+                                                           out.measured->info, facts_of(*out.measured)));
   return out;
 }
 
@@ -182,8 +227,6 @@ const std::string& OpenTpm::profile() const {
   return measured ? measured->profile : none;
 }
 
-TpmFacts OpenTpm::facts() const { return measured ? facts_of(*measured) : facts_of(plain_info, *base); }
-
 std::string_view advice_for(ErrorReason reason) {
   switch (reason) {
     case ErrorReason::kNoTrustAnchor:
@@ -191,14 +234,11 @@ std::string_view advice_for(ErrorReason reason) {
              "e.g. /sys/class/tpm/tpm0/null_name) or --tofu (trust the first use of each boot)";
     case ErrorReason::kUnsupportedSalt:
       return ": use --salt rsa";
+    case ErrorReason::kNoEkCertificate:
+      return ": anchor it with --null-name or --tofu instead";
     default:
       return "";
   }
-}
-
-Result<std::unique_ptr<ProtectedTpm>> OpenTpm::protect(ProtectRequest request) const {
-  request.keep = cache.has_value();
-  return ProtectedTpm::adopt(request, *base, tpm(), info(), facts());
 }
 
 Status write_file(const std::string& path, const std::string& content) {

@@ -15,12 +15,14 @@
 #include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/policy/policy.h"
 #include "tpmsec/protect.h"
+#include "tpmsec/tpm_config.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/result.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {
 
@@ -75,86 +77,81 @@ void print_success_notes();
 // --tpm and --emulate on a subcommand: the TPM string and an optional
 // latency profile to emulate.
 struct TpmOption {
-  std::string spec;            // --tpm; empty: the default (default_tpm())
+  std::string spec;            // --tpm, items and all; empty: the default (chosen_tpm())
   std::string emulate;
   bool changes_state = false;  // the command changes TPM state (PCRs, NV, persistent keys)
   // The command takes the protection options (ProtectionOptions::add_to):
-  // the protection items of $TPM2TOOLS_TCTI=tpmsec:… count as its flags.
+  // the protection items of its TPM string (tpm_config.h) count as its flags.
   bool takes_protection = false;
-  // The command applies a policy (--policy, $TPMSEC_POLICY): $TPM2TOOLS_TCTI's
-  // policy= counts as --policy; elsewhere it is named as ignored.
+  // The command applies a policy (--policy, $TPMSEC_POLICY): the TPM
+  // string's policy= counts as --policy; elsewhere it is named as ignored.
   bool takes_policy = false;
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
   void add_to(CLI::App* sub, bool state_changing = false);
-  // --tpm, else the host's TPM as tpm2-tools picks it (transport.h,
-  // default_tpm()); with --emulate, /dev/tpmrm0 is not picked: the embedded
-  // TPM plays the profile's chip unless the environment names another.
-  // When $TPM2TOOLS_TCTI names the tpmsec TCTI, its TPM string; the
-  // protection items this command does not apply are named on stderr.
+  // The TPM string of --tpm, else of the host's TPM as tpm2-tools picks it
+  // (tpm_config.h, chosen_tpm()), its protection items split off; with
+  // --emulate, /dev/tpmrm0 is not picked: the embedded TPM plays the
+  // profile's chip unless the environment names another. The protection
+  // items this command does not apply are named on stderr.
   Result<std::string> tpm_string() const;
-  // Without --tpm, when the default is $TPM2TOOLS_TCTI=tpmsec:…: its
-  // configuration (transport.h); else none.
-  Result<std::optional<TpmsecTctiConfig>> tcti_config() const;
+  // The TPM and its items (tpm_config.h) — of --tpm, $TPMSEC_TPM or
+  // $TPM2TOOLS_TCTI=tpmsec:… alike, one grammar.
+  Result<ChosenTpm> chosen() const;
 
  private:
-  // default_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
+  // chosen_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
   // not speak (tabrmd, set for tpm2-tools host-wide) leaves the embedded TPM
   // playing the chip, with a note, instead of a usage error: an emulation
   // needs no TPM of the host. `note`: say so (once per run: tpm_string()).
-  Result<DefaultTpm> chosen_default(bool note) const;
+  Result<ChosenTpm> chosen_default(bool note) const;
 };
 
-// An open TPM. Plain (the protect path: no --emulate): the transport and a
-// bare Tpm over it, nothing of the measurement layer (open_plain.cc, checked by
-// scripts/check-layers). Measured (--emulate, or Measure::kAlways): a
-// MeasuredTpm over the same transport, traced, behind the profile's latency
+// An open TPM. Protected (open_protected): the protect path's one way in,
+// ProtectedTpm::open (protect.h), which opens the TPM, keeps what earlier
+// runs kept and resolves the anchor, nothing of the measurement layer
+// (open_plain.cc, checked by scripts/check-layers); with --emulate, the
+// measured stack below, adopted by the protect path. Measured (open_tpm):
+// a MeasuredTpm over the transport, traced, behind the profile's latency
 // model on a virtual clock when emulating. When it closes under emulation it
-// reports on stderr how many TPM commands ran and how long they took on the model.
+// reports on stderr how many TPM commands ran and how long they took on the
+// model.
 struct OpenTpm {
-  std::unique_ptr<Transport> base;        // the transport opened from the TPM string
-  std::unique_ptr<Tpm> plain;             // a bare Tpm over `base`, unless measured
-  TpmInfo plain_info;                     // its capabilities, unless measured
+  std::unique_ptr<Transport> base;        // the transport the measured stack opened
   std::unique_ptr<MeasuredTpm> measured;  // set only when measuring
+  // The protect path over this TPM (open_protected): the request resolved
+  // for it; it keeps what earlier runs kept when the request says `keep`.
+  std::unique_ptr<ProtectedTpm> protect;
   // When emulating, also list every command with its modelled time (-v).
   bool list_commands = false;
-  // What one-shot protected commands keep between processes; none unless
-  // opened with `keep` and the TPM outlives the process.
-  std::optional<SessionCache> cache;
-  // The protect path over this TPM (protect.h): `request` resolved for it,
-  // matched against facts(); it keeps what earlier runs kept when this TPM
-  // was opened with `keep`.
-  Result<std::unique_ptr<ProtectedTpm>> protect(ProtectRequest request) const;
   // TPM time of every command run so far, on the virtual clock when emulating
   // (0 on the plain path: nothing is traced).
   double emulated_ms() const;
 
-  Tpm& tpm() const { return measured ? *measured->tpm : *plain; }
-  const TpmInfo& info() const { return measured ? measured->info : plain_info; }
-  Transport& transport() const { return *base; }  // the real one (describe())
+  Tpm& tpm() const { return measured ? *measured->tpm : protect->tpm(); }
+  const TpmInfo& info() const { return measured ? measured->info : protect->info(); }
+  // The real transport (describe()), not a decorator.
+  Transport& transport() const { return base ? *base : protect->transport(); }
   // The virtual clock when emulating, else the steady clock.
   const Clock* clock() const;
   // The emulated profile's id; empty unless emulating.
   const std::string& profile() const;
-  // What a policy is matched against (facts_of in calibration.h).
-  TpmFacts facts() const;
 
   OpenTpm();
   OpenTpm(OpenTpm&&) noexcept;
   OpenTpm& operator=(OpenTpm&&) noexcept;
   ~OpenTpm();
 };
-enum class Measure {
-  kWhenEmulating,  // plain unless --emulate: every protect command
-  kAlways,         // info (the identity JSON) and the like
-};
-// `keep`: use and update what earlier processes kept for this TPM
-// (session_cache.h): its capabilities now, its null key through keep().
-Result<OpenTpm> open_tpm(const TpmOption& option, bool keep = false, Measure measure = Measure::kWhenEmulating);
-// The plain path of open_tpm (open_plain.cc): `option.emulate` must be empty.
-Result<OpenTpm> open_plain_tpm(const TpmOption& option, bool keep);
-// "not kept for the next run" on stderr: a cache failure is never an error.
-void warn_not_kept(const Error& e);
+// The TPM `option` names opened on the protect path for `request`
+// (ProtectionOptions::request(): the flags and the TPM string's items):
+// ProtectedTpm::open, or with --emulate the measured stack adopted.
+// request.keep: use and update what earlier processes kept for this TPM
+// (session_cache.h).
+Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request);
+// The plain path of open_protected (open_plain.cc): `option.emulate` must be empty.
+Result<std::unique_ptr<ProtectedTpm>> open_plain_protected(const TpmOption& option, ProtectRequest request);
+// The TPM measured (info: the identity JSON), --emulate or not; no protection.
+Result<OpenTpm> open_tpm(const TpmOption& option);
 
 // A TPM opened for measurement (see measured_tpm.h); prints the profile's
 // provenance warning when emulating.

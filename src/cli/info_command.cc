@@ -2,9 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "tpmsec/bind_secret.h"
-#include "tpmsec/salt_key.h"
-#include "tpmsec/host/file_host_state.h"
+#include "tpmsec/provision.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec::cli {
@@ -20,7 +18,7 @@ void register_info(CLI::App& app, Action* action) {
   sub->add_flag("--json", opts->json, "Print JSON (keys documented in docs/info-json.md)");
   sub->callback([opts, action] {
     *action = [opts]() -> Status {
-      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(opts->tpm, /*keep=*/false, Measure::kAlways));
+      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(opts->tpm));
       const MeasuredTpm& m = *open.measured;
       if (opts->json) {
         nlohmann::json j = m.identity;
@@ -32,21 +30,19 @@ void register_info(CLI::App& app, Action* action) {
         fmt::print("{:<24}{}\n{}", "transport", open.transport().describe(), text);
         // What `tpmsec provision` kept for protected commands here.
         if (open.transport().outlives_process()) {
-          FileHostState host;
-          const TpmId tpm = TpmId::of(open.transport().describe());
-          auto bind = host.bind_secret(tpm);
+          const ProvisionStatus kept = provision_status(open.transport());
+          const auto& bind = kept.bind_secret;
           fmt::print("{:<24}{}\n", "bind secret",
                      !bind.ok()  ? bind.error().message()
                      : *bind     ? fmt::format("provisioned: NV index 0x{:08x} ({})", (*bind)->nv_index,
-                                               host.where(StateRecord::kBindSecret, tpm))
+                                               kept.bind_secret_file)
                                  : std::string("not provisioned (tpmsec provision)"));
-          auto key = host.salt_key(tpm);
+          const auto& key = kept.salt_key;
           fmt::print("{:<24}{}\n", "salt key",
                      !key.ok()  ? key.error().message()
                      : *key     ? fmt::format("pinned: 0x{:08x}, {}{} ({})", (*key)->handle,
                                               (*key)->kind() == SaltKind::kRsa ? "RSA" : "ECC",
-                                              (*key)->created ? ", made by tpmsec" : "",
-                                              host.where(StateRecord::kSaltKey, tpm))
+                                              (*key)->created ? ", made by tpmsec" : "", kept.salt_key_file)
                                 : std::string("none pinned (tpmsec provision --salt-key)"));
         }
       }

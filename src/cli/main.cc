@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", TPMSEC_VERSION);
   app.require_subcommand(1);
   app.footer(
-      "TPM strings follow tpm2-tss TCTI syntax (embedded, swtpm:host=H,port=P, device:/dev/tpmrm0).\n"
+      "TPM strings follow tpm2-tss TCTI syntax (embedded, swtpm:host=H,port=P, device:/dev/tpmrm0), with tpmsec's\n"
+      "protection items appended as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, policy=).\n"
       "Exit codes: 0 success, 1 runtime failure (TPM error, connection), 2 usage error, 3 integrity failure.");
   Action action;
   register_commands(app, &action);

@@ -45,22 +45,19 @@ struct PcrTarget {
 
 // A kernel TPM device: its PCRs 0-15 are what verifiers trust.
 bool is_device_spec(const TpmOption& tpm) {
-  if (!tpm.spec.empty()) {
-    auto spec = parse_transport_spec(tpm.spec);
-    return spec.ok() && spec->scheme == "device";
-  }
-  auto d = default_tpm();
-  if (!d.ok()) return false;  // the usage error comes when the TPM is opened
-  auto spec = parse_transport_spec(d->spec);
-  return spec.ok() && spec->scheme == "device";
+  auto chosen = tpm.chosen();
+  if (!chosen.ok()) return false;  // the usage error comes when the TPM is opened
+  auto spec = parse_transport_spec(chosen->spec);
+  return spec.ok() && spec->kind == TpmKind::kDevice;
 }
 
-// `keep`: use what earlier runs kept for this TPM (session_cache.h).
-Result<PcrTarget> open_target(const PcrOptions& o, bool keep = false) {
+// `request` resolved on the TPM (open_protected); request.keep: use what
+// earlier runs kept for this TPM (session_cache.h).
+Result<PcrTarget> open_target(const PcrOptions& o, ProtectRequest request) {
   PcrTarget t;
   TPMSEC_ASSIGN_OR_RETURN(t.index, parse_pcr_index(o.index));
   TPMSEC_ASSIGN_OR_RETURN(t.bank, parse_bank(o.bank));
-  TPMSEC_ASSIGN_OR_RETURN(t.open, open_tpm(o.tpm, keep));
+  TPMSEC_ASSIGN_OR_RETURN(t.open, open_protected(o.tpm, std::move(request)));
   TPMSEC_RETURN_IF_ERROR(check_pcr(t.open.info(), t.bank, t.index));
   return t;
 }
@@ -77,8 +74,8 @@ CLI::App* add_pcr_subcommand(CLI::App* pcr, const char* name, const char* help, 
 // `pcr read`: the value, plain or through an audit session (--protect audit).
 Status run_pcr_read(const PcrOptions& read) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, read.protection.request());
-  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(read));
-  TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(request)));
+  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(read, std::move(request)));
+  ProtectedTpm* protect = t.open.protect.get();
   Bytes value;
   if (read.protect == "audit") {
     TPMSEC_ASSIGN_OR_RETURN(auto reads, protect->audited_pcr_reads());
@@ -233,10 +230,11 @@ Result<std::optional<Bytes>> extend_batch(const PcrOptions& o, const PcrTarget& 
 // the policy (or --strategy) chose for this TPM.
 Status run_pcr_extend(const PcrOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(ExtendArgs args, check_pcr_extend_args(o));
-  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(o, /*keep=*/true));
+  args.request.keep = true;
+  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(o, std::move(args.request)));
   t.open.list_commands = o.strategy.verbose;
   StreamOptions options = pcr_stream_options(o, t, args.batch);
-  TPMSEC_ASSIGN_OR_RETURN(auto protect, t.open.protect(std::move(args.request)));
+  ProtectedTpm* protect = t.open.protect.get();
   TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
   const StrategyKind kind = plan.strategy;
   if (o.checkpoint_every_option->count() == 0) options.checkpoint_every = plan.tuning.checkpoint_every;
@@ -261,7 +259,9 @@ Status run_pcr_extend(const PcrOptions& o) {
 
 // `pcr reset`, with TPM_RC_LOCALITY explained.
 Status run_pcr_reset(const PcrOptions& reset) {
-  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(reset));
+  ProtectRequest request;  // no session: nothing kept is used
+  request.use_provisioned = false;
+  TPMSEC_ASSIGN_OR_RETURN(PcrTarget t, open_target(reset, std::move(request)));
   Status st = pcr_reset(t.open.tpm(), t.index);
   if (!st.ok() && rc_base(st.error().tpm_rc()) == rc::kLocality) {
     // TPM_RC_LOCALITY: the PCR's reset attribute excludes the

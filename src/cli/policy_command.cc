@@ -56,16 +56,129 @@ std::optional<LatencyProfile> decision_profile(const OpenTpm& open, const Policy
 
 
 
+struct ShowOptions {
+  TpmOption tpm;
+  ProtectionOptions protection;
+  std::string policy;
+  std::string measurements;
+  double budget_ms = 20;
+  uint32_t boot_extends = 12313;
+};
+
+// The policy, the TPM, every rule's verdict and the decision.
+Status print_decision(const PolicyView& v) {
+  const Policy& p = v.policy;
+  const PolicyDecision& d = v.decision;
+  fmt::print("{:<12}{} ({} rules; {})\n", "policy", p.origin, p.rules.size(),
+             p.operator_chosen ? "chosen by the operator" : "the shipped default");
+  fmt::print("{:<12}{} ({})\n", "TPM", identity_line(v.facts), fact_origin_text(v.facts.identity_origin));
+  fmt::print("{:<12}{}\n", "measured", measured_line(v.facts));
+  fmt::print("rules\n");
+  for (const RuleVerdict& verdict : d.verdicts) {
+    fmt::print("  {:<28} line {:<4} {}\n", verdict.rule->name, verdict.rule->line,
+               verdict.matched ? "MATCHES" : "no: " + verdict.why);
+  }
+  if (!d.rule) return runtime_error("no rule matched (a valid policy ends with a default rule)");
+  fmt::print("{:<12}PCR extends: {} ({}); other protected commands: {}\n", "decision", strategy_name(d.extend),
+             strategy_protection(d.extend), strategy_name(d.other));
+  if (d.lifted_extend || d.lifted_other) {
+    fmt::print("{:<12}the rule chose {} for extends and {} for other commands, but {}; kept {} ({})\n", "floor",
+               strategy_name(d.lifted_extend.value_or(d.extend)), strategy_name(d.lifted_other.value_or(d.other)),
+               d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
+  }
+  fmt::print("{:<12}{}\n", "reason", d.rule->reason);
+  fmt::print("{:<12}null key {}, checkpoint every {}{}; cost only (docs/policy.md, \"Session tuning\")\n", "sessions",
+             null_key_load_name(d.tuning.null_key), d.tuning.checkpoint_every,
+             d.rule->null_key || d.rule->checkpoint_every ? "" : ": the defaults, the rule says nothing");
+  return ok_status();
+}
+
+// The figures of the profile the decision's costs come from, if any; its
+// costs, for the detection line's boot times.
+std::optional<StrategyCosts> print_figures(const OpenTpm& open, const PolicyDecision& d) {
+  std::optional<LatencyProfile> profile = decision_profile(open, *d.rule);
+  if (!profile) return std::nullopt;
+  StrategyCosts model = costs_from_profile(*profile);
+  std::vector<std::string> figures;
+  for (StrategyKind k : all_strategies()) {
+    if (cost_range(model, k)) figures.push_back(fmt::format("{} {}", strategy_name(k), cost_text(model, k)));
+  }
+  fmt::print("{:<12}profile {} per extend, low-high from each value's uncertainty (docs/latency-profiles.md, "
+             "\"Uncertainty\"):\n{:<12}{}\n",
+             "figures", profile->id, "", fmt::join(figures, ", "));
+  // No budget here: the rule's decision is given, the ranges say how firm it is.
+  for (const std::string& note : uncertainty_notes(
+           d.extend, model, 0, prevents(d.extend) ? ProtectionFloor::kPrevention : ProtectionFloor::kNone)) {
+    fmt::print("{:<12}{}\n", "caution", note);
+  }
+  return model;
+}
+
+// Where prevention is over budget, detection at plain cost remains:
+// checking the PCRs against the logs after the fact.
+void print_detection(const PolicyDecision& d, const std::optional<StrategyCosts>& boot_model, const ShowOptions& o) {
+  // The cheapest preventing strategy's cost, where the profile gives one.
+  std::optional<double> prevention_ms;
+  if (boot_model) {
+    for (const auto& [kind, ms] : boot_model->per_extend_ms) {
+      if (prevents(kind) && (!prevention_ms || ms < *prevention_ms)) prevention_ms = ms;
+    }
+  }
+  if (prevents(d.extend) && !d.lifted_extend && !(prevention_ms && *prevention_ms > o.budget_ms)) return;
+  std::string boot;
+  if (boot_model) {
+    std::vector<std::string> choices;
+    auto add = [&](StrategyKind kind, const std::string& label) {
+      auto it = boot_model->per_extend_ms.find(kind);
+      if (it == boot_model->per_extend_ms.end()) return;
+      choices.push_back(fmt::format("{} {:.0f} s", label, it->second * o.boot_extends / 1000));
+    };
+    add(d.extend, fmt::format("{} (the decision)", strategy_name(d.extend)));
+    for (StrategyKind k : all_strategies()) {
+      if (k != d.extend && k != StrategyKind::kPlain && prevents(k)) add(k, std::string(strategy_name(k)));
+    }
+    add(StrategyKind::kPlain, "plain extends + verify on a timer");
+    boot = fmt::format("; TPM time of a boot of {} extends: {}", o.boot_extends, fmt::join(choices, ", "));
+  }
+  fmt::print("{:<12}prevention is over budget ({}): `tpmsec verify --eventlog "
+             "/sys/kernel/security/tpm0/binary_bios_measurements --ima "
+             "/sys/kernel/security/ima/ascii_runtime_measurements --tpm device:/dev/tpmrm0` on a timer "
+             "detects a tampered extend (exit 3) at plain extend cost{}; `tpmsec predict --ima LOG` for "
+             "a boot's own log (docs/replay.md)\n",
+             "detection",
+             prevention_ms && *prevention_ms > o.budget_ms
+                 ? fmt::format("{:.2f} ms per extend at best, {:.1f} ms budget", *prevention_ms, o.budget_ms)
+                 : std::string("the rule chose below it"),
+             boot);
+}
+
+// The decision is the protect path's (ProtectedTpm::policy_view); this
+// words it.
+Status run_show(const ShowOptions& o) {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, request));
+  std::optional<MeasuredFacts> measured;
+  if (!o.measurements.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o.measurements));
+    TPMSEC_ASSIGN_OR_RETURN(StrategyCosts costs, costs_from_bench_json(j, o.measurements));
+    measured = MeasuredFacts{measured_properties(costs), costs.source};
+  }
+  TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o.tpm, std::move(request)));
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<PolicyView> view, open.protect->policy_view(measured ? &*measured : nullptr));
+  const PolicyDecision& d = view->decision;
+  TPMSEC_RETURN_IF_ERROR(print_decision(*view));
+  std::optional<StrategyCosts> boot_model = print_figures(open, d);
+  print_detection(d, boot_model, o);
+  fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
+  fmt::print("{:<12}{}\n", "rests on", fmt::join(d.rests_on, "; "));
+  fmt::print("{:<12}{}\n", "linux", linux_equivalent(d.extend));
+  fmt::print(stderr, "{}",
+             weak_strategy_notice(d.extend, fmt::format("policy {} rule '{}'", view->policy.origin, d.rule->name)));
+  return ok_status();
+}
+
 void register_show(CLI::App* policy, Action* action) {
-  struct Options {
-    TpmOption tpm;
-    ProtectionOptions protection;
-    std::string policy;
-    std::string measurements;
-    double budget_ms = 20;
-    uint32_t boot_extends = 12313;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<ShowOptions>();
   CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
   o->tpm.add_to(sub);
   o->tpm.takes_policy = true;
@@ -82,116 +195,7 @@ void register_show(CLI::App* policy, Action* action) {
                   "PCR extends of one boot for those boot times (default: the LKML thread's IMA boot on an SLB9670)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->callback([o, action] {
-    *action = [o]() -> Status {
-      TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
-      TPMSEC_RETURN_IF_ERROR(apply_policy_option(o->policy, request));
-      TPMSEC_ASSIGN_OR_RETURN(Policy p, load_command_policy(request.policy));
-      std::optional<StrategyCosts> measured;
-      if (!o->measurements.empty()) {
-        TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o->measurements));
-        TPMSEC_ASSIGN_OR_RETURN(measured, costs_from_bench_json(j, o->measurements));
-      }
-      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(ProtectionConfig protection, o->protection.config(open.transport(), open.info(), SymDef::aes128_cfb()));
-      TpmFacts facts = open.facts();
-      // An anchor named (flag or TPM2TOOLS_TCTI item) is used: the identity
-      // shown is read through a session salted to it, not only when the
-      // decision needs it.
-      const bool named = !std::holds_alternative<anchor::Automatic>(request.anchor) &&
-                         !std::holds_alternative<anchor::Unsalted>(request.anchor);
-      if (named && facts.identity_origin == FactOrigin::kUnauthenticated) {
-        TPMSEC_RETURN_IF_ERROR(confirm_identity(facts, open.tpm(), protection, &open.info()));
-      }
-      if (measured) {
-        // Timed over whatever bus the bench ran on: an interposer can inflate them.
-        facts.measured = measured_properties(*measured);
-        facts.measured_source = measured->source;
-        facts.measured_origin = FactOrigin::kUnauthenticated;
-      }
-      TPMSEC_ASSIGN_OR_RETURN(PolicyDecision d, decide_on_tpm(p, facts, open.tpm(), protection, &open.info()));
-      fmt::print("{:<12}{} ({} rules; {})\n", "policy", p.origin, p.rules.size(),
-                 p.operator_chosen ? "chosen by the operator" : "the shipped default");
-      fmt::print("{:<12}{} ({})\n", "TPM", identity_line(facts), fact_origin_text(facts.identity_origin));
-      fmt::print("{:<12}{}\n", "measured", measured_line(facts));
-      fmt::print("rules\n");
-      for (const RuleVerdict& v : d.verdicts) {
-        fmt::print("  {:<28} line {:<4} {}\n", v.rule->name, v.rule->line,
-                   v.matched ? "MATCHES" : "no: " + v.why);
-      }
-      if (!d.rule) return runtime_error("no rule matched (a valid policy ends with a default rule)");
-      fmt::print("{:<12}PCR extends: {} ({}); other protected commands: {}\n", "decision", strategy_name(d.extend),
-                 strategy_protection(d.extend), strategy_name(d.other));
-      if (d.lifted_extend || d.lifted_other) {
-        fmt::print("{:<12}the rule chose {} for extends and {} for other commands, but {}; kept {} ({})\n", "floor",
-                   strategy_name(d.lifted_extend.value_or(d.extend)), strategy_name(d.lifted_other.value_or(d.other)),
-                   d.floor_reason, strategy_name(d.lifted_extend ? d.extend : d.other), d.fallback_reason);
-      }
-      fmt::print("{:<12}{}\n", "reason", d.rule->reason);
-      fmt::print("{:<12}null key {}, checkpoint every {}{}; cost only (docs/policy.md, \"Session tuning\")\n",
-                 "sessions", null_key_load_name(d.tuning.null_key), d.tuning.checkpoint_every,
-                 d.rule->null_key || d.rule->checkpoint_every ? "" : ": the defaults, the rule says nothing");
-      std::optional<StrategyCosts> boot_model;  // the profile's costs, for the detection line's boot times
-      if (std::optional<LatencyProfile> profile = decision_profile(open, *d.rule)) {
-        StrategyCosts model = costs_from_profile(*profile);
-        boot_model = model;
-        std::vector<std::string> figures;
-        for (StrategyKind k : all_strategies()) {
-          if (cost_range(model, k)) figures.push_back(fmt::format("{} {}", strategy_name(k), cost_text(model, k)));
-        }
-        fmt::print("{:<12}profile {} per extend, low-high from each value's uncertainty (docs/latency-profiles.md, "
-                   "\"Uncertainty\"):\n{:<12}{}\n",
-                   "figures", profile->id, "", fmt::join(figures, ", "));
-        // No budget here: the rule's decision is given, the ranges say how firm it is.
-        for (const std::string& note : uncertainty_notes(
-                 d.extend, model, 0, prevents(d.extend) ? ProtectionFloor::kPrevention : ProtectionFloor::kNone)) {
-          fmt::print("{:<12}{}\n", "caution", note);
-        }
-      }
-      // The cheapest preventing strategy's cost, where the profile gives one.
-      std::optional<double> prevention_ms;
-      if (boot_model) {
-        for (const auto& [kind, ms] : boot_model->per_extend_ms) {
-          if (prevents(kind) && (!prevention_ms || ms < *prevention_ms)) prevention_ms = ms;
-        }
-      }
-      if (!prevents(d.extend) || d.lifted_extend || (prevention_ms && *prevention_ms > o->budget_ms)) {
-        // Where prevention is over budget, detection at plain cost remains:
-        // checking the PCRs against the logs after the fact.
-        std::string boot;
-        if (boot_model) {
-          std::vector<std::string> choices;
-          auto add = [&](StrategyKind kind, const std::string& label) {
-            auto it = boot_model->per_extend_ms.find(kind);
-            if (it == boot_model->per_extend_ms.end()) return;
-            choices.push_back(fmt::format("{} {:.0f} s", label, it->second * o->boot_extends / 1000));
-          };
-          add(d.extend, fmt::format("{} (the decision)", strategy_name(d.extend)));
-          for (StrategyKind k : all_strategies()) {
-            if (k != d.extend && k != StrategyKind::kPlain && prevents(k)) add(k, std::string(strategy_name(k)));
-          }
-          add(StrategyKind::kPlain, "plain extends + verify on a timer");
-          boot = fmt::format("; TPM time of a boot of {} extends: {}", o->boot_extends, fmt::join(choices, ", "));
-        }
-        fmt::print("{:<12}prevention is over budget ({}): `tpmsec verify --eventlog "
-                   "/sys/kernel/security/tpm0/binary_bios_measurements --ima "
-                   "/sys/kernel/security/ima/ascii_runtime_measurements --tpm device:/dev/tpmrm0` on a timer "
-                   "detects a tampered extend (exit 3) at plain extend cost{}; `tpmsec predict --ima LOG` for "
-                   "a boot's own log (docs/replay.md)\n",
-                   "detection",
-                   prevention_ms && *prevention_ms > o->budget_ms
-                       ? fmt::format("{:.2f} ms per extend at best, {:.1f} ms budget", *prevention_ms, o->budget_ms)
-                       : std::string("the rule chose below it"),
-                   boot);
-      }
-      fmt::print("{:<12}{}\n", "source", d.rule->source.empty() ? "(none given)" : d.rule->source);
-      fmt::print("{:<12}{}\n", "rests on", fmt::join(d.rests_on, "; "));
-      fmt::print("{:<12}{}\n", "linux", linux_equivalent(d.extend));
-      fmt::print(stderr, "{}",
-                 weak_strategy_notice(d.extend, fmt::format("policy {} rule '{}'", p.origin, d.rule->name)));
-      return ok_status();
-    };
-  });
+  sub->callback([o, action] { *action = [o]() -> Status { return run_show(*o); }; });
 }
 
 void register_check(CLI::App* policy, Action* action) {

@@ -7,6 +7,7 @@
 #include "log_input.h"
 #include "progress.h"
 #include "strategy_option.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/replay/predict.h"
 #include "tpmsec/emulation/profile_file.h"
 

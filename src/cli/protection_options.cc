@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "tpmsec/tpm_config.h"
 
 namespace tpmsec::cli {
 
@@ -60,41 +61,36 @@ Result<ProtectRequest> ProtectionOptions::request() const {
   if (named) r.anchor = anchor::NullName{null_name};
   if (tofu) r.anchor = anchor::Tofu{};
   if (!ek_ca.empty()) r.anchor = anchor::EkCa{ek_ca};
-  // $TPM2TOOLS_TCTI=tpmsec:TPM,ITEMS: its items as if they were flags.
-  std::optional<TpmsecTctiConfig> env;
+  // The TPM string's items (--tpm, $TPMSEC_TPM, $TPM2TOOLS_TCTI=tpmsec:…:
+  // one grammar, tpm_config.h) as if they were flags; where both give the
+  // same thing differently, one usage line naming both.
   if (tpm) {
-    TPMSEC_ASSIGN_OR_RETURN(env, tpm->tcti_config());
-  }
-  if (env) {
-    if (env->anchor() && anchor_given()) {
-      return usage_error("give one trust anchor: TPM2TOOLS_TCTI names one (null-name=, ek-ca= or tofu) and so does "
-                         "--ek-ca, --null-name or --tofu");
+    TPMSEC_ASSIGN_OR_RETURN(ChosenTpm chosen, tpm->chosen());
+    const TpmConfig& items = chosen.config;
+    const std::string_view from = chosen.origin();
+    if (items.anchor() && anchor_given()) {
+      return usage_error(fmt::format("give one trust anchor: {} names one (null-name=, ek-ca= or tofu) and so does "
+                                     "--ek-ca, --null-name or --tofu",
+                                     from));
     }
-    if (unsalted && !env->ek_ca.empty()) {
-      return usage_error("TPM2TOOLS_TCTI's ek-ca= salts sessions to the EK: it cannot go with --unsalted");
+    if (unsalted && !items.ek_ca.empty()) {
+      return usage_error(fmt::format("{}'s ek-ca= salts sessions to the EK: it cannot go with --unsalted", from));
     }
-    if (!env->null_name.empty()) r.anchor = anchor::NullName{env->null_name};
-    if (env->tofu) r.anchor = anchor::Tofu{};
-    if (!env->ek_ca.empty()) r.anchor = anchor::EkCa{env->ek_ca};
-    if (!env->salt.empty()) {
-      if (salt != "auto" && salt != env->salt) {
-        return usage_error(fmt::format("--salt {} and TPM2TOOLS_TCTI's salt={} disagree", salt, env->salt));
+    ProtectRequest given = request_of(items);
+    if (items.anchor()) r.anchor = given.anchor;
+    if (!items.salt.empty()) {
+      if (salt != "auto" && salt != items.salt) {
+        return usage_error(fmt::format("--salt {} and {}'s salt={} disagree", salt, from, items.salt));
       }
-      salt_kind = env->salt;
+      salt_kind = items.salt;
     }
-    r.policy = env->policy;  // StrategyOption::apply_to refuses a --policy unlike it
+    r.policy = items.policy;  // StrategyOption::apply_to refuses a --policy unlike it
   }
   if (salt_kind == "ecc") r.salt = SaltKind::kEcc;
   if (salt_kind == "rsa") r.salt = SaltKind::kRsa;
   // Unsalted sessions have no salt key: an anchor for one is moot.
   if (unsalted) r.anchor = anchor::Unsalted{};
   return r;
-}
-
-Result<ProtectionConfig> ProtectionOptions::config(const Transport& transport, const TpmInfo& info,
-                                                   SymDef symmetric) const {
-  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest r, request());
-  return resolve_protection(r, transport, info, symmetric);
 }
 
 }  // namespace tpmsec::cli

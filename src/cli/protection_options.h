@@ -30,8 +30,9 @@ struct ProtectionOptions {
   bool use_provisioned = true;
   const TpmOption* tpm = nullptr;
 
-  // `tpm`: the command's TPM option; without --tpm, the protection items
-  // of $TPM2TOOLS_TCTI=tpmsec:… count as these flags (request()).
+  // `tpm`: the command's TPM option; the protection items of its TPM
+  // string (--tpm, $TPMSEC_TPM, $TPM2TOOLS_TCTI=tpmsec:…; tpm_config.h)
+  // count as these flags (request()).
   void add_to(CLI::App* sub, TpmOption& tpm);
   // Only --null-name (commands that open no session of their own but can
   // check a pin: null-key).
@@ -39,15 +40,9 @@ struct ProtectionOptions {
 
   // What these options ask of the protect path (protect.h), which resolves
   // the anchor: kUsage for two anchors or an empty --null-name. The items of
-  // $TPM2TOOLS_TCTI=tpmsec:… (without --tpm) count as flags: an anchor there
-  // and one here are two anchors, a salt= or policy= unlike the flag's is
-  // kUsage; none is dropped.
+  // the TPM string count as flags: an anchor there and one here are two
+  // anchors, a salt= or policy= unlike the flag's is kUsage; none is dropped.
   Result<ProtectRequest> request() const;
-  // The configuration these options select for the TPM behind `transport`
-  // (the real one, not a decorator: its describe() keys the pins), resolved
-  // by the protect path (resolve_protection): for commands that drive a Tpm
-  // of their own.
-  Result<ProtectionConfig> config(const Transport& transport, const TpmInfo& info, SymDef symmetric) const;
   // True when the user named an anchor (--null-name, --ek-ca or --tofu).
   bool anchor_given() const;
 };

@@ -3,7 +3,7 @@
 
 #include "cli.h"
 #include "protection_options.h"
-#include "tpmsec/host/file_host_state.h"
+#include "tpmsec/provision.h"
 
 namespace tpmsec::cli {
 
@@ -34,8 +34,8 @@ void register_random(CLI::App& app, Action* action) {
       if (o->use_xor && o->protect != "encrypt") return usage_error("--xor needs --protect encrypt");
       cmd::GetRandom c{static_cast<uint16_t>(std::stoi(o->count))};
       TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
-      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
+      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o->tpm, std::move(request)));
+      ProtectedTpm* protect = open.protect.get();
       Bytes bytes;
       if (o->protect == "encrypt") {
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
@@ -82,20 +82,15 @@ void register_null_key(CLI::App& app, Action* action) {
         if (o->protection.anchor_given()) return usage_error("--forget takes no --null-name");
         TPMSEC_ASSIGN_OR_RETURN(std::string spec, o->tpm.tpm_string());
         TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
-        auto host = std::make_shared<FileHostState>();
-        const TpmId tpm = TpmId::of(t->describe());
-        TPMSEC_ASSIGN_OR_RETURN(bool forgot, host->erase(StateRecord::kNullKeyPin, tpm));
-        TPMSEC_ASSIGN_OR_RETURN(bool forgot_ek, host->erase(StateRecord::kEkPin, tpm));
-        // What one-shot commands kept of this TPM goes with the pin.
-        TPMSEC_RETURN_IF_ERROR(status_of(SessionCache(host, tpm, "").forget()));
-        fmt::print(stderr, "tpmsec: {} for {}\n", forgot ? "forgot the --tofu pin" : "no --tofu pin kept",
-                   t->describe());
-        if (forgot_ek) fmt::print(stderr, "tpmsec: forgot the --ek-ca EK pin for {}\n", t->describe());
+        TPMSEC_ASSIGN_OR_RETURN(ForgottenPins forgot, forget_pins(*t));
+        fmt::print(stderr, "tpmsec: {} for {}\n", forgot.tofu_pin ? "forgot the --tofu pin" : "no --tofu pin kept",
+                   forgot.tpm);
+        if (forgot.ek_pin) fmt::print(stderr, "tpmsec: forgot the --ek-ca EK pin for {}\n", forgot.tpm);
         return ok_status();
       }
       TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o->protection.request());
-      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_tpm(o->tpm));
-      TPMSEC_ASSIGN_OR_RETURN(auto protect, open.protect(std::move(request)));
+      TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o->tpm, std::move(request)));
+      ProtectedTpm* protect = open.protect.get();
       ProtectionConfig config = protect->protection();
       if (!protect->anchored()) {
         // Printing a name is how a user learns one to pin: allowed, but said

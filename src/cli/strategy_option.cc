@@ -31,10 +31,12 @@ Status StrategyOption::apply_to(ProtectRequest& request) const {
 
 Status apply_policy_option(const std::string& policy, ProtectRequest& request) {
   if (policy.empty()) return ok_status();
-  // The request may carry $TPM2TOOLS_TCTI's policy= (ProtectionOptions):
+  // The request may carry the TPM string's policy= item (ProtectionOptions):
   // two policies are a usage error, not a silent choice.
   if (!request.policy.empty() && request.policy != policy) {
-    return usage_error(fmt::format("--policy {} and TPM2TOOLS_TCTI's policy={} disagree", policy, request.policy));
+    return usage_error(fmt::format("--policy {} and policy={} of the TPM string (--tpm, TPMSEC_TPM or "
+                                   "TPM2TOOLS_TCTI) disagree",
+                                   policy, request.policy));
   }
   request.policy = policy;
   return ok_status();

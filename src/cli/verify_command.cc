@@ -64,17 +64,15 @@ struct Source {
   std::vector<uint16_t> banks;
   std::optional<verify::Quote> quote;
   std::optional<OpenTpm> open;
-  std::unique_ptr<ProtectedTpm> protect;
   std::unique_ptr<AuditedPcrReads> reads;
 };
 
 // --tpm: the TPM's allocated banks, read later through one audit session.
 Status open_tpm_source(const VerifyOptions& o, Source& s) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
-  TPMSEC_ASSIGN_OR_RETURN(OpenTpm opened, open_tpm(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(OpenTpm opened, open_protected(o.tpm, std::move(request)));
   s.open.emplace(std::move(opened));
-  TPMSEC_ASSIGN_OR_RETURN(s.protect, s.open->protect(std::move(request)));
-  TPMSEC_ASSIGN_OR_RETURN(s.reads, s.protect->audited_pcr_reads());
+  TPMSEC_ASSIGN_OR_RETURN(s.reads, s.open->protect->audited_pcr_reads());
   for (const PcrBank& b : s.open->info().pcr_banks) {
     if (!b.pcrs.empty()) s.banks.push_back(b.hash);
   }

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "svg.h"
+#include "tpmsec/measure/svg.h"
 #include "tpmsec/measure/bench.h"
 
 namespace tpmsec {

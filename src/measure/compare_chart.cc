@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "svg.h"
+#include "tpmsec/measure/svg.h"
 #include "tpmsec/measure/compare.h"
 
 namespace tpmsec {

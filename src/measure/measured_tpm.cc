@@ -1,3 +1,4 @@
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/measure/measured_tpm.h"
 
 #include "tpmsec/emulation/profile_file.h"

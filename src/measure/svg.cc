@@ -1,4 +1,4 @@
-#include "svg.h"
+#include "tpmsec/measure/svg.h"
 
 #include <fmt/format.h>
 

@@ -15,9 +15,9 @@ namespace {
 
 // The device path behind a TPM string, when it is a device: transport.
 std::string device_path_of(const Transport& transport) {
-  auto spec = parse_transport_spec(transport.describe());
-  if (!spec.ok() || spec->scheme != "device") return "";
-  return spec->path.empty() ? "/dev/tpm0" : spec->path;
+  const TpmSpec spec = transport.spec();
+  if (spec.kind != TpmKind::kDevice) return "";
+  return spec.path.empty() ? "/dev/tpm0" : spec.path;
 }
 
 // EkCa: the EKs pinned for this TPM string (ek_pin.h), and the hook that

@@ -8,6 +8,8 @@
 #include "notice.h"
 #include "tpmsec/held_handles.h"
 #include "tpmsec/protect.h"
+#include "tpmsec/tpm_config.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 
@@ -36,8 +38,10 @@ ProtectedTpm::~ProtectedTpm() = default;
 Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& request) {
   std::string spec = request.tpm;
   if (spec.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(DefaultTpm d, default_tpm());
-    spec = d.spec;
+    // The host's TPM; protection items the environment gives with it are
+    // the front end's to apply (tpm_config.h).
+    TPMSEC_ASSIGN_OR_RETURN(ChosenTpm chosen, chosen_tpm());
+    spec = chosen.spec;
   }
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, open_bus_transport(spec));
   return open(request, std::move(transport));
@@ -201,6 +205,28 @@ Result<ExtendPlan> ProtectedTpm::plan_extends() {
   say(weak_strategy_notice(d.extend, fmt::format("policy {} rule '{}'", p.origin, d.rule->name)));
   return plan;
 }
+
+Result<std::unique_ptr<PolicyView>> ProtectedTpm::policy_view(const MeasuredFacts* measured) {
+  auto view = std::make_unique<PolicyView>();
+  TPMSEC_ASSIGN_OR_RETURN(view->policy, load_command_policy(request_.policy));
+  view->facts = facts_;
+  // An anchor named is used: the identity is read through a session salted
+  // to it, not only when the decision needs it.
+  const bool named = !std::holds_alternative<anchor::Automatic>(request_.anchor) &&
+                     !std::holds_alternative<anchor::Unsalted>(request_.anchor);
+  if (named && view->facts.identity_origin == FactOrigin::kUnauthenticated) {
+    TPMSEC_RETURN_IF_ERROR(confirm_identity(view->facts, *tpm_, protection(), &info_));
+  }
+  if (measured) {
+    view->facts.measured = measured->properties;
+    view->facts.measured_source = measured->source;
+    view->facts.measured_origin = FactOrigin::kUnauthenticated;
+  }
+  TPMSEC_ASSIGN_OR_RETURN(view->decision, decide_on_tpm(view->policy, view->facts, *tpm_, protection(), &info_));
+  return view;
+}
+
+TpmId ProtectedTpm::id() const { return TpmId::of(base_->describe()); }
 
 Result<std::unique_ptr<ExtendStream>> ProtectedTpm::extend_stream(const ExtendPlan& plan, StreamOptions options) {
   options.protection = tuned(plan.tuning);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "measure/svg.h"
+#include "tpmsec/measure/svg.h"
 #include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec {

@@ -9,6 +9,7 @@
 #include "serve/routed_transport.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/session_factory.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/wrap.h"
 
 namespace tpmsec::serve {

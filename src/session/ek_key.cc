@@ -29,8 +29,9 @@ constexpr uint16_t kDefaultNvChunk = 512;
 std::string describe(SaltKind kind) { return kind == SaltKind::kEcc ? "ECC P-256" : "RSA-2048"; }
 
 std::string no_certificate(uint32_t index, SaltKind kind, const std::string& why) {
-  return fmt::format("the TPM has no {} EK certificate at NV index 0x{:08x} ({}); without one --ek-ca cannot prove "
-                     "the salt key: anchor it with --null-name or --tofu instead",
+  // The front end names its other anchors (ErrorReason::kNoEkCertificate).
+  return fmt::format("the TPM has no {} EK certificate at NV index 0x{:08x} ({}); without one the EK cannot prove "
+                     "the salt key",
                      describe(kind), index, why);
 }
 
@@ -98,7 +99,8 @@ Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index) {
   auto read_public = tpm.run(cmd::NvReadPublic{NamedHandle::of(nv_index)});
   if (!read_public.ok()) {
     if (read_public.error().kind() != ErrorKind::kTpm) return read_public.error();
-    return unsupported_error(no_certificate(nv_index, kind, "NV_ReadPublic: " + read_public.error().message()));
+    return unsupported_error(no_certificate(nv_index, kind, "NV_ReadPublic: " + read_public.error().message()))
+        .with_reason(ErrorReason::kNoEkCertificate);
   }
   // Nothing in this response is authenticated: it only decides how much to
   // read, and is held to what an EK certificate index can be.
@@ -111,7 +113,8 @@ Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index) {
                                          nv.attributes));
   }
   if (!(nv.attributes & nv_attr::kWritten) || nv.data_size == 0) {
-    return unsupported_error(no_certificate(nv_index, kind, "the index was never written"));
+    return unsupported_error(no_certificate(nv_index, kind, "the index was never written"))
+        .with_reason(ErrorReason::kNoEkCertificate);
   }
   if (nv.data_size > kMaxEkCertificateBytes) {
     return parse_error(fmt::format("NV index 0x{:08x} says it holds {} bytes; an EK certificate is at most {}",
@@ -172,9 +175,9 @@ Result<EkKey> EkKey::create_preferred(Tpm& tpm, const crypto::CaBundle& bundle) 
   if (!rsa.ok()) {
     if (rsa.error().kind() != ErrorKind::kUnsupported) return rsa.error();
     return unsupported_error(fmt::format("the TPM has no EK certificate at NV index 0x{:08x} (ECC P-256) or "
-                                         "0x{:08x} (RSA-2048); without one --ek-ca cannot prove the salt key: "
-                                         "anchor it with --null-name or --tofu instead",
-                                         kEkCertIndexEccP256, kEkCertIndexRsa2048));
+                                         "0x{:08x} (RSA-2048); without one the EK cannot prove the salt key",
+                                         kEkCertIndexEccP256, kEkCertIndexRsa2048))
+        .with_reason(ErrorReason::kNoEkCertificate);
   }
   return from_certificate(tpm, SaltKind::kRsa, *rsa, bundle);
 }

@@ -151,17 +151,17 @@ Result<std::unique_ptr<SessionFactory>> SessionFactory::create(Tpm& tpm, const P
   if (config.bind) {
     // Bound to the provisioned secret: the key needs no salt.
     if (config.unsalted || config.ek_ca) {
-      return usage_error("a bind secret takes the place of a salt: not with --unsalted or --ek-ca");
+      return usage_error("a bind secret takes the place of a salt: not with an unsalted session or an EK anchor");
     }
     return f;
   }
   if (config.salt_key && !config.unsalted) {
     // A pinned persistent key: nothing to create or load.
-    if (config.ek_ca) return usage_error("a pinned salt key takes the place of --ek-ca: not both");
+    if (config.ek_ca) return usage_error("a pinned salt key takes the place of the EK anchor: not both");
     if (config.salt && *config.salt != config.salt_key->kind()) {
-      return usage_error(fmt::format("the pinned salt key at 0x{:08x} is {}: --salt {} cannot be used with it",
+      return usage_error(fmt::format("the pinned salt key at 0x{:08x} is {}: an {} salt cannot be used with it",
                                      config.salt_key->handle, config.salt_key->kind() == SaltKind::kRsa ? "RSA" : "ECC",
-                                     *config.salt == SaltKind::kRsa ? "rsa" : "ecc"));
+                                     *config.salt == SaltKind::kRsa ? "RSA" : "ECC"));
     }
     f->config_.salt = config.salt_key->kind();
     return f;

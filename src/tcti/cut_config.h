@@ -10,14 +10,14 @@
 #define TPMSEC_SRC_TCTI_CUT_CONFIG_H_
 
 #include "tpmsec/result.h"
-#include "tpmsec/transport.h"
+#include "tpmsec/tpm_config.h"
 
 namespace tpmsec::tcti {
 
 // kUsage, one line naming the crypttab escape, for a swtpm: or mssim: TPM
 // given neither port= nor path= and no anchor item; ok otherwise (give
 // port= to mean the default port).
-Status refuse_cut_config(const TpmsecTctiConfig& config);
+Status refuse_cut_config(const TpmConfig& config);
 
 }  // namespace tpmsec::tcti
 

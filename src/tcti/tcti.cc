@@ -54,6 +54,16 @@ struct Context {
 
 void say(std::string_view line) { std::fprintf(stderr, "tpmsec TCTI: %.*s\n", static_cast<int>(line.size()), line.data()); }
 
+// What a person can do about a library error of this reason, in the
+// configuration's items (the CLI words the same reasons as its flags).
+std::string_view advice_for(ErrorReason reason) {
+  switch (reason) {
+    case ErrorReason::kUnsupportedSalt: return ": append salt=rsa";
+    case ErrorReason::kNoEkCertificate: return ": anchor it with null-name=HEX|FILE or tofu instead of ek-ca=";
+    default: return "";
+  }
+}
+
 State* state_of(TSS2_TCTI_CONTEXT* ctx) {
   auto* c = reinterpret_cast<Context*>(ctx);
   if (!c || c->common.v1.magic != kMagic || !c->state) return nullptr;
@@ -92,7 +102,7 @@ TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) no
     if (out.error().reason() == ErrorReason::kSecretInClear) {
       say(out.error().message());  // nothing was sent
     } else {
-      say(fmt::format("response refused: {}", out.error().message()));
+      say(fmt::format("response refused: {}{}", out.error().message(), advice_for(out.error().reason())));
     }
     s->response.clear();
     s->error = rc_for(out.error());
@@ -226,10 +236,7 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   if (*size < sizeof(Context)) return TSS2_TCTI_RC_INSUFFICIENT_BUFFER;
   auto parsed = parse_tcti_config(config ? config : "");
   if (!parsed.ok()) {
-    // The shared parser's messages name the TCTI already (transport.h).
-    std::string_view m = parsed.error().message();
-    if (m.starts_with("tpmsec TCTI: ")) m.remove_prefix(std::string_view("tpmsec TCTI: ").size());
-    say(m);
+    say(parsed.error().message());
     return TSS2_TCTI_RC_BAD_VALUE;
   }
   parsed->request.notice = say;
@@ -242,7 +249,7 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
                       "null-name=/sys/class/tpm/tpm0/null_name)",
                       parsed->request.tpm.empty() ? "the host's TPM" : parsed->request.tpm, parsed->request.tpm));
     } else {
-      say(e.message());
+      say(fmt::format("{}{}", e.message(), advice_for(e.reason())));
     }
     return e.kind() == ErrorKind::kRuntime ? TSS2_TCTI_RC_IO_ERROR : TSS2_TCTI_RC_BAD_VALUE;
   }

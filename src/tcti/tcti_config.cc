@@ -3,21 +3,16 @@
 #include <cstdlib>
 
 #include "tcti/cut_config.h"
-#include "tpmsec/transport.h"
+#include "tpmsec/tpm_config.h"
 
 namespace tpmsec::tcti {
 
 Result<TctiConfig> parse_tcti_config(std::string_view config) {
-  // One parser of the items, shared with the CLI's $TPM2TOOLS_TCTI (transport.h).
-  TPMSEC_ASSIGN_OR_RETURN(TpmsecTctiConfig c, parse_tpmsec_tcti_config(config));
+  // The one grammar of a TPM and its items, the CLI's --tpm's (tpm_config.h).
+  TPMSEC_ASSIGN_OR_RETURN(TpmConfig c, parse_tpm_config(config));
   TPMSEC_RETURN_IF_ERROR(refuse_cut_config(c));
   TctiConfig out;
-  if (!c.null_name.empty()) out.request.anchor = anchor::NullName{c.null_name};
-  if (!c.ek_ca.empty()) out.request.anchor = anchor::EkCa{c.ek_ca};
-  if (c.tofu) out.request.anchor = anchor::Tofu{};
-  if (c.salt == "ecc") out.request.salt = SaltKind::kEcc;
-  if (c.salt == "rsa") out.request.salt = SaltKind::kRsa;
-  out.request.policy = c.policy;
+  out.request = request_of(c);
   // Nothing named: the host's TPM through the kernel's resource manager, as
   // tpm2-tss's device TCTI defaults to (never the TCTI's own environment,
   // which may name this TCTI again).

@@ -1,6 +1,7 @@
 // The TCTI's configuration string: a tpmsec TPM string with the protection
 // options appended as further comma-separated items, named as the CLI's
-// flags (docs/tcti.md):
+// flags (docs/tcti.md) — the one grammar the CLI's --tpm takes too, parsed by
+// the protect layer (tpmsec/tpm_config.h):
 //   swtpm:host=127.0.0.1,port=2321,null-name=000b…
 //   device:/dev/tpmrm0,ek-ca=/etc/tpmsec/ek-ca,salt=rsa,log=/var/log/tpmsec-tcti.log
 // Items: null-name=HEX|FILE, ek-ca=PATH, tofu, salt=ecc|rsa, policy=FILE,

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "transport_limits.h"
-#include "socket_io.h"
+#include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 

@@ -2,8 +2,8 @@
 // the TPM port, platform signals on the port after it.
 #include <fmt/format.h>
 
-#include "mssim_protocol.h"
-#include "socket_io.h"
+#include "tpmsec/transport/mssim_protocol.h"
+#include "tpmsec/transport/socket_io.h"
 #include "startup.h"
 #include "transport_limits.h"
 #include "tpmsec/constants.h"

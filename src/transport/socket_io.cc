@@ -1,4 +1,4 @@
-#include "socket_io.h"
+#include "tpmsec/transport/socket_io.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "transport_limits.h"
-#include "socket_io.h"
+#include "tpmsec/transport/socket_io.h"
 #include "startup.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"

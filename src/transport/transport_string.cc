@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport/transports.h"
 
 namespace tpmsec {
@@ -36,8 +36,8 @@ Result<uint16_t> parse_port(const std::string& key, const std::string& value) {
 
 }  // namespace
 
-Result<TransportSpec> parse_transport_spec(std::string_view text) {
-  TransportSpec spec;
+Result<TpmSpec> parse_transport_spec(std::string_view text) {
+  TpmSpec spec;
   std::string s(text);
   size_t colon = s.find(':');
   spec.scheme = s.substr(0, colon);
@@ -48,6 +48,10 @@ Result<TransportSpec> parse_transport_spec(std::string_view text) {
         "unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P, mssim:host=H,port=P or device:PATH)",
         spec.scheme));
   }
+  spec.kind = spec.scheme == "embedded" ? TpmKind::kEmbedded
+              : spec.scheme == "swtpm"  ? TpmKind::kSwtpm
+              : spec.scheme == "mssim"  ? TpmKind::kMssim
+                                        : TpmKind::kDevice;
   // device:PATH takes a bare path, as tpm2-tss's device TCTI does.
   if (spec.scheme == "device" && !rest.empty() && rest.find('=') == std::string::npos) {
     spec.path = rest;
@@ -100,31 +104,36 @@ Result<TransportSpec> parse_transport_spec(std::string_view text) {
 }
 
 Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view text) {
-  TPMSEC_ASSIGN_OR_RETURN(TransportSpec spec, parse_transport_spec(text));
-  auto opt = [&spec](const char* key, const std::string& fallback = "") {
-    auto it = spec.options.find(key);
-    return it == spec.options.end() ? fallback : it->second;
-  };
-  if (spec.scheme == "embedded") {
+  TPMSEC_ASSIGN_OR_RETURN(TpmSpec spec, parse_transport_spec(text));
+  return open_bus_transport(spec);
+}
+
+Result<std::unique_ptr<Transport>> open_bus_transport(const TpmSpec& spec) {
+  if (spec.kind == TpmKind::kEmbedded) {
     return usage_error("embedded: is an in-process TPM: this program opens only device:, swtpm: and mssim: TPMs");
   }
-  if (spec.scheme == "device") return open_device(spec.path);
-  if (spec.scheme == "mssim") {
+  Result<std::unique_ptr<Transport>> opened = usage_error("no TPM string");
+  if (spec.kind == TpmKind::kDevice) {
+    opened = open_device(spec.path);
+  } else if (spec.kind == TpmKind::kMssim) {
     MssimAddress m;
-    m.host = opt("host", "localhost");
-    if (spec.options.count("port")) m.port = *parse_port("port", spec.options["port"]);
+    m.host = spec.option("host", "localhost");
+    if (spec.options.count("port")) m.port = *parse_port("port", spec.option("port"));
     m.private_handles = spec.options.count("handles") != 0;
-    return open_mssim(m);
+    opened = open_mssim(m);
+  } else if (spec.kind == TpmKind::kSwtpm) {
+    SwtpmAddress a;
+    a.host = spec.option("host", "localhost");
+    a.path = spec.option("path");
+    if (spec.options.count("port")) a.port = *parse_port("port", spec.option("port"));
+    if (spec.options.count("ctrl")) a.ctrl_port = *parse_port("ctrl", spec.option("ctrl"));
+    a.ctrl_path = spec.option("ctrlpath");
+    a.ctrl_host = spec.option("ctrlhost");
+    a.private_handles = spec.options.count("handles") != 0;
+    opened = open_swtpm(a);
   }
-  SwtpmAddress a;
-  a.host = opt("host", "localhost");
-  a.path = opt("path");
-  if (spec.options.count("port")) a.port = *parse_port("port", spec.options["port"]);
-  if (spec.options.count("ctrl")) a.ctrl_port = *parse_port("ctrl", spec.options["ctrl"]);
-  a.ctrl_path = opt("ctrlpath");
-  a.ctrl_host = opt("ctrlhost");
-  a.private_handles = spec.options.count("handles") != 0;
-  return open_swtpm(a);
+  if (opened.ok()) (*opened)->set_spec(spec);
+  return opened;
 }
 
 namespace {
@@ -150,60 +159,6 @@ TctiName split_tcti(std::string_view tcti) {
 
 }  // namespace
 
-Result<TpmsecTctiConfig> parse_tpmsec_tcti_config(std::string_view config) {
-  TpmsecTctiConfig out;
-  bool anchor_set = false, salt_set = false, policy_set = false, log_set = false, strict_set = false;
-  auto once = [](bool& seen, std::string_view key) -> Status {
-    if (seen) return usage_error(fmt::format("tpmsec TCTI: {} given twice", key));
-    seen = true;
-    return ok_status();
-  };
-  size_t start = 0;
-  for (bool last = false; !last;) {
-    size_t at = config.find(',', start);
-    last = at == std::string_view::npos;
-    std::string_view item = config.substr(start, last ? std::string_view::npos : at - start);
-    start = at + 1;
-    // `\,` is /etc/crypttab's escape for a comma (docs/tcti.md): seen here,
-    // nothing unescaped it, and the item would name a host or file ending
-    // in a backslash.
-    if (!item.empty() && item.back() == '\\') {
-      return usage_error(fmt::format("tpmsec TCTI: item '{}' ends in a backslash: \\, is /etc/crypttab's escape for "
-                                     "a comma; everywhere else write the commas plain",
-                                     item));
-    }
-    size_t eq = item.find('=');
-    std::string_view key = item.substr(0, eq);
-    std::string value(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
-    bool has_value = eq != std::string_view::npos && !value.empty();
-    if (key == "null-name" || key == "ek-ca") {
-      if (!has_value) return usage_error(fmt::format("tpmsec TCTI: {}= needs a value", key));
-      TPMSEC_RETURN_IF_ERROR(once(anchor_set, "a trust anchor (null-name=, ek-ca=, tofu)"));
-      (key == "null-name" ? out.null_name : out.ek_ca) = value;
-    } else if (key == "tofu") {
-      if (eq != std::string_view::npos) return usage_error("tpmsec TCTI: tofu takes no value");
-      TPMSEC_RETURN_IF_ERROR(once(anchor_set, "a trust anchor (null-name=, ek-ca=, tofu)"));
-      out.tofu = true;
-    } else if (key == "strict") {
-      if (eq != std::string_view::npos) return usage_error("tpmsec TCTI: strict takes no value");
-      TPMSEC_RETURN_IF_ERROR(once(strict_set, "strict"));
-      out.strict = true;
-    } else if (key == "salt") {
-      TPMSEC_RETURN_IF_ERROR(once(salt_set, "salt="));
-      if (value != "ecc" && value != "rsa") return usage_error(fmt::format("tpmsec TCTI: salt={} (ecc or rsa)", value));
-      out.salt = value;
-    } else if (key == "policy" || key == "log") {
-      if (!has_value) return usage_error(fmt::format("tpmsec TCTI: {}= needs a file", key));
-      TPMSEC_RETURN_IF_ERROR(once(key == "policy" ? policy_set : log_set, key));
-      (key == "policy" ? out.policy : out.log) = value;
-    } else {
-      if (!out.tpm.empty()) out.tpm += ',';
-      out.tpm += item;
-    }
-  }
-  return out;
-}
-
 Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device) {
   auto [name, conf] = split_tcti(tcti);
   // tpm2-tss's device TCTI without a path tries /dev/tpmrm0, then /dev/tpm0.
@@ -219,19 +174,11 @@ Result<std::string> tpm_string_from_tcti(std::string_view tcti, bool host_device
 Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti, bool host_device) {
   if (tpmsec_tpm && *tpmsec_tpm) return DefaultTpm{tpmsec_tpm, TpmSource::kTpmsecTpm};
   if (tpm2tools_tcti && *tpm2tools_tcti) {
-    // The tpmsec TCTI (docs/tcti.md): its TPM string, and its protection
-    // items for the caller. With none named it opens the host's TPM through
-    // the kernel's resource manager, as the TCTI does.
+    // The tpmsec TCTI (docs/tcti.md): its configuration, a TPM string with
+    // protection items, for the protect layer to split (tpm_config.h).
     if (TctiName t = split_tcti(tpm2tools_tcti); t.name == "tpmsec") {
-      Result<TpmsecTctiConfig> config = parse_tpmsec_tcti_config(t.conf);
-      DefaultTpm d{std::string("device:") + kHostTpmDevice, TpmSource::kTpm2ToolsTcti};
-      Status valid = status_of(config);
-      if (config.ok() && !config->tpm.empty()) {
-        d.spec = config->tpm;
-        valid = status_of(parse_transport_spec(d.spec));
-      }
-      if (!valid.ok()) return usage_error(fmt::format("TPM2TOOLS_TCTI={}: {}", tpm2tools_tcti, valid.error().message()));
-      d.tcti = std::move(*config);
+      DefaultTpm d{t.conf, TpmSource::kTpm2ToolsTcti};
+      d.tpmsec_tcti = true;
       return d;
     }
     Result<std::string> spec = tpm_string_from_tcti(tpm2tools_tcti, host_device);
@@ -247,10 +194,13 @@ Result<DefaultTpm> choose_default_tpm(const char* tpmsec_tpm, const char* tpm2to
   return DefaultTpm{"embedded", TpmSource::kFallback};
 }
 
-Result<DefaultTpm> default_tpm() {
+bool host_tpm_device() {
   struct stat st {};
-  const bool host_device = ::stat(kHostTpmDevice, &st) == 0;
-  return choose_default_tpm(std::getenv("TPMSEC_TPM"), std::getenv("TPM2TOOLS_TCTI"), host_device);
+  return ::stat(kHostTpmDevice, &st) == 0;
+}
+
+Result<DefaultTpm> default_tpm() {
+  return choose_default_tpm(std::getenv("TPMSEC_TPM"), std::getenv("TPM2TOOLS_TCTI"), host_tpm_device());
 }
 
 }  // namespace tpmsec

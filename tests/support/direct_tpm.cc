@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "support/log_builder.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/constants.h"
 
 namespace tpmsec::testing {

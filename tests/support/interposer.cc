@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "transport/socket_io.h"
+#include "tpmsec/transport/socket_io.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::testing {

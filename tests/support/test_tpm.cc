@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport/transports.h"
 
 namespace tpmsec::testing {

@@ -1,5 +1,5 @@
 // Constructors for the concrete transports. Most callers use
-// open_transport(spec) from transport.h; these are for code (and tests)
+// open_transport(spec) from tpm_string.h; these are for code (and tests)
 // that builds a transport directly.
 #ifndef TPMSEC_TRANSPORT_TRANSPORTS_H_
 #define TPMSEC_TRANSPORT_TRANSPORTS_H_

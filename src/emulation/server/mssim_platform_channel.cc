@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "emulation/server/channel.h"
-#include "transport/mssim_protocol.h"
+#include "tpmsec/transport/mssim_protocol.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::emulation {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "emulation/server/channel.h"
-#include "transport/mssim_protocol.h"
+#include "tpmsec/transport/mssim_protocol.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/wire.h"

@@ -1,7 +1,7 @@
 // The few SVG pieces tpmsec's charts share (bench_chart.cc, bench_compare.cc):
 // one escaping routine, one palette, one document frame.
-#ifndef TPMSEC_SRC_MEASURE_SVG_H_
-#define TPMSEC_SRC_MEASURE_SVG_H_
+#ifndef TPMSEC_MEASURE_SVG_H_
+#define TPMSEC_MEASURE_SVG_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ std::string end();
 
 }  // namespace tpmsec::svg
 
-#endif  // TPMSEC_SRC_MEASURE_SVG_H_
+#endif  // TPMSEC_MEASURE_SVG_H_

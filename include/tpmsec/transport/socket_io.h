@@ -1,6 +1,6 @@
 // Small POSIX socket and fd helpers shared by the swtpm and device transports.
-#ifndef TPMSEC_SRC_TRANSPORT_SOCKET_IO_H_
-#define TPMSEC_SRC_TRANSPORT_SOCKET_IO_H_
+#ifndef TPMSEC_TRANSPORT_SOCKET_IO_H_
+#define TPMSEC_TRANSPORT_SOCKET_IO_H_
 
 #include <string>
 
@@ -41,4 +41,4 @@ Status read_exact(int fd, MutableByteView out, int timeout_ms, const std::string
 
 }  // namespace tpmsec::io
 
-#endif  // TPMSEC_SRC_TRANSPORT_SOCKET_IO_H_
+#endif  // TPMSEC_TRANSPORT_SOCKET_IO_H_

@@ -2,8 +2,8 @@
 // implementation's TpmTcpProtocol.h, as tpm2-tss's tcti-mssim speaks it):
 // codes sent as big-endian u32 on the TPM port (kSendCommand, kSessionEnd)
 // and on the platform port (the signals).
-#ifndef TPMSEC_SRC_TRANSPORT_MSSIM_PROTOCOL_H_
-#define TPMSEC_SRC_TRANSPORT_MSSIM_PROTOCOL_H_
+#ifndef TPMSEC_TRANSPORT_MSSIM_PROTOCOL_H_
+#define TPMSEC_TRANSPORT_MSSIM_PROTOCOL_H_
 
 #include <cstdint>
 
@@ -15,4 +15,4 @@ inline constexpr uint32_t kPowerOn = 1, kPowerOff = 2, kPhysPresOn = 3, kPhysPre
 
 }  // namespace tpmsec::mssim
 
-#endif  // TPMSEC_SRC_TRANSPORT_MSSIM_PROTOCOL_H_
+#endif  // TPMSEC_TRANSPORT_MSSIM_PROTOCOL_H_
