@@ -289,10 +289,6 @@ std::optional<SessionCache> session_cache_for(const Transport& base, bool keep,
 // The host state `request` names, else the state directory's (FileHostState).
 std::shared_ptr<HostState> host_state_of(const ProtectRequest& request);
 
-// The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
-// and logs; a front end maps it to its own spelling.
-std::string_view anchor_name(const Anchor& anchor);
-
 // The policy a command follows: `path` (--policy) when given, else
 // $TPMSEC_POLICY, else the shipped default (tpmsec/host/policy_path.h).
 // operator_chosen is set for the first two.

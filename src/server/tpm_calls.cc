@@ -4,6 +4,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/response_frame.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::server {
@@ -29,8 +30,8 @@ uint32_t response_code(ByteView response) {
 }
 
 uint32_t response_handle(ByteView response) {
-  if (!succeeded(response) || response.size() < kFrameHeaderBytes + 4) return 0;
-  return load_be32(response.data() + kFrameHeaderBytes);
+  auto handles = read_response_handles(response, 1, response.size());
+  return handles.ok() ? handles->front() : 0;
 }
 
 Saved context_save(Transport& tpm, uint32_t handle) {
