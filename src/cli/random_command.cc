@@ -37,7 +37,9 @@ void register_random(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o->tpm, std::move(request)));
       ProtectedTpm* protect = open.protect.get();
       Bytes bytes;
-      if (o->protect == "encrypt") {
+      // A tpmsec server encrypts and verifies the response itself (its
+      // session goes on every command): nothing of this process's to add.
+      if (o->protect == "encrypt" && !protect->served()) {
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
         TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory(sym));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kEncrypt));
