@@ -6,12 +6,15 @@
 // sent — no StartAuthSession from the CLI, and from tpm2-tools only those
 // the tools sent themselves (the TCTI's log=) — while the server's own
 // session went on every one. A socket served by a user who is neither root
-// nor the server's user is refused before a byte is sent.
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+// nor the server's user is refused before a byte is sent, and a hostile
+// server's response sizes are bounded.
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -27,6 +30,8 @@
 #include <vector>
 
 #include "support/run_command.h"
+#include "tpmsec/transport/tpm_string.h"
+#include "tpmsec/transport/transports.h"
 
 namespace tpmsec {
 namespace {
@@ -267,6 +272,99 @@ TEST_F(ServeClientTest, ASocketServedByAnotherUserIsRefused) {
   // Nothing was sent: the server saw no client command.
   const std::string log = serve.stop();
   EXPECT_NE(log.find("stopped: 0 client commands"), std::string::npos) << log;
+}
+
+TEST(ServeTpmString, ParsesItsPathAndUidAndRefusesTheRest) {
+  auto plain = parse_transport_spec("serve");
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  EXPECT_EQ(plain->kind, TpmKind::kServe);
+  EXPECT_EQ(plain->path, "/run/tpmsec/tpm.sock");  // tpmsec.socket's ListenStream=
+  auto named = parse_transport_spec("serve:path=/tmp/x.sock,uid=1000");
+  ASSERT_TRUE(named.ok()) << named.error().message();
+  EXPECT_EQ(named->path, "/tmp/x.sock");
+  EXPECT_EQ(named->option("uid"), "1000");
+  for (const char* bad : {"serve:port=2321", "serve:uid=-1", "serve:uid=4294967295", "serve:uid=tss",
+                          "serve:/run/tpmsec/tpm.sock", "serve:path=/a,path=/b"}) {
+    SCOPED_TRACE(bad);
+    auto r = parse_transport_spec(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage);
+  }
+}
+
+// A listener of this process's own (trusted: uid= names it) that answers
+// every command with `answer`: a hostile server's responses, read as the
+// transport bounds them.
+class OneAnswerServer {
+ public:
+  OneAnswerServer(const std::string& path, Bytes answer) : path_(path), answer_(std::move(answer)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && ::listen(fd_, 1) == 0;
+    if (ok_) {
+      thread_ = std::thread([this] {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        uint8_t buf[4096];
+        if (::read(c, buf, sizeof(buf)) > 0) (void)!::write(c, answer_.data(), answer_.size());
+        ::shutdown(c, SHUT_WR);
+        while (::read(c, buf, sizeof(buf)) > 0) {
+        }
+        ::close(c);
+      });
+    }
+  }
+  ~OneAnswerServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::string path_;
+  Bytes answer_;
+  int fd_ = -1;
+  bool ok_ = false;
+  std::thread thread_;
+};
+
+TEST(ServeTransport, AResponseSizeOutsideTheBoundsIsRefusedAndTheConnectionDropped) {
+  const std::string dir = temp_dir();
+  ASSERT_FALSE(dir.empty());
+  const Bytes get_random = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x7b, 0, 8};
+  struct Case {
+    const char* what;
+    Bytes answer;
+  };
+  const std::vector<Case> cases = {
+      {"a header claiming 1 MiB", {0x80, 0x01, 0x00, 0x10, 0x00, 0x00, 0, 0, 0, 0}},
+      {"a header claiming fewer bytes than itself", {0x80, 0x01, 0, 0, 0, 0x06, 0, 0, 0, 0}},
+      {"a response cut short", {0x80, 0x01, 0, 0, 0, 0x20, 0, 0, 0, 0, 1, 2, 3}},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string path = dir + "/s" + std::to_string(n++);
+    OneAnswerServer server(path, c.answer);
+    ASSERT_TRUE(server.ok());
+    ServeAddress address;
+    address.path = path;
+    address.uid = ::getuid();
+    auto transport = open_serve(address);
+    ASSERT_TRUE(transport.ok()) << transport.error().message();
+    EXPECT_TRUE((*transport)->private_handles());
+    auto r = (*transport)->transmit(get_random);
+    ASSERT_FALSE(r.ok());
+    // Out of step now: never used again.
+    auto again = (*transport)->transmit(get_random);
+    ASSERT_FALSE(again.ok());
+    EXPECT_NE(again.error().message().find("lost earlier"), std::string::npos) << again.error().message();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace
