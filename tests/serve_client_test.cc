@@ -181,13 +181,15 @@ TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfI
   EXPECT_FALSE(client_started_session(log)) << log;
 }
 
-TEST_F(ServeClientTest, AnAnchorOrAStrategyGivenToAClientIsRefused) {
+TEST_F(ServeClientTest, AnAnchorAStrategyOrAnEncryptionGivenToAClientIsRefused) {
   ServeProcess serve;
   ASSERT_TRUE(serve.start(dir_)) << serve.log();
   const std::string tpm = serve_string(serve.socket());
   CommandResult tofu = run_tpmsec({"random", "8", "--tpm", tpm + ",tofu"}, env());
   EXPECT_EQ(tofu.exit_code, testing::kExitUsage) << describe(tofu);
   EXPECT_NE(tofu.err.find("give tofu to `tpmsec serve`"), std::string::npos) << describe(tofu);
+  CommandResult xored = run_tpmsec({"random", "8", "--xor", "--tpm", tpm}, env());
+  EXPECT_EQ(xored.exit_code, testing::kExitUsage) << describe(xored);
   CommandResult strategy =
       run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", tpm, "--strategy", "per-command"}, env());
   EXPECT_EQ(strategy.exit_code, testing::kExitUsage) << describe(strategy);

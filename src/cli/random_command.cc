@@ -39,6 +39,9 @@ void register_random(CLI::App& app, Action* action) {
       Bytes bytes;
       // A tpmsec server encrypts and verifies the response itself (its
       // session goes on every command): nothing of this process's to add.
+      if (o->use_xor && protect->served()) {
+        return usage_error("--xor: a tpmsec server (serve:) chooses its own session's encryption");
+      }
       if (o->protect == "encrypt" && !protect->served()) {
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
         TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory(sym));
