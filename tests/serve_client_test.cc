@@ -172,6 +172,11 @@ TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfI
   EXPECT_EQ(read.exit_code, 0) << describe(read);
   EXPECT_NE(read.out.find("9ef814b42fa0be12d197c44d3e8e03441a4b1118237658368ba1351090e556ed"), std::string::npos) << describe(read);
 
+  // The null key's name, through the server's session: 68 hex digits.
+  CommandResult null_key = run_tpmsec({"null-key", "--tpm", tpm}, env());
+  EXPECT_EQ(null_key.exit_code, 0) << describe(null_key);
+  EXPECT_EQ(null_key.out.size(), 69u) << describe(null_key);
+
   const std::string log = serve.stop();
   EXPECT_TRUE(serve.exited_cleanly()) << log;
   // The clients' commands were the server's to wrap: PCR_Extend and

@@ -97,7 +97,11 @@ void register_null_key(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o->tpm, std::move(request)));
       ProtectedTpm* protect = open.protect.get();
       ProtectionConfig config = protect->protection();
-      if (!protect->anchored()) {
+      if (protect->served()) {
+        // The server put its session on the CreatePrimary and verified the
+        // answer: the name is the TPM's, as far as the server is trusted.
+        config.trust_first_use = true;
+      } else if (!protect->anchored()) {
         // Printing a name is how a user learns one to pin: allowed, but said
         // to be whatever answered on the bus.
         config.trust_first_use = true;
