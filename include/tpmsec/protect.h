@@ -48,6 +48,13 @@ namespace tpmsec {
 
 // How the key a session's secret is salted to (or the secret it is bound to)
 // is trusted (docs/threat-model.md "Anchors"). Resolved in this order:
+//   0. a tpmsec server (serve:, TpmKind::kServe): the server is the anchor.
+//      It resolved its own anchor and puts its salted session on every
+//      command; this process starts none (ProtectedTpm::served()). Its link
+//      is a local Unix socket whose listener the transport checked is root
+//      or the server's user (SO_PEERCRED, transports.h open_serve), as
+//      trusted as /dev/tpmrm0. An anchor named here (null-name, ek-ca, tofu,
+//      unsalted) or a salt is kUsage: it belongs to `tpmsec serve`;
 //   1. an anchor named here (NullName, EkCa, Tofu), or Unsalted (Tofu on a
 //      device: TPM whose kernel has a pin takes the pin: a pin beats a first
 //      use);
@@ -168,8 +175,15 @@ class ProtectedTpm {
   // The resolved anchor and salt, for sessions with `symmetric` parameter
   // encryption.
   ProtectionConfig protection(SymDef symmetric = SymDef::aes128_cfb()) const;
-  // True when a trust anchor was resolved (or none is needed in_process()).
+  // True when a trust anchor was resolved (or none is needed in_process(),
+  // or the TPM is served()).
   bool anchored() const;
+  // True when the TPM is a tpmsec server (serve:): the server puts its own
+  // salted, anchored session on every command (anchor 0 above), so this
+  // process starts none. factory() and audited_pcr_reads() are then kUsage,
+  // plan_extends() is plain, and a front end sends its commands with no
+  // session (or a password, which the server turns into an HMAC).
+  bool served() const;
 
   // A session factory: its null key created (or kept one loaded) and held to
   // the anchor; kNoTrustAnchor on a bus with none.

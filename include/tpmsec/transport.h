@@ -14,6 +14,12 @@
 //                                 TCTI; ibmswtpm2, tpmsec emulate --protocol mssim):
 //                                 TPM port P (default localhost:2321), platform port P+1
 //   device[:PATH]                 a TPM character device (default /dev/tpm0)
+//   serve[:path=SOCKET]           a `tpmsec serve` server's Unix socket (default
+//                                 /run/tpmsec/tpm.sock, tpmsec.socket's): the
+//                                 server is the resource manager and puts its own
+//                                 anchored session on every command (protect.h)
+//     ...,uid=N                   the uid the server runs as, when not tss
+//                                 (root is always accepted; SO_PEERCRED)
 //
 // Without one, the TPM is the host's as tpm2-tools would pick it (default_tpm()).
 // The parser and the openers of TPM strings are the transports layer's
@@ -36,10 +42,12 @@ namespace tpmsec {
 // What a TPM string names, parsed once (parse_transport_spec(),
 // tpmsec/transport/tpm_string.h): "scheme:key=value,key=value" or
 // "scheme:PATH".
-enum class TpmKind { kNone, kEmbedded, kSwtpm, kMssim, kDevice };
+// kServe: a `tpmsec serve` server (serve_transport.cc), which protects the
+// bus itself; the protect path starts no session on it (protect.h).
+enum class TpmKind { kNone, kEmbedded, kSwtpm, kMssim, kDevice, kServe };
 struct TpmSpec {
   TpmKind kind = TpmKind::kNone;  // kNone: no TPM string (a test's double)
-  std::string scheme;             // "embedded", "swtpm", "mssim", "device"
+  std::string scheme;             // "embedded", "swtpm", "mssim", "device", "serve"
   std::string path;               // device path (device:PATH)
   std::map<std::string, std::string> options;  // key=value pairs, as given
   // The value of `key`, else `fallback`.
@@ -85,8 +93,8 @@ class Transport {
 
   // True when a resource manager gives this client a handle space of its own
   // and flushes what the client created when it closes: the kernel's
-  // /dev/tpmrm* (drivers/char/tpm/tpm2-space.c), or a swtpm: server the user
-  // says does so (handles=private). Tpm's handle ledger then
+  // /dev/tpmrm* (drivers/char/tpm/tpm2-space.c), a tpmsec server (serve:),
+  // or a swtpm: server the user says does so (handles=private). Tpm's handle ledger then
   // takes no baseline and sweeps nothing (see handle_ledger.h). Decorators,
   // interposers included, forward it: they do not change who shares the TPM.
   virtual bool private_handles() const { return false; }

@@ -40,7 +40,8 @@ void TpmOption::add_to(CLI::App* sub, bool state_changing) {
   changes_state = state_changing;
   sub->add_option("--tpm", spec,
                   "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
-                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0; swtpm: and mssim: take handles=private when "
+                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0, serve[:path=SOCKET] (a tpmsec server, whose "
+                  "own session then protects every command); swtpm: and mssim: take handles=private when "
                   "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
                   "Protection items may follow, as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, "
                   "policy=): each counts as the flag of its name. "

@@ -37,7 +37,12 @@ void register_random(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o->tpm, std::move(request)));
       ProtectedTpm* protect = open.protect.get();
       Bytes bytes;
-      if (o->protect == "encrypt") {
+      // A tpmsec server encrypts and verifies the response itself (its
+      // session goes on every command): nothing of this process's to add.
+      if (o->use_xor && protect->served()) {
+        return usage_error("--xor: a tpmsec server (serve:) chooses its own session's encryption");
+      }
+      if (o->protect == "encrypt" && !protect->served()) {
         SymDef sym = o->use_xor ? SymDef::xor_with(alg::kSha256) : SymDef::aes128_cfb();
         TPMSEC_ASSIGN_OR_RETURN(auto factory, protect->factory(sym));
         TPMSEC_ASSIGN_OR_RETURN(auto session, factory->start(attr::kEncrypt));
@@ -92,7 +97,11 @@ void register_null_key(CLI::App& app, Action* action) {
       TPMSEC_ASSIGN_OR_RETURN(OpenTpm open, open_protected(o->tpm, std::move(request)));
       ProtectedTpm* protect = open.protect.get();
       ProtectionConfig config = protect->protection();
-      if (!protect->anchored()) {
+      if (protect->served()) {
+        // The server put its session on the CreatePrimary and verified the
+        // answer: the name is the TPM's, as far as the server is trusted.
+        config.trust_first_use = true;
+      } else if (!protect->anchored()) {
         // Printing a name is how a user learns one to pin: allowed, but said
         // to be whatever answered on the bus.
         config.trust_first_use = true;

@@ -108,10 +108,24 @@ std::shared_ptr<HostState> host_state_of(const ProtectRequest& request) {
 
 Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const Transport& transport,
                                             const TpmInfo& info, SymDef symmetric) {
-  const std::shared_ptr<HostState> host = host_state_of(request);
-  const TpmId tpm = TpmId::of(transport.describe());
   ProtectionConfig config;
   config.symmetric = symmetric;
+  // 0. A tpmsec server: its anchor, its session; nothing of this process's.
+  if (transport.spec().kind == TpmKind::kServe) {
+    if (!std::holds_alternative<anchor::Automatic>(request.anchor)) {
+      return usage_error(fmt::format("{} is a tpmsec server, which holds the trust anchor and puts its own session "
+                                     "on every command: give {} to `tpmsec serve`, not to its clients",
+                                     transport.describe(), anchor_name(request.anchor)));
+    }
+    if (request.salt) {
+      return usage_error(fmt::format("{} is a tpmsec server, which chooses its session's salt: give salt= to "
+                                     "`tpmsec serve`, not to its clients",
+                                     transport.describe()));
+    }
+    return config;
+  }
+  const std::shared_ptr<HostState> host = host_state_of(request);
+  const TpmId tpm = TpmId::of(transport.describe());
   config.unsalted = std::holds_alternative<anchor::Unsalted>(request.anchor);
   config.salt = request.salt;
   if (config.salt == SaltKind::kEcc && !info.ecc_p256) {

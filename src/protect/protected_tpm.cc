@@ -89,6 +89,14 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& 
 
 Status ProtectedTpm::resolve(const ProtectRequest& request) {
   TPMSEC_ASSIGN_OR_RETURN(config_, resolve_protection(request, *base_, info_, SymDef::aes128_cfb()));
+  if (served()) {
+    if (request.verbose) {
+      say(fmt::format("{} is a tpmsec server: it puts its salted, anchored session on every command; this process "
+                      "starts none",
+                      base_->describe()));
+    }
+    return ok_status();
+  }
   if (cache_ && !config_.bind && !config_.salt_key) {
     TPMSEC_ASSIGN_OR_RETURN(config_.kept_null_key, cache_->null_key(config_.salt ? *config_.salt : choose_salt(info_)));
   }
@@ -125,9 +133,22 @@ ProtectionConfig ProtectedTpm::protection(SymDef symmetric) const {
   return c;
 }
 
-bool ProtectedTpm::anchored() const { return has_trust_anchor(config_) || base_->in_process(); }
+bool ProtectedTpm::anchored() const { return has_trust_anchor(config_) || base_->in_process() || served(); }
+
+bool ProtectedTpm::served() const { return base_->spec().kind == TpmKind::kServe; }
+
+namespace {
+
+Error served_error(const Transport& base) {
+  return usage_error(fmt::format("{} is a tpmsec server, which puts its own session on every command: this process "
+                                 "starts none",
+                                 base.describe()));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(SymDef symmetric) {
+  if (served()) return served_error(*base_);
   return SessionFactory::create(*tpm_, protection(symmetric), &info_);
 }
 
@@ -138,6 +159,7 @@ ProtectionConfig ProtectedTpm::tuned(const SessionTuning& tuning, SymDef symmetr
 }
 
 Result<std::unique_ptr<SessionFactory>> ProtectedTpm::factory(const SessionTuning& tuning, SymDef symmetric) {
+  if (served()) return served_error(*base_);
   return SessionFactory::create(*tpm_, tuned(tuning, symmetric), &info_);
 }
 
@@ -172,6 +194,17 @@ Status ProtectedTpm::check_named_anchor() {
 
 Result<ExtendPlan> ProtectedTpm::plan_extends() {
   ExtendPlan plan;
+  if (served()) {
+    // The server's session protects each extend: a strategy of this
+    // process's own would only put a second session on it.
+    if (request_.strategy && *request_.strategy != StrategyKind::kPlain) {
+      return usage_error(fmt::format("{} is a tpmsec server, which puts its own session on every extend: "
+                                     "--strategy {} does not apply (the server's policy decides)",
+                                     base_->describe(), strategy_name(*request_.strategy)));
+    }
+    plan.strategy = StrategyKind::kPlain;
+    return plan;
+  }
   if (request_.strategy) {
     // The strategy is the operator's; how its sessions run on this chip is
     // still the policy's.

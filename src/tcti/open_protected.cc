@@ -15,6 +15,8 @@ Result<ProtectedSessions> open_protected(ProtectRequest request) {
   request.track_handles = true;
   ProtectedSessions out;
   TPMSEC_ASSIGN_OR_RETURN(out.tpm, ProtectedTpm::open(request));
+  // A tpmsec server wraps every command itself: no session of ours.
+  if (out.tpm->served()) return out;
   // Its sessions run as the policy tunes them for this chip (the null key
   // reloaded, or recreated where that is faster), as the CLI's do.
   TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, out.tpm->session_tuning());

@@ -10,10 +10,12 @@
 
 namespace tpmsec::tcti {
 
-// An open TPM with its anchor resolved, and the factory of its sessions.
+// An open TPM with its anchor resolved, and the factory of its sessions:
+// none when the TPM is a tpmsec server (ProtectedTpm::served()), whose own
+// session goes on every command; frames then pass through unchanged.
 struct ProtectedSessions {
   std::unique_ptr<ProtectedTpm> tpm;
-  std::unique_ptr<SessionFactory> factory;  // on tpm->tpm(); destroyed first
+  std::unique_ptr<SessionFactory> factory;  // on tpm->tpm(); destroyed first; null when served
 };
 
 // Uses and updates what earlier processes kept for this TPM (request.keep).

@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <mutex>
@@ -27,6 +28,7 @@
 
 #include "tcti/open_protected.h"
 #include "tcti/tcti_config.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/host/files.h"
 #include "tpmsec/wrap.h"
 
@@ -38,7 +40,10 @@ constexpr uint64_t kMagic = 0x7470'6d73'6563'7463ULL;  // "tpmsectc"
 // What a context holds beyond the common part tpm2-tss reads.
 struct State {
   ProtectedSessions tpm;
-  std::unique_ptr<CommandWrapper> wrapper;  // destroyed first: flushes its session
+  // Destroyed first: flushes its session. Null when the TPM is a tpmsec
+  // server (serve:), which wraps every command itself: frames pass through.
+  std::unique_ptr<CommandWrapper> wrapper;
+  std::map<uint32_t, uint64_t> passed;  // frames passed through to a server, per command code
   std::string log;
   std::optional<uint64_t> last_run;  // the program's last wrapped command the last time
   pid_t pid = 0;                     // the process that initialized it
@@ -83,15 +88,27 @@ TSS2_RC rc_for(const Error& e) {
   return TSS2_TCTI_RC_GENERAL_FAILURE;
 }
 
+uint32_t be32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
 TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) noexcept try {
   State* s = state_of(ctx);
   if (!s) return TSS2_TCTI_RC_BAD_CONTEXT;
   if (!command) return TSS2_TCTI_RC_BAD_REFERENCE;
   if (s->awaiting_receive) return TSS2_TCTI_RC_BAD_SEQUENCE;
-  auto out = s->wrapper->exchange(s->tpm.tpm->transport(), ByteView(command, size));
-  // Here, not at finalize: programs finalize from exit handlers, after
-  // OpenSSL has cleaned up.
-  s->tpm.tpm->keep_if_changed(s->tpm.factory.get());
+  Result<Bytes> out = runtime_error("no exchange");
+  if (s->wrapper) {
+    out = s->wrapper->exchange(s->tpm.tpm->transport(), ByteView(command, size));
+    // Here, not at finalize: programs finalize from exit handlers, after
+    // OpenSSL has cleaned up.
+    s->tpm.tpm->keep_if_changed(s->tpm.factory.get());
+  } else {
+    // The command code, for log=: a frame too short for one is the
+    // server's to refuse.
+    if (size >= 10) ++s->passed[be32(command + 6)];
+    out = s->tpm.tpm->transport().transmit(ByteView(command, size));
+  }
   if (!out.ok() && out.error().kind() == ErrorKind::kUsage) return TSS2_TCTI_RC_BAD_VALUE;  // not a command frame
   s->awaiting_receive = true;
   if (out.ok()) {
@@ -143,8 +160,18 @@ TSS2_RC receive(TSS2_TCTI_CONTEXT* ctx, size_t* size, uint8_t* response, int32_t
 // TCTI with it (docs/tcti.md, "log=").
 void write_log(const State& s) {
   if (s.log.empty()) return;
-  Status st = files::append_output(
-      s.log, fmt::format("# {} pid {}\n{}", program_invocation_name, ::getpid(), s.wrapper->counts_report()));
+  std::string report;
+  if (s.wrapper) {
+    report = s.wrapper->counts_report();
+  } else {
+    // Through a tpmsec server: every frame unchanged, its session the server's.
+    for (const auto& [code, n] : s.passed) {
+      const CommandInfo* info = find_command(code);
+      report += fmt::format("{} 0x{:08x} passed={} (to the tpmsec server, unchanged)\n",
+                            info ? info->name : std::string_view("unknown"), code, n);
+    }
+  }
+  Status st = files::append_output(s.log, fmt::format("# {} pid {}\n{}", program_invocation_name, ::getpid(), report));
   if (!st.ok()) say(fmt::format("log={}: {}", s.log, st.error().message()));
 }
 
@@ -174,8 +201,10 @@ void end(State* s) noexcept {
     write_log(*s);
     // The next run of this program ends its session with the command that
     // was the last wrapped this time (wrap.h, end_session_with()).
-    uint64_t last = s->wrapper->last_wrapped_command();
-    if (last != s->last_run.value_or(0)) s->tpm.tpm->commands_kept(last);
+    if (s->wrapper) {
+      uint64_t last = s->wrapper->last_wrapped_command();
+      if (last != s->last_run.value_or(0)) s->tpm.tpm->commands_kept(last);
+    }
     // The wrapper flushes its session before the factory and the TPM go.
     s->wrapper.reset();
     delete s;
@@ -255,23 +284,25 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   }
   auto state = std::make_unique<State>();
   state->tpm = std::move(*opened);
-  state->wrapper = std::make_unique<CommandWrapper>(*state->tpm.factory);
-  state->wrapper->set_strict(parsed->strict);
-  // A session a program started in its previous process (tpm2-tools keeps
-  // them in files) is re-signed here too.
-  state->wrapper->keep_caller_sessions_in(state->tpm.tpm->session_cache());
-  // A program whose N-th command was the last wrapped the last time likely
-  // runs the same way again: its session ends with the N-th, saving the
-  // FlushContext at finalize.
-  auto last_run = state->tpm.tpm->commands_last_run();
-  if (!last_run.ok()) {
-    say(last_run.error().message());
-    return rc_for(last_run.error());
-  }
-  state->last_run = *last_run;
-  if (state->last_run) state->wrapper->end_session_with(*state->last_run);
   state->log = parsed->log;
   state->pid = ::getpid();
+  if (state->tpm.factory) {
+    state->wrapper = std::make_unique<CommandWrapper>(*state->tpm.factory);
+    state->wrapper->set_strict(parsed->strict);
+    // A session a program started in its previous process (tpm2-tools keeps
+    // them in files) is re-signed here too.
+    state->wrapper->keep_caller_sessions_in(state->tpm.tpm->session_cache());
+    // A program whose N-th command was the last wrapped the last time likely
+    // runs the same way again: its session ends with the N-th, saving the
+    // FlushContext at finalize.
+    auto last_run = state->tpm.tpm->commands_last_run();
+    if (!last_run.ok()) {
+      say(last_run.error().message());
+      return rc_for(last_run.error());
+    }
+    state->last_run = *last_run;
+    if (state->last_run) state->wrapper->end_session_with(*state->last_run);
+  }
 
   auto* c = reinterpret_cast<Context*>(ctx);
   std::memset(c, 0, sizeof(Context));

@@ -29,7 +29,8 @@ Result<TctiConfig> parse_tcti_config(std::string_view config);
 // The options, for the refusal when no anchor is on a bus and for config_help.
 inline constexpr const char* kTctiOptionsHelp =
     "TPM string (device:PATH, swtpm:host=H,port=P, mssim:host=H,port=P) followed by ,null-name=HEX|FILE "
-    "or ,ek-ca=PATH or ,tofu; optionally ,salt=ecc|rsa ,policy=FILE ,log=FILE ,strict";
+    "or ,ek-ca=PATH or ,tofu; optionally ,salt=ecc|rsa ,policy=FILE ,log=FILE ,strict. Or serve[:path=SOCKET]: "
+    "a tpmsec server, which puts its own session on every command (frames pass through)";
 
 }  // namespace tpmsec::tcti
 

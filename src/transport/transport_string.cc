@@ -19,7 +19,9 @@ const std::set<std::string>& allowed_keys(const std::string& scheme) {
   static const std::set<std::string> swtpm{"host", "port", "path", "ctrl", "ctrlpath", "ctrlhost", "handles"};
   static const std::set<std::string> mssim{"host", "port", "handles"};
   static const std::set<std::string> device{"path"};
+  static const std::set<std::string> serve{"path", "uid"};
   if (scheme == "embedded") return embedded;
+  if (scheme == "serve") return serve;
   if (scheme == "swtpm") return swtpm;
   if (scheme == "mssim") return mssim;
   return device;
@@ -34,6 +36,15 @@ Result<uint16_t> parse_port(const std::string& key, const std::string& value) {
   return static_cast<uint16_t>(n);
 }
 
+// serve:...,uid=N: a decimal uid below 2^32 - 1 ((uid_t)-1 is no user).
+Result<uint32_t> parse_uid(const std::string& value) {
+  if (value.empty() || value.size() > 10 || value.find_first_not_of("0123456789") != std::string::npos ||
+      std::strtoull(value.c_str(), nullptr, 10) >= 0xffffffffULL) {
+    return usage_error(fmt::format("serve: uid={} is not a uid", value));
+  }
+  return static_cast<uint32_t>(std::strtoull(value.c_str(), nullptr, 10));
+}
+
 }  // namespace
 
 Result<TpmSpec> parse_transport_spec(std::string_view text) {
@@ -43,14 +54,17 @@ Result<TpmSpec> parse_transport_spec(std::string_view text) {
   spec.scheme = s.substr(0, colon);
   std::string rest = colon == std::string::npos ? "" : s.substr(colon + 1);
   if (spec.scheme.empty()) return usage_error(fmt::format("TPM string '{}' has no scheme", s));
-  if (spec.scheme != "embedded" && spec.scheme != "swtpm" && spec.scheme != "mssim" && spec.scheme != "device") {
+  if (spec.scheme != "embedded" && spec.scheme != "swtpm" && spec.scheme != "mssim" && spec.scheme != "device" &&
+      spec.scheme != "serve") {
     return usage_error(fmt::format(
-        "unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P, mssim:host=H,port=P or device:PATH)",
+        "unknown TPM transport '{}' (expected embedded, swtpm:host=H,port=P, mssim:host=H,port=P, device:PATH or "
+        "serve:path=SOCKET)",
         spec.scheme));
   }
   spec.kind = spec.scheme == "embedded" ? TpmKind::kEmbedded
               : spec.scheme == "swtpm"  ? TpmKind::kSwtpm
               : spec.scheme == "mssim"  ? TpmKind::kMssim
+              : spec.scheme == "serve"  ? TpmKind::kServe
                                         : TpmKind::kDevice;
   // device:PATH takes a bare path, as tpm2-tss's device TCTI does.
   if (spec.scheme == "device" && !rest.empty() && rest.find('=') == std::string::npos) {
@@ -77,6 +91,10 @@ Result<TpmSpec> parse_transport_spec(std::string_view text) {
   }
   if (spec.scheme == "device") {
     spec.path = spec.options.count("path") ? spec.options["path"] : "/dev/tpm0";
+  }
+  if (spec.scheme == "serve") {
+    spec.path = spec.options.count("path") ? spec.options["path"] : kServeSocket;
+    if (spec.options.count("uid")) TPMSEC_RETURN_IF_ERROR(status_of(parse_uid(spec.options["uid"])));
   }
   if (spec.scheme == "mssim" && spec.options.count("port")) {
     TPMSEC_ASSIGN_OR_RETURN(uint16_t port, parse_port("port", spec.options["port"]));
@@ -131,6 +149,11 @@ Result<std::unique_ptr<Transport>> open_bus_transport(const TpmSpec& spec) {
     a.ctrl_host = spec.option("ctrlhost");
     a.private_handles = spec.options.count("handles") != 0;
     opened = open_swtpm(a);
+  } else if (spec.kind == TpmKind::kServe) {
+    ServeAddress a;
+    a.path = spec.path.empty() ? kServeSocket : spec.path;
+    if (spec.options.count("uid")) a.uid = *parse_uid(spec.option("uid"));
+    opened = open_serve(a);
   }
   if (opened.ok()) (*opened)->set_spec(spec);
   return opened;

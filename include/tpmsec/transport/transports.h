@@ -4,7 +4,9 @@
 #ifndef TPMSEC_TRANSPORT_TRANSPORTS_H_
 #define TPMSEC_TRANSPORT_TRANSPORTS_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tpmsec/transport.h"
@@ -62,6 +64,20 @@ Result<std::unique_ptr<Transport>> open_mssim(const MssimAddress& address);
 Result<std::unique_ptr<Transport>> open_device(const std::string& path);
 // The same protocol over an already open file descriptor (owned from now on).
 std::unique_ptr<Transport> device_from_fd(int fd, std::string label);
+
+// A `tpmsec serve` server's Unix socket (docs/serve.md): the /dev/tpmrm0
+// protocol (one command written, one response read; a connection is a client
+// with handles of its own). The response is read as its header's size says,
+// at most the transports' limit, within their deadline. Connecting checks who
+// listens (SO_PEERCRED): root, else `uid` when given, else the tss user; a
+// socket another user planted is refused (kRuntime, no TPM reached), never
+// spoken to.
+inline constexpr const char* kServeSocket = "/run/tpmsec/tpm.sock";  // tpmsec.socket's
+struct ServeAddress {
+  std::string path = kServeSocket;
+  std::optional<uint32_t> uid;  // uid=N: the server's uid, instead of tss's
+};
+Result<std::unique_ptr<Transport>> open_serve(const ServeAddress& address);
 
 }  // namespace tpmsec
 
