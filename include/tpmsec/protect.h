@@ -300,6 +300,10 @@ Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const
 std::optional<SessionCache> session_cache_for(const Transport& base, bool keep,
                                               std::shared_ptr<HostState> host = nullptr);
 
+// The name of an anchor kind ("null-name", "ek-ca", "tofu", ...), for errors
+// naming the item a server's client must not give.
+std::string_view anchor_name(const Anchor& anchor);
+
 // The host state `request` names, else the state directory's (FileHostState).
 std::shared_ptr<HostState> host_state_of(const ProtectRequest& request);
 

@@ -102,6 +102,17 @@ Status pin_first_use(const std::shared_ptr<HostState>& host, const TpmId& tpm, S
 
 }  // namespace
 
+std::string_view anchor_name(const Anchor& anchor) {
+  struct Name {
+    std::string_view operator()(const anchor::Automatic&) const { return "automatic"; }
+    std::string_view operator()(const anchor::NullName&) const { return "null-name"; }
+    std::string_view operator()(const anchor::EkCa&) const { return "ek-ca"; }
+    std::string_view operator()(const anchor::Tofu&) const { return "tofu"; }
+    std::string_view operator()(const anchor::Unsalted&) const { return "unsalted"; }
+  };
+  return std::visit(Name{}, anchor);
+}
+
 std::shared_ptr<HostState> host_state_of(const ProtectRequest& request) {
   return request.host ? request.host : std::make_shared<FileHostState>(default_state_dir());
 }
