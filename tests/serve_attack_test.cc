@@ -548,34 +548,42 @@ TEST_F(ServeAttackTest, AnotherUidCannotReachTheFirstClientsHandles) {
                                        policy_command_code(session, kCcUnseal), with_handle(kCcContextSave, session),
                                        flush_context(session)};
   const std::string sock = socket_path();
-  int pipefd[2];
-  ASSERT_EQ(::pipe(pipefd), 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(pipefd[0]);
-    std::array<uint32_t, 8> out{};  // [0] 1 = connected; then per attempt: rc, and for listings the count
-    static uint8_t buf[4096];
-    if (::setgroups(0, nullptr) == 0 && ::setgid(kNobody) == 0 && ::setuid(kNobody) == 0 && ::getuid() == kNobody) {
-      int b = connect_unix(sock);
-      if (b >= 0) {
-        out[0] = 1;
-        for (size_t i = 0; i < attempts.size(); ++i) {
-          size_t n = transact(b, attempts[i], buf, sizeof(buf));
-          uint32_t rc = n >= 10 ? load_be32(buf + 6) : 0xFFFFFFFFu;
-          // A listing: the number of handles it names (0 expected), as the rc's place.
-          if (i < 2 && rc == 0 && n >= 19) rc = 0x70000000u | load_be32(buf + 15);
-          out[1 + i] = rc;
+  // Runs the attempts as uid nobody with group `gid` in a forked child:
+  // [0] 1 when it connected; then per attempt its response code (for a
+  // listing, 0x70000000 | the number of handles listed).
+  auto as_nobody = [&](gid_t gid) {
+    std::array<uint32_t, 8> got{};
+    int pipefd[2];
+    if (::pipe(pipefd) != 0) return got;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(pipefd[0]);
+      std::array<uint32_t, 8> out{};
+      static uint8_t buf[4096];
+      if (::setgroups(0, nullptr) == 0 && ::setgid(gid) == 0 && ::setuid(kNobody) == 0 && ::getuid() == kNobody) {
+        int b = connect_unix(sock);
+        if (b >= 0) {
+          out[0] = 1;
+          for (size_t i = 0; i < attempts.size(); ++i) {
+            size_t n = transact(b, attempts[i], buf, sizeof(buf));
+            uint32_t rc = n >= 10 ? load_be32(buf + 6) : 0xFFFFFFFFu;
+            if (i < 2 && rc == 0 && n >= 19) rc = 0x70000000u | load_be32(buf + 15);
+            out[1 + i] = rc;
+          }
         }
       }
+      (void)!::write(pipefd[1], out.data(), sizeof(out));
+      ::_exit(0);
     }
-    (void)!::write(pipefd[1], out.data(), sizeof(out));
-    ::_exit(0);
-  }
-  ::close(pipefd[1]);
-  std::array<uint32_t, 8> got{};
-  ASSERT_EQ(::read(pipefd[0], got.data(), sizeof(got)), static_cast<ssize_t>(sizeof(got)));
-  ::close(pipefd[0]);
-  ::waitpid(pid, nullptr, 0);
+    ::close(pipefd[1]);
+    if (::read(pipefd[0], got.data(), sizeof(got)) != static_cast<ssize_t>(sizeof(got))) got[0] = 0xFFFFFFFFu;
+    ::close(pipefd[0]);
+    ::waitpid(pid, nullptr, 0);
+    return got;
+  };
+  // Not in the socket's group: the file's mode refuses the connection.
+  EXPECT_EQ(as_nobody(kNobody - 1)[0], 0u) << "a user outside the socket's group connected";
+  std::array<uint32_t, 8> got = as_nobody(kNobody);
   ASSERT_EQ(got[0], 1u) << "user nobody could not connect to the 0660 nogroup socket";
   EXPECT_EQ(got[1], 0x70000000u) << "nobody's listing of loaded sessions is not empty: " << std::hex << got[1];
   EXPECT_EQ(got[2], 0x70000000u) << "nobody's listing of saved sessions is not empty: " << std::hex << got[2];
@@ -619,8 +627,8 @@ TEST_F(ServeAttackTest, ClientsThatDieMidCommandLeaveNothingBehind) {
   victim.pid = -1;
   set_rule(nullptr);
 
-  // Raw clients: one sends 14 of a GetRandom's 12+ bytes... a header that
-  // promises 64 bytes and 4 of them, and dies; one starts a session and dies
+  // Raw clients on the socket: one sends a header that promises a 64-byte
+  // command and 4 bytes of it, and dies; one starts a session and dies
   // before reading the answer.
   {
     int half = connect_unix(socket_path());
