@@ -537,6 +537,54 @@ long error_lines(const std::string& err) {
   return n;
 }
 
+// 1b. A rewritten command: the interposer swaps PCR_Extend's digest on its
+// way to the TPM. The TPM refuses the server's HMAC, the tool fails, and
+// the PCR holds neither digest.
+TEST_F(ServeAttackTest, ASwappedExtendDigestFailsTheToolAndNeverReachesThePcr) {
+  start_serve();
+  Bytes before = pcr16();
+  Bytes digest(32, 0xd1), forged(32, 0xe7);
+  set_rule([&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    Bytes frame = c.bytes;
+    if (c.code == kCcPcrExtend) {
+      auto at = std::search(frame.begin(), frame.end(), digest.begin(), digest.end());
+      if (at != frame.end()) std::copy(forged.begin(), forged.end(), at);
+    }
+    auto r = tpm.transmit(frame);
+    return r.ok() ? testing::Reply::answer(*r) : testing::Reply::close();
+  });
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)});
+  EXPECT_NE(ext.exit_code, 0) << describe(ext);
+  set_rule(nullptr);
+  EXPECT_EQ(pcr16(), before);
+}
+
+// A response lost on the bus: the interposer forwards PCR_Extend and
+// closes the connection instead of answering. The tool fails, and the PCR,
+// read straight from the TPM once serve stopped, is extended once: serve
+// never sent the command again on its new connection.
+TEST_F(ServeAttackTest, ALostResponseFailsTheToolAndExtendsOnce) {
+  start_serve();
+  Bytes before = pcr16();
+  Bytes digest(32, 0xa5);
+  std::atomic<bool> dropped{false};
+  set_rule([&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    auto r = tpm.transmit(c.bytes);
+    if (!r.ok() || (c.code == kCcPcrExtend && !dropped.exchange(true))) return testing::Reply::close();
+    return testing::Reply::answer(*r);
+  });
+  auto ext = tool({"tpm2_pcrextend", "16:sha256=" + to_hex(digest)});
+  EXPECT_NE(ext.exit_code, 0) << describe(ext);
+  EXPECT_TRUE(dropped.load());
+  int status = stop_serve();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  auto read = run_command({"tpm2_pcrread", "-T", direct(), "sha256:16", "-o", path("direct")});
+  ASSERT_EQ(read.exit_code, 0) << describe(read);
+  std::string after = slurp(path("direct"));
+  EXPECT_EQ(Bytes(after.begin(), after.end()), *pcr_extended_value(alg::kSha256, before, digest));
+  expect_no_handles_left();
+}
+
 // 2. Fails closed: on a bus, no anchor is no server (a usage error naming
 // the anchors, exit 2, as every protected command on swtpm: exits); an
 // anchor that is not the TPM's null key is an integrity failure (exit 3).
