@@ -33,9 +33,9 @@
 
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
-#include <systemd/sd-bus.h>
 #include <tss2/tss2_tcti.h>
 
+#include "support/private_bus.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/tabrmd/tabrmd_bus.h"
@@ -59,130 +59,24 @@ constexpr const char* kInProcessName = "com.intel.tss2.Tabrmd.InProcess";
 // differential test.
 constexpr const char* kReferenceName = "com.intel.tss2.Tabrmd.Reference";
 
-std::string source_dir() {
-  fs::path here = fs::path(TPMSEC_TEST_DATA).parent_path();  // tests/
-  return here.parent_path().string();
-}
-
-// A process started in the background, stopped by SIGTERM.
-struct Child {
-  pid_t pid = -1;
-  int stop() {
-    if (pid <= 0) return -1;
-    ::kill(pid, SIGTERM);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-    return status;
-  }
-  ~Child() { stop(); }
-};
-
-// Starts argv with `env` added; its stdout is returned in *out_fd if given.
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int* out_fd = nullptr) {
-  int out[2] = {-1, -1};
-  if (out_fd && ::pipe2(out, O_CLOEXEC) != 0) return -1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (out_fd) ::dup2(out[1], 1);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  if (out_fd) {
-    ::close(out[1]);
-    *out_fd = out[0];
-  }
-  return pid;
-}
-
-// The private bus: the system bus's default policy (Debian 12's
-// /usr/share/dbus-1/system.conf: every user may connect, nothing may be
-// owned and no method called but what a policy file opens), with tpmsec's
-// policy file included, as it is on a host. An abstract socket, so that
-// another user can connect and only the policy decides.
-class PrivateBus {
- public:
-  bool start(std::string* error) {
-    char tmpl[] = "/tmp/tpmsec-dbus-XXXXXX";
-    if (!::mkdtemp(tmpl)) return false;
-    dir_ = tmpl;
-    std::ofstream(dir_ + "/bus.conf") << R"(<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:abstract=)" << dir_ << R"(/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
-          send_member="UpdateActivationEnvironment"/>
-  </policy>
-  <include>)" << source_dir() << R"(/packaging/dbus/tpmsec.conf</include>
-  <policy context="default">
-    <allow own=")" << kInProcessName << R"("/>
-    <allow send_destination=")" << kInProcessName << R"("/>
-    <allow own=")" << kReferenceName << R"("/>
-    <allow send_destination=")" << kReferenceName << R"("/>
-  </policy>
-</busconfig>
-)";
-    int out = -1;
-    pid_ = spawn({"dbus-daemon", "--nofork", "--config-file=" + dir_ + "/bus.conf", "--print-address=1"}, {}, &out);
-    if (pid_ <= 0) return false;
-    // The address is printed once the bus accepts connections.
-    std::string line;
-    char c;
-    pollfd p{out, POLLIN, 0};
-    while (::poll(&p, 1, 60000) > 0 && ::read(out, &c, 1) == 1 && c != '\n') line += c;
-    ::close(out);
-    address_ = line;
-    if (address_.empty()) *error = "dbus-daemon printed no address";
-    return !address_.empty();
-  }
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string dir_;
-  std::string address_;
-};
+using testing::Child;
+using testing::PrivateBus;
+using testing::spawn;
 
 PrivateBus* g_bus = nullptr;
 
 // One bus per process: GDBus (in the tabrmd TCTI loaded here) keeps its
 // session and system bus connections for the process's life. It is both
 // buses here: DBUS_SESSION_BUS_ADDRESS and DBUS_SYSTEM_BUS_ADDRESS name it,
-// for this process and the programs it starts.
+// for this process and the programs it starts. The daemon's test policy lets
+// this process own the in-process and the reference names beside tpmsec
+// serve's com.intel.tss2.Tabrmd.
 class BusEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     g_bus = new PrivateBus;
     std::string error = "dbus-daemon did not start";
-    ASSERT_TRUE(g_bus->start(&error)) << error;
+    ASSERT_TRUE(g_bus->start({kInProcessName, kReferenceName}, &error)) << error;
     ::setenv("DBUS_SESSION_BUS_ADDRESS", g_bus->address().c_str(), 1);
     ::setenv("DBUS_SYSTEM_BUS_ADDRESS", g_bus->address().c_str(), 1);
     ::unsetenv("TPM2TOOLS_TCTI");
@@ -195,32 +89,7 @@ class BusEnvironment : public ::testing::Environment {
 };
 const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new BusEnvironment);
 
-// Whether `name` has an owner on the private bus (org.freedesktop.DBus.NameHasOwner).
-bool name_has_owner(const std::string& name) {
-  sd_bus* bus = nullptr;
-  bool owned = false;
-  if (sd_bus_new(&bus) >= 0 && sd_bus_set_address(bus, g_bus->address().c_str()) >= 0 &&
-      sd_bus_set_bus_client(bus, 1) >= 0 && sd_bus_start(bus) >= 0) {
-    sd_bus_message* reply = nullptr;
-    int has = 0;
-    if (sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                           "NameHasOwner", nullptr, &reply, "s", name.c_str()) >= 0 &&
-        sd_bus_message_read(reply, "b", &has) >= 0) {
-      owned = has;
-    }
-    sd_bus_message_unref(reply);
-  }
-  sd_bus_flush_close_unref(bus);
-  return owned;
-}
-
-bool wait_for_owner(const std::string& name, bool owned) {
-  for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
-    if (name_has_owner(name) == owned) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
+bool wait_for_owner(const std::string& name, bool owned) { return testing::wait_for_owner(g_bus->address(), name, owned); }
 
 // Debian's tabrmd TCTI, loaded as tpm2-tss's loader loads it.
 class TabrmdTcti {

@@ -7,6 +7,8 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/response_frame.h"
+#include "tpmsec/tpm.h"
 
 namespace tpmsec::serve {
 namespace {
@@ -37,6 +39,21 @@ ClientFront::~ClientFront() {
     shared_.wrapper->forget_object_names();
     shared_.named_for = 0;
   }
+}
+
+void ClientFront::forget_foreign_handle(const CommandAreas& areas, ByteView response) {
+  // The wrapper notes a handle a caller's command created as another's
+  // (HandleLedger::add_foreign), so that its own ContextLoad or
+  // StartAuthSession is never answered with it. Here that handle is this
+  // client's virtual one, a number of its space alone: the next client's
+  // space, or the server view the wrapper's own commands go through, gives
+  // out the same numbers for other objects, and the mark would refuse the
+  // wrapper's next salt key load ("already in use") for the server's life.
+  // Nothing a space answers with comes from the bus, so the mark guards
+  // nothing here: it goes once the command is answered.
+  if (areas.info->response_handle_count != 1 || !succeeded(response) || !shared_.tpm) return;
+  auto handles = read_response_handles(response, 1, kMaxCommandBytes);
+  if (handles.ok() && !handles->empty()) shared_.tpm->foreign_flushed(handles->front());
 }
 
 Bytes ClientFront::fault(const Error& e, uint32_t rc) {
@@ -70,7 +87,10 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   shared_.router->route_to(space_.server_view());
   Result<Bytes> answer = shared_.wrapper->exchange(space_, command);
   shared_.router->route_home();
-  if (answer.ok()) return answer;
+  if (answer.ok()) {
+    if (areas.ok()) forget_foreign_handle(*areas, *answer);
+    return answer;
+  }
   const Error& e = answer.error();
   if (e.reason() == ErrorReason::kSecretInClear) return fault(e, kResmgrNotPermitted);
   if (e.kind() == ErrorKind::kTpm) return error_frame(e.tpm_rc());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "serve/routed_transport.h"
+#include "tpmsec/command_frame.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/transport.h"
@@ -17,6 +18,7 @@ namespace tpmsec::serve {
 // What every front shares: the one wrapper, the router under its factory.
 struct FrontContext {
   CommandWrapper* wrapper = nullptr;
+  Tpm* tpm = nullptr;  // the wrapper's (its factory's): its handle ledger
   RoutedTransport* router = nullptr;
   ServeCounts* counts = nullptr;
   std::function<void(const std::string&)> log;
@@ -37,6 +39,7 @@ class ClientFront final : public Transport {
 
  private:
   Bytes fault(const Error& e, uint32_t rc);
+  void forget_foreign_handle(const CommandAreas& areas, ByteView response);
 
   server::HandleSpace& space_;
   FrontContext& shared_;

@@ -64,7 +64,7 @@ class ProtectedServer::Impl {
     protected_->keep(factory_.get());
     wrapper_ = std::make_unique<CommandWrapper>(*factory_);
     wrapper_->set_strict(strict_);
-    front_ = FrontContext{wrapper_.get(), router_, &counts_, log_};
+    front_ = FrontContext{wrapper_.get(), &factory_->tpm(), router_, &counts_, log_};
     return ok_status();
   }
 
