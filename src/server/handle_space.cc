@@ -9,10 +9,19 @@ HandleSpace::HandleSpace(ResourceManager& manager, ClientId client, ClientLimits
 
 HandleSpace::~HandleSpace() { manager_.close(client_); }
 
-Result<Bytes> HandleSpace::transmit(ByteView command) { return manager_.execute(client_, command); }
+// A lost answer is an error, not the TPM_RC_FAILURE frame a raw client gets:
+// a wrapper above this space must know the command may have run
+// (CommandWrapper::response_lost), or its session's nonces go astray.
+Result<Bytes> HandleSpace::transmit(ByteView command) {
+  Bytes answer = manager_.execute(client_, command);
+  if (manager_.answer_lost()) return runtime_error("the TPM's answer was lost (its transport failed)");
+  return answer;
+}
 
 Result<Bytes> HandleSpace::ServerView::transmit(ByteView command) {
-  return space_.manager_.execute(space_.client_, command, true);
+  Bytes answer = space_.manager_.execute(space_.client_, command, true);
+  if (space_.manager_.answer_lost()) return runtime_error("the TPM's answer was lost (its transport failed)");
+  return answer;
 }
 
 }  // namespace tpmsec::server

@@ -212,12 +212,14 @@ void ResourceManager::open(ClientId client, ClientLimits limits, PeerIdentity pe
   impl_->open(client, limits, peer);
 }
 Bytes ResourceManager::execute(ClientId client, ByteView command, bool as_server) {
+  impl_->clear_lost();
   return impl_->execute(client, command, as_server);
 }
 void ResourceManager::close(ClientId client) { impl_->close(client); }
 void ResourceManager::shutdown() { impl_->shutdown(); }
 void ResourceManager::reserve(uint32_t handle) { impl_->reserve(handle); }
 void ResourceManager::release(uint32_t handle) { impl_->release(handle); }
+bool ResourceManager::answer_lost() const { return impl_->lost(); }
 size_t ResourceManager::entries() const { return impl_->entries(); }
 
 }  // namespace tpmsec::server

@@ -46,6 +46,9 @@ class ResourceManager::Impl {
   Impl(Transport& tpm, Log log) : tpm_(tpm), log_(std::move(log)) {}
 
   Status start(Transport* attributes_from);
+  // A command of the last execute() went out and no answer came back.
+  bool lost() const { return lost_; }
+  void clear_lost() { lost_ = false; }
   void open(ClientId id, ClientLimits limits, PeerIdentity peer) {
     clients_[id] = Client{id, limits, peer, {}, 0};
     note("client connected (private handles: a handle space of its own)");
@@ -103,8 +106,11 @@ class ResourceManager::Impl {
   }
   Bytes transmit(ByteView frame) {
     auto r = tpm_.transmit(frame);
-    return r.ok() ? std::move(*r) : error_frame(rc::kFailure);
+    if (r.ok()) return std::move(*r);
+    lost_ = true;
+    return error_frame(rc::kFailure);
   }
+  bool lost_ = false;  // lost()
 
   // Slots.
   bool evict_object(const Keep& keep);

@@ -133,6 +133,10 @@ class ResourceManager {
   // command creates is the server's (reserve()d), e.g. the session a
   // wrapper above this client's space starts for it.
   Bytes execute(ClientId client, ByteView command, bool as_server = false);
+  // The last execute() sent a command whose answer never came (the TPM's
+  // transport failed; execute() answered TPM_RC_FAILURE): the TPM may have
+  // run it, so a session on it may have moved on.
+  bool answer_lost() const;
   void close(ClientId client);
   // Flushes every session the manager tracks (and forgets every client).
   void shutdown();
