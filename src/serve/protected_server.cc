@@ -34,6 +34,7 @@ class ProtectedServer::Impl {
     wrapper_.reset();
     factory_.reset();
     protected_.reset();
+    quiet_ = true;  // the server's own space is no client: its open and close are not news
     own_.reset();
     server_.reset();
   }
@@ -42,13 +43,20 @@ class ProtectedServer::Impl {
     strict_ = request.strict;
     log_ = request.server.log;
     server::ServerOptions options = std::move(request.server);
+    if (options.log) {
+      options.log = [this, log = options.log](const std::string& line) {
+        if (!quiet_) log(line);
+      };
+    }
     options.isolate = true;  // the wrapper stands on a space per client
     options.client_front = [this](server::HandleSpace& space) -> Result<std::unique_ptr<Transport>> {
       return std::unique_ptr<Transport>(std::make_unique<ClientFront>(space, *this->front_context()));
     };
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(*bus_, std::move(options)));
+    quiet_ = true;
     own_ = std::make_unique<server::HandleSpace>(server_->resources(), kServerClient, server::ClientLimits{},
                                                  server::PeerIdentity{});
+    quiet_ = false;
     auto routed = std::make_unique<RoutedTransport>(*bus_, own_->server_view());
     router_ = routed.get();
 
@@ -80,6 +88,7 @@ class ProtectedServer::Impl {
   FrontContext front_;
   ServeCounts counts_;
   bool strict_ = false;
+  bool quiet_ = false;  // the log says nothing of the server's own space
   std::function<void(const std::string&)> log_;
 };
 
