@@ -18,18 +18,6 @@
 
 namespace tpmsec::server {
 
-OwnedFd& OwnedFd::operator=(OwnedFd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-OwnedFd::~OwnedFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 namespace {
 
 // The D-Bus error names tpm2-abrmd registers for its codes (src/tabrmd-error.c):

@@ -15,18 +15,6 @@
 
 namespace tpmsec::io {
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 Result<Fd> connect_tcp(const std::string& host, uint16_t port, const std::string& what) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

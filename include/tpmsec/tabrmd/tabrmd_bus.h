@@ -38,6 +38,7 @@
 #include <string>
 
 #include "tpmsec/result.h"
+#include "tpmsec/unique_fd.h"
 
 namespace tpmsec::server {
 
@@ -52,27 +53,7 @@ inline constexpr uint32_t kResmgrRcNotImplemented = 0x000B0002;
 inline constexpr uint32_t kResmgrRcBadValue = 0x000B000B;
 inline constexpr uint32_t kResmgrRcNotPermitted = 0x000B000C;
 
-// Owns a file descriptor; closes it when destroyed.
-class OwnedFd {
- public:
-  OwnedFd() = default;
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : fd_(o.release()) {}
-  OwnedFd& operator=(OwnedFd&& o) noexcept;
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  ~OwnedFd();
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_ = -1;
-};
+using OwnedFd = UniqueFd;  // unique_fd.h
 
 // What a poll loop needs of an event source: poll fd() for events(), call
 // process() when it is ready or timeout_ms() has passed (-1: no timeout).

@@ -6,30 +6,11 @@
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/result.h"
+#include "tpmsec/unique_fd.h"
 
 namespace tpmsec::io {
 
-// Owns a file descriptor; closes it on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  bool valid() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;  // unique_fd.h
 
 Result<Fd> connect_tcp(const std::string& host, uint16_t port, const std::string& what);
 Result<Fd> connect_unix(const std::string& path, const std::string& what);
