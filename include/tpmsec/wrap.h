@@ -219,6 +219,9 @@ class CommandWrapper {
   // The cached Names a command makes stale (EvictControl, NV undefines and
   // writes; wrap.h above), forgotten before it goes out.
   void forget_names_changed_by(uint32_t code, const std::vector<uint32_t>& handles, ByteView params);
+  // After a TPM Reset or Restart (Startup: the NV locks are cleared), a Clear
+  // or a ChangePPS / ChangeEPS.
+  void forget_nv_and_persistent_names();
   // The Name an authenticated response establishes.
   void note_names_in_response(const Pending& p, const ResponseAreas& areas, ByteView parameters);
 

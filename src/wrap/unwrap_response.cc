@@ -89,7 +89,10 @@ Result<Bytes> CommandWrapper::unwrap_passed(const Pending& p, ByteView response,
     // forged; gone counts as flushed.
     if (p.code == cc::kFlushContext && session_ && p.flushed == session_->handle()) retire_session(true);
     // A Startup means a TPM Reset or Restart: no session survived it.
-    if (p.code == cc::kStartup) retire_session(true);
+    if (p.code == cc::kStartup) {
+      retire_session(true);
+      forget_nv_and_persistent_names();
+    }
   }
   return Bytes(response.begin(), response.end());
 }
