@@ -210,10 +210,11 @@ void CommandWrapper::note_policy_command(Pending& p, ByteView command) {
     binds_parameters = !r.ok() || !cp_hash.empty();
   }
   if (binds_parameters) {
-    // The TPM hashes the parameters as they are sent (encrypted ones
-    // encrypted: Part 1 §21), and the caller's cpHash is over its own: its
-    // commands under this session go out with the parameters it gave, its
-    // own sessions audited, not re-signed (nor their parameters encrypted).
+    // The TPM hashes the parameters as they are sent, encrypted ones
+    // encrypted (Part 1, "Session-based encryption"), and the caller's
+    // cpHash is over its own: its commands under this session go out with
+    // the parameters it gave, its own sessions audited, not re-signed (nor
+    // their parameters encrypted).
     forget_caller_session(session);
     return;
   }
