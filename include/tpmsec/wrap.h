@@ -219,6 +219,9 @@ class CommandWrapper {
   // The cached Names a command makes stale (EvictControl, NV undefines and
   // writes; wrap.h above), forgotten before it goes out.
   void forget_names_changed_by(uint32_t code, const std::vector<uint32_t>& handles, ByteView params);
+  // After a TPM Reset or Restart (Startup: the NV locks are cleared), a Clear
+  // or a ChangePPS / ChangeEPS.
+  void forget_nv_and_persistent_names();
   // The Name an authenticated response establishes.
   void note_names_in_response(const Pending& p, const ResponseAreas& areas, ByteView parameters);
 
@@ -246,10 +249,23 @@ class CommandWrapper {
                                                     ByteView parameters);
   // A caller's unsalted, unbound session this response started.
   void note_started_session(const Pending& p, const ResponseAreas& areas, ByteView parameters);
+  // A policy command naming one of the caller's sessions: one that binds the
+  // command's parameters as sent (a cpHash or pHash) ends its re-signing;
+  // PolicyAuthValue and PolicyRestart noted for its response key.
+  void note_policy_command(Pending& p, ByteView command);
+  // Whether a caller's session's HMACs include the authorized entity's
+  // authValue: always for an HMAC session; for a policy session only after
+  // PolicyAuthValue (Part 3 PolicyAuthValue: isAuthValueNeeded; the reference
+  // code's ComputeResponseHMAC, SessionProcess.c), when the wrapper saw its
+  // whole policy.
+  bool includes_auth_value(uint32_t handle) const;
 
   SessionFactory* factory_;
   std::unique_ptr<CallerNonce> caller_nonce_;
   std::map<uint32_t, std::unique_ptr<HmacSession>> caller_sessions_;
+  // The caller's policy sessions started through this wrapper: whether
+  // PolicyAuthValue put the authValue in their HMACs.
+  std::map<uint32_t, bool> policy_auth_value_;
   SessionCache* kept_sessions_ = nullptr;
   std::unique_ptr<HmacSession> session_;
   std::map<uint32_t, Bytes> names_;  // authenticated Names of objects and NV indices

@@ -42,7 +42,7 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
     });
     if (listed) return std::move(*listed);
   }
-  if (info.code == kContextLoad) return context_load_command(c, *areas, command);
+  if (info.code == kContextLoad) return context_load_command(c, *areas, command, as_server);
   if (info.code == kFlushContext) return flush_command(c, *areas, command, as_server);
 
   // Limits, before anything is loaded.
@@ -79,10 +79,16 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
     if (ht::is_session(h)) keep.sessions.insert(h);
   }
   for (const AuthEntry& e : areas.sessions) keep.sessions.insert(e.handle);
-  for (uint32_t h : reserved_) keep.sessions.insert(h);
   for (size_t i = 0; i < areas.handles.size(); ++i) {
     const uint32_t h = areas.handles[i];
-    if (as_server && reserved_.count(h)) continue;
+    if (as_server && reserved_.count(h)) {
+      // The server's own session, swapped out for another command: back.
+      if (server_sessions_.count(h)) {
+        const uint32_t r = load_server_session(h, keep);
+        if (r != rc::kSuccess) return r == rc::kSessionMemory ? r : rc_handle_at(i);
+      }
+      continue;
+    }
     if (is_transient(h)) {
       auto o = c.objects.find(h);
       if (o == c.objects.end()) return rc_handle_at(i);
@@ -106,6 +112,14 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
   }
   for (size_t j = 0; j < areas.sessions.size(); ++j) {
     const uint32_t h = areas.sessions[j].handle;
+    if (server_sessions_.count(h)) {
+      // The wrapper's session on a client's command (the client's front
+      // refuses a client's own use of it).
+      const uint32_t r = load_server_session(h, keep);
+      if (r == rc::kSessionMemory) return r;
+      if (r != rc::kSuccess) return rc_session_handle_at(j);
+      continue;
+    }
     if (!ht::is_session(h) || reserved_.count(h)) continue;
     if (!owns_session(c.id, h)) return rc_session_handle_at(j);
     const uint32_t r = load_session(h, sessions_.at(h), keep);
@@ -128,6 +142,7 @@ std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const Com
     if (created && as_server) {
       if (is_transient(created)) forget_stale(created);
       reserved_.insert(created);
+      if (ht::is_session(created)) server_sessions_[created] = ServerSession{{}, 0, ++tick_};
     } else if (is_transient(created)) {
       uint32_t v = add_object(c, created);
       if (v == 0) {

@@ -15,10 +15,19 @@ namespace tpmsec::server {
 // ContextLoad: a session's context goes back to the TPM only for the client
 // it is bound to (or, abandoned, a client of the same peer identity); an
 // object's is the client's to load, within its limit.
-Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas& areas, ByteView command) {
+Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas& areas, ByteView command,
+                                                   bool as_server) {
   const uint32_t saved = saved_handle_of(areas.parameters);
   if (saved == 0) return error_frame(rc_parameter(rc::kSize, 0));
   Keep keep;
+  if (as_server && server_sessions_.count(saved)) {
+    // The server's own session, saved by the server itself (the wrapper's
+    // session room): loaded, it is the manager's to swap again.
+    keep.sessions.insert(saved);
+    Bytes response = send_with_room(command, *areas.info, keep);
+    if (response_handle(response) == saved) server_sessions_[saved] = ServerSession{{}, 0, ++tick_};
+    return response;
+  }
   if (!ht::is_session(saved)) {
     if (c.objects.size() >= c.limits.max_objects) return error_frame(rc::kObjectMemory);
     Bytes response = send_with_room(command, *areas.info, keep);
@@ -81,7 +90,10 @@ Bytes ResourceManager::Impl::flush_command(Client& c, const CommandAreas& areas,
   Bytes frame(command.begin(), command.end());
   if (as_server && reserved_.count(h)) {
     Bytes response = transmit(frame);
-    if (succeeded(response)) reserved_.erase(h);
+    if (succeeded(response)) {
+      reserved_.erase(h);
+      server_sessions_.erase(h);
+    }
     return response;
   }
   if (is_transient(h)) {

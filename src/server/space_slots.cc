@@ -79,18 +79,66 @@ bool ResourceManager::Impl::evict_object(const Keep& keep) {
 
 // The least recently used loaded session of any client that the command does
 // not name: context-saved (it keeps its handle).
+// The server's own sessions (the wrapper's) take their turn with the
+// clients': a command naming three sessions of a client's (a
+// GetSessionAuditDigest under two HMAC sessions, say) has the TPM's three
+// slots, as through /dev/tpmrm0, and the wrapper's session is loaded back
+// before the next command that carries it.
 bool ResourceManager::Impl::evict_session(const Keep& keep) {
-  uint32_t victim = 0;
-  uint64_t oldest = UINT64_MAX;
-  for (const auto& [h, s] : sessions_) {
-    if (s.state == State::kLoaded && !keep.sessions.count(h) && s.used < oldest) {
-      victim = h;
-      oldest = s.used;
+  std::set<uint32_t> tried;
+  for (;;) {
+    uint32_t victim = 0;
+    uint64_t oldest = UINT64_MAX;
+    bool servers = false;
+    for (const auto& [h, s] : sessions_) {
+      if (s.state == State::kLoaded && !keep.sessions.count(h) && s.used < oldest) {
+        victim = h;
+        oldest = s.used;
+      }
     }
+    for (const auto& [h, s] : server_sessions_) {
+      if (s.context.empty() && !keep.sessions.count(h) && !tried.count(h) && s.used < oldest) {
+        victim = h;
+        oldest = s.used;
+        servers = true;
+      }
+    }
+    if (victim == 0) {
+      return sweep_orphans(false);
+    }
+    if (!servers) {
+      if (!save_session(victim, sessions_.at(victim), keep)) sessions_.erase(victim);
+      return true;
+    }
+    Saved saved = context_save(tpm_, victim);
+    if (saved.rc == rc::kSuccess) {
+      ServerSession& s = server_sessions_.at(victim);
+      s.context = std::move(saved.context);
+      s.saved_at = ++saves_;
+      return true;
+    }
+    // Not loaded (the wrapper saved it itself) or gone: the next candidate.
+    tried.insert(victim);
   }
-  if (victim == 0) return sweep_orphans(false);
-  if (!save_session(victim, sessions_.at(victim), keep)) sessions_.erase(victim);
-  return true;
+}
+
+uint32_t ResourceManager::Impl::load_server_session(uint32_t h, Keep& keep) {
+  ServerSession& s = server_sessions_.at(h);
+  s.used = ++tick_;
+  keep.sessions.insert(h);
+  if (s.context.empty()) return rc::kSuccess;
+  Loaded l = context_load(tpm_, s.context);
+  for (int i = 0; i < kMaxEvictions && rc_base(l.rc) == rc::kSessionMemory && evict_session(keep); ++i) {
+    l = context_load(tpm_, s.context);
+  }
+  if (l.rc == rc::kSuccess && l.handle == h) {
+    s.context.clear();
+    return rc::kSuccess;
+  }
+  if (l.rc == rc::kSuccess) (void)flush_context(tpm_, l.handle);
+  note(fmt::format("space: the server's session 0x{:08x} could not be loaded back ({})", h, describe_rc(l.rc)));
+  if (rc_base(l.rc) != rc::kSessionMemory) s.context.clear();  // gone: the TPM answers its next use
+  return l.rc == rc::kSuccess ? rc::kFailure : l.rc;
 }
 
 // The server owns its TPM: an object or session on it that no client and
@@ -183,9 +231,26 @@ void ResourceManager::Impl::regap(const Keep& keep) {
   for (const auto& [h, s] : sessions_) {
     if (s.state != State::kLoaded) saved.emplace_back(s.saved_at, h);
   }
+  for (const auto& [h, s] : server_sessions_) {
+    if (!s.context.empty()) saved.emplace_back(s.saved_at, h);
+  }
   std::sort(saved.begin(), saved.end());
   size_t done = 0;
   for (const auto& [at, h] : saved) {
+    if (auto server = server_sessions_.find(h); server != server_sessions_.end()) {
+      Loaded l = context_load(tpm_, server->second.context);
+      if (rc_base(l.rc) == rc::kSessionMemory && evict_session(keep)) l = context_load(tpm_, server->second.context);
+      if (l.rc != rc::kSuccess || l.handle != h) continue;
+      Saved again = context_save(tpm_, h);
+      if (again.rc != rc::kSuccess) {
+        server->second.context.clear();  // loaded after all
+        continue;
+      }
+      server->second.context = std::move(again.context);
+      server->second.saved_at = ++saves_;
+      ++done;
+      continue;
+    }
     Session& s = sessions_.at(h);
     Loaded l = context_load(tpm_, s.context);
     if (rc_base(l.rc) == rc::kSessionMemory && evict_session(keep)) l = context_load(tpm_, s.context);

@@ -87,6 +87,14 @@ class ResourceManager::Impl {
     uint64_t saved_at = 0;
     uint64_t used = 0;
   };
+  // A session of the server's own (reserved_: the wrapper's): swapped out
+  // like a client's when a command that does not name it needs the slot,
+  // loaded back under its handle before a command that names it.
+  struct ServerSession {
+    Bytes context;  // while saved by the manager
+    uint64_t saved_at = 0;
+    uint64_t used = 0;
+  };
   // What one command names, never evicted to make room for it.
   struct Keep {
     std::set<uint32_t> objects;   // TPM handles
@@ -118,6 +126,7 @@ class ResourceManager::Impl {
   bool sweep_orphans(bool objects);
   uint32_t load_object(Object& o, Keep& keep);
   uint32_t load_session(uint32_t h, Session& s, Keep& keep);
+  uint32_t load_server_session(uint32_t h, Keep& keep);
   bool save_session(uint32_t h, Session& s, const Keep& keep);
   void regap(const Keep& keep);
   Bytes send_with_room(ByteView frame, const CommandInfo& info, const Keep& keep);
@@ -128,7 +137,7 @@ class ResourceManager::Impl {
   std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server, Keep& keep);
   std::optional<uint32_t> map_response(Client& c, const CommandAreas& areas, Bytes& response, bool as_server);
   void note_flushed(Client& c, const CommandAreas& areas, ByteView response);
-  Bytes context_load_command(Client& c, const CommandAreas& areas, ByteView command);
+  Bytes context_load_command(Client& c, const CommandAreas& areas, ByteView command, bool as_server);
   Bytes flush_command(Client& c, const CommandAreas& areas, ByteView command, bool as_server);
   void flush_session(uint32_t h);
   void abandon(uint32_t h, Session& s);
@@ -140,6 +149,7 @@ class ResourceManager::Impl {
   std::map<uint32_t, Session> sessions_;  // by TPM handle
   std::deque<uint32_t> abandoned_;        // oldest first
   std::set<uint32_t> reserved_;
+  std::map<uint32_t, ServerSession> server_sessions_;  // the sessions among reserved_
   uint64_t saves_ = 0;
   uint64_t tick_ = 0;
 };

@@ -59,6 +59,7 @@ void CommandWrapper::keep_caller_session(uint32_t handle) {
 
 void CommandWrapper::forget_caller_session(uint32_t handle) {
   caller_sessions_.erase(handle);
+  policy_auth_value_.erase(handle);
   // Only a session's handle has a kept record (a flushed object has none).
   if (kept_sessions_ && ht::is_session(handle)) (void)kept_sessions_->drop_caller_session(handle);
 }
@@ -136,7 +137,7 @@ Result<std::vector<Bytes>> CommandWrapper::check_caller_responses(const Pending&
     HmacSession& s = *caller_sessions_.at(handle);
     const AuthEntry& ce = areas.sessions[slot];
     VerifyInput cin{&info, rc::kSuccess, areas.parameters, AuthResponse{ce.nonce, ce.attributes, ce.hmac}, {}};
-    if (p.new_auth_value && slot == 0) cin.new_auth_value = p.new_auth_value->view();
+    if (p.new_auth_value && slot == 0 && includes_auth_value(handle)) cin.new_auth_value = p.new_auth_value->view();
     if (Status st = s.verify(cin); !st.ok()) {
       forget_caller_session(handle);
       retire_session(true);
@@ -160,7 +161,66 @@ Result<std::vector<Bytes>> CommandWrapper::check_caller_responses(const Pending&
 void CommandWrapper::note_started_session(const Pending& p, const ResponseAreas& areas, ByteView parameters) {
   if (!p.unsalted_session_hash || p.info->response_handle_count != 1 || areas.handles.empty()) return;
   std::optional<ByteView> nonce_tpm = read_start_auth_session_nonce(parameters);
-  if (nonce_tpm && !nonce_tpm->empty()) track_caller_session(areas.handles[0], p.unsalted_session_hash, *nonce_tpm);
+  if (!nonce_tpm || nonce_tpm->empty()) return;
+  const uint32_t handle = areas.handles[0];
+  track_caller_session(handle, p.unsalted_session_hash, *nonce_tpm);
+  // A new policy session's HMACs include no authValue until PolicyAuthValue.
+  if ((handle >> 24) == ht::kPolicySession) policy_auth_value_[handle] = false;
+}
+
+bool CommandWrapper::includes_auth_value(uint32_t handle) const {
+  if ((handle >> 24) != ht::kPolicySession) return true;
+  auto it = policy_auth_value_.find(handle);
+  // Started before this wrapper saw it (another process's, kept): as an
+  // HMAC session, the one guess that fits a policy with PolicyAuthValue.
+  return it == policy_auth_value_.end() || it->second;
+}
+
+void CommandWrapper::note_policy_command(Pending& p, ByteView command) {
+  // The policy session's place in each command's handle area (Part 3 §23).
+  size_t index = 0;
+  bool binds_parameters = false;  // the session's cpHash (or pHash) is set by it
+  switch (p.code) {
+    case cc::kPolicyCpHash:
+    case cc::kPolicyParameters:
+      binds_parameters = true;
+      break;
+    case cc::kPolicySecret:
+    case cc::kPolicySigned:
+      index = 1;
+      [[fallthrough]];
+    case cc::kPolicyTicket:
+      // Their cpHashA, the second TPM2B parameter (after nonceTPM, or the
+      // ticket's timeout), binds the command when it is not empty.
+      binds_parameters = true;
+      break;
+    case cc::kPolicyAuthValue:
+    case cc::kPolicyRestart:
+      break;
+    default:
+      return;
+  }
+  auto areas = read_command_areas(command, wrapping::kMaxFrame);
+  if (!areas.ok() || areas->handles.size() <= index) return;
+  const uint32_t session = areas->handles[index];
+  if (binds_parameters && p.code != cc::kPolicyCpHash && p.code != cc::kPolicyParameters) {
+    Reader r(areas->parameters);
+    (void)r.tpm2b("first", 1024);
+    ByteView cp_hash = r.tpm2b("cpHashA", 1024);
+    binds_parameters = !r.ok() || !cp_hash.empty();
+  }
+  if (binds_parameters) {
+    // The TPM hashes the parameters as they are sent, encrypted ones
+    // encrypted (Part 1, "Session-based encryption"), and the caller's
+    // cpHash is over its own: its commands under this session go out with
+    // the parameters it gave, its own sessions audited, not re-signed (nor
+    // their parameters encrypted).
+    forget_caller_session(session);
+    return;
+  }
+  if (!policy_auth_value_.count(session)) return;
+  p.policy_session = session;
+  p.policy_auth_value = p.code == cc::kPolicyAuthValue;
 }
 
 }  // namespace tpmsec

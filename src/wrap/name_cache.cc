@@ -110,6 +110,27 @@ void CommandWrapper::forget_names_changed_by(uint32_t code, const std::vector<ui
   if (code == cc::kNvUndefineSpaceSpecial && !handles.empty()) names_.erase(handles[0]);
   if (changes_nv_name(code) && handles.size() == 2) names_.erase(handles[1]);
   if (code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
+  // A new index under a handle whose Name is still cached (defined and
+  // undefined by another client, or by a Clear): its Name is the new one's.
+  if (code == cc::kNvDefineSpace) {
+    Reader d(params);
+    (void)d.tpm2b("auth", 1024);
+    (void)d.u16("publicInfo.size");
+    uint32_t index = d.u32("nvIndex");
+    if (d.ok()) names_.erase(index);
+  }
+  // Clear undefines the owner's indices and evicts the owner's and the
+  // endorsement's persistent objects; ChangePPS and ChangeEPS evict a
+  // hierarchy's persistent objects (Part 3 §24.6, §24.7, §24.8): a later
+  // object or index under the same handle has another Name.
+  if (code == cc::kClear || code == cc::kChangePPS || code == cc::kChangeEPS) forget_nv_and_persistent_names();
+}
+
+void CommandWrapper::forget_nv_and_persistent_names() {
+  std::erase_if(names_, [](const auto& n) {
+    uint8_t type = static_cast<uint8_t>(n.first >> 24);
+    return type == ht::kNvIndex || type == ht::kPersistent;
+  });
 }
 
 void CommandWrapper::note_names_in_response(const Pending& p, const ResponseAreas& areas, ByteView parameters) {

@@ -89,7 +89,10 @@ Result<Bytes> CommandWrapper::unwrap_passed(const Pending& p, ByteView response,
     // forged; gone counts as flushed.
     if (p.code == cc::kFlushContext && session_ && p.flushed == session_->handle()) retire_session(true);
     // A Startup means a TPM Reset or Restart: no session survived it.
-    if (p.code == cc::kStartup) retire_session(true);
+    if (p.code == cc::kStartup) {
+      retire_session(true);
+      forget_nv_and_persistent_names();
+    }
   }
   return Bytes(response.begin(), response.end());
 }
@@ -152,6 +155,9 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   // flush, not even by a sweep (handle_ledger.h); a FlushContext the TPM
   // accepted frees its number.
   Tpm& tpm = factory_->tpm();
+  if (p.policy_session && policy_auth_value_.count(p.policy_session)) {
+    policy_auth_value_[p.policy_session] = p.policy_auth_value;
+  }
   if (p.code == cc::kFlushContext && p.flushed) {
     tpm.foreign_flushed(p.flushed);
     forget_caller_session(p.flushed);

@@ -33,6 +33,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
       names_.erase(p->flushed);
     }
   }
+  note_policy_command(*p, command);
   if (!p->info || p->info->no_sessions) return pass_through(command, std::move(p));
 
   // The caller's frame (caller_frame.h): anything it gets wrong, the TPM

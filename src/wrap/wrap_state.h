@@ -52,6 +52,11 @@ struct CommandWrapper::Pending {
   bool resigned = false;
   // A StartAuthSession for an unsalted, unbound HMAC session: its authHash.
   uint16_t unsalted_session_hash = 0;
+  // A policy command on a caller's session that decides whether the
+  // session's HMACs include an authValue (PolicyAuthValue sets it,
+  // PolicyRestart clears it): applied when the TPM accepted it.
+  uint32_t policy_session = 0;
+  bool policy_auth_value = false;
 };
 
 // The caller's frame while wrap() turns it into the frame sent.
