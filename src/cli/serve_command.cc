@@ -78,9 +78,40 @@ class StopSignals {
 
 void log_line(const std::string& line) { fmt::print(stderr, "tpmsec serve: {}\n", line); }
 
-Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& o, serve::ServeRequest request) {
+// The emulated chip (--emulate) the server owns: the measured stack's top,
+// which the command keeps alive and reports on when the server ends.
+class EmulatedBus final : public Transport {
+ public:
+  explicit EmulatedBus(Transport& top, const Transport& base) : top_(top), base_(base) {}
+  Result<Bytes> transmit(ByteView command) override { return top_.transmit(command); }
+  std::string describe() const override { return base_.describe(); }
+  TpmSpec spec() const override { return base_.spec(); }
+  bool in_process() const override { return base_.in_process(); }
+  bool outlives_process() const override { return base_.outlives_process(); }
+
+ private:
+  Transport& top_;
+  const Transport& base_;
+};
+
+void report_emulated(const MeasuredTpm& m) {
+  int64_t ns = 0;
+  for (const TraceRecord& r : m.log.records()) ns += r.duration_ns;
+  fmt::print(stderr, "tpmsec: emulated {}: {} TPM commands took {:.2f} ms on the virtual clock\n", m.profile,
+             m.log.size(), static_cast<double>(ns) / 1e6);
+}
+
+Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& o, serve::ServeRequest request,
+                                                            std::unique_ptr<MeasuredTpm>& emulated) {
   TPMSEC_ASSIGN_OR_RETURN(std::string spec, o.tpm.tpm_string());
   request.protect.tpm = spec;
+  if (!o.tpm.emulate.empty()) {
+    // A chip played by the embedded TPM (or the TPM named) behind the
+    // profile's latency model: the front end holds it, the library serves it.
+    TPMSEC_ASSIGN_OR_RETURN(emulated, open_measured_tpm(o.tpm));
+    Transport& top = emulated->tracing ? static_cast<Transport&>(*emulated->tracing) : *emulated->base;
+    return serve::ProtectedServer::open(std::move(request), std::make_unique<EmulatedBus>(top, *emulated->base));
+  }
   if (spec.rfind("embedded", 0) == 0) {
     // An in-process TPM (tests, demos): the front end holds it, the library serves it.
     TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> tpm, open_transport(spec));
@@ -108,7 +139,8 @@ Status run_serve(const ServeOptions& o) {
   request.server.on_closed = [bus_front](server::ClientId id) {
     if (server::TabrmdFront* f = bus_front->load()) f->closed(id);
   };
-  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request)));
+  std::unique_ptr<MeasuredTpm> emulated;  // outlives the server: declared first
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request), emulated));
   server::Server& server = served->server();
 
   if (activated >= 0) {
@@ -138,6 +170,8 @@ Status run_serve(const ServeOptions& o) {
   log_line(fmt::format("stopped: {} client commands, {} session(s) started, {} answered with a resource-manager error",
                        c.commands, c.sessions_started, c.faults));
   if (o.verbose) fmt::print(stderr, "{}", served->counts_report());
+  served.reset();  // the server's session flushed, on the emulated chip too
+  if (emulated) report_emulated(*emulated);
   return ran;
 }
 

@@ -20,6 +20,7 @@ class RoutedTransport final : public Transport {
 
   Result<Bytes> transmit(ByteView command) override { return to_->transmit(command); }
   std::string describe() const override { return bus_.describe(); }
+  TpmSpec spec() const override { return bus_.spec(); }
   bool in_process() const override { return bus_.in_process(); }
   bool outlives_process() const override { return bus_.outlives_process(); }
   // Every command goes through a handle space: the server is this TPM's
