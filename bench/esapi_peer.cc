@@ -252,8 +252,8 @@ class EsapiSide {
     UINT32 update_counter = 0;
     TPML_PCR_SELECTION* selection_out = nullptr;
     TPML_DIGEST* values = nullptr;
-    check_rc(Esys_PCR_Read(esys_, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &selection, &update_counter,
-                           &selection_out, &values),
+    check_rc(Esys_PCR_Read(esys_, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &selection, &update_counter, &selection_out,
+                           &values),
              "Esys_PCR_Read");
     if (values->count != 1 || values->digests[0].size != 32) fail("Esys_PCR_Read returned an unexpected selection");
     Bytes out(values->digests[0].buffer, values->digests[0].buffer + 32);
@@ -346,9 +346,10 @@ int run(int n, int rounds) {
   print_row("tpm2-tss ESAPI (Esys_*)", ew, ec, et, eh);
   print_row("tpmsec", sw, sc, st, sh);
   std::printf("%-28s %11.0fx %11.0fx %12s %11.0fx\n", "ratio ESAPI / tpmsec", ew / sw, ec / sc, "", eh / sh);
-  std::printf("\nsalted session start, CPU µs (median): ESAPI %.0f (StartAuthSession, key loaded), "
-              "tpmsec %.0f (ContextLoad + StartAuthSession + FlushContext)\n",
-              median(esapi_start_cpu) / 1e3, median(tpmsec_start_cpu) / 1e3);
+  std::printf(
+      "\nsalted session start, CPU µs (median): ESAPI %.0f (StartAuthSession, key loaded), "
+      "tpmsec %.0f (ContextLoad + StartAuthSession + FlushContext)\n",
+      median(esapi_start_cpu) / 1e3, median(tpmsec_start_cpu) / 1e3);
   return 0;
 }
 

@@ -39,16 +39,16 @@
 #include <tss2/tss2_rc.h>
 #include <tss2/tss2_tctildr.h>
 
-static void check(TSS2_RC rc, const char *what) {
+static void check(TSS2_RC rc, const char* what) {
   if (rc != TSS2_RC_SUCCESS) {
     fprintf(stderr, "peers_esapi: %s: %s\n", what, Tss2_RC_Decode(rc));
     exit(1);
   }
 }
 
-static ESYS_TR create_null_key(ESYS_CONTEXT *esys) {
+static ESYS_TR create_null_key(ESYS_CONTEXT* esys) {
   TPM2B_PUBLIC in_public = {0};
-  TPMT_PUBLIC *p = &in_public.publicArea;
+  TPMT_PUBLIC* p = &in_public.publicArea;
   p->type = TPM2_ALG_ECC;
   p->nameAlg = TPM2_ALG_SHA256;
   p->objectAttributes = 0x00030472; /* fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|noDA|restricted|decrypt */
@@ -62,10 +62,10 @@ static ESYS_TR create_null_key(ESYS_CONTEXT *esys) {
   TPM2B_DATA outside_info = {0};
   TPML_PCR_SELECTION creation_pcr = {0};
   ESYS_TR primary = ESYS_TR_NONE;
-  TPM2B_PUBLIC *out_public = NULL;
-  TPM2B_CREATION_DATA *creation_data = NULL;
-  TPM2B_DIGEST *creation_hash = NULL;
-  TPMT_TK_CREATION *creation_ticket = NULL;
+  TPM2B_PUBLIC* out_public = NULL;
+  TPM2B_CREATION_DATA* creation_data = NULL;
+  TPM2B_DIGEST* creation_hash = NULL;
+  TPMT_TK_CREATION* creation_ticket = NULL;
   check(Esys_CreatePrimary(esys, ESYS_TR_RH_NULL, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in_sensitive,
                            &in_public, &outside_info, &creation_pcr, &primary, &out_public, &creation_data,
                            &creation_hash, &creation_ticket),
@@ -77,7 +77,7 @@ static ESYS_TR create_null_key(ESYS_CONTEXT *esys) {
   return primary;
 }
 
-static ESYS_TR start_salted_session(ESYS_CONTEXT *esys, ESYS_TR key, int keep) {
+static ESYS_TR start_salted_session(ESYS_CONTEXT* esys, ESYS_TR key, int keep) {
   TPMT_SYM_DEF symmetric = {0};
   symmetric.algorithm = TPM2_ALG_AES;
   symmetric.keyBits.aes = 128;
@@ -91,7 +91,7 @@ static ESYS_TR start_salted_session(ESYS_CONTEXT *esys, ESYS_TR key, int keep) {
   return session;
 }
 
-static void extend(ESYS_CONTEXT *esys, ESYS_TR session, long i) {
+static void extend(ESYS_CONTEXT* esys, ESYS_TR session, long i) {
   unsigned char in[16] = "tpmsec peers";
   in[12] = (unsigned char)(i >> 24);
   in[13] = (unsigned char)(i >> 16);
@@ -104,22 +104,22 @@ static void extend(ESYS_CONTEXT *esys, ESYS_TR session, long i) {
   check(Esys_PCR_Extend(esys, ESYS_TR_PCR16, session, ESYS_TR_NONE, ESYS_TR_NONE, &values), "Esys_PCR_Extend");
 }
 
-static void systemd_252(ESYS_CONTEXT *esys, long i) {
+static void systemd_252(ESYS_CONTEXT* esys, long i) {
   TSS2_RC rc = Esys_Startup(esys, TPM2_SU_CLEAR);
   if (rc != TPM2_RC_INITIALIZE) check(rc, "Esys_Startup");
   TPMI_YES_NO more = TPM2_NO;
-  TPMS_CAPABILITY_DATA *caps = NULL;
+  TPMS_CAPABILITY_DATA* caps = NULL;
   check(Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_PCRS, 0, 1, &more, &caps),
         "Esys_GetCapability(PCRS)");
   TPML_DIGEST_VALUES values = {0};
   for (UINT32 b = 0; b < caps->data.assignedPCR.count; ++b) {
-    TPMS_PCR_SELECTION *bank = &caps->data.assignedPCR.pcrSelections[b];
+    TPMS_PCR_SELECTION* bank = &caps->data.assignedPCR.pcrSelections[b];
     TPML_PCR_SELECTION sel = {0};
     sel.count = 1;
     sel.pcrSelections[0] = *bank;
     UINT32 update = 0;
-    TPML_PCR_SELECTION *out_sel = NULL;
-    TPML_DIGEST *out = NULL;
+    TPML_PCR_SELECTION* out_sel = NULL;
+    TPML_DIGEST* out = NULL;
     check(Esys_PCR_Read(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &sel, &update, &out_sel, &out),
           "Esys_PCR_Read");
     Esys_Free(out_sel);
@@ -133,16 +133,15 @@ static void systemd_252(ESYS_CONTEXT *esys, long i) {
     }
   }
   Esys_Free(caps);
-  check(Esys_PCR_Extend(esys, ESYS_TR_PCR11, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &values),
-        "Esys_PCR_Extend");
+  check(Esys_PCR_Extend(esys, ESYS_TR_PCR11, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &values), "Esys_PCR_Extend");
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: peers_esapi esapi|linux-6.10|linux-6.12|systemd-252 TCTI N\n");
     return 2;
   }
-  const char *mode = argv[1];
+  const char* mode = argv[1];
   int linux_mode = 0; /* 0: esapi, 10: 6.10, 12: 6.12, -1: systemd 252 */
   if (strcmp(mode, "linux-6.10") == 0) {
     linux_mode = 10;
@@ -154,15 +153,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "peers_esapi: unknown mode '%s' (esapi, linux-6.10, linux-6.12, systemd-252)\n", mode);
     return 2;
   }
-  char *end = NULL;
+  char* end = NULL;
   long n = strtol(argv[3], &end, 10);
   if (*argv[3] == '\0' || *end != '\0' || n < 0 || n > 100000) {
     fprintf(stderr, "peers_esapi: N must be 0..100000\n");
     return 2;
   }
-  TSS2_TCTI_CONTEXT *tcti = NULL;
+  TSS2_TCTI_CONTEXT* tcti = NULL;
   check(Tss2_TctiLdr_Initialize(argv[2], &tcti), "Tss2_TctiLdr_Initialize");
-  ESYS_CONTEXT *esys = NULL;
+  ESYS_CONTEXT* esys = NULL;
   check(Esys_Initialize(&esys, tcti, NULL), "Esys_Initialize");
 
   if (linux_mode < 0) {
@@ -176,7 +175,7 @@ int main(int argc, char **argv) {
   } else {
     /* Boot: tpm2_sessions_init() creates the null key, saves its context, flushes it. */
     ESYS_TR primary = create_null_key(esys);
-    TPMS_CONTEXT *saved = NULL;
+    TPMS_CONTEXT* saved = NULL;
     check(Esys_ContextSave(esys, primary, &saved), "Esys_ContextSave");
     check(Esys_FlushContext(esys, primary), "Esys_FlushContext(null key)");
     ESYS_TR session = ESYS_TR_NONE;

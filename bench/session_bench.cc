@@ -178,17 +178,17 @@ constexpr size_t kNonceSize = 32;
 constexpr size_t kOffHandle = 10;
 constexpr size_t kOffAuthSize = 14;
 constexpr size_t kOffSessionHandle = 18;
-constexpr size_t kOffNonce = 24;                            // after the nonce's u16 size
-constexpr size_t kOffAttributes = kOffNonce + kNonceSize;   // 56
-constexpr size_t kOffHmac = kOffAttributes + 1 + 2;         // 59
-constexpr size_t kOffParameters = kOffHmac + kNonceSize;    // 91
-constexpr size_t kProtectedCommandSize = kOffParameters + 4 + 2 + 32;  // 129
+constexpr size_t kOffNonce = 24;                                               // after the nonce's u16 size
+constexpr size_t kOffAttributes = kOffNonce + kNonceSize;                      // 56
+constexpr size_t kOffHmac = kOffAttributes + 1 + 2;                            // 59
+constexpr size_t kOffParameters = kOffHmac + kNonceSize;                       // 91
+constexpr size_t kProtectedCommandSize = kOffParameters + 4 + 2 + 32;          // 129
 constexpr size_t kPlainCommandSize = 10 + 4 + 4 + 4 + 2 + 1 + 2 + 4 + 2 + 32;  // 65
 
 // The response: header, parameterSize 0, TPM2B nonceTPM, attributes, TPM2B hmac.
-constexpr size_t kRspNonce = 10 + 4 + 2;                  // 16
-constexpr size_t kRspAttributes = kRspNonce + kNonceSize;  // 48
-constexpr size_t kRspHmac = kRspAttributes + 1 + 2;         // 51
+constexpr size_t kRspNonce = 10 + 4 + 2;                          // 16
+constexpr size_t kRspAttributes = kRspNonce + kNonceSize;         // 48
+constexpr size_t kRspHmac = kRspAttributes + 1 + 2;               // 51
 constexpr size_t kProtectedResponseSize = kRspHmac + kNonceSize;  // 83
 
 // The responder of a ScriptedTransport (testing/transport_doubles.h), behind
@@ -269,10 +269,9 @@ class ScriptedTpm {
     uint8_t cc[4];
     store_be32(cc, kPcrExtendCode);
     TPMSEC_ASSIGN_OR_RETURN(Bytes cp_hash, crypto::hash(alg::kSha256, {cc, name, params}));
-    TPMSEC_ASSIGN_OR_RETURN(Bytes expected,
-                            crypto::hmac(alg::kSha256, key_.view(),
-                                         {cp_hash, command.subspan(kOffNonce, kNonceSize), nonce_tpm_,
-                                          command.subspan(kOffAttributes, 1)}));
+    TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hmac(alg::kSha256, key_.view(),
+                                                         {cp_hash, command.subspan(kOffNonce, kNonceSize), nonce_tpm_,
+                                                          command.subspan(kOffAttributes, 1)}));
     if (!crypto::constant_time_equal(expected, hmac)) return integrity_error("scripted TPM: command HMAC is wrong");
     return ok_status();
   }
@@ -607,11 +606,12 @@ int run_for_callgrind(int n) {
   counted_region("plain-extend-embedded-total", false, [&] { embedded_extends(Auth::password(), n); });
   counted_region("salt-and-session-key", false, [&] { salts(m); });
   counted_region("session-start-host", true, [&] { starts(m); });
-  std::printf("dumps (name x count): 1 protected-extend-host x%d, 2 plain-extend-host x%d, "
-              "3 scripted-tpm-response x%d, 4 protected-extend-embedded-host x%d, "
-              "5 protected-extend-embedded-total x%d, 6 plain-extend-embedded-total x%d, "
-              "7 salt-and-session-key x%d, 8 session-start-host x%d\n",
-              n, n, n, n, n, n, m, m);
+  std::printf(
+      "dumps (name x count): 1 protected-extend-host x%d, 2 plain-extend-host x%d, "
+      "3 scripted-tpm-response x%d, 4 protected-extend-embedded-host x%d, "
+      "5 protected-extend-embedded-total x%d, 6 plain-extend-embedded-total x%d, "
+      "7 salt-and-session-key x%d, 8 session-start-host x%d\n",
+      n, n, n, n, n, n, m, m);
   return 0;
 #endif
 }

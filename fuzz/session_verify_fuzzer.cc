@@ -211,8 +211,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   // session has nothing to verify on an error, and response_fuzzer covers it.
   if (rsp.size() >= 10 && rc_is_retryable(load_be32(rsp.data() + 6))) return 0;
 
-  static const uint32_t kCodes[] = {cc::kGetRandom, cc::kHash, cc::kPcrRead,
-                                    cc::kPcrExtend};
+  static const uint32_t kCodes[] = {cc::kGetRandom, cc::kHash, cc::kPcrRead, cc::kPcrExtend};
   const int which = selector & 0x03;
   if (selector & 0x80) {
     if (auto f = frame(rsp); f && f->hmac.size() == 32) {

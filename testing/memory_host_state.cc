@@ -34,12 +34,18 @@ Status MemoryHostState::put_bind_secret(const TpmId& tpm, const BindSecret& secr
 
 Result<bool> MemoryHostState::erase(StateRecord what, const TpmId& tpm) {
   switch (what) {
-    case StateRecord::kNullKeyPin: return erase_tpm(null_key_pins_, tpm.key);
-    case StateRecord::kEkPin: return erase_tpm(ek_pins_, tpm.key);
-    case StateRecord::kKeptInfo: return kept_info_.erase(tpm.key) > 0;
-    case StateRecord::kKeptNullKey: return erase_tpm(kept_null_keys_, tpm.key);
-    case StateRecord::kBindSecret: return bind_secrets_.erase(tpm.key) > 0;
-    case StateRecord::kSaltKey: return salt_keys_.erase(tpm.key) > 0;
+    case StateRecord::kNullKeyPin:
+      return erase_tpm(null_key_pins_, tpm.key);
+    case StateRecord::kEkPin:
+      return erase_tpm(ek_pins_, tpm.key);
+    case StateRecord::kKeptInfo:
+      return kept_info_.erase(tpm.key) > 0;
+    case StateRecord::kKeptNullKey:
+      return erase_tpm(kept_null_keys_, tpm.key);
+    case StateRecord::kBindSecret:
+      return bind_secrets_.erase(tpm.key) > 0;
+    case StateRecord::kSaltKey:
+      return salt_keys_.erase(tpm.key) > 0;
     case StateRecord::kKeptCommandCount:
       return std::erase_if(kept_command_counts_, [&](const auto& e) { return e.first.first == tpm.key; }) > 0;
     case StateRecord::kKeptCallerSession:

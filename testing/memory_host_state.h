@@ -139,7 +139,7 @@ class MemoryHostState final : public HostState {
   std::map<Key, EkPinRecord> ek_pins_;
   std::map<std::string, PerBoot<TpmInfo>> kept_info_;
   std::map<Key, PerBoot<NullKey::Snapshot>> kept_null_keys_;
-  std::map<std::pair<std::string, std::string>, PerBoot<uint64_t>> kept_command_counts_;  // TPM key, program key
+  std::map<std::pair<std::string, std::string>, PerBoot<uint64_t>> kept_command_counts_;         // TPM key, program key
   std::map<std::pair<std::string, uint32_t>, PerBoot<KeptCallerSession>> kept_caller_sessions_;  // TPM key, handle
   std::string program_ = "/usr/bin/test-program";
   // TpmId::key, owner pid, owner start, context: one record each.

@@ -43,13 +43,20 @@ enum class Won { kNamedPin, kTofu, kBindSecret, kSaltKey, kKernelPin, kUnsalted,
 
 const char* won_name(Won w) {
   switch (w) {
-    case Won::kNamedPin: return "the named pin";
-    case Won::kTofu: return "trust on first use";
-    case Won::kBindSecret: return "the bind secret";
-    case Won::kSaltKey: return "the pinned salt key";
-    case Won::kKernelPin: return "the kernel's pin";
-    case Won::kUnsalted: return "unsalted";
-    case Won::kNone: return "nothing";
+    case Won::kNamedPin:
+      return "the named pin";
+    case Won::kTofu:
+      return "trust on first use";
+    case Won::kBindSecret:
+      return "the bind secret";
+    case Won::kSaltKey:
+      return "the pinned salt key";
+    case Won::kKernelPin:
+      return "the kernel's pin";
+    case Won::kUnsalted:
+      return "unsalted";
+    case Won::kNone:
+      return "nothing";
   }
   return "?";
 }

@@ -188,8 +188,8 @@ TEST_F(BatchSequence, TheFirstExtendCostsLinuxsSequenceAndNothingFollowsTheLast)
   EXPECT_EQ(batch(10, 10, {"--strategy", "saved-context"}), kLinuxSequence);
   EXPECT_EQ(batch(11, 13, {"--strategy", "saved-context"}),
             (std::vector<std::string>{"ContextLoad.object", "StartAuthSession.ecc", "FlushContext", "PCR_Extend",
-                                      "ContextSave.session", "ContextLoad.session", "PCR_Extend",
-                                      "ContextSave.session", "ContextLoad.session", "PCR_Extend"}));
+                                      "ContextSave.session", "ContextLoad.session", "PCR_Extend", "ContextSave.session",
+                                      "ContextLoad.session", "PCR_Extend"}));
   EXPECT_EQ(batch(14, 14, {"--strategy", "per-command"}), kLinuxSequence);
   std::vector<std::string> per_command;
   for (int i = 0; i < 3; ++i) per_command.insert(per_command.end(), kLinuxSequence.begin(), kLinuxSequence.end());
@@ -230,10 +230,10 @@ TEST_F(BatchSequence, ABadLineReadAheadStillLetsTheLineBeforeItEndTheBatch) {
 
 TEST(BatchExtend, RecoverIsForAPreventingBatch) {
   std::string input = digest_hex(1) + "\n";
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"pcr", "extend", "16", digest_hex(1), "--recover"},
-           {"pcr", "extend", "16", "-", "--recover", "--strategy", "plain"},
-           {"pcr", "extend", "16", "-", "--recover", "--protect", "none"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"pcr", "extend", "16", digest_hex(1), "--recover"},
+                                             {"pcr", "extend", "16", "-", "--recover", "--strategy", "plain"},
+                                             {"pcr", "extend", "16", "-", "--recover", "--protect", "none"}}) {
     auto r = run_tpmsec(args, {}, &input);
     EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
     EXPECT_NE(r.err.find("--recover"), std::string::npos) << r.err;

@@ -38,7 +38,6 @@ constexpr size_t kFailingExtend = 2;  // the third PCR_Extend, from 0
 
 std::string digest_hex(int i) { return fmt::format("{:064x}", i); }
 
-
 class BatchFailure : public ::testing::Test {
  public:
   static void SetUpTestSuite() {

@@ -5,10 +5,10 @@
 
 #include "support/json_schema.h"
 #include "support/test_tpm.h"
-#include "tpmsec/measure/measured_tpm.h"
-#include "tpmsec/pcr.h"
 #include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/measure/profile_from_bench.h"
+#include "tpmsec/pcr.h"
 
 namespace tpmsec {
 namespace {
@@ -115,7 +115,8 @@ TEST_P(BenchTest, EmulatedSlb9670ReproducesTheSeedFigures) {
   size_t rep = 0;
   for (size_t i = 1; i < per_command.extends.size(); ++i) {
     if (std::abs(per_command.extends[i].total_ms - per_command.per_extend_ms.median) <
-        std::abs(per_command.extends[rep].total_ms - per_command.per_extend_ms.median)) rep = i;
+        std::abs(per_command.extends[rep].total_ms - per_command.per_extend_ms.median))
+      rep = i;
   }
   for (const auto& c : per_command.extends[rep].commands) ms[command_label(c.shape)] = c.duration_ns / 1e6;
   expect_within(ms["ContextLoad (object)"], 36.98, 0.08, "ContextLoad");

@@ -53,11 +53,11 @@ TEST(Cli, AFileItCannotReadIsRefusedWithTheReason) {
   std::string file = dir + "/bench.json";
   std::ofstream(file) << "{}";
   std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  auto r = run_command({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH, "compare",
-                        file, file});
+  auto r = run_command(
+      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH, "compare", file, file});
   // A latency profile is an input file too: the same exit and reason.
-  auto profile = run_command({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH,
-                              "profiles", "show", file});
+  auto profile = run_command(
+      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TPMSEC_CLI_PATH, "profiles", "show", file});
   std::filesystem::remove_all(dir);
   EXPECT_EQ(r.exit_code, testing::kExitUsage) << testing::describe(r);
   expect_one_line_error(r, "cannot read " + file + ": Permission denied");
@@ -127,8 +127,8 @@ TEST(Cli, AStateDirectoryAnotherUserCanSwapIsRefused) {
   auto listing = [&] { return run_command({"ls", "-lnR", shared}).out; };
   const std::string before = listing();
   // A TPM whose state outlives the process: what is kept for it is read.
-  auto r = run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", "embedded:state=" + base},
-                      {"TPMSEC_STATE_DIR=" + state});
+  auto r =
+      run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", "embedded:state=" + base}, {"TPMSEC_STATE_DIR=" + state});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   expect_one_line_error(r, "tpmsec: the state directory's parent " + shared +
                                " (owner uid 65534 (nobody), mode 0777) belongs to neither root nor this user: refused");
@@ -164,7 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, CliErrors,
     ::testing::Values(
         ErrorCase{{"pcr", "read", "24"}, 2, "tpmsec: PCR 24 does not exist (this TPM has 24 PCRs)"},
-        ErrorCase{{"pcr", "extend", "16", std::string(62, 'a')}, 2, "tpmsec: digest must be 32 bytes for sha256, got 31"},
+        ErrorCase{
+            {"pcr", "extend", "16", std::string(62, 'a')}, 2, "tpmsec: digest must be 32 bytes for sha256, got 31"},
         ErrorCase{{"pcr", "extend", "16", "xyz1"}, 2, "invalid hex digit"},
         ErrorCase{{"pcr", "read", "sixteen"}, 2, "PCR index must be a decimal number"},
         ErrorCase{{"pcr", "read", "16", "--bank", "md5"}, 2, "unknown PCR bank 'md5'"},
@@ -172,17 +173,19 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{{"pcr", "read", "16", "--tpm", "swtpm:host=127.0.0.1,port=99999"}, 2, "port=99999 is outside"},
         ErrorCase{{"pcr", "read", "16", "--tpm", "swtpm:colour=blue"}, 2, "unknown option 'colour'"},
         ErrorCase{{"pcr", "read", "16", "--tpm", "swtpm:host"}, 2, "malformed option 'host'"},
-        ErrorCase{{"info", "--tpm", "swtpm:host=127.0.0.1,port=1"}, 1,
+        ErrorCase{{"info", "--tpm", "swtpm:host=127.0.0.1,port=1"},
+                  1,
                   "tpmsec: cannot connect to swtpm at 127.0.0.1:1: Connection refused"},
         ErrorCase{{"info", "--tpm", "device:/nonexistent/tpm0"}, 1, "cannot open /nonexistent/tpm0"},
-        ErrorCase{{"pcr", "reset", "0"}, 1,
+        ErrorCase{{"pcr", "reset", "0"},
+                  1,
                   "tpmsec: PCR 0 cannot be reset from locality 0 (TPM_RC_LOCALITY): on PC Client TPMs only PCRs 16 "
                   "and 23 can"},
         ErrorCase{{"frobnicate"}, 2, "unknown command 'frobnicate'"},
         // No argument at all: a usage error, never a read past argv's end.
-        ErrorCase{{}, 2, "A subcommand is required"},
-        ErrorCase{{"info", "--colour"}, 2, "--colour"},
-        ErrorCase{{"info", "--tpm", "embedded:state=/nonexistent/dir"}, 2,
+        ErrorCase{{}, 2, "A subcommand is required"}, ErrorCase{{"info", "--colour"}, 2, "--colour"},
+        ErrorCase{{"info", "--tpm", "embedded:state=/nonexistent/dir"},
+                  2,
                   "embedded TPM state /nonexistent/dir: directory /nonexistent does not exist"},
         ErrorCase{{"bench", "--pcr", "24", "--force-pcr"}, 2, "tpmsec: PCR 24 does not exist (this TPM has 24 PCRs)"},
         ErrorCase{{"info", "--tpm", "embedded:state=/dev/null"}, 2, "embedded TPM state /dev/null: not a directory"}));
@@ -311,13 +314,27 @@ TEST(Cli, Sha1BankExtend) {
 }
 
 TEST(Cli, HelpOnEveryCommand) {
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"info", "--help"}, {"pcr", "--help"}, {"pcr", "read", "--help"}, {"pcr", "extend", "--help"},
-           {"pcr", "reset", "--help"}, {"policy", "--help"}, {"policy", "show", "--help"},
-           {"policy", "check", "--help"}, {"policy", "calibrate", "--help"}, {"policy", "derive", "--help"},
-           {"random", "--help"}, {"null-key", "--help"}, {"bench", "--help"}, {"profiles", "--help"},
-           {"replay", "--help"}, {"predict", "--help"}, {"compare", "--help"}, {"trace", "--help"},
-           {"trace", "import", "--help"}, {"profile", "from-bench", "--help"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{{"--help"},
+                                                         {"info", "--help"},
+                                                         {"pcr", "--help"},
+                                                         {"pcr", "read", "--help"},
+                                                         {"pcr", "extend", "--help"},
+                                                         {"pcr", "reset", "--help"},
+                                                         {"policy", "--help"},
+                                                         {"policy", "show", "--help"},
+                                                         {"policy", "check", "--help"},
+                                                         {"policy", "calibrate", "--help"},
+                                                         {"policy", "derive", "--help"},
+                                                         {"random", "--help"},
+                                                         {"null-key", "--help"},
+                                                         {"bench", "--help"},
+                                                         {"profiles", "--help"},
+                                                         {"replay", "--help"},
+                                                         {"predict", "--help"},
+                                                         {"compare", "--help"},
+                                                         {"trace", "--help"},
+                                                         {"trace", "import", "--help"},
+                                                         {"profile", "from-bench", "--help"}}) {
     auto r = run_tpmsec(args);
     EXPECT_EQ(r.exit_code, 0) << args[0];
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << r.out;

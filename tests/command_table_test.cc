@@ -268,8 +268,11 @@ class TableDriven : public ReferenceTpm {
     cmd::NvDefineSpace define;
     define.auth_handle = NamedHandle::of(rh::kOwner);
     define.auth.bytes = index_auth_;
-    define.public_info.nv_public = {kIndex, alg::kSha256, nv_attr::kAuthWrite | nv_attr::kAuthRead | nv_attr::kNoDa,
-                                    {}, static_cast<uint16_t>(secret_.size())};
+    define.public_info.nv_public = {kIndex,
+                                    alg::kSha256,
+                                    nv_attr::kAuthWrite | nv_attr::kAuthRead | nv_attr::kNoDa,
+                                    {},
+                                    static_cast<uint16_t>(secret_.size())};
     auto defined = tpm_->run(define, {Auth::password()});
     ASSERT_TRUE(defined.ok()) << defined.error().message();
   }

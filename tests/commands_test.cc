@@ -9,14 +9,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/fault_injection.h"
 #include "support/handle_listing.h"
 #include "support/test_data.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
-#include "support/fault_injection.h"
-#include "testing/transport_doubles.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/structures.h"
@@ -94,7 +94,8 @@ constexpr std::string_view kSealedPrivate =
     "002049e6200869fcd8f076e4e755ab551101110ec5130af2808117bc1dc06f32f5150010525b59edbd0c87131ff9f607995e772afec520b74a"
     "dbcfeca2a39854751d79f5c84ed30102445439c4e537ad9cd13aea5dd1138e1230dbe4cd22d16be3294b6ab4e86bb660d49937bf8c16f1baf7"
     "12d9243933a70459ff4f2973014eb32b2cda675a5c698818bc63adc074a6";
-constexpr std::string_view kSealedPublic = "0008000b000004520000001000202ad2abceb6994c86cc0c2ed710424f04b549e6137af190f1c0c6834f127ca4e1";
+constexpr std::string_view kSealedPublic =
+    "0008000b000004520000001000202ad2abceb6994c86cc0c2ed710424f04b549e6137af190f1c0c6834f127ca4e1";
 constexpr std::string_view kLoadResponse =
     "80020000007b0000000080000001000000240022000b780901248c17a71536c11e8334363cc19bbb0b04cf3e70291a86cb45840852cb0020fd"
     "9f0aa2003b550bdad38a36a7aa73aef38920466c4847c1632a19c2ae046809010020ba7d87eb8f5cdb0302c59ea73ea44afb772d32ebab2578"
@@ -107,12 +108,18 @@ constexpr std::string_view kUnsealResponse =
 
 // Step 6 / 7: ContextSave and ContextLoad of the session 0x02000000.
 constexpr std::string_view kContextBody =
-    "00000000000000790200000040000007018200408024abfcb1255e1ec9de9910f7a3ed4fd2b1b3c71c3b434ddd38b04b3fd97f9da837e88fdd7a3b"
-    "f61d3d6317603770ef83775dad1f275da585de77a7465ff609f32d0368e3a806dc686a1a0bf8eb16cd13116d356af79116013b284da5862132ee"
-    "da20cb582d621be543b7817d8a6d1c6016da9d88ff1073929e765d4247da086433b115e9e61ddfc27cee589481356d7e0e686b9444516b8ac8d7"
-    "f8e2016e2c5f41b6f6dac155c94aa81b05cd83343a6ce7b79e309762403c764c8a38ba0670f792ae1cbddc54bb13ecefbd39d93d7174659fbe81"
-    "401b6b945ff7dee1cbefd85da7a29d3698f57de09168aff5b172d401a5385d8665f17cdddd078aea9debe48f6b202ab80d0cc91356b7cc2ca06b5"
-    "3454ca4890b89e55b31ece0da63d439b1c5e0850a47f2627e7e7bd535a2fa1fa827b7d56d93302b0b968f93a920db1104172dc29c7fe83d0bf66"
+    "00000000000000790200000040000007018200408024abfcb1255e1ec9de9910f7a3ed4fd2b1b3c71c3b434ddd38b04b3fd97f9da837e88fdd"
+    "7a3b"
+    "f61d3d6317603770ef83775dad1f275da585de77a7465ff609f32d0368e3a806dc686a1a0bf8eb16cd13116d356af79116013b284da5862132"
+    "ee"
+    "da20cb582d621be543b7817d8a6d1c6016da9d88ff1073929e765d4247da086433b115e9e61ddfc27cee589481356d7e0e686b9444516b8ac8"
+    "d7"
+    "f8e2016e2c5f41b6f6dac155c94aa81b05cd83343a6ce7b79e309762403c764c8a38ba0670f792ae1cbddc54bb13ecefbd39d93d7174659fbe"
+    "81"
+    "401b6b945ff7dee1cbefd85da7a29d3698f57de09168aff5b172d401a5385d8665f17cdddd078aea9debe48f6b202ab80d0cc91356b7cc2ca0"
+    "6b5"
+    "3454ca4890b89e55b31ece0da63d439b1c5e0850a47f2627e7e7bd535a2fa1fa827b7d56d93302b0b968f93a920db1104172dc29c7fe83d0bf"
+    "66"
     "c4ac92db9fb4b085b9bb72ae5e8314dd30af47c794afceef10878188b05b8f80c21f9ece3c4df29137dd5002e967efdc290e033c46001";
 constexpr std::string_view kContextSaveCommand = "80010000000e0000016202000000";
 constexpr std::string_view kContextSaveHeader = "80010000019e00000000";
@@ -244,7 +251,10 @@ TEST(CommandParams, GetCapability) {
   c.capability = cap::kTpmProperties;
   c.property = pt::kFixed;
   c.property_count = 64;
-  EXPECT_EQ(to_hex(params_of(c)), "00000006" "00000100" "00000040");
+  EXPECT_EQ(to_hex(params_of(c)),
+            "00000006"
+            "00000100"
+            "00000040");
 }
 
 TEST(CommandParams, GetRandom) {
@@ -256,7 +266,11 @@ TEST(CommandParams, GetRandom) {
 TEST(CommandParams, PcrRead) {
   cmd::PcrRead c;
   c.pcr_selection_in.banks = {PcrSelection::single(alg::kSha256, 16)};
-  EXPECT_EQ(to_hex(params_of(c)), "00000001" "000b" "03" "000001");
+  EXPECT_EQ(to_hex(params_of(c)),
+            "00000001"
+            "000b"
+            "03"
+            "000001");
 }
 
 TEST(CommandParams, PcrExtend) {
@@ -264,7 +278,9 @@ TEST(CommandParams, PcrExtend) {
   c.pcr_handle = NamedHandle::of(16);
   c.digests.digests = {{alg::kSha256, Bytes(32, 0xab)}};
   EXPECT_EQ(to_hex(params_of(c)),
-            "00000001" "000b" "abababababababababababababababababababababababababababababababab");
+            "00000001"
+            "000b"
+            "abababababababababababababababababababababababababababababababab");
   EXPECT_EQ(c.pcr_handle.handle, 16u);
   EXPECT_EQ(to_hex(c.pcr_handle.name), "00000010");
 }
@@ -288,7 +304,10 @@ TEST(CommandParams, StartAuthSessionMatchesTranscript) {
   // Hand-written layout: nonce, salt, type, symmetric, authHash.
   EXPECT_EQ(to_hex(ByteView(p).first(34)), "0020" + std::string(64, '1'));
   EXPECT_EQ(to_hex(ByteView(p).subspan(34, 2)), "0044");
-  EXPECT_EQ(to_hex(ByteView(p).last(9)), "00" "000600800043" "000b");
+  EXPECT_EQ(to_hex(ByteView(p).last(9)),
+            "00"
+            "000600800043"
+            "000b");
   EXPECT_EQ(p.size(), 34u + 70u + 9u);
   // And the recorded command.
   SplitCommand s = split_command(H(kStartAuthSessionCommand), 2);
@@ -300,7 +319,12 @@ TEST(CommandParams, StartAuthSessionMatchesTranscript) {
   cmd::StartAuthSession d;
   EXPECT_EQ(d.tpm_key.handle, rh::kNull);
   EXPECT_EQ(d.bind.handle, rh::kNull);
-  EXPECT_EQ(to_hex(params_of(d)), "0000" "0000" "00" "0010" "000b");
+  EXPECT_EQ(to_hex(params_of(d)),
+            "0000"
+            "0000"
+            "00"
+            "0010"
+            "000b");
 }
 
 TEST(CommandParams, ContextSave) {
@@ -318,7 +342,11 @@ TEST(CommandParams, ContextLoadMatchesTranscript) {
   c.context.blob.assign(body.begin() + 18, body.end());
   ASSERT_EQ(c.context.blob.size(), 386u);
   Bytes p = params_of(c);
-  EXPECT_EQ(to_hex(ByteView(p).first(18)), "0000000000000079" "02000000" "40000007" "0182");
+  EXPECT_EQ(to_hex(ByteView(p).first(18)),
+            "0000000000000079"
+            "02000000"
+            "40000007"
+            "0182");
   EXPECT_EQ(to_hex(p), kContextBody);
   SplitCommand s = split_command(concat({H(kContextLoadHeader), H(kContextBody)}), 0);
   EXPECT_EQ(s.size, 10u + p.size());
@@ -338,17 +366,25 @@ TEST(CommandParams, CreatePrimaryMatchesTranscript) {
   c.in_public.public_area = null_template();
   Bytes p = params_of(c);
   EXPECT_EQ(to_hex(p),
-            "000c" "0008706172656e747077" "0000"                                // inSensitive
-            "001a" "0023000b000304720000000600800043001000030010" "00000000"  // inPublic
-            "0000"                                                             // outsideInfo
-            "00000000");                                                       // creationPCR
+            "000c"
+            "0008706172656e747077"
+            "0000"  // inSensitive
+            "001a"
+            "0023000b000304720000000600800043001000030010"
+            "00000000"    // inPublic
+            "0000"        // outsideInfo
+            "00000000");  // creationPCR
   // The recorded command: header, handle, a 9-byte password session, params.
   SplitCommand s = split_command(H(kCreatePrimaryCommand), 1);
   EXPECT_EQ(s.tag, st::kSessions);
   EXPECT_EQ(s.size, H(kCreatePrimaryCommand).size());
   EXPECT_EQ(s.code, 0x131u);
   EXPECT_EQ(s.handles, std::vector<uint32_t>{rh::kNull});
-  EXPECT_EQ(to_hex(s.auth_area), "40000009" "0000" "00" "0000");
+  EXPECT_EQ(to_hex(s.auth_area),
+            "40000009"
+            "0000"
+            "00"
+            "0000");
   EXPECT_EQ(to_hex(s.params), to_hex(p));
 }
 
@@ -389,11 +425,17 @@ TEST(CommandParams, UnsealAndReadPublicHaveNone) {
 TEST(CommandParams, Hash) {
   cmd::Hash c;
   c.data.bytes = str("abc");
-  EXPECT_EQ(to_hex(params_of(c)), "0003616263" "000b" "40000007");
+  EXPECT_EQ(to_hex(params_of(c)),
+            "0003616263"
+            "000b"
+            "40000007");
   c.hash_alg = alg::kSha1;
   c.hierarchy = rh::kOwner;
   c.data.bytes = {};
-  EXPECT_EQ(to_hex(params_of(c)), "0000" "0004" "40000001");
+  EXPECT_EQ(to_hex(params_of(c)),
+            "0000"
+            "0004"
+            "40000001");
 }
 
 TEST(CommandParams, NamedHandleOf) {
@@ -410,7 +452,10 @@ TEST(ResponseParams, CreatePrimaryFromTranscript) {
   EXPECT_EQ(s.tag, st::kSessions);
   EXPECT_EQ(s.handles, std::vector<uint32_t>{0x80000000});
   EXPECT_EQ(s.params.size(), 0x123u);
-  EXPECT_EQ(to_hex(s.auth_area), "0000" "01" "0000");
+  EXPECT_EQ(to_hex(s.auth_area),
+            "0000"
+            "01"
+            "0000");
   auto r = parse_params<cmd::CreatePrimary>(s.params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const auto& resp = *r;
@@ -496,10 +541,13 @@ TEST(ResponseParams, ContextLoadFromTranscript) {
 }
 
 TEST(ResponseParams, PcrRead) {
-  Bytes params = H("00000005"                  // pcrUpdateCounter
-                   "00000001" "000b03000001"   // pcrSelectionOut: sha256 PCR 16
-                   "00000001" "0020"           // pcrValues: one 32-byte digest
-                   "0000000000000000000000000000000000000000000000000000000000000000");
+  Bytes params =
+      H("00000005"  // pcrUpdateCounter
+        "00000001"
+        "000b03000001"  // pcrSelectionOut: sha256 PCR 16
+        "00000001"
+        "0020"  // pcrValues: one 32-byte digest
+        "0000000000000000000000000000000000000000000000000000000000000000");
   auto r = parse_params<cmd::PcrRead>(params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->pcr_update_counter, 5u);
@@ -511,12 +559,15 @@ TEST(ResponseParams, PcrRead) {
 }
 
 TEST(ResponseParams, GetCapabilityProperties) {
-  Bytes params = H("01"                  // moreData
-                   "00000006"            // TPM_CAP_TPM_PROPERTIES
-                   "00000002"            // count
-                   "00000100" "322e3000"  // TPM_PT_FAMILY_INDICATOR "2.0"
-                   "00000105" "49424d00"  // TPM_PT_MANUFACTURER "IBM"
-  );
+  Bytes params =
+      H("01"        // moreData
+        "00000006"  // TPM_CAP_TPM_PROPERTIES
+        "00000002"  // count
+        "00000100"
+        "322e3000"  // TPM_PT_FAMILY_INDICATOR "2.0"
+        "00000105"
+        "49424d00"  // TPM_PT_MANUFACTURER "IBM"
+      );
   auto r = parse_params<cmd::GetCapability>(params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->more_data, 1);
@@ -528,7 +579,12 @@ TEST(ResponseParams, GetCapabilityProperties) {
 }
 
 TEST(ResponseParams, GetCapabilityPcrs) {
-  Bytes params = H("00" "00000005" "00000002" "000403ffffff" "000b03ffffff");
+  Bytes params =
+      H("00"
+        "00000005"
+        "00000002"
+        "000403ffffff"
+        "000b03ffffff");
   auto r = parse_params<cmd::GetCapability>(params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->capability_data.pcrs.banks.size(), 2u);
@@ -549,8 +605,16 @@ TEST(ResponseParams, ReadPublic) {
 // index, SHA-256, PPWRITE|WRITEDEFINE|PPREAD|OWNERREAD|AUTHREAD|NO_DA|
 // WRITTEN|PLATFORMCREATE, no policy, 0x0300 bytes; then its name.
 TEST(ResponseParams, NvReadPublic) {
-  Bytes params = H("000e" "01c00002" "000b" "620f2004" "0000" "0300"
-                   "0022" "000b" "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+  Bytes params =
+      H("000e"
+        "01c00002"
+        "000b"
+        "620f2004"
+        "0000"
+        "0300"
+        "0022"
+        "000b"
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
   auto r = parse_params<cmd::NvReadPublic>(params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const NvPublic& p = r->nv_public.nv_public;
@@ -561,11 +625,21 @@ TEST(ResponseParams, NvReadPublic) {
   EXPECT_EQ(p.data_size, 0x300u);
   expect_params_strict<cmd::NvReadPublic>(params);
   // A TPM2B_NV_PUBLIC whose size disagrees with its body is refused.
-  EXPECT_FALSE(parse_params<cmd::NvReadPublic>(H("000f" "01c00002" "000b" "620f2004" "0000" "0300" "00" "0000")).ok());
+  EXPECT_FALSE(parse_params<cmd::NvReadPublic>(H("000f"
+                                                 "01c00002"
+                                                 "000b"
+                                                 "620f2004"
+                                                 "0000"
+                                                 "0300"
+                                                 "00"
+                                                 "0000"))
+                   .ok());
 }
 
 TEST(ResponseParams, NvReadIsBounded) {
-  auto ok = parse_params<cmd::NvRead>(H("0003" "308203"));
+  auto ok =
+      parse_params<cmd::NvRead>(H("0003"
+                                  "308203"));
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ(to_hex(ok->data.bytes), "308203");
   // More than MAX_NV_BUFFER_SIZE (1024) bytes is refused before it is read.
@@ -575,7 +649,12 @@ TEST(ResponseParams, NvReadIsBounded) {
 }
 
 TEST(ResponseParams, Hash) {
-  Bytes params = H("0020" "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" "8024" "40000007" "0000");
+  Bytes params =
+      H("0020"
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        "8024"
+        "40000007"
+        "0000");
   auto r = parse_params<cmd::Hash>(params);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(to_hex(r->out_hash.bytes), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
@@ -912,8 +991,8 @@ TEST_F(PreSend, CommandOverTheCommandSizeLimit) {
   auto refused = tpm_->run(c);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().kind(), ErrorKind::kUsage) << refused.error().message();
-  for (std::string_view part : {"ContextLoad: command would be 5148 bytes writing parameters at offset 10",
-                                "at most 4096 allowed"}) {
+  for (std::string_view part :
+       {"ContextLoad: command would be 5148 bytes writing parameters at offset 10", "at most 4096 allowed"}) {
     EXPECT_NE(refused.error().message().find(part), std::string::npos) << refused.error().message();
   }
   EXPECT_EQ(transmitted(cc::kContextLoad), 0u) << "a refused command reached the transport";

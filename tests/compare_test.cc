@@ -23,7 +23,6 @@ using testing::slurp;
 using testing::run_tpmsec;
 namespace fs = std::filesystem;
 
-
 std::string seed(const std::string& name) { return std::string(TPMSEC_TEST_DATA) + "/ftrace/" + name; }
 
 class CompareTest : public ::testing::Test {
@@ -33,7 +32,8 @@ class CompareTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     for (const char* profile : {"slb9670", "st33ktpm2x"}) {
-      auto r = run_tpmsec({"bench", "--emulate", profile, "--iterations", "5", "--json", path(std::string(profile) + ".json")});
+      auto r = run_tpmsec(
+          {"bench", "--emulate", profile, "--iterations", "5", "--json", path(std::string(profile) + ".json")});
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
     auto r = run_tpmsec({"trace", "import", seed("slb9670-nohmac.txt"), seed("slb9670-hmac.txt"), "--label",
@@ -68,8 +68,8 @@ TEST_F(CompareTest, TextTableHasAColumnPerResult) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string& out = r.out;
   for (const char* needle : {"IFX SLB9670 fw 7.85", "emulated: slb9670", "emulated: st33ktpm2x", "ftrace import",
-                             "IFX SLB9670 (seed thread)", "command: TPM ms, median / p99", "per-command",
-                             "plain", "PCR_Extend (password)"}) {
+                             "IFX SLB9670 (seed thread)", "command: TPM ms, median / p99", "per-command", "plain",
+                             "PCR_Extend (password)"}) {
     EXPECT_NE(out.find(needle), std::string::npos) << needle << "\n" << out;
   }
   // The import's own figures, as the seed thread gives them.
@@ -178,9 +178,10 @@ TEST_F(CompareTest, BadInputsExitTwoAndWriteNothing) {
     std::string file;
     std::string says;
   };
-  for (const Case& c : {Case{path("missing.json"), "no such file"}, Case{path("not-json.json"), "not valid JSON"},
-                        Case{path("other.json"), "schema tpmsec-bench/1"},
-                        Case{path("broken.json"), "primitives[0].tpm_ms is missing"}, Case{dir_, "not a regular file"}}) {
+  for (const Case& c :
+       {Case{path("missing.json"), "no such file"}, Case{path("not-json.json"), "not valid JSON"},
+        Case{path("other.json"), "schema tpmsec-bench/1"}, Case{path("broken.json"), "primitives[0].tpm_ms is missing"},
+        Case{dir_, "not a regular file"}}) {
     auto r = run_tpmsec({"compare", path("slb9670.json"), c.file, "--svg", path("never.svg")});
     EXPECT_EQ(r.exit_code, 2) << c.file;
     EXPECT_NE(r.err.find(c.file), std::string::npos) << r.err;

@@ -126,7 +126,8 @@ TEST(Hmac, Rfc4231TestCases1And2And6) {
   EXPECT_EQ(*hmac(alg::kSha512, key1, {as_bytes("Hi There")}),
             H("87aa7cdea5ef619d4ff0b4241a1d6cb02379f4e2ce4ec2787ad0b30545e17cde"
               "daa833b7d6b8a702038b274eaea3f4e4be9d914eeb61f1702e696c203a126854"));
-  EXPECT_EQ(*hmac(alg::kSha1, key1, {as_bytes("Hi There")}), H("b617318655057264e28bc0b6fb378c8ef146be00"));  // RFC 2202
+  EXPECT_EQ(*hmac(alg::kSha1, key1, {as_bytes("Hi There")}),
+            H("b617318655057264e28bc0b6fb378c8ef146be00"));  // RFC 2202
   EXPECT_EQ(*hmac(alg::kSha256, as_bytes("Jefe"), {as_bytes("what do ya want for nothing?")}),
             H("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
   // Case 6: a key longer than the block is hashed first.
@@ -153,8 +154,10 @@ TEST(Hmac, EmptyKeyEqualsKeyZero) {
 
 // Cross-check against OpenSSL's own HMAC around every block-size boundary.
 TEST(Hmac, MatchesOpenSslForEveryKeyLengthClass) {
-  const std::pair<uint16_t, const EVP_MD*> hashes[] = {
-      {alg::kSha1, EVP_sha1()}, {alg::kSha256, EVP_sha256()}, {alg::kSha384, EVP_sha384()}, {alg::kSha512, EVP_sha512()}};
+  const std::pair<uint16_t, const EVP_MD*> hashes[] = {{alg::kSha1, EVP_sha1()},
+                                                       {alg::kSha256, EVP_sha256()},
+                                                       {alg::kSha384, EVP_sha384()},
+                                                       {alg::kSha512, EVP_sha512()}};
   Bytes message(300);
   for (size_t i = 0; i < message.size(); ++i) message[i] = static_cast<uint8_t>(i * 7);
   for (auto [tpm_alg, md] : hashes) {
@@ -239,7 +242,8 @@ TEST(KdfVectors, FlippedInputsGiveDifferentResults) {
   Bytes z = J(e["Z"]);
   z[0] ^= 0x01;
   EXPECT_NE(to_hex(kdfe(e["HashAlg"].get<uint16_t>(), z, e["Label"].get<std::string>(), J(e["ContextU"]),
-                        J(e["ContextV"]), e["Bits"].get<uint32_t>())->view()),
+                        J(e["ContextV"]), e["Bits"].get<uint32_t>())
+                       ->view()),
             e["Result"].get<std::string>());
 }
 
@@ -293,9 +297,9 @@ TEST(AesCfb, Sp800_38aKnownAnswers) {
   EXPECT_EQ(to_hex(data), kSp800_38aPlain);
 
   Bytes data256 = H(kSp800_38aPlain);
-  ASSERT_TRUE(aes_cfb_encrypt(H("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"),
-                              H(kSp800_38aIv), data256)
-                  .ok());
+  ASSERT_TRUE(
+      aes_cfb_encrypt(H("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"), H(kSp800_38aIv), data256)
+          .ok());
   EXPECT_EQ(to_hex(data256),
             "dc7e84bfda79164b7ecd8486985d386039ffed143b28b1c832113c6331e5407b"
             "df10132415e54b92a13ed0a8267ae2f975a385741ab9cef82031623d55b1e471");
@@ -555,10 +559,10 @@ TEST(RsaOaep, RefusesWhatCannotBeEncoded) {
   auto key = unmarshal_exact<Public>(J(c["PublicKey"]), "PublicKey");
   ASSERT_TRUE(key.ok());
   const Bytes& n = key->unique_x;
-  EXPECT_FALSE(rsa_oaep_encrypt(n, 0, alg::kSha256, "SECRET", Bytes(32), Bytes(31)).ok());  // seed size
+  EXPECT_FALSE(rsa_oaep_encrypt(n, 0, alg::kSha256, "SECRET", Bytes(32), Bytes(31)).ok());         // seed size
   EXPECT_FALSE(rsa_oaep_encrypt(n, 0, alg::kSha256, "SECRET", Bytes(256 - 2 * 32 - 1), {}).ok());  // too long
   EXPECT_TRUE(rsa_oaep_encrypt(n, 0, alg::kSha256, "SECRET", Bytes(256 - 2 * 32 - 2), {}).ok());
-  EXPECT_FALSE(rsa_oaep_encrypt(n, 2, alg::kSha256, "SECRET", Bytes(32), {}).ok());  // even exponent
+  EXPECT_FALSE(rsa_oaep_encrypt(n, 2, alg::kSha256, "SECRET", Bytes(32), {}).ok());                // even exponent
   EXPECT_FALSE(rsa_oaep_encrypt(Bytes(64, 0xff), 0, alg::kSha512, "SECRET", Bytes(64), {}).ok());  // tiny modulus
   EXPECT_EQ(rsa_oaep_encrypt(n, 0, 0x0999, "SECRET", Bytes(32), {}).error().kind(), ErrorKind::kUnsupported);
 }

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -16,8 +16,8 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/ek_certificate.h"
-#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/ek_key.h"
+#include "tpmsec/host/file_host_state.h"
 
 namespace tpmsec {
 namespace {
@@ -57,9 +57,10 @@ class EkCertificateTest : public ::testing::Test {
       const char* name;
       std::vector<std::string> args;
     };
-    for (const Leaf& leaf : {Leaf{"p256", p256}, Leaf{"p384", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"}},
-                             Leaf{"rsa2048", {"-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"}},
-                             Leaf{"ed25519", {"-algorithm", "ED25519"}}}) {
+    for (const Leaf& leaf :
+         {Leaf{"p256", p256}, Leaf{"p384", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"}},
+          Leaf{"rsa2048", {"-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"}},
+          Leaf{"ed25519", {"-algorithm", "ED25519"}}}) {
       TPMSEC_RETURN_IF_ERROR(status_of(issue(leaf.name, leaf.args, {})));
     }
     return ok_status();
@@ -90,7 +91,8 @@ class EkCertificateTest : public ::testing::Test {
     if (!dir_) GTEST_SKIP() << "the openssl command is not installed (it makes the test certificates)";
     ASSERT_EQ(*failure_, "");
     for (const char* name : {"p256", "p384", "rsa2048", "ed25519"}) {
-      ASSERT_TRUE(fs::exists(path(std::string(name) + ".der"))) << "openssl did not make the " << name << " certificate";
+      ASSERT_TRUE(fs::exists(path(std::string(name) + ".der")))
+          << "openssl did not make the " << name << " certificate";
     }
   }
 
@@ -272,11 +274,11 @@ TEST_F(EkCertificateTest, ALeafInTheBundleIsNoAnchor) {
   // attacker's), then filed in the bundle next to the genuine root.
   ASSERT_TRUE(testing::make_key(*dir_, "rogue-ca", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"}).ok());
   ASSERT_TRUE(testing::issue_certificate(*dir_, ca_spec("rogue-ca", path("rogue-ca.key"), "")).ok());
-  auto leaf = issue("rogue-ek", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"},
-                    [](testing::CertificateSpec& c) {
-                      c.issuer_cert = path("rogue-ca.pem");
-                      c.issuer_key = path("rogue-ca.key");
-                    });
+  auto leaf =
+      issue("rogue-ek", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"}, [](testing::CertificateSpec& c) {
+        c.issuer_cert = path("rogue-ca.pem");
+        c.issuer_key = path("rogue-ca.key");
+      });
   ASSERT_TRUE(leaf.ok()) << leaf.error().message();
   CaBundle bundle = load(bundle_dir("with-a-leaf", {"root.pem", "rogue-ek.pem"}));
   EXPECT_EQ(bundle.size(), 1u) << "the leaf was kept as an anchor";
@@ -324,20 +326,40 @@ TEST_F(EkCertificateTest, EccTemplateIsL2) {
   auto bytes = marshal_to_bytes(ek_template(SaltKind::kEcc));
   ASSERT_TRUE(bytes.ok());
   std::string zeros(64, '0');
-  EXPECT_EQ(to_hex(*bytes), "0023" "000b" "000300b2"
-                            "0020" "837197674484b3f81a90cc8d46a5d724fd52d76e06520b64f2a1da1b331469aa"
-                            "0006" "0080" "0043" "0010" "0003" "0010"
-                            "0020" + zeros + "0020" + zeros);
+  EXPECT_EQ(to_hex(*bytes),
+            "0023"
+            "000b"
+            "000300b2"
+            "0020"
+            "837197674484b3f81a90cc8d46a5d724fd52d76e06520b64f2a1da1b331469aa"
+            "0006"
+            "0080"
+            "0043"
+            "0010"
+            "0003"
+            "0010"
+            "0020" +
+                zeros + "0020" + zeros);
 }
 
 // Template L-1 (§2.1.5.1): RSA-2048, exponent 0 (65537), unique 256 zero bytes.
 TEST_F(EkCertificateTest, RsaTemplateIsL1) {
   auto bytes = marshal_to_bytes(ek_template(SaltKind::kRsa));
   ASSERT_TRUE(bytes.ok());
-  EXPECT_EQ(to_hex(*bytes), "0001" "000b" "000300b2"
-                            "0020" "837197674484b3f81a90cc8d46a5d724fd52d76e06520b64f2a1da1b331469aa"
-                            "0006" "0080" "0043" "0010" "0800" "00000000"
-                            "0100" + std::string(512, '0'));
+  EXPECT_EQ(to_hex(*bytes),
+            "0001"
+            "000b"
+            "000300b2"
+            "0020"
+            "837197674484b3f81a90cc8d46a5d724fd52d76e06520b64f2a1da1b331469aa"
+            "0006"
+            "0080"
+            "0043"
+            "0010"
+            "0800"
+            "00000000"
+            "0100" +
+                std::string(512, '0'));
 }
 
 TEST_F(EkCertificateTest, PublicAreaCarriesTheCertifiedKey) {

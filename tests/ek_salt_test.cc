@@ -32,15 +32,14 @@
 #include <fmt/format.h>
 
 #include "support/attacker.h"
-#include "support/ek_provisioning.h"
 #include "support/direct_tpm.h"
+#include "support/ek_provisioning.h"
 #include "support/interposer.h"
 #include "support/log_builder.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "support/test_tpm.h"
 #include "support/tpm_frames.h"
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/ek_key.h"
 #include "tpmsec/host/file_host_state.h"
@@ -49,6 +48,7 @@
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport/transports.h"
 
 namespace tpmsec::testing {
@@ -65,8 +65,6 @@ std::shared_ptr<const crypto::CaBundle> ca_bundle(const std::string& dir) {
 }
 
 constexpr uint32_t kPcr = 16;
-
-
 
 class EkSaltTest : public ::testing::Test {
  public:
@@ -348,8 +346,7 @@ TEST_F(EkSaltTest, SubstitutedRsaEkIsRefused) {
   proxy_->set_rule([&rewritten](const ProxiedCommand& c, Upstream& tpm) -> Reply {
     Reply r = pass(c, tpm);
     auto cmd_frame = parse_command(c.bytes);
-    if (c.code != cc::kCreatePrimary || !r.response || !cmd_frame.ok() ||
-        cmd_frame->handles[0] != rh::kEndorsement) {
+    if (c.code != cc::kCreatePrimary || !r.response || !cmd_frame.ok() || cmd_frame->handles[0] != rh::kEndorsement) {
       return r;
     }
     auto f = parse_response(*r.response, c.code);
@@ -544,10 +541,10 @@ TEST_F(EkSaltTest, RelayToAnotherGenuineTpmIsRefusedOnceTheEkIsPinned) {
   proxy_->set_rule(relay_to_twin(twin, relayed));
   // --salt rsa: no RSA EK is pinned yet, but the TPM holding the RSA EK
   // must show the pinned ECC EK in a session salted to it.
-  for (std::vector<std::string> args : {extend_args({"--ek-ca", genuine_->trust_dir}),
-                                        extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "ecc"}),
-                                        extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "rsa"}),
-                                        std::vector<std::string>{"random", "16", "--ek-ca", genuine_->trust_dir}}) {
+  for (std::vector<std::string> args :
+       {extend_args({"--ek-ca", genuine_->trust_dir}), extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "ecc"}),
+        extend_args({"--ek-ca", genuine_->trust_dir, "--salt", "rsa"}),
+        std::vector<std::string>{"random", "16", "--ek-ca", genuine_->trust_dir}}) {
     SCOPED_TRACE(args[0] + " " + args.back());
     before = pcr();
     auto r = through_proxy(args, state);

@@ -26,20 +26,20 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
-#include "support/test_data.h"
 #include "support/swtpm_process.h"
+#include "support/test_data.h"
 #include "support/tpm_frames.h"
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
-#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/text.h"
 #include "tpmsec/tpm.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
 
@@ -57,7 +57,6 @@ std::string temp_dir() {
   if (!::mkdtemp(tmpl.data())) return {};
   return tmpl;
 }
-
 
 // `tpmsec emulate PROFILE --port P ...` in a child process; stderr to a file.
 class EmulateServer {
@@ -129,9 +128,7 @@ class EmulateServer {
   std::string dir() const { return dir_; }
   std::string log() const { return slurp(dir_ + "/stderr"); }
   // tpmsec's TPM string, with the control channel.
-  std::string spec() const {
-    return fmt::format("swtpm:host=127.0.0.1,port={},ctrl={}", port_, port_ + 1);
-  }
+  std::string spec() const { return fmt::format("swtpm:host=127.0.0.1,port={},ctrl={}", port_, port_ + 1); }
   std::string tcti(const std::string& scheme = "swtpm") const {
     return fmt::format("{}:host=127.0.0.1,port={}", scheme, port_);
   }
@@ -198,8 +195,7 @@ TEST(EmulateServer, TpmsecReadsTheProfilesIdentityAndExtendsProtected) {
   std::string digest(64, 'a');
   auto bare = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", server.spec()}, state_env(server.dir()));
   EXPECT_EQ(bare.exit_code, testing::kExitUsage) << describe(bare);
-  auto extend =
-      run_tpmsec({"pcr", "extend", "16", digest, "--tpm", server.spec(), "--tofu"}, state_env(server.dir()));
+  auto extend = run_tpmsec({"pcr", "extend", "16", digest, "--tpm", server.spec(), "--tofu"}, state_env(server.dir()));
   ASSERT_EQ(extend.exit_code, 0) << describe(extend);
   auto read = run_tpmsec({"pcr", "read", "16", "--tpm", server.spec()});
   ASSERT_EQ(read.exit_code, 0) << describe(read);
@@ -360,7 +356,7 @@ TEST(EmulateServer, BadInputGetsAnErrorNotACrash) {
   // Control channel.
   EXPECT_EQ(to_hex(exchange_and_close(ctrl, be32(0xdeadbeef))), "0000000a");  // TPM_BAD_ORDINAL, closed
   EXPECT_EQ(to_hex(exchange_and_close(ctrl, be32(2))), "00000003");           // CMD_INIT without its flags
-  Bytes huge_hash = be32(7);                                                   // CMD_HASH_DATA of 4 GiB
+  Bytes huge_hash = be32(7);                                                  // CMD_HASH_DATA of 4 GiB
   Bytes len = be32(0xffffffff);
   huge_hash.insert(huge_hash.end(), len.begin(), len.end());
   EXPECT_EQ(to_hex(exchange_and_close(ctrl, huge_hash)), "00000003");
@@ -515,8 +511,8 @@ TEST(EmulateServer, EnforcesTheProfilesContextGap) {
     return b;
   };
   // StartAuthSession: unsalted, unbound HMAC, SHA-256; the handle.
-  const Bytes start_body{0x40, 0, 0, 7, 0x40, 0, 0, 7, 0, 16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                         0, 0, 0x00, 0x00, 0x10, 0x00, 0x0B};
+  const Bytes start_body{0x40, 0, 0,  7,  0x40, 0,  0,  7,  0,  16, 1, 2,    3,    4,    5,    6,   7,
+                         8,    9, 10, 11, 12,   13, 14, 15, 16, 0,  0, 0x00, 0x00, 0x10, 0x00, 0x0B};
   auto start = [&] {
     Bytes r = send(0x176, start_body);
     return r.size() >= 14 && load_be32(r.data() + 6) == 0 ? load_be32(r.data() + 10) : 0u;
@@ -766,8 +762,7 @@ TEST_P(OneShotWithHandlesPrivate, ListsNoHandles) {
   // Nothing was left for the server to flush: tpmsec flushes what it creates.
   std::string log = server.log();
   EXPECT_GE(count_of(log, "client closed"), 2u) << log;
-  EXPECT_EQ(count_of(log, "client closed"),
-            count_of(log, "0 object(s) dropped, 0 session(s) flushed, 0 it saved kept"))
+  EXPECT_EQ(count_of(log, "client closed"), count_of(log, "0 object(s) dropped, 0 session(s) flushed, 0 it saved kept"))
       << log;
   // The control: without handles=private, on a server without private
   // handles (where a listing reaches the chip; a handle space answers one
@@ -791,7 +786,10 @@ TEST(EmulateServer, MssimAnswersAHeaderAndBodyWrittenApartWithoutADelayedAck) {
   ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet", "--protocol", "mssim"}));
   int fd = connect_to(server.port());
   ASSERT_GE(fd, 0);
-  const Bytes head = *from_hex("00000008" "00" "0000000c");  // TPM_SEND_COMMAND, locality 0, size
+  const Bytes head = *from_hex(
+      "00000008"
+      "00"
+      "0000000c");                                           // TPM_SEND_COMMAND, locality 0, size
   const Bytes body = *from_hex("80010000000c0000017b0008");  // GetRandom(8)
   constexpr int kCommands = 20;
   int stalled = 0;

@@ -103,7 +103,8 @@ TEST(EventLog, StartupLocalityAloneSetsPcr0) {
   Bytes initial(32, 0);
   initial.back() = 4;
   EXPECT_EQ(pcrs->at(0), initial);
-  EXPECT_EQ(pcrs->at(7), testing::openssl_extend(alg::kSha256, Bytes(32, 0), openssl_digest(alg::kSha256, Bytes(4, 0))));
+  EXPECT_EQ(pcrs->at(7),
+            testing::openssl_extend(alg::kSha256, Bytes(32, 0), openssl_digest(alg::kSha256, Bytes(4, 0))));
 }
 
 TEST(EventLog, HeaderOnlyLogHasNoPcrs) {
@@ -178,7 +179,8 @@ std::vector<Malformed> malformed_logs() {
     bad[0] = 1;  // pcrIndex of an EV_NO_ACTION Spec ID event
     cases.push_back({"SpecIdNotPcr0", bad, "not the Spec ID event (PCR 0, EV_NO_ACTION)"});
   }
-  cases.push_back({"NoAlgorithms", EventLogBuilder::spec_id_event({}), "numberOfAlgorithms 0 at offset 56 is not 1 to 16"});
+  cases.push_back(
+      {"NoAlgorithms", EventLogBuilder::spec_id_event({}), "numberOfAlgorithms 0 at offset 56 is not 1 to 16"});
   {
     std::vector<std::pair<uint16_t, uint16_t>> many;
     for (uint16_t i = 0; i < 17; ++i) many.emplace_back(0x100 + i, 32);
@@ -203,8 +205,7 @@ std::vector<Malformed> malformed_logs() {
     bad[29] = 0x20;  // 8 KiB
     cases.push_back({"SpecIdTooLarge", bad, "eventSize 8192 at offset 28 is above 4096"});
   }
-  cases.push_back({"UnlistedAlgorithm",
-                   with_event(header, 0, kEvSeparator, {{alg::kSha384, Bytes(48, 0)}}, 0),
+  cases.push_back({"UnlistedAlgorithm", with_event(header, 0, kEvSeparator, {{alg::kSha384, Bytes(48, 0)}}, 0),
                    "event 1 at offset " + std::to_string(event1) + ": hashAlg 0x000c at offset " +
                        std::to_string(event1 + 12) + " is not in the Spec ID event"});
   cases.push_back({"RepeatedAlgorithm",
@@ -213,11 +214,12 @@ std::vector<Malformed> malformed_logs() {
   {
     auto three = good_digests;
     three.emplace_back(alg::kSha1, Bytes(20, 0));
-    cases.push_back({"TooManyDigests", with_event(header, 0, kEvSeparator, three, 0),
-                     "digest count 3 at offset " + std::to_string(event1 + 8) + " is above the Spec ID event's 2 algorithms"});
+    cases.push_back(
+        {"TooManyDigests", with_event(header, 0, kEvSeparator, three, 0),
+         "digest count 3 at offset " + std::to_string(event1 + 8) + " is above the Spec ID event's 2 algorithms"});
   }
-  cases.push_back({"HugeEventSize", with_event(header, 0, kEvSeparator, good_digests, 16 * 1024 * 1024 + 1),
-                   "eventSize 16777217"});
+  cases.push_back(
+      {"HugeEventSize", with_event(header, 0, kEvSeparator, good_digests, 16 * 1024 * 1024 + 1), "eventSize 16777217"});
   cases.push_back({"EventSizePastTheEnd", with_event(header, 0, kEvSeparator, good_digests, 100, Bytes(10, 0)),
                    "truncated event data"});
   cases.push_back({"PcrOutOfRange", with_event(header, 32, kEvSeparator, good_digests, 0), "PCR 32 is above 31"});
@@ -227,9 +229,10 @@ std::vector<Malformed> malformed_logs() {
     locality.push_back(0);
     locality.push_back(3);
     Bytes extended = with_event(header, 0, kEvSeparator, good_digests, 0);
-    cases.push_back({"LocalityAfterPcr0",
-                     with_event(extended, 0, kEvNoAction, good_digests, static_cast<uint32_t>(locality.size()), locality),
-                     "StartupLocality event after PCR 0 was extended"});
+    cases.push_back(
+        {"LocalityAfterPcr0",
+         with_event(extended, 0, kEvNoAction, good_digests, static_cast<uint32_t>(locality.size()), locality),
+         "StartupLocality event after PCR 0 was extended"});
     Bytes once = with_event(header, 0, kEvNoAction, good_digests, static_cast<uint32_t>(locality.size()), locality);
     cases.push_back({"LocalityTwice",
                      with_event(once, 0, kEvNoAction, good_digests, static_cast<uint32_t>(locality.size()), locality),
@@ -386,9 +389,9 @@ Bytes sha1_firmware_log(bool spec_id) {
     Bytes spec;
     const char signature[16] = "Spec ID Event00";
     spec.insert(spec.end(), signature, signature + 16);
-    put_le32(spec, 0);  // platformClass
+    put_le32(spec, 0);                      // platformClass
     spec.insert(spec.end(), {2, 1, 0, 2});  // version 1.2, errata, uintnSize
-    spec.push_back(0);  // vendorInfoSize
+    spec.push_back(0);                      // vendorInfoSize
     sha1_event(log, 0, 3, spec, Bytes(20, 0));
   }
   sha1_event(log, 0, kEvSCrtmVersion, text("1.0"));

@@ -74,7 +74,8 @@ TEST(FaultInjectionTest, ForgedErrorWithAndWithoutExecution) {
   testing::ScriptedTransport inner;
   inner.always(kResponse);
   bool executed = false;
-  FaultInjectingTransport t(inner, [&](size_t, uint32_t, ByteView) { return Fault::forge_error(rc::kRetry, executed); });
+  FaultInjectingTransport t(inner,
+                            [&](size_t, uint32_t, ByteView) { return Fault::forge_error(rc::kRetry, executed); });
   auto r = t.transmit(kCommand);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, error_response(rc::kRetry));

@@ -3,8 +3,8 @@
 // in a directory others can write (a 1777 directory, the link owned by
 // another uid, as in /tmp), a state directory others can write, a link at a
 // state file's name, a write that fails half-way, and every umask.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -159,8 +159,7 @@ TEST_F(FilesTest, APlantedLinkToAFifoIsRefused) {
   auto plan = files::plan_output(link.string());
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.error().kind(), ErrorKind::kUsage);
-  EXPECT_NE(plan.error().message().find("which other users can write, to a device or FIFO: refused"),
-            std::string::npos)
+  EXPECT_NE(plan.error().message().find("which other users can write, to a device or FIFO: refused"), std::string::npos)
       << plan.error().message();
   Status st = files::write_output(link.string(), "report\n");
   ASSERT_FALSE(st.ok());
@@ -216,9 +215,8 @@ TEST_F(FilesTest, AWriteThatFailsHalfWayLeavesTheOldFile) {
 TEST_F(FilesTest, ACliKilledHalfWayThroughAWriteLeavesTheOldReport) {
   fs::path out = private_ / "chart.svg";
   { std::ofstream(out) << "old chart\n"; }
-  auto r = run_command({"sh", "-c", "ulimit -f 1; exec \"$0\" \"$@\"", TPMSEC_CLI_PATH, "bench", "--emulate",
-                        "slb9670", "--iterations", "2", "--no-primitives", "--strategies", "resident", "--svg",
-                        out.string()},
+  auto r = run_command({"sh", "-c", "ulimit -f 1; exec \"$0\" \"$@\"", TPMSEC_CLI_PATH, "bench", "--emulate", "slb9670",
+                        "--iterations", "2", "--no-primitives", "--strategies", "resident", "--svg", out.string()},
                        {"TPMSEC_STATE_DIR=" + (root_ / "kept").string()});
   EXPECT_EQ(r.exit_code, 128 + SIGXFSZ) << describe(r);
   EXPECT_EQ(slurp(out), "old chart\n");

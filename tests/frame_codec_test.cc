@@ -29,8 +29,8 @@ constexpr size_t kMax = 4096;
 
 Bytes entry(uint32_t handle, size_t nonce_bytes, uint8_t attributes, size_t hmac_bytes, bool command) {
   Bytes nonce(nonce_bytes, 0x4e), hmac(hmac_bytes, 0x48);
-  auto e = write_auth_entry(AuthEntry{.handle = handle, .nonce = nonce, .attributes = attributes, .hmac = hmac},
-                            command);
+  auto e =
+      write_auth_entry(AuthEntry{.handle = handle, .nonce = nonce, .attributes = attributes, .hmac = hmac}, command);
   EXPECT_TRUE(e.ok()) << e.error().message();
   return e.ok() ? *e : Bytes();
 }

@@ -236,12 +236,13 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"Garbage", kHeader + " 0)               |  tpm2_pcr_extend() {\nhello world\n", 4, "CPU column"},
         Malformed{"BadDuration", kHeader + " 0) # 63x0.029 us |  tpm_transmit_cmd();\n", 3, "duration"},
         Malformed{"BadUnit", kHeader + " 0) # 6360.029 yr |  tpm_transmit_cmd();\n", 3, "duration"},
-        Malformed{"LeafWithoutDuration", kHeader + " 0)               |  tpm_transmit_cmd();\n", 3, "without a duration"},
+        Malformed{"LeafWithoutDuration", kHeader + " 0)               |  tpm_transmit_cmd();\n", 3,
+                  "without a duration"},
         Malformed{"UnmatchedClose", kHeader + "\n 0) # 6415.012 us |  }\n", 4, "closes no call"},
         Malformed{"NeverClosed", kHeader + " 0)               |  tpm2_pcr_extend() {\n 0)   1.1 us | x();\n", 3,
                   "never closed"},
-        Malformed{"CloseOnOtherCpu",
-                  kHeader + " 0)               |  tpm2_pcr_extend() {\n 1) # 6415.012 us |  }\n", 4, "CPU 1"},
+        Malformed{"CloseOnOtherCpu", kHeader + " 0)               |  tpm2_pcr_extend() {\n 1) # 6415.012 us |  }\n", 4,
+                  "CPU 1"},
         Malformed{"NotACall", kHeader + " 0)   1.112 us    |    tpm_buf_append_hmac_session\n", 3, "func()"},
         Malformed{"BadName", kHeader + " 0)   1.112 us    |    rm -rf();\n", 3, "function name"},
         Malformed{"HugeDuration", kHeader + " 0) $ 99999999999999999 us |  x();\n", 3, "duration"},
@@ -253,7 +254,8 @@ TEST(FtraceParse, AcceptsMailedCapturesAndSkipsNoise) {
   // funcgraph-proc context switch, interrupt arrows, comments.
   std::string text =
       "# tracer: function_graph\r\n\r\n"
-      "\xC2\xA0" "0)\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0 |  tpm2_pcr_extend() {\r\n"
+      "\xC2\xA0"
+      "0)\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0\xC2\xA0 |  tpm2_pcr_extend() {\r\n"
       " 0)   ==========> |\n"
       " 0)   <========== |\n"
       " ------------------------------------------\n"

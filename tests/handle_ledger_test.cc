@@ -12,8 +12,8 @@
 #include <iostream>
 #include <set>
 
-#include "support/test_tpm.h"
 #include "support/fault_injection.h"
+#include "support/test_tpm.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/handle_ledger.h"
@@ -568,7 +568,8 @@ TEST_P(LedgerAttackTest, LostResponsesOfEveryCreatingCommandLeaveNothing) {
     }
   }
   faults_->set_hook(nullptr);
-  std::cout << operations_run << " creations with lost or broken responses, " << failures << " failed, 0 handles left\n";
+  std::cout << operations_run << " creations with lost or broken responses, " << failures
+            << " failed, 0 handles left\n";
   expect_object_works(their_object);
   expect_session_works(tpm(), **their_session);
 }

@@ -218,7 +218,8 @@ TEST_P(HeldHandlesTest, TheRecordFollowsWhatTheTpmHolds) {
   EXPECT_TRUE(host_.held_handles(id_).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(OverABus, HeldHandlesTest, ::testing::Values(testing::TpmKind::kSwtpm, testing::TpmKind::kDevice),
+INSTANTIATE_TEST_SUITE_P(OverABus, HeldHandlesTest,
+                         ::testing::Values(testing::TpmKind::kSwtpm, testing::TpmKind::kDevice),
                          testing::tpm_kind_param_name);
 
 // In process, nothing outlives the process: a stale record goes, nothing is

@@ -6,15 +6,15 @@
 // would attack it. The protect path over host state in memory, with no
 // state directory, is in trust_anchor_test.cc.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,7 +36,6 @@ std::string temp_dir(const char* prefix) {
 }
 
 fs::perms permissions(const std::string& path) { return fs::status(path).permissions() & fs::perms::all; }
-
 
 TEST(FileHostState, AMalformedPinFileIsAnErrorNamingIt) {
   std::string dir = temp_dir("pins");
@@ -305,7 +304,8 @@ class StateDirRule : public ::testing::Test {
     const FileHostState& s = *store_;
     const TpmId& t = tpm_;
     return {
-        {"null-key pin", s.where(StateRecord::kNullKeyPin, t), [&] { return found(s.null_key_pin(t, SaltKind::kEcc)); }},
+        {"null-key pin", s.where(StateRecord::kNullKeyPin, t),
+         [&] { return found(s.null_key_pin(t, SaltKind::kEcc)); }},
         {"EK pin", s.where(StateRecord::kEkPin, t), [&] { return found(s.ek_pin(t, SaltKind::kEcc)); }},
         {"bind secret", s.where(StateRecord::kBindSecret, t), [&] { return found(s.bind_secret(t)); }},
         {"salt key", s.where(StateRecord::kSaltKey, t), [&] { return found(s.salt_key(t)); }},

@@ -99,12 +99,11 @@ TEST_P(EachTemplate, ExpectedPcrInEachBank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Templates, EachTemplate, ::testing::ValuesIn(kTemplates),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Templates, EachTemplate, ::testing::ValuesIn(kTemplates), [](const auto& info) {
+  std::string name = info.param;
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+});
 
 TEST(ImaLog, AsciiLineIsTheKernelsFormat) {
   ImaRecord r = sample_ima_record("ima-sig", 3);  // unsigned: ends in an empty field

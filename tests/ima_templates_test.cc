@@ -20,10 +20,10 @@
 namespace tpmsec {
 namespace {
 
-using ima::ParsedLog;
 using ima::extend_digest;
 using ima::parse_ascii_log;
 using ima::parse_binary_log;
+using ima::ParsedLog;
 using testing::describe;
 using testing::run_tpmsec;
 
@@ -94,8 +94,8 @@ std::vector<HandEntry> entries() {
     field(td, {});
     field(td, cat({bytes("sha256:"), Bytes{0}, Bytes(32, 0x77)}));
     field(td, Bytes{0x30, 0x82, 0x01});
-    out.push_back({"ima-modsig",
-                   "sha256:" + file_hex + " /usr/bin/bash  sha256:" + std::string(64, '7') + " 308201", td});
+    out.push_back(
+        {"ima-modsig", "sha256:" + file_hex + " /usr/bin/bash  sha256:" + std::string(64, '7') + " 308201", td});
   }
   // ima-modsig without one: three empty fields at the end of the line.
   {

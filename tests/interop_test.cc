@@ -72,13 +72,14 @@ TEST(Interop, ImaReplayReadsBackWithTpm2Pcrread) {
   std::string path = ::testing::TempDir() + "/interop-ima.bin";
   {
     Bytes log = testing::ima_binary_log(records);
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(log.data()),
-                                                static_cast<std::streamsize>(log.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(log.data()), static_cast<std::streamsize>(log.size()));
   }
   // The test's own swtpm: its first answer is trusted (--tofu, pinned in a
   // state directory of the test's own).
-  auto r = run_tpmsec({"replay", "--ima", path, "--pcr", "23", "--strategy", "resident", "--tpm", swtpm.tcti(), "--tofu"},
-                      {"TPMSEC_STATE_DIR=" + ::testing::TempDir() + "/interop-state"});
+  auto r =
+      run_tpmsec({"replay", "--ima", path, "--pcr", "23", "--strategy", "resident", "--tpm", swtpm.tcti(), "--tofu"},
+                 {"TPMSEC_STATE_DIR=" + ::testing::TempDir() + "/interop-state"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::string expected = to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10));
   auto read = run_command({"tpm2_pcrread", "sha256:23"}, {"TPM2TOOLS_TCTI=" + swtpm.tcti()});

@@ -49,14 +49,14 @@
 #include "support/swtpm_process.h"
 #include "support/tpm_frames.h"
 #include "tpmsec/bind_secret.h"
-#include "tpmsec/salt_key.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/salt.h"
+#include "tpmsec/salt_key.h"
 #include "tpmsec/tpm.h"
-#include "tpmsec/transport/tracing.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tracing.h"
 
 namespace tpmsec::testing {
 namespace {
@@ -68,9 +68,6 @@ constexpr uint32_t kRcSessionHandles = 0x105;
 constexpr uint32_t kRcAttributes = 0x082;
 
 Bytes digest_of(std::string_view text) { return openssl_digest(alg::kSha256, as_bytes(text)); }
-
-
-
 
 std::string hex_handles(const std::vector<uint32_t>& handles) {
   std::string s;
@@ -204,9 +201,9 @@ Bytes salt_from(ByteView z, ByteView encrypted_salt, const Public& key) {
 // ---- Forged identity ----
 
 struct Identity {
-  std::string manufacturer;          // four characters, as TPM_PT_MANUFACTURER holds them
-  std::vector<std::string> vendor;   // TPM_PT_VENDOR_STRING_1..4
-  uint32_t firmware_1 = 0;           // TPM_PT_FIRMWARE_VERSION_1 (major << 16 | minor)
+  std::string manufacturer;         // four characters, as TPM_PT_MANUFACTURER holds them
+  std::vector<std::string> vendor;  // TPM_PT_VENDOR_STRING_1..4
+  uint32_t firmware_1 = 0;          // TPM_PT_FIRMWARE_VERSION_1 (major << 16 | minor)
 };
 
 uint32_t chars4(std::string_view s) {
@@ -222,11 +219,11 @@ uint32_t chars4(std::string_view s) {
 const std::vector<Identity>& forged_identities() {
   static const std::vector<Identity> ids{
       // The rule of data/policy/default.toml at 1525db5 each one matched:
-      {"MCHP", {"", "", "", ""}, 0},                      // attpm20p: plain
-      {"IFX ", {"SLB9", "670", "", ""}, 7u << 16 | 85},   // slb9670: checkpoint
-      {"STM ", {"", "", "", ""}, 74u << 16 | 8},          // st33tphf2x: resident
-      {"NTC ", {"rlsN", "PCT", "", ""}, 1u << 16 | 3},    // npct650: checkpoint
-      {"ATML", {"", "", "", ""}, 0},                      // no profile: default (resident)
+      {"MCHP", {"", "", "", ""}, 0},                     // attpm20p: plain
+      {"IFX ", {"SLB9", "670", "", ""}, 7u << 16 | 85},  // slb9670: checkpoint
+      {"STM ", {"", "", "", ""}, 74u << 16 | 8},         // st33tphf2x: resident
+      {"NTC ", {"rlsN", "PCT", "", ""}, 1u << 16 | 3},   // npct650: checkpoint
+      {"ATML", {"", "", "", ""}, 0},                     // no profile: default (resident)
   };
   return ids;
 }
@@ -481,9 +478,9 @@ class NullKeySubstitution : public InterposerTest {
     }
     // An audited read, and random bytes through an encrypted session (its
     // cipher check included): nothing the attacker's session vouches for is printed.
-    for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "read", "16", "--protect", "audit"},
-                                          std::vector<std::string>{"random", "16"},
-                                          std::vector<std::string>{"random", "16", "--xor"}}) {
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"pcr", "read", "16", "--protect", "audit"}, std::vector<std::string>{"random", "16"},
+          std::vector<std::string>{"random", "16", "--xor"}}) {
       SCOPED_TRACE(args[0]);
       auto r = through_proxy(concat_args(args, anchor));
       EXPECT_EQ(r.exit_code, exit_code) << describe(r);
@@ -832,9 +829,12 @@ enum class Loss {
 
 std::string loss_name(Loss how) {
   switch (how) {
-    case Loss::kCutOff: return "cut off after the header";
-    case Loss::kTruncated: return "truncated to half";
-    case Loss::kClosed: return "lost with the connection";
+    case Loss::kCutOff:
+      return "cut off after the header";
+    case Loss::kTruncated:
+      return "truncated to half";
+    case Loss::kClosed:
+      return "lost with the connection";
   }
   return "?";
 }
@@ -871,8 +871,8 @@ class LostResponses : public InterposerTest {
         proxy_->set_rule(lose_response(i, how, &lost));
         auto r = through_proxy(args);
         ++runs;
-        std::string what = fmt::format("{}: response {} of {} ({}) {}", strategy, i, commands, command_name(lost),
-                                       loss_name(how));
+        std::string what =
+            fmt::format("{}: response {} of {} ({}) {}", strategy, i, commands, command_name(lost), loss_name(how));
         std::string after = pcr();
         EXPECT_TRUE(after == before || after == extended_hex(before, client_digest())) << what << "; " << describe(r);
         if (r.exit_code == 0) {
@@ -990,8 +990,8 @@ TEST_F(InterposerTest, ForgedHandlesNeverFlushAnotherClientsHandle) {
     std::vector<uint32_t> left = handles();
     std::set<uint32_t> expected{foreign.object, foreign.session};
     EXPECT_EQ(std::set<uint32_t>(left.begin(), left.end()), expected)
-        << "the foreign handles are " << hex_handles({foreign.object, foreign.session}) << ", left loaded: "
-        << hex_handles(left) << "; " << describe(r);
+        << "the foreign handles are " << hex_handles({foreign.object, foreign.session})
+        << ", left loaded: " << hex_handles(left) << "; " << describe(r);
     std::string after = pcr();
     EXPECT_TRUE(after == before || (r.exit_code == 0 && after == extended_hex(before, client_digest()))) << describe(r);
     Direct d(swtpm_->spec());
@@ -1028,9 +1028,8 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
     proxy_->set_rule([&k, hidden, lost, hid](const ProxiedCommand& c, Upstream& tpm) -> Reply {
       Reply r = pass(c, tpm);
       if (!r.response) return r;
-      const bool creates_the_kind =
-          !k.lose_session ? (c.code == cc::kCreatePrimary || c.code == cc::kContextLoad)
-                          : c.code == cc::kStartAuthSession;
+      const bool creates_the_kind = !k.lose_session ? (c.code == cc::kCreatePrimary || c.code == cc::kContextLoad)
+                                                    : c.code == cc::kStartAuthSession;
       if (creates_the_kind && !*lost) {
         *lost = true;
         Bytes half(r.response->begin(), r.response->begin() + std::max<size_t>(10, r.response->size() / 2));
@@ -1060,8 +1059,8 @@ TEST_F(InterposerTest, AHandleHiddenFromTheBaselineIsNeverSwept) {
     EXPECT_GE(*hid, 1) << "the baseline was not listed; " << describe(r);
     std::vector<uint32_t> left = handles();
     EXPECT_EQ(std::set<uint32_t>(left.begin(), left.end()), (std::set<uint32_t>{foreign.object, foreign.session}))
-        << "the foreign handles are " << hex_handles({foreign.object, foreign.session}) << ", left loaded: "
-        << hex_handles(left) << "; " << describe(r);
+        << "the foreign handles are " << hex_handles({foreign.object, foreign.session})
+        << ", left loaded: " << hex_handles(left) << "; " << describe(r);
     Direct d(swtpm_->spec());
     for (uint32_t h : left) (void)d.tpm().run(cmd::FlushContext{h});
   }
@@ -1242,9 +1241,9 @@ TEST_F(SaltKeyTest, ASubstitutedKeyCannotAnswer) {
   {
     Direct d(swtpm_->spec());
     ASSERT_TRUE(d.ok());
-    auto evicted = d.tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kDefaultSaltKeyHandle),
-                                                 kDefaultSaltKeyHandle},
-                               {Auth::password()});
+    auto evicted = d.tpm().run(
+        cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kDefaultSaltKeyHandle), kDefaultSaltKeyHandle},
+        {Auth::password()});
     ASSERT_TRUE(evicted.ok()) << evicted.error().message();
     auto other = other_key(d.tpm(), kDefaultSaltKeyHandle);
     ASSERT_TRUE(other.ok()) << other.error().message();
@@ -1280,10 +1279,10 @@ TEST_F(SaltKeyTest, AForgedPublicAreaIsNeverPinned) {
     c.in_public.public_area = null_key_template(SaltKind::kEcc);
     auto made = d.tpm().run(c, {Auth::password()});
     ASSERT_TRUE(made.ok()) << made.error().message();
-    auto persisted = d.tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner),
-                                                   NamedHandle{made->object_handle, made->name.bytes},
-                                                   kDefaultSaltKeyHandle},
-                                 {Auth::password()});
+    auto persisted =
+        d.tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{made->object_handle, made->name.bytes},
+                                      kDefaultSaltKeyHandle},
+                    {Auth::password()});
     (void)d.tpm().run(cmd::FlushContext{made->object_handle});
     ASSERT_TRUE(persisted.ok()) << persisted.error().message();
   }
@@ -1431,8 +1430,9 @@ TEST_F(SaltKeyTest, ARewrittenCreateTemplateIsNeverPinned) {
 // use afterwards pins the genuine key and extends.
 TEST_F(InterposerTest, AFirstUseRefusesANullKeyMadeFromARewrittenTemplate) {
   size_t rewritten = 0;
-  proxy_->set_rule(rewrite_create_primary(rh::kNull, [](Public& p) { p = unrestricted_template(); },
-                                          /*restore_answer=*/false, &rewritten));
+  proxy_->set_rule(rewrite_create_primary(
+      rh::kNull, [](Public& p) { p = unrestricted_template(); },
+      /*restore_answer=*/false, &rewritten));
   std::string before = pcr();
   auto r = through_proxy(extend_args("per-command", {"--tofu"}));
   EXPECT_GT(rewritten, 0u);

@@ -15,9 +15,9 @@
 #include "tpmsec/emulation/command_variant.h"
 #include "tpmsec/emulation/emulated_identity.h"
 #include "tpmsec/emulation/latency_transport.h"
-#include "tpmsec/pcr.h"
 #include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/tpm_info.h"
 #include "tpmsec/transport/transports.h"
@@ -27,10 +27,10 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kShipped = {"amd-ftpm-3", "attpm20p",      "intel-ptt-11", "intel-ptt-400",
-                                           "intel-ptt-600", "jetson-ftpm", "npct650",     "npct750",
-                                           "ns350",      "pluton",        "slb9665",      "slb9670",
-                                           "slb9672",    "slb9673",       "st33ktpm2x",   "st33tphf2x"};
+const std::vector<std::string> kShipped = {"amd-ftpm-3",    "attpm20p",    "intel-ptt-11", "intel-ptt-400",
+                                           "intel-ptt-600", "jetson-ftpm", "npct650",      "npct750",
+                                           "ns350",         "pluton",      "slb9665",      "slb9670",
+                                           "slb9672",       "slb9673",     "st33ktpm2x",   "st33tphf2x"};
 
 LatencyProfile must_load(const std::string& name) {
   auto p = load_profile(name);
@@ -487,7 +487,9 @@ TEST_F(Slb9670Emulation, ResidentSessionExtend) {
   ASSERT_TRUE(s.ok()) << s.error().message();
   std::vector<double> ms;
   for (int i = 0; i < kRuns; ++i) {
-    ms.push_back(timed([&] { ASSERT_TRUE(pcr_extend(*tpm_, alg::kSha256, 16, Bytes(32, 3), Auth{s->get(), {}}).ok()); }));
+    ms.push_back(timed([&] {
+      ASSERT_TRUE(pcr_extend(*tpm_, alg::kSha256, 16, Bytes(32, 3), Auth{s->get(), {}}).ok());
+    }));
   }
   double m = median(ms);
   EXPECT_TRUE(within(m, 24.4, 0.05)) << "median " << m << " ms";

@@ -25,8 +25,8 @@
 
 #include <fmt/format.h>
 
-#include "support/test_tpm.h"
 #include "support/fault_injection.h"
+#include "support/test_tpm.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
@@ -83,20 +83,20 @@ enum class Kind { kExtendOneShot, kRandomOneShot, kReadResident, kExtendResident
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::kExtendOneShot: return "PCR_Extend one-shot";
-    case Kind::kRandomOneShot: return "GetRandom(encrypt) one-shot";
-    case Kind::kReadResident: return "PCR_Read(audit) resident";
-    case Kind::kExtendResident: return "PCR_Extend resident";
+    case Kind::kExtendOneShot:
+      return "PCR_Extend one-shot";
+    case Kind::kRandomOneShot:
+      return "GetRandom(encrypt) one-shot";
+    case Kind::kReadResident:
+      return "PCR_Read(audit) resident";
+    case Kind::kExtendResident:
+      return "PCR_Extend resident";
   }
   return "?";
 }
 
-bool is_protected(uint32_t code) {
-  return code == cc::kPcrExtend || code == cc::kGetRandom || code == cc::kPcrRead;
-}
-bool is_setup(uint32_t code) {
-  return code == cc::kContextLoad || code == cc::kStartAuthSession;
-}
+bool is_protected(uint32_t code) { return code == cc::kPcrExtend || code == cc::kGetRandom || code == cc::kPcrRead; }
+bool is_setup(uint32_t code) { return code == cc::kContextLoad || code == cc::kStartAuthSession; }
 
 struct PickedFault {
   Fault fault;
@@ -193,12 +193,11 @@ class LeakTest : public testing::TpmTest {
     return out;
   }
 
-
  public:
   struct Report {
-    std::map<std::string, size_t> outcomes;  // kind -> "ok"/"error kind"
-    std::map<std::string, size_t> faults;    // fault label class -> count
-    std::map<std::string, size_t> ok_despite;  // faults after which the command still succeeded
+    std::map<std::string, size_t> outcomes;      // kind -> "ok"/"error kind"
+    std::map<std::string, size_t> faults;        // fault label class -> count
+    std::map<std::string, size_t> ok_despite;    // faults after which the command still succeeded
     std::map<std::string, size_t> leaked_after;  // faults of the commands that leaked a handle
     size_t leaks = 0;
     std::string first_leak;
@@ -232,13 +231,19 @@ class LeakTest : public testing::TpmTest {
       switch (kind) {
         case Kind::kExtendOneShot: {
           auto s = factory_->start(0);
-          if (!s.ok()) { st = s.error(); break; }
+          if (!s.ok()) {
+            st = s.error();
+            break;
+          }
           st = pcr_extend(*faulty_tpm_, alg::kSha256, kPcr, digest, Auth{s->get(), {}});
           break;  // the session is dropped here: flushed unless the TPM ended it
         }
         case Kind::kRandomOneShot: {
           auto s = factory_->start(attr::kEncrypt);
-          if (!s.ok()) { st = s.error(); break; }
+          if (!s.ok()) {
+            st = s.error();
+            break;
+          }
           auto r = faulty_tpm_->run(cmd::GetRandom{32}, {Auth{s->get(), {}}});
           if (!r.ok()) st = r.error();
           break;
@@ -249,7 +254,10 @@ class LeakTest : public testing::TpmTest {
           std::unique_ptr<HmacSession>& slot = read ? resident_read : resident_extend;
           if (!slot) {
             auto s = factory_->start(read ? attr::kAudit | attr::kContinueSession : attr::kContinueSession);
-            if (!s.ok()) { st = s.error(); break; }
+            if (!s.ok()) {
+              st = s.error();
+              break;
+            }
             slot = std::move(*s);
           }
           Auth a{slot.get(), {}};
@@ -258,8 +266,8 @@ class LeakTest : public testing::TpmTest {
             if (!r.ok()) {
               st = r.error();
             } else if (*r != seen_.pcr) {
-              ADD_FAILURE() << "command " << i << ": audited PCR_Read returned " << to_hex(*r)
-                            << ", the TPM holds " << to_hex(seen_.pcr);
+              ADD_FAILURE() << "command " << i << ": audited PCR_Read returned " << to_hex(*r) << ", the TPM holds "
+                            << to_hex(seen_.pcr);
             }
           } else {
             st = pcr_extend(*faulty_tpm_, alg::kSha256, kPcr, digest, a);
@@ -373,7 +381,8 @@ TEST_P(LeakTest, HandleOfAResponseThatFailsToParseIsFlushed) {
       {cc::kContextLoad, trailing_byte, "ContextLoad with one trailing byte"},
   };
   for (const Case& c : cases) {
-    faults_->set_hook([&](size_t, uint32_t code, ByteView) { return code == c.command_code ? c.fault : Fault::pass(); });
+    faults_->set_hook(
+        [&](size_t, uint32_t code, ByteView) { return code == c.command_code ? c.fault : Fault::pass(); });
     auto s = factory_->start(0);
     faults_->set_hook(nullptr);
     EXPECT_FALSE(s.ok()) << c.what;

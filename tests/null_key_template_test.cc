@@ -1,8 +1,7 @@
 // The null primary's template, its name, and the name a user pins
-// (tpmsec/null_key.h; Linux drivers/char/tpm/tpm2-sessions.c, tpm2_create_null_primary): the ECC template marshals to the TCG
-// "SRK template H" bytes, compute_name() reproduces the name libtpms returned
-// in the recorded transcript, and parse_null_name() takes the kernel's
-// /sys/class/tpm/tpm0/null_name format (hex, trailing newline) and refuses
+// (tpmsec/null_key.h; Linux drivers/char/tpm/tpm2-sessions.c, tpm2_create_null_primary): the ECC template marshals to
+// the TCG "SRK template H" bytes, compute_name() reproduces the name libtpms returned in the recorded transcript, and
+// parse_null_name() takes the kernel's /sys/class/tpm/tpm0/null_name format (hex, trailing newline) and refuses
 // anything that is not a hash algorithm id followed by a digest of its size.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tpmsec/bytes.h"
 #include "support/test_data.h"
+#include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/host/file_host_state.h"
@@ -63,8 +62,7 @@ std::string recorded_name_hex() {
 class TempFile {
  public:
   explicit TempFile(const std::string& contents) {
-    path_ = ::testing::TempDir() + "tpmsec_null_name_" + std::to_string(::getpid()) + "_" +
-            std::to_string(counter_++);
+    path_ = ::testing::TempDir() + "tpmsec_null_name_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++);
     std::ofstream out(path_, std::ios::binary);
     out << contents;
     EXPECT_TRUE(out.good()) << "cannot write " << path_;
@@ -120,7 +118,8 @@ TEST(NullKeyName, ComputeNameReproducesTheRecordedName) {
   expected.unique_x = pub->unique_x;
   expected.unique_y = pub->unique_y;
   EXPECT_TRUE(*pub == expected);
-  EXPECT_EQ(to_hex(marshal_to_bytes(*pub).value()), to_hex(out_public)) << "outPublic does not re-marshal byte for byte";
+  EXPECT_EQ(to_hex(marshal_to_bytes(*pub).value()), to_hex(out_public))
+      << "outPublic does not re-marshal byte for byte";
 
   auto name = compute_name(*pub);
   ASSERT_TRUE(name.ok()) << name.error().message();

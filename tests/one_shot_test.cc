@@ -90,8 +90,7 @@ TEST_F(OneShot, APreventingExtendIsLinuxsSequenceOnceTheNullKeyIsKept) {
 // chip (CreatePrimary, StartAuthSession, PCR_Extend, two FlushContext:
 // 30.77 ms, bench/peers). A policy saying reload brings the kept context back.
 TEST_F(OneShot, WhereCreatingTheNullKeyIsCheaperThePolicyHasItCreated) {
-  const std::vector<std::string> recreated{"CreatePrimary.ecc", "StartAuthSession.ecc", "FlushContext",
-                                           "PCR_Extend"};
+  const std::vector<std::string> recreated{"CreatePrimary.ecc", "StartAuthSession.ecc", "FlushContext", "PCR_Extend"};
   double recreate_ms = 0;
   for (const std::string strategy : {"", "per-command", "resident", "saved-context"}) {
     SCOPED_TRACE(strategy.empty() ? "policy default" : strategy);
@@ -116,9 +115,8 @@ TEST_F(OneShot, WhereCreatingTheNullKeyIsCheaperThePolicyHasItCreated) {
 TEST_F(OneShot, CheckpointReadsBeforeAndAfterAndPlainIsOneCommand) {
   extend("checkpoint");
   Sequence checkpoint = extend("checkpoint");
-  EXPECT_EQ(checkpoint.commands,
-            (std::vector<std::string>{"ContextLoad.object", "StartAuthSession.ecc", "FlushContext", "PCR_Read",
-                                      "PCR_Extend", "PCR_Read", "FlushContext"}));
+  EXPECT_EQ(checkpoint.commands, (std::vector<std::string>{"ContextLoad.object", "StartAuthSession.ecc", "FlushContext",
+                                                           "PCR_Read", "PCR_Extend", "PCR_Read", "FlushContext"}));
   Sequence plain = extend("plain");
   EXPECT_EQ(plain.commands, std::vector<std::string>{"PCR_Extend"});
 }

@@ -2,9 +2,9 @@
 // textfile collector reads, checked by a strict parser of the format's rules
 // (https://prometheus.io/docs/instrumenting/exposition_formats/) and, where
 // promtool is installed, by `promtool check metrics` too.
+#include <fcntl.h>
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "support/log_builder.h"
-#include "support/test_data.h"
 #include "support/run_command.h"
+#include "support/test_data.h"
 #include "tpmsec/measure/openmetrics.h"
 
 namespace tpmsec {
@@ -179,8 +179,10 @@ void parse_into(const std::string& text, Exposition& out) {
         ++i;  // past the quote
         s.labels[key] = value;
         ASSERT_LT(i, line.size());
-        if (line[i] == ',') ++i;
-        else ASSERT_EQ(line[i], '}');
+        if (line[i] == ',')
+          ++i;
+        else
+          ASSERT_EQ(line[i], '}');
       }
     }
     ASSERT_LT(i, line.size());
@@ -226,10 +228,9 @@ void promtool_agrees(const std::string& text) {
   ADD_FAILURE() << "promtool is not installed (apt-get install prometheus; scripts/quickstart installs it)";
 }
 
-
 // The one label set every series carries, whatever the command; per-strategy
 // series add strategy (and quantile), decisions strategy and by.
-const std::set<std::string> kRunLabels{"command", "profile", "transport", "manufacturer",
+const std::set<std::string> kRunLabels{"command", "profile",  "transport", "manufacturer",
                                        "vendor",  "firmware", "emulated"};
 
 void expect_run_labels(const Exposition& e, const std::string& command) {
@@ -268,12 +269,11 @@ class OpenMetricsTest : public ::testing::Test {
 // The parser itself can fail: each rule it checks, broken once.
 TEST(OpenMetricsFormat, TheParserRejectsWhatTheFormatForbids) {
   EXPECT_FATAL_FAILURE(parse_strict("tpmsec_x 1\n"), "sample before its TYPE");
-  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"\\t\"} 1\n"),
-                       "bad escape");
-  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"1\"} 1\ntpmsec_x{a=\"1\"} 2\n"),
-                       "duplicate series");
-  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{1a=\"1\"} 1\n"),
-                       "label_name");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"\\t\"} 1\n"), "bad escape");
+  EXPECT_FATAL_FAILURE(
+      parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"1\"} 1\ntpmsec_x{a=\"1\"} 2\n"),
+      "duplicate series");
+  EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{1a=\"1\"} 1\n"), "label_name");
   EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x{a=\"1} 1\n"),
                        "unterminated label value");
   EXPECT_FATAL_FAILURE(parse_strict("# HELP tpmsec_x h\n# TYPE tpmsec_x gauge\ntpmsec_x one\n"), "not a number");
@@ -322,8 +322,8 @@ TEST(OpenMetricsFormat, ValuesAreShortestDecimalSeconds) {
   d.median = 148.920707;
   d.p99 = 0.1;
   d.mean = 148.920707;
-  std::string text = openmetrics_text({{"manufacturer", "IFX"}}, "device:/dev/tpmrm0", "bench",
-                                      {{"resident", d, 3.0}}, true, 62.5);
+  std::string text =
+      openmetrics_text({{"manufacturer", "IFX"}}, "device:/dev/tpmrm0", "bench", {{"resident", d, 3.0}}, true, 62.5);
   EXPECT_NE(text.find("quantile=\"0.5\"} 0.148920707\n"), std::string::npos) << text;
   EXPECT_NE(text.find("quantile=\"0.99\"} 0.0001\n"), std::string::npos) << text;
   EXPECT_NE(text.find("} 0.446762121\n"), std::string::npos) << text;  // the sum: 3 x the mean

@@ -3,8 +3,8 @@
 // directory followed, never replaced (one planted in a directory others can
 // write: files_test); every write checked (exit 1, one line), paths checked
 // up front.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,9 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/direct_tpm.h"
-#include "support/test_data.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "support/test_data.h"
 #include "tpmsec/constants.h"
 
 namespace tpmsec {
@@ -41,12 +41,11 @@ namespace fs = std::filesystem;
 
 // A short emulated bench: fast, and it writes every output kind.
 std::vector<std::string> bench_args(std::vector<std::string> outputs) {
-  std::vector<std::string> args{"bench", "--emulate", "slb9670", "--iterations", "2", "--no-primitives",
-                                "--strategies", "resident"};
+  std::vector<std::string> args{"bench", "--emulate",       "slb9670",      "--iterations",
+                                "2",     "--no-primitives", "--strategies", "resident"};
   args.insert(args.end(), outputs.begin(), outputs.end());
   return args;
 }
-
 
 class OutputTest : public ::testing::Test {
  protected:

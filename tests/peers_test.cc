@@ -86,9 +86,9 @@ TEST_F(Peers, EveryPeerOnSlb9670AndTpmsecLowestAmongProtected) {
   auto r = peers({"--extends", "101", "--processes", "2", "slb9670"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   auto rows = parse(r.out);
-  for (const char* name : {"esapi stream", "esapi per process", "linux-6.10", "linux-6.12", "systemd-pcrphase",
-                           "tpm2_pcrextend", "tpmsec one-shot", "tpmsec batch", "tpmsec batch checkpoint",
-                           "tpmsec batch resident", "tpmsec one-shot raw"}) {
+  for (const char* name :
+       {"esapi stream", "esapi per process", "linux-6.10", "linux-6.12", "systemd-pcrphase", "tpm2_pcrextend",
+        "tpmsec one-shot", "tpmsec batch", "tpmsec batch checkpoint", "tpmsec batch resident", "tpmsec one-shot raw"}) {
     ASSERT_TRUE(rows.count(name)) << name << " missing\n" << r.out;
   }
   // The peers sent what they stand for (commands per extend, from the server).
@@ -96,7 +96,7 @@ TEST_F(Peers, EveryPeerOnSlb9670AndTpmsecLowestAmongProtected) {
   EXPECT_DOUBLE_EQ(rows["linux-6.10"].steady_cmds, 4);
   EXPECT_EQ(rows["linux-6.12"].first_cmds, 4);
   EXPECT_DOUBLE_EQ(rows["linux-6.12"].steady_cmds, 1);  // the lazily flushed session: PCR_Extend only
-  EXPECT_EQ(rows["esapi per process"].first_cmds, 5);    // CreatePrimary, StartAuthSession, PCR_Extend, 2 x Flush
+  EXPECT_EQ(rows["esapi per process"].first_cmds, 5);   // CreatePrimary, StartAuthSession, PCR_Extend, 2 x Flush
   EXPECT_DOUBLE_EQ(rows["esapi stream"].steady_cmds, 1);
   EXPECT_DOUBLE_EQ(rows["tpm2_pcrextend"].steady_cmds, 1);
   EXPECT_EQ(rows["systemd-pcrphase"].protection, "no");
@@ -107,11 +107,11 @@ TEST_F(Peers, EveryPeerOnSlb9670AndTpmsecLowestAmongProtected) {
   EXPECT_NEAR(rows["tpm2_pcrextend"].steady_ms, 6.36, 0.011);
 
   double best_process = rows["esapi per process"].steady_ms;
-  double best_stream = std::min({rows["esapi stream"].steady_ms, rows["linux-6.10"].steady_ms,
-                                 rows["linux-6.12"].steady_ms});
+  double best_stream =
+      std::min({rows["esapi stream"].steady_ms, rows["linux-6.10"].steady_ms, rows["linux-6.12"].steady_ms});
   double best_unprotected = std::min(rows["systemd-pcrphase"].steady_ms, rows["tpm2_pcrextend"].steady_ms);
-  double best_stream_first = std::min({rows["esapi stream"].first_ms, rows["linux-6.10"].first_ms,
-                                       rows["linux-6.12"].first_ms});
+  double best_stream_first =
+      std::min({rows["esapi stream"].first_ms, rows["linux-6.10"].first_ms, rows["linux-6.12"].first_ms});
   for (const char* name : {"tpmsec one-shot", "tpmsec one-shot provisioned", "tpmsec batch", "tpmsec batch checkpoint",
                            "tpmsec batch resident", "tpmsec batch provisioned"}) {
     EXPECT_NE(rows[name].protection, "no") << name;
@@ -123,8 +123,8 @@ TEST_F(Peers, EveryPeerOnSlb9670AndTpmsecLowestAmongProtected) {
   }
   EXPECT_LT(rows["tpmsec one-shot provisioned"].steady_ms, rows["tpmsec one-shot"].steady_ms) << r.out;
   // Streams: each further extend costs no more than the best protected peer's.
-  for (const char* name : {"tpmsec batch", "tpmsec batch checkpoint", "tpmsec batch resident",
-                           "tpmsec batch provisioned"}) {
+  for (const char* name :
+       {"tpmsec batch", "tpmsec batch checkpoint", "tpmsec batch resident", "tpmsec batch provisioned"}) {
     EXPECT_LE(rows[name].steady_ms, best_stream + 0.005) << name << "\n" << r.out;
   }
   // A provisioned batch's first extend (an unsalted bound session, no null key) beats Linux's too.

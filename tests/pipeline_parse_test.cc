@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/bytes.h"
 #include "support/test_data.h"
+#include "testing/transport_doubles.h"
+#include "tpmsec/bytes.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/hmac_session.h"
@@ -16,7 +17,6 @@
 #include "tpmsec/session.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/tpm.h"
-#include "testing/transport_doubles.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/wire.h"
 
@@ -52,7 +52,10 @@ Bytes with_size(Bytes r, uint32_t size) {
   return r;
 }
 
-constexpr std::string_view kPasswordAuthResponse = "0000" "01" "0000";
+constexpr std::string_view kPasswordAuthResponse =
+    "0000"
+    "01"
+    "0000";
 
 // Body of a sessions response: parameterSize, params, then the auth area.
 Bytes session_body(ByteView params, ByteView auth = {}) {
@@ -61,14 +64,22 @@ Bytes session_body(ByteView params, ByteView auth = {}) {
 }
 
 Bytes pcr_read_params() {
-  return H("0000002a"                 // pcrUpdateCounter
-           "00000001" "000b03000001"  // sha256 PCR 16
-           "00000001" "0020"
-           "1111111111111111111111111111111111111111111111111111111111111111");
+  return H(
+      "0000002a"  // pcrUpdateCounter
+      "00000001"
+      "000b03000001"  // sha256 PCR 16
+      "00000001"
+      "0020"
+      "1111111111111111111111111111111111111111111111111111111111111111");
 }
 
 Bytes get_capability_params() {
-  return H("00" "00000006" "00000002" "00000100322e3000" "0000010549424d00");
+  return H(
+      "00"
+      "00000006"
+      "00000002"
+      "00000100322e3000"
+      "0000010549424d00");
 }
 
 cmd::PcrRead pcr_read() {
@@ -178,7 +189,11 @@ TEST(PipelineParse, WellFormedPcrRead) {
   ASSERT_EQ(r->pcr_values.digests.size(), 1u);
   EXPECT_EQ(r->pcr_values.digests[0], Bytes(32, 0x11));
   ASSERT_EQ(t.sent().size(), 1u);
-  EXPECT_EQ(to_hex(t.sent()[0]), "8001" "00000014" "0000017e" "00000001000b03000001");
+  EXPECT_EQ(to_hex(t.sent()[0]),
+            "8001"
+            "00000014"
+            "0000017e"
+            "00000001000b03000001");
 }
 
 TEST(PipelineParse, WellFormedWithPasswordSession) {
@@ -197,7 +212,13 @@ TEST(PipelineParse, WellFormedGetCapability) {
   auto r = tpm.run(get_capability());
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->capability_data.properties.size(), 2u);
-  EXPECT_EQ(to_hex(t.sent()[0]), "8001" "00000016" "0000017a" "00000006" "00000100" "00000040");
+  EXPECT_EQ(to_hex(t.sent()[0]),
+            "8001"
+            "00000016"
+            "0000017a"
+            "00000006"
+            "00000100"
+            "00000040");
 }
 
 TEST(PipelineParse, ExecuteReturnsHandlesAndParameters) {
@@ -309,9 +330,9 @@ TEST(PipelineParse, TagMismatch) {
   // Even when the bytes would frame as a sessions response.
   Bytes framed = response(st::kNoSessions, 0, session_body(pcr_read_params()));
   expect_parse_error(run_with(Cmd::kPcrRead, framed, true), "tag NoSessions, session body", "tag");
-  expect_parse_error(run_with(Cmd::kGetCapability, response(st::kNoSessions, 0, session_body(get_capability_params())),
-                              true),
-                     "GetCapability tag NoSessions", "tag");
+  expect_parse_error(
+      run_with(Cmd::kGetCapability, response(st::kNoSessions, 0, session_body(get_capability_params())), true),
+      "GetCapability tag NoSessions", "tag");
   // Sessions tag with no session sent.
   expect_parse_error(run_with(Cmd::kPcrRead, response(st::kSessions, 0, session_body(pcr_read_params())), false),
                      "tag Sessions without a session", "tag");
@@ -328,8 +349,8 @@ TEST(PipelineParse, ParameterSizeLies) {
   Bytes params = pcr_read_params();
   Bytes auth = H(kPasswordAuthResponse);
   size_t left = params.size() + auth.size();
-  for (uint32_t psize : {static_cast<uint32_t>(left + 1), static_cast<uint32_t>(left + 100), 0xffffffffu,
-                         0x80000000u}) {
+  for (uint32_t psize :
+       {static_cast<uint32_t>(left + 1), static_cast<uint32_t>(left + 100), 0xffffffffu, 0x80000000u}) {
     Bytes body = concat({be32(psize), params, auth});
     Outcome o = run_with(Cmd::kPcrRead, response(st::kSessions, 0, body), true);
     expect_parse_error(o, "parameterSize " + std::to_string(psize), "parameterSize");
@@ -347,12 +368,26 @@ TEST(PipelineParse, ParameterSizeLies) {
 }
 
 TEST(PipelineParse, MalformedPasswordAuthArea) {
-  for (std::string_view area : {"0000" "00" "0000",           // continueSession cleared
-                                "0001aa" "01" "0000",         // a nonce
-                                "0000" "01" "0001bb",         // an hmac
-                                "0000" "01",                  // truncated
-                                "0041" "01" "0000",           // nonce size above max and data
-                                "0000" "01" "0000" "0000" "01" "0000"}) {  // two entries for one session
+  for (std::string_view area : {"0000"
+                                "00"
+                                "0000",  // continueSession cleared
+                                "0001aa"
+                                "01"
+                                "0000",  // a nonce
+                                "0000"
+                                "01"
+                                "0001bb",  // an hmac
+                                "0000"
+                                "01",  // truncated
+                                "0041"
+                                "01"
+                                "0000",  // nonce size above max and data
+                                "0000"
+                                "01"
+                                "0000"
+                                "0000"
+                                "01"
+                                "0000"}) {  // two entries for one session
     Bytes body = session_body(pcr_read_params(), H(area));
     Outcome o = run_with(Cmd::kPcrRead, response(st::kSessions, 0, body), true);
     expect_parse_error(o, area);
@@ -421,8 +456,8 @@ TEST(PipelineParse, ExecuteChecksHandleCount) {
     Tpm tpm(t);
     std::vector<const NamedHandle*> storage(1, nullptr);
     Auth auths[] = {Auth::password()};
-    auto r = tpm.execute(cmd::PcrExtend::kInfo, std::span<const NamedHandle* const>(storage.data(), 0),
-                         H("00000000"), auths);
+    auto r = tpm.execute(cmd::PcrExtend::kInfo, std::span<const NamedHandle* const>(storage.data(), 0), H("00000000"),
+                         auths);
     EXPECT_FALSE(r.ok());
     if (!r.ok()) {
       EXPECT_EQ(r.error().kind(), ErrorKind::kUsage);
@@ -510,22 +545,30 @@ Bytes plausible_params(Cmd c, std::mt19937& rng) {
       random_bytes(w, n);
     }
   } else {
-    const uint32_t caps[] = {cap::kAlgs, cap::kHandles, cap::kCommands, cap::kPcrs, cap::kTpmProperties,
-                             cap::kEccCurves, 3, 0x100};
+    const uint32_t caps[] = {
+        cap::kAlgs, cap::kHandles, cap::kCommands, cap::kPcrs, cap::kTpmProperties, cap::kEccCurves, 3, 0x100};
     w.u8(static_cast<uint8_t>(pick(0, 2)));
     uint32_t capability = caps[pick(0, 7)];
     w.u32(capability);
     int count = pick(0, 4);
     w.u32(static_cast<uint32_t>(pick(0, 7) == 0 ? pick(5, 2000) : count));
-    int entry = capability == cap::kAlgs ? 6 : capability == cap::kTpmProperties ? 8
-              : capability == cap::kEccCurves ? 2 : capability == cap::kPcrs ? 6 : 4;
+    int entry = capability == cap::kAlgs            ? 6
+                : capability == cap::kTpmProperties ? 8
+                : capability == cap::kEccCurves     ? 2
+                : capability == cap::kPcrs          ? 6
+                                                    : 4;
     random_bytes(w, count * entry);
   }
   Bytes p = w.data();
   switch (pick(0, 5)) {
-    case 0: if (!p.empty()) p.resize(pick(0, static_cast<int>(p.size()) - 1)); break;  // truncate
-    case 1: p.push_back(static_cast<uint8_t>(pick(0, 255))); break;                     // trailing byte
-    default: break;
+    case 0:
+      if (!p.empty()) p.resize(pick(0, static_cast<int>(p.size()) - 1));
+      break;  // truncate
+    case 1:
+      p.push_back(static_cast<uint8_t>(pick(0, 255)));
+      break;  // trailing byte
+    default:
+      break;
   }
   return p;
 }
@@ -567,10 +610,18 @@ TEST(PipelineParse, MutatedValidResponses) {
     for (int e = 0; e < edits; ++e) {
       size_t at = std::uniform_int_distribution<size_t>(0, rsp.size() - 1)(rng);
       switch (std::uniform_int_distribution<int>(0, 3)(rng)) {
-        case 0: rsp[at] = static_cast<uint8_t>(byte(rng)); break;
-        case 1: rsp[at] ^= static_cast<uint8_t>(1u << (byte(rng) % 8)); break;
-        case 2: rsp.insert(rsp.begin() + at, static_cast<uint8_t>(byte(rng))); break;
-        default: if (rsp.size() > 1) rsp.erase(rsp.begin() + at); break;
+        case 0:
+          rsp[at] = static_cast<uint8_t>(byte(rng));
+          break;
+        case 1:
+          rsp[at] ^= static_cast<uint8_t>(1u << (byte(rng) % 8));
+          break;
+        case 2:
+          rsp.insert(rsp.begin() + at, static_cast<uint8_t>(byte(rng)));
+          break;
+        default:
+          if (rsp.size() > 1) rsp.erase(rsp.begin() + at);
+          break;
       }
     }
     // Keep the size field honest half of the time so the body gets parsed.

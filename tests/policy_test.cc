@@ -2,30 +2,30 @@
 // shipped profiles, the floor (no fact an interposer chose lowers
 // protection), the audited identity read against an interposer that rewrites
 // GetCapability, calibration under different budgets, and the CLI.
-#include <filesystem>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <filesystem>
 
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "support/fault_injection.h"
 #include "support/run_command.h"
 #include "support/test_tpm.h"
 #include "tpmsec/calibration/calibration.h"
 #include "tpmsec/commands.h"
-#include "support/fault_injection.h"
 #include "tpmsec/emulation/emulated_identity.h"
-#include "tpmsec/null_key.h"
-#include "tpmsec/pcr.h"
-#include "tpmsec/host/policy_path.h"
-#include "tpmsec/policy/policy.h"
-#include "tpmsec/protect.h"
 #include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/host/policy_path.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/policy/policy.h"
+#include "tpmsec/protect.h"
 
 namespace tpmsec {
 namespace {
@@ -129,7 +129,7 @@ TEST(Policy, AllowListMatchesFirmwareRange) {
   auto p = std::make_optional(operator_policy(kAllowList, "allow.toml"));
   EXPECT_EQ(decide(*p, facts("STM", "", "74.8")).extend, StrategyKind::kResident);
   EXPECT_EQ(decide(*p, facts("stm", "", "74.99")).extend, StrategyKind::kResident);  // manufacturer ignores case
-  EXPECT_EQ(decide(*p, facts("STM", "", "74.100")).extend, StrategyKind::kPlain);   // 74.100 > 74.99
+  EXPECT_EQ(decide(*p, facts("STM", "", "74.100")).extend, StrategyKind::kPlain);    // 74.100 > 74.99
   EXPECT_EQ(decide(*p, facts("STM", "", "73.200")).extend, StrategyKind::kPlain);
   auto unknown = decide(*p, facts("STM", "", ""));
   EXPECT_EQ(unknown.extend, StrategyKind::kPlain);
@@ -168,45 +168,60 @@ INSTANTIATE_TEST_SUITE_P(
                   "unknown key 'vendr'"},
         BadPolicy{"wrong_type", kHead + "[[rule]]\nname = \"a\"\nmanufacturer = 7\nextend = \"plain\"\n", 4,
                   "'manufacturer' must be a string"},
-        BadPolicy{"unknown_property", kHead + "[[rule]]\nwhen = [\"hmac_ms > 3\"]\nextend = \"plain\"\nreason = \"r\"\n",
-                  3, "unknown property 'hmac_ms'"},
+        BadPolicy{"unknown_property",
+                  kHead + "[[rule]]\nwhen = [\"hmac_ms > 3\"]\nextend = \"plain\"\nreason = \"r\"\n", 3,
+                  "unknown property 'hmac_ms'"},
         BadPolicy{"bad_condition", kHead + "[[rule]]\nwhen = [\"extend_hmac_ms = 3\"]\nextend = \"plain\"\n", 3,
                   "PROPERTY OP NUMBER"},
         BadPolicy{"other_checkpoint", kHead + "[[rule]]\nextend = \"plain\"\nother = \"checkpoint\"\n", 4,
                   "'other' cannot be checkpoint"},
         BadPolicy{"no_extend", kHead + "[[rule]]\nname = \"a\"\nreason = \"r\"\n", 2, "has no 'extend'"},
         BadPolicy{"no_reason", kHead + "[[rule]]\nname = \"a\"\nextend = \"plain\"\n", 2, "has no 'reason'"},
-        BadPolicy{"after_default", kHead + kDefault + "[[rule]]\nname = \"late\"\nmanufacturer = \"IFX\"\n"
-                                                       "extend = \"plain\"\nreason = \"r\"\n",
+        BadPolicy{"after_default",
+                  kHead + kDefault +
+                      "[[rule]]\nname = \"late\"\nmanufacturer = \"IFX\"\n"
+                      "extend = \"plain\"\nreason = \"r\"\n",
                   6, "rule 'late' (line 6) can never match: rule 'default' (line 2)"},
-        BadPolicy{"shadowed", kHead + "[[rule]]\nname = \"ifx\"\nmanufacturer = \"IFX\"\nextend = \"plain\"\n"
-                                      "reason = \"r\"\n[[rule]]\nname = \"slb\"\nmanufacturer = \"IFX\"\n"
-                                      "vendor = \"SLB9670\"\nextend = \"resident\"\nreason = \"r\"\n" + kDefault,
+        BadPolicy{"shadowed",
+                  kHead +
+                      "[[rule]]\nname = \"ifx\"\nmanufacturer = \"IFX\"\nextend = \"plain\"\n"
+                      "reason = \"r\"\n[[rule]]\nname = \"slb\"\nmanufacturer = \"IFX\"\n"
+                      "vendor = \"SLB9670\"\nextend = \"resident\"\nreason = \"r\"\n" +
+                      kDefault,
                   7, "rule 'slb' (line 7) can never match: rule 'ifx' (line 2) above"},
-        BadPolicy{"empty_firmware_range", kHead + "[[rule]]\nname = \"a\"\nfirmware_min = \"7.90\"\n"
-                                                  "firmware_max = \"7.85\"\nextend = \"plain\"\nreason = \"r\"\n" +
-                                                  kDefault,
+        BadPolicy{"empty_firmware_range",
+                  kHead +
+                      "[[rule]]\nname = \"a\"\nfirmware_min = \"7.90\"\n"
+                      "firmware_max = \"7.85\"\nextend = \"plain\"\nreason = \"r\"\n" +
+                      kDefault,
                   2, "firmware_min 7.90 is above firmware_max 7.85"},
         BadPolicy{"bad_firmware", kHead + "[[rule]]\nfirmware_min = \"seven\"\nextend = \"plain\"\n", 3,
                   "must be a version"},
-        BadPolicy{"contradiction", kHead + "[[rule]]\nname = \"a\"\nwhen = [\"extend_hmac_ms > 20\", "
-                                           "\"extend_hmac_ms < 10\"]\nextend = \"plain\"\nreason = \"r\"\n" + kDefault,
+        BadPolicy{"contradiction",
+                  kHead +
+                      "[[rule]]\nname = \"a\"\nwhen = [\"extend_hmac_ms > 20\", "
+                      "\"extend_hmac_ms < 10\"]\nextend = \"plain\"\nreason = \"r\"\n" +
+                      kDefault,
                   2, "conditions on extend_hmac_ms contradict"},
-        BadPolicy{"no_default", kHead + "[[rule]]\nname = \"a\"\nmanufacturer = \"IFX\"\nextend = \"plain\"\n"
-                                        "reason = \"r\"\n",
+        BadPolicy{"no_default",
+                  kHead + "[[rule]]\nname = \"a\"\nmanufacturer = \"IFX\"\nextend = \"plain\"\n"
+                          "reason = \"r\"\n",
                   2, "must match every TPM"},
         BadPolicy{"no_schema", kDefault, 1, "missing schema"},
         BadPolicy{"wrong_schema", "schema = \"tpmsec-policy/9\"\n" + kDefault, 1, "not supported"},
         BadPolicy{"unknown_top_level", kHead + "rules = 3\n" + kDefault, 2, "unknown key 'rules'"},
         BadPolicy{"no_rules", kHead, 1, "no rules"},
-        BadPolicy{"fallback_not_prevention", kHead + "[[rule]]\nname = \"a\"\nextend = \"plain\"\n"
-                                                      "fallback = \"checkpoint\"\nreason = \"r\"\n",
+        BadPolicy{"fallback_not_prevention",
+                  kHead + "[[rule]]\nname = \"a\"\nextend = \"plain\"\n"
+                          "fallback = \"checkpoint\"\nreason = \"r\"\n",
                   5, "'fallback' must be a prevention strategy"},
-        BadPolicy{"fallback_on_prevention", kHead + "[[rule]]\nname = \"a\"\nextend = \"resident\"\n"
-                                                     "fallback = \"per-command\"\nreason = \"r\"\n",
+        BadPolicy{"fallback_on_prevention",
+                  kHead + "[[rule]]\nname = \"a\"\nextend = \"resident\"\n"
+                          "fallback = \"per-command\"\nreason = \"r\"\n",
                   2, "rule 'a' keeps prevention: 'fallback' and 'trust_timings'"},
-        BadPolicy{"trust_timings_on_prevention", kHead + "[[rule]]\nname = \"a\"\nextend = \"resident\"\n"
-                                                          "trust_timings = true\nreason = \"r\"\n",
+        BadPolicy{"trust_timings_on_prevention",
+                  kHead + "[[rule]]\nname = \"a\"\nextend = \"resident\"\n"
+                          "trust_timings = true\nreason = \"r\"\n",
                   2, "keeps prevention"},
         BadPolicy{"trust_timings_not_bool", kHead + "[[rule]]\nextend = \"plain\"\ntrust_timings = \"yes\"\n", 4,
                   "'trust_timings' must be true or false"},
@@ -243,9 +258,10 @@ TEST(Policy, ManyRulesAreCheckedAndTheFirstShadowingRuleIsNamed) {
     std::string keys;
     std::string shadowed_by;
   };
-  for (const Case& c : {Case{"manufacturer = \"IFX\"\nvendor = \"TPM9670\"\n", fmt::format("rule 'glob' (line {})", glob)},
-                        Case{"manufacturer = \"m17\"\nfirmware_min = \"1.0\"\n", "rule 'm17' (line "},
-                        Case{"manufacturer = \"IFX\"\nvendor = \"SLB42\"\n", "rule 'v42' (line "}}) {
+  for (const Case& c :
+       {Case{"manufacturer = \"IFX\"\nvendor = \"TPM9670\"\n", fmt::format("rule 'glob' (line {})", glob)},
+        Case{"manufacturer = \"m17\"\nfirmware_min = \"1.0\"\n", "rule 'm17' (line "},
+        Case{"manufacturer = \"IFX\"\nvendor = \"SLB42\"\n", "rule 'v42' (line "}}) {
     SCOPED_TRACE(c.keys);
     const std::string base = text;
     const size_t saved = line;
@@ -324,7 +340,8 @@ TEST(Floor, AnOperatorsRuleLowersOnlyOnAnAuthenticIdentity) {
   EXPECT_EQ(d.lifted_extend, StrategyKind::kPlain);
   EXPECT_TRUE(d.needs_audited_identity);
   EXPECT_NE(d.floor_reason.find("identity, read without authentication"), std::string::npos) << d.floor_reason;
-  EXPECT_NE(d.fallback_reason.find("the default prevention strategy; no figures"), std::string::npos) << d.fallback_reason;
+  EXPECT_NE(d.fallback_reason.find("the default prevention strategy; no figures"), std::string::npos)
+      << d.fallback_reason;
   // What it rests on, as -v and policy show say.
   ASSERT_EQ(d.rests_on.size(), 2u);
   EXPECT_EQ(d.rests_on[0], "policy mine.toml (chosen by the operator)");
@@ -538,8 +555,10 @@ TEST(DefaultPolicy, IsWhatPolicyDeriveMakes) {
 
 TEST(Calibration, MostProtectiveThatFitsTheBudget) {
   StrategyCosts costs;
-  costs.per_extend_ms = {{StrategyKind::kPerCommand, 149.3}, {StrategyKind::kSavedContext, 74.1},
-                         {StrategyKind::kResident, 24.4},    {StrategyKind::kPlain, 6.4},
+  costs.per_extend_ms = {{StrategyKind::kPerCommand, 149.3},
+                         {StrategyKind::kSavedContext, 74.1},
+                         {StrategyKind::kResident, 24.4},
+                         {StrategyKind::kPlain, 6.4},
                          {StrategyKind::kCheckpoint, 6.6}};
   constexpr auto kDetection = ProtectionFloor::kDetection;
   constexpr auto kNone = ProtectionFloor::kNone;
@@ -560,8 +579,9 @@ TEST(Calibration, MostProtectiveThatFitsTheBudget) {
   EXPECT_EQ(choose_strategy(costs, 20, kDetection).extend, StrategyKind::kCheckpoint);
   EXPECT_EQ(choose_strategy(costs, 20, kNone).extend, StrategyKind::kCheckpoint);
   EXPECT_EQ(choose_strategy(costs, 6.5, kDetection).extend, StrategyKind::kCheckpoint);  // cheapest allowed
-  EXPECT_NE(choose_strategy(costs, 6.5, kDetection).floor_note.find("plain would fit at 6.40 ms but protects nothing "
-                                                                   "(--allow-plain)"),
+  EXPECT_NE(choose_strategy(costs, 6.5, kDetection)
+                .floor_note.find("plain would fit at 6.40 ms but protects nothing "
+                                 "(--allow-plain)"),
             std::string::npos);
   EXPECT_EQ(choose_strategy(costs, 6.5, kNone).extend, StrategyKind::kPlain);
   Calibration none = choose_strategy(costs, 1, kNone);
@@ -604,14 +624,15 @@ TEST(Calibration, BenchJsonOfTheWrongShapeIsAnErrorNotAnException) {
   using nlohmann::json;
   for (const json& bad : {json(3), json{{"schema", 1}}, json{{"schema", "tpmsec-bench/1"}, {"strategies", "x"}},
                           json{{"schema", "tpmsec-bench/1"}, {"strategies", {{{"name", 7}}}}},
-                          json{{"schema", "tpmsec-bench/1"}, {"strategies", {{{"name", "resident"},
-                                                                              {"per_extend_ms", {{"median", "fast"}}}}}}}}) {
+                          json{{"schema", "tpmsec-bench/1"},
+                               {"strategies", {{{"name", "resident"}, {"per_extend_ms", {{"median", "fast"}}}}}}}}) {
     auto c = costs_from_bench_json(bad, "r.json");
     EXPECT_FALSE(c.ok()) << bad.dump();
   }
   json good = {{"schema", "tpmsec-bench/1"},
-               {"strategies", {{{"name", "checkpoint"}, {"per_extend_ms", {{"n", 9}, {"median", 6.4}, {"mean", 6.6}}}},
-                               {{"name", "resident"}, {"per_extend_ms", {{"n", 9}, {"median", 24.4}, {"mean", 25}}}}}},
+               {"strategies",
+                {{{"name", "checkpoint"}, {"per_extend_ms", {{"n", 9}, {"median", 6.4}, {"mean", 6.6}}}},
+                 {{"name", "resident"}, {"per_extend_ms", {{"n", 9}, {"median", 24.4}, {"mean", 25}}}}}},
                {"primitives", {{{"name", "StartAuthSession (ECC salt)"}, {"tpm_ms", {{"n", 3}, {"median", 84.7}}}}}}};
   auto c = costs_from_bench_json(good, "r.json");
   ASSERT_TRUE(c.ok()) << c.error().message();
@@ -656,12 +677,13 @@ size_t rewrite_properties(Bytes& rsp, const std::map<uint32_t, uint32_t>& forged
 class Interposer {
  public:
   explicit Interposer(Transport& inner)
-      : inner_(inner), faults_(inner, [this](size_t, uint32_t code, ByteView command) { return hook(code, command); }) {}
+      : inner_(inner),
+        faults_(inner, [this](size_t, uint32_t code, ByteView command) { return hook(code, command); }) {}
 
   std::map<uint32_t, uint32_t> forged;
   bool audited_too = false;
-  size_t rewritten = 0;       // property values rewritten
-  size_t audited_reads = 0;   // GetCapability commands carrying a session
+  size_t rewritten = 0;      // property values rewritten
+  size_t audited_reads = 0;  // GetCapability commands carrying a session
 
   Transport& transport() { return faults_; }
   const FaultCounters& counters() const { return faults_.counters(); }
@@ -746,7 +768,8 @@ TEST_P(ForgedIdentity, TheShippedPolicyNeverPicksPlainOrCheckpoint) {
   auto profiles = load_all_profiles();
   ASSERT_TRUE(profiles.ok());
   std::vector<std::map<uint32_t, uint32_t>> forgeries;
-  for (const LatencyProfile& profile : *profiles) forgeries.push_back(identity_properties(emulated_info(profile, {}).info));
+  for (const LatencyProfile& profile : *profiles)
+    forgeries.push_back(identity_properties(emulated_info(profile, {}).info));
   for (const PolicyRule& r : p->rules) {
     if (r.manufacturer) forgeries.push_back({{pt::kManufacturer, property_value(*r.manufacturer)}});
   }
@@ -840,8 +863,7 @@ TEST_P(ForgedIdentity, AGenuineIdentityIsConfirmedByOneAuditedRead) {
   EXPECT_EQ(loaded_handles(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Bus, ForgedIdentity,
-                         ::testing::Values(testing::TpmKind::kEmbedded, testing::TpmKind::kSwtpm),
+INSTANTIATE_TEST_SUITE_P(Bus, ForgedIdentity, ::testing::Values(testing::TpmKind::kEmbedded, testing::TpmKind::kSwtpm),
                          testing::tpm_kind_param_name);
 
 // Serves TPM commands on a Unix socket, which `--tpm swtpm:path=SOCKET`
@@ -973,7 +995,7 @@ TEST_P(ForgedIdentity, CliRefusesAForgedIdentityAndNamesWhatItUses) {
   size_t audited = interposer_->audited_reads;
   r = extend({"-v"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("rule 'attpm20p'"), std::string::npos) << r.err;  // the forgery steered the rule...
+  EXPECT_NE(r.err.find("rule 'attpm20p'"), std::string::npos) << r.err;       // the forgery steered the rule...
   EXPECT_NE(r.err.find("resident for extends"), std::string::npos) << r.err;  // ...among prevention only
   EXPECT_EQ(r.err.find("tpmsec: strategy "), std::string::npos) << r.err;
   EXPECT_EQ(pcr16(), extended(before));
@@ -1008,8 +1030,8 @@ std::string decision_line(const std::string& out) {
 // StartAuthSessions cannot be measured in 0.2 s on any machine, so this run is
 // always partial (or empty).
 TEST(PolicyCli, CalibrateNeverDecidesFromAPartialRun) {
-  auto r = run_tpmsec({"policy", "calibrate", "--emulate", "attpm20p", "--iterations", "10000", "--max-seconds",
-                       "0.2", "--allow-plain"});
+  auto r = run_tpmsec({"policy", "calibrate", "--emulate", "attpm20p", "--iterations", "10000", "--max-seconds", "0.2",
+                       "--allow-plain"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.out.find("[[rule]]"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("decision"), std::string::npos) << r.out;
@@ -1124,7 +1146,8 @@ TEST(PolicyCli, ShowUsesMeasurementsFromABenchResult) {
 
   std::string trusting(kTimed);
   trusting.replace(trusting.find("reason = \"over budget\""), 0, "trust_timings = true\n");
-  r = run_tpmsec({"policy", "show", "--measurements", json, "--policy", write_policy("policy-trusting.toml", trusting)});
+  r = run_tpmsec(
+      {"policy", "show", "--measurements", json, "--policy", write_policy("policy-trusting.toml", trusting)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(decision_line(r.out).find("PCR extends: checkpoint"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("tpmsec: strategy checkpoint (policy "), std::string::npos) << r.err;
@@ -1153,9 +1176,9 @@ TEST(PolicyCli, CheckNamesRulesBelowPrevention) {
 TEST(PolicyCli, MalformedPolicyIsAUsageError) {
   std::string path = ::testing::TempDir() + "/bad-policy.toml";
   std::ofstream(path) << kHead << "[[rule]]\nname = \"a\"\nextend = \"residnet\"\nreason = \"r\"\n";
-  for (auto args : {std::vector<std::string>{"policy", "check", path},
-                    std::vector<std::string>{"policy", "show", "--policy", path},
-                    std::vector<std::string>{"pcr", "extend", "16", std::string(64, 'a'), "--policy", path}}) {
+  for (auto args :
+       {std::vector<std::string>{"policy", "check", path}, std::vector<std::string>{"policy", "show", "--policy", path},
+        std::vector<std::string>{"pcr", "extend", "16", std::string(64, 'a'), "--policy", path}}) {
     auto r = run_tpmsec(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(path + ":4: unknown strategy 'residnet'"), std::string::npos) << r.err;
@@ -1267,8 +1290,8 @@ TEST(PolicyCli, AnOperatorsFileLowersProtectionOnAGenuineIdentityAndSaysSo) {
 TEST(PolicyCli, BenchNamesWhatACheckpointRecommendationGivesUp) {
   // Under the prevention floor, checkpoint is never the recommendation: with
   // no prevention strategy measured, bench says what to measure.
-  auto r = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies",
-                       "plain,checkpoint"});
+  auto r = run_tpmsec(
+      {"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies", "plain,checkpoint"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("recommendation: none of the measured strategies is allowed by the prevention floor"),
             std::string::npos)
@@ -1283,8 +1306,8 @@ TEST(PolicyCli, BenchNamesWhatACheckpointRecommendationGivesUp) {
                        "prevent"),
             std::string::npos)
       << r.err;
-  r = run_tpmsec({"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies",
-                  "resident,checkpoint"});
+  r = run_tpmsec(
+      {"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives", "--strategies", "resident,checkpoint"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("tpmsec: strategy "), std::string::npos) << r.err;
 }

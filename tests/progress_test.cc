@@ -77,8 +77,8 @@ TEST(ProgressTest, BatchExtendCountsOnlyWhenAskedAndStdoutIsUnchanged) {
 }
 
 TEST(ProgressTest, BenchDrawsItsLastStateAndStdoutHasNoProgress) {
-  std::vector<std::string> args{"bench", "--emulate", "slb9670", "--iterations", "3", "--no-primitives",
-                                "--strategies", "resident"};
+  std::vector<std::string> args{"bench", "--emulate",       "slb9670",      "--iterations",
+                                "3",     "--no-primitives", "--strategies", "resident"};
   auto quiet = run_tpmsec(args);
   ASSERT_EQ(quiet.exit_code, 0) << describe(quiet);
   expect_no_progress(quiet.err);
@@ -128,7 +128,7 @@ TEST(ProgressTest, CalibrateReplayAndPredictTakeTheFlags) {
 // one per ProgressBar::kLogPeriod (10 s) of real time between them, however
 // many extends there are (here 600, each of which reports).
 TEST(ProgressTest, ALogGetsFewWholeLines) {
-  std::vector<std::string> args{"bench",          "--emulate",  "slb9670", "--iterations", "300",
+  std::vector<std::string> args{"bench",           "--emulate",    "slb9670",  "--iterations", "300",
                                 "--no-primitives", "--strategies", "resident", "--progress"};
   auto started = std::chrono::steady_clock::now();
   auto shown = run_tpmsec(args);

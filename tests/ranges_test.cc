@@ -13,8 +13,8 @@
 #include "support/json_schema.h"
 #include "support/log_builder.h"
 #include "support/run_command.h"
-#include "tpmsec/emulation/algtest_import.h"
 #include "tpmsec/calibration/calibration.h"
+#include "tpmsec/emulation/algtest_import.h"
 #include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/emulation/value_range.h"
 
@@ -44,13 +44,17 @@ const LatencyValue& value(const LatencyProfile& p, const std::string& variant) {
 // each: the checkpoint's audited read is amortized over 100 extends.
 std::vector<std::pair<std::string, double>> terms(StrategyKind k) {
   switch (k) {
-    case StrategyKind::kPlain: return {{"PCR_Extend", 1}};
-    case StrategyKind::kResident: return {{"PCR_Extend", 1}, {"hmac", 1}};
+    case StrategyKind::kPlain:
+      return {{"PCR_Extend", 1}};
+    case StrategyKind::kResident:
+      return {{"PCR_Extend", 1}, {"hmac", 1}};
     case StrategyKind::kPerCommand:
-      return {{"ContextLoad.object", 1}, {"StartAuthSession.ecc", 1}, {"FlushContext", 1}, {"PCR_Extend", 1}, {"hmac", 1}};
+      return {
+          {"ContextLoad.object", 1}, {"StartAuthSession.ecc", 1}, {"FlushContext", 1}, {"PCR_Extend", 1}, {"hmac", 1}};
     case StrategyKind::kSavedContext:
       return {{"ContextLoad.session", 1}, {"PCR_Extend", 1}, {"hmac", 1}, {"ContextSave.session", 1}};
-    case StrategyKind::kCheckpoint: return {{"PCR_Extend", 1}, {"PCR_Read", 0.01}, {"hmac", 0.01}};
+    case StrategyKind::kCheckpoint:
+      return {{"PCR_Extend", 1}, {"PCR_Read", 0.01}, {"hmac", 0.01}};
   }
   return {};
 }
@@ -112,7 +116,8 @@ TEST(CalibrationRanges, StrategyRangeIsTheSumOfItsCommandsEnds) {
 // measured on that chip.
 TEST(CalibrationRanges, DerivedSlb9670RangesContainTheSeedsMeasuredCosts) {
   std::vector<std::string> args = {"profile", "from-algtest"};
-  for (const auto& run : std::filesystem::directory_iterator(std::string(TPMSEC_TEST_DATA) + "/tpmscan/IFX/7.85.17.51968")) {
+  for (const auto& run :
+       std::filesystem::directory_iterator(std::string(TPMSEC_TEST_DATA) + "/tpmscan/IFX/7.85.17.51968")) {
     args.push_back(run.path().string());
   }
   std::sort(args.begin() + 2, args.end());
@@ -187,7 +192,8 @@ TEST(CalibrationRanges, OnlyEstimatesMakeADecisionRestOnEstimates) {
   Calibration ce = choose_strategy(e, kDefaultBudgetMs);
   EXPECT_GT(estimated_share(e, ce.extend), 0.5);
   auto e_notes = uncertainty_notes(ce.extend, e, kDefaultBudgetMs);
-  EXPECT_TRUE(has_line(e_notes, "decision rests on estimated values (E): ")) << fmt::format("{}", fmt::join(e_notes, "\n"));
+  EXPECT_TRUE(has_line(e_notes, "decision rests on estimated values (E): "))
+      << fmt::format("{}", fmt::join(e_notes, "\n"));
   EXPECT_NE(cost_text(e, ce.extend).find("% E)"), std::string::npos) << cost_text(e, ce.extend);
   // The ranges are shown, the decision is unchanged (it stays on the central figures).
   StrategyCosts central = e;
@@ -204,24 +210,29 @@ TEST(CalibrationRanges, AnEstimatedRunnerUpClearOfTheChoiceIsNamedAsSuch) {
   StrategyCosts costs = costs_from_profile(*p);
   ASSERT_EQ(estimated_share(costs, StrategyKind::kResident), 0.0);
   ASSERT_GT(estimated_share(costs, StrategyKind::kSavedContext), 0.0);
-  ASSERT_GT(cost_range(costs, StrategyKind::kSavedContext)->low_ms, cost_range(costs, StrategyKind::kResident)->high_ms);
+  ASSERT_GT(cost_range(costs, StrategyKind::kSavedContext)->low_ms,
+            cost_range(costs, StrategyKind::kResident)->high_ms);
   auto notes = uncertainty_notes(StrategyKind::kResident, costs);
-  EXPECT_TRUE(has_line(notes, "the runner-up rests on estimated values (E): ")) << fmt::format("{}", fmt::join(notes, "\n"));
+  EXPECT_TRUE(has_line(notes, "the runner-up rests on estimated values (E): "))
+      << fmt::format("{}", fmt::join(notes, "\n"));
   EXPECT_FALSE(has_line(notes, "decision rests on estimated values")) << fmt::format("{}", fmt::join(notes, "\n"));
 }
 
 TEST(CalibrationRanges, OverlapAndBudgetAreNamed) {
   StrategyCosts costs;
-  costs.per_extend_ms = {{StrategyKind::kResident, 10}, {StrategyKind::kSavedContext, 12},
-                         {StrategyKind::kPerCommand, 40}, {StrategyKind::kPlain, 3}};
+  costs.per_extend_ms = {{StrategyKind::kResident, 10},
+                         {StrategyKind::kSavedContext, 12},
+                         {StrategyKind::kPerCommand, 40},
+                         {StrategyKind::kPlain, 3}};
   costs.range_ms = {{StrategyKind::kResident, {8, 13, 0}},
                     {StrategyKind::kSavedContext, {11, 14, 0}},
                     {StrategyKind::kPerCommand, {35, 45, 0}},
                     {StrategyKind::kPlain, {2.5, 3.5, 0}}};
   auto notes = uncertainty_notes(StrategyKind::kResident, costs, 12);
   ASSERT_EQ(notes.size(), 2u) << fmt::format("{}", fmt::join(notes, "\n"));
-  EXPECT_EQ(notes[0], "within the uncertainty of saved-context: resident 8.00-13.00 ms and saved-context "
-                      "11.00-14.00 ms overlap; the central figures decide");
+  EXPECT_EQ(notes[0],
+            "within the uncertainty of saved-context: resident 8.00-13.00 ms and saved-context "
+            "11.00-14.00 ms overlap; the central figures decide");
   EXPECT_EQ(notes[1], "within the uncertainty of the 12.0 ms budget (it may fit or not): resident 8.00-13.00 ms");
   // Apart, and the budget outside the range: nothing to say.
   costs.range_ms[StrategyKind::kSavedContext] = {11.5, 14, 0};
@@ -231,8 +242,9 @@ TEST(CalibrationRanges, OverlapAndBudgetAreNamed) {
   costs.per_extend_ms[StrategyKind::kCheckpoint] = 3.1;
   costs.range_ms[StrategyKind::kCheckpoint] = {2.6, 3.6, 0};
   auto detection = uncertainty_notes(StrategyKind::kCheckpoint, costs, 9.5, ProtectionFloor::kDetection);
-  EXPECT_TRUE(has_line(detection, "within the uncertainty of the 9.5 ms budget (it may fit or not): resident 9.00-11.00 ms (more "
-                                  "protective, over budget at 10.00)"))
+  EXPECT_TRUE(has_line(detection,
+                       "within the uncertainty of the 9.5 ms budget (it may fit or not): resident 9.00-11.00 ms (more "
+                       "protective, over budget at 10.00)"))
       << fmt::format("{}", fmt::join(detection, "\n"));
 }
 

@@ -60,8 +60,8 @@ TEST(OneRecommendation, BenchPolicyShowAndCalibrateAgreeOnEveryProfile) {
 // Within the measured noise, the more protective strategy wins a tie.
 TEST(OneRecommendation, ATieWithinTheNoiseGoesToTheMoreProtective) {
   StrategyCosts costs;
-  costs.per_extend_ms = {{StrategyKind::kPlain, 32.000}, {StrategyKind::kCheckpoint, 32.015},
-                         {StrategyKind::kResident, 47.0}};
+  costs.per_extend_ms = {
+      {StrategyKind::kPlain, 32.000}, {StrategyKind::kCheckpoint, 32.015}, {StrategyKind::kResident, 47.0}};
   Calibration c = choose_strategy(costs, 20.0, ProtectionFloor::kNone);
   EXPECT_EQ(c.extend, StrategyKind::kCheckpoint) << c.reason;
   EXPECT_NE(c.reason.find("within the measured noise"), std::string::npos) << c.reason;

@@ -78,8 +78,8 @@ TEST(ReplayIma, BinaryLogAndOtherBanks) {
   auto records = mixed_log(400);
   std::string bin = temp_path("mixed.bin");
   write(bin, testing::ima_binary_log(records));
-  for (auto [bank, alg_id] : {std::pair{"sha256", alg::kSha256}, std::pair{"sha1", alg::kSha1},
-                              std::pair{"sha384", alg::kSha384}}) {
+  for (auto [bank, alg_id] :
+       {std::pair{"sha256", alg::kSha256}, std::pair{"sha1", alg::kSha1}, std::pair{"sha384", alg::kSha384}}) {
     auto r = run_tpmsec({"replay", "--ima", bin, "--strategy", "resident", "--bank", bank, "--pcr", "23"});
     ASSERT_EQ(r.exit_code, 0) << bank << ": " << r.err;
     EXPECT_NE(r.out.find("binary IMA log"), std::string::npos) << r.out;
@@ -118,8 +118,8 @@ TEST(ReplayIma, PartialTailIsAWarningUnlessStrict) {
     auto r = run_tpmsec({"replay", "--ima", path, "--strategy", "plain"});
     ASSERT_EQ(r.exit_code, 0) << testing::describe(r);
     EXPECT_EQ(pcr_of(r.out), expected) << r.out;
-    EXPECT_NE(r.err.find(fmt::format("warning: {}: it ends in a partial entry, {} byte{} from offset {}", path,
-                                     c.bytes, c.bytes == 1 ? "" : "s", c.offset)),
+    EXPECT_NE(r.err.find(fmt::format("warning: {}: it ends in a partial entry, {} byte{} from offset {}", path, c.bytes,
+                                     c.bytes == 1 ? "" : "s", c.offset)),
               std::string::npos)
         << r.err;
     auto strict = run_tpmsec({"replay", "--ima", path, "--strategy", "plain", "--strict"});
@@ -133,9 +133,9 @@ TEST(ReplayIma, PartialTailIsAWarningUnlessStrict) {
 // without it the column's size does.
 TEST(ReplayIma, PerBankListsReplay) {
   auto records = mixed_log(50);
-  for (auto [suffix, hash_bank] : {std::pair{"sha256", alg::kSha256}, std::pair{"sha384", alg::kSha384},
-                                   std::pair{"sha512", alg::kSha512}, std::pair{"sm3", alg::kSm3_256},
-                                   std::pair{"sha1", alg::kSha1}}) {
+  for (auto [suffix, hash_bank] :
+       {std::pair{"sha256", alg::kSha256}, std::pair{"sha384", alg::kSha384}, std::pair{"sha512", alg::kSha512},
+        std::pair{"sm3", alg::kSm3_256}, std::pair{"sha1", alg::kSha1}}) {
     SCOPED_TRACE(suffix);
     for (auto& r : records) r.hash_bank = hash_bank;
     // The kernel's file names exactly (the bank is taken from them).
@@ -216,8 +216,7 @@ TEST(ReplayIma, Pcr10OnlyWithForce) {
   r = run_tpmsec({"replay", "--ima", path, "--pcr", "10", "--force-pcr", "--strategy", "resident"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // A fresh embedded TPM's PCR 10 starts at zero, so the value is the log's.
-  EXPECT_NE(r.out.find("PCR 10 = " + to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10))),
-            std::string::npos)
+  EXPECT_NE(r.out.find("PCR 10 = " + to_hex(testing::ima_expected_pcr(records, alg::kSha256, 10))), std::string::npos)
       << r.out;
 }
 
@@ -241,8 +240,9 @@ TEST(ReplayIma, PolicyChoosesWithoutStrategy) {
   r = run_tpmsec({"replay", "--ima", path, "--emulate", "slb9670", "--policy", mine});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("strategy     checkpoint (detection)"), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find(fmt::format("tpmsec: strategy checkpoint (policy {} rule 'ifx'): detects, does not prevent", mine)),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(fmt::format("tpmsec: strategy checkpoint (policy {} rule 'ifx'): detects, does not prevent", mine)),
+      std::string::npos)
       << r.err;
 }
 
@@ -333,15 +333,16 @@ TEST(Predict, SeedWorkloadOnSlb9670) {
   std::string path = temp_path("seed.txt");
   write(path, testing::ima_ascii_log(records));
   std::string json = temp_path("seed.json");
-  auto r = run_tpmsec({"predict", "--ima", path, "--profiles", "slb9670", "--strategies", "per-command,resident",
-                       "--json", json});
+  auto r = run_tpmsec(
+      {"predict", "--ima", path, "--profiles", "slb9670", "--strategies", "per-command,resident", "--json", json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json p = read_json(json);
   double per_command = total_s(p, "slb9670", "per-command");
   double resident = total_s(p, "slb9670", "resident");
-  std::cout << fmt::format("12,313 extends on slb9670: per-command {:.1f} s (12,313 x 151 ms = {:.1f} s), resident "
-                           "{:.1f} s (12,313 x 24.4 ms = {:.1f} s)\n",
-                           per_command, 12313 * 0.151, resident, 12313 * 0.0244);
+  std::cout << fmt::format(
+      "12,313 extends on slb9670: per-command {:.1f} s (12,313 x 151 ms = {:.1f} s), resident "
+      "{:.1f} s (12,313 x 24.4 ms = {:.1f} s)\n",
+      per_command, 12313 * 0.151, resident, 12313 * 0.0244);
   EXPECT_NEAR(per_command, 12313 * 0.151, 0.03 * 12313 * 0.151);
   EXPECT_NEAR(resident, 12313 * 0.0244, 0.03 * 12313 * 0.0244);
 }

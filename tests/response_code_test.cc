@@ -109,36 +109,36 @@ TEST(RcFailedSession, OnlySessionRelativeAuthFailures) {
   // 0x29CE is TPM_RC_AUTH_FAIL (parameter 9), no session's fault.
   EXPECT_EQ(describe_rc(0x29CE), "TPM_RC_AUTH_FAIL (parameter 9)");
   EXPECT_EQ(rc_failed_session(0x29CE), std::nullopt);
-  EXPECT_EQ(rc_failed_session(0x18E), std::nullopt);   // handle 1
-  EXPECT_EQ(rc_failed_session(0x88E), std::nullopt);   // session 0 does not exist
-  EXPECT_EQ(rc_failed_session(0x984), std::nullopt);   // TPM_RC_VALUE (session 1)
-  EXPECT_EQ(rc_failed_session(0x910), std::nullopt);   // TPM_RC_REFERENCE_H0
+  EXPECT_EQ(rc_failed_session(0x18E), std::nullopt);       // handle 1
+  EXPECT_EQ(rc_failed_session(0x88E), std::nullopt);       // session 0 does not exist
+  EXPECT_EQ(rc_failed_session(0x984), std::nullopt);       // TPM_RC_VALUE (session 1)
+  EXPECT_EQ(rc_failed_session(0x910), std::nullopt);       // TPM_RC_REFERENCE_H0
   EXPECT_EQ(rc_failed_session(0x000B09A2), std::nullopt);  // not a TPM-layer code
 }
 
 // A wrapper gives the TPM's answer about its own read of a handle's Name as
 // the error of the caller's command, numbered for that handle.
 TEST(ResponseCode, RenumberedForAnotherHandle) {
-  EXPECT_EQ(rc_for_handle(0x18B, 1), 0x28Bu);   // TPM_RC_HANDLE: handle 1 -> handle 2
+  EXPECT_EQ(rc_for_handle(0x18B, 1), 0x28Bu);  // TPM_RC_HANDLE: handle 1 -> handle 2
   EXPECT_EQ(rc_for_handle(0x28B, 0), 0x18Bu);
-  EXPECT_EQ(rc_for_handle(0x184, 2), 0x384u);   // TPM_RC_VALUE (handle 1) -> handle 3
-  EXPECT_EQ(rc_for_handle(0x910, 1), 0x911u);   // TPM_RC_REFERENCE_H0 -> H1
-  EXPECT_EQ(rc_for_handle(0x103, 1), 0x103u);   // TPM_RC_SEQUENCE: about no handle
-  EXPECT_EQ(rc_for_handle(0x98E, 1), 0x98Eu);   // a session's: left as it is
-  EXPECT_EQ(rc_for_handle(0x1C4, 1), 0x1C4u);   // a parameter's: left as it is
-  EXPECT_EQ(rc_for_handle(0x922, 1), 0x922u);   // TPM_RC_RETRY
-  EXPECT_EQ(rc_for_handle(0x18B, 7), 0x18Bu);   // no eighth handle
+  EXPECT_EQ(rc_for_handle(0x184, 2), 0x384u);  // TPM_RC_VALUE (handle 1) -> handle 3
+  EXPECT_EQ(rc_for_handle(0x910, 1), 0x911u);  // TPM_RC_REFERENCE_H0 -> H1
+  EXPECT_EQ(rc_for_handle(0x103, 1), 0x103u);  // TPM_RC_SEQUENCE: about no handle
+  EXPECT_EQ(rc_for_handle(0x98E, 1), 0x98Eu);  // a session's: left as it is
+  EXPECT_EQ(rc_for_handle(0x1C4, 1), 0x1C4u);  // a parameter's: left as it is
+  EXPECT_EQ(rc_for_handle(0x922, 1), 0x922u);  // TPM_RC_RETRY
+  EXPECT_EQ(rc_for_handle(0x18B, 7), 0x18Bu);  // no eighth handle
 }
 
 TEST(ResponseCode, WhatACodeBlames) {
-  EXPECT_TRUE(rc_is_about_handle_or_command(0x18B));    // TPM_RC_HANDLE, handle 1
-  EXPECT_TRUE(rc_is_about_handle_or_command(0x103));    // TPM_RC_SEQUENCE
-  EXPECT_TRUE(rc_is_about_handle_or_command(0x922));    // TPM_RC_RETRY
-  EXPECT_TRUE(rc_is_about_handle_or_command(0x911));    // TPM_RC_REFERENCE_H1
-  EXPECT_FALSE(rc_is_about_handle_or_command(0x918));   // TPM_RC_REFERENCE_S0
-  EXPECT_FALSE(rc_is_about_handle_or_command(0x98E));   // TPM_RC_AUTH_FAIL, session 1
-  EXPECT_FALSE(rc_is_about_handle_or_command(0x98B));   // TPM_RC_HANDLE, session 1
-  EXPECT_FALSE(rc_is_about_handle_or_command(0x1C4));   // TPM_RC_VALUE, parameter 1
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x18B));   // TPM_RC_HANDLE, handle 1
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x103));   // TPM_RC_SEQUENCE
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x922));   // TPM_RC_RETRY
+  EXPECT_TRUE(rc_is_about_handle_or_command(0x911));   // TPM_RC_REFERENCE_H1
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x918));  // TPM_RC_REFERENCE_S0
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x98E));  // TPM_RC_AUTH_FAIL, session 1
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x98B));  // TPM_RC_HANDLE, session 1
+  EXPECT_FALSE(rc_is_about_handle_or_command(0x1C4));  // TPM_RC_VALUE, parameter 1
 }
 
 TEST(TpmError, CarriesCodeAndDescription) {

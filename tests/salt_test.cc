@@ -9,11 +9,11 @@
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
 
+#include <fmt/format.h>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <memory>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -171,7 +171,8 @@ TEST(MakeSaltEcc, MatchesLibtpmsTranscriptIncludingLeadingZeroZ) {
     ASSERT_TRUE(salted.ok()) << salted.error().message();
     EXPECT_EQ(to_hex(salted->salt.view()), start["salt"].get<std::string>());
     // encryptedSalt as sent: 0044 ‖ 0020 Q_e.x ‖ 0020 Q_e.y.
-    std::string expected = "0020" + start["ephemeralX"].get<std::string>() + "0020" + start["ephemeralY"].get<std::string>();
+    std::string expected =
+        "0020" + start["ephemeralX"].get<std::string>() + "0020" + start["ephemeralY"].get<std::string>();
     EXPECT_EQ(to_hex(salted->encrypted_salt), expected);
     EXPECT_NE(start["command"].get<std::string>().find("0044" + expected), std::string::npos);
   }
@@ -279,7 +280,10 @@ TEST(MakeSalt, RsaRandomSaltDecryptsWithOpenSslOaep) {
   ASSERT_EQ(salted->salt.size(), 32u);
 
   // Private key from n, e and the prime p.
-  auto bn = [](ByteView b) { return std::unique_ptr<BIGNUM, decltype(&BN_clear_free)>(BN_bin2bn(b.data(), static_cast<int>(b.size()), nullptr), BN_clear_free); };
+  auto bn = [](ByteView b) {
+    return std::unique_ptr<BIGNUM, decltype(&BN_clear_free)>(BN_bin2bn(b.data(), static_cast<int>(b.size()), nullptr),
+                                                             BN_clear_free);
+  };
   auto n = bn(key.unique_x), p = bn(sensitive_of(c));
   std::unique_ptr<BIGNUM, decltype(&BN_clear_free)> e(BN_new(), BN_clear_free), q(BN_new(), BN_clear_free),
       phi(BN_new(), BN_clear_free), d(BN_new(), BN_clear_free), p1(BN_new(), BN_clear_free),
@@ -295,8 +299,8 @@ TEST(MakeSalt, RsaRandomSaltDecryptsWithOpenSslOaep) {
               OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, e.get()) &&
               OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_D, d.get()));
   std::unique_ptr<OSSL_PARAM, decltype(&OSSL_PARAM_free)> params(OSSL_PARAM_BLD_to_param(bld.get()), OSSL_PARAM_free);
-  std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> import(EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr),
-                                                                      EVP_PKEY_CTX_free);
+  std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> import(
+      EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr), EVP_PKEY_CTX_free);
   EVP_PKEY* raw_key = nullptr;
   ASSERT_EQ(EVP_PKEY_fromdata_init(import.get()), 1);
   ASSERT_EQ(EVP_PKEY_fromdata(import.get(), &raw_key, EVP_PKEY_KEYPAIR, params.get()), 1);

@@ -68,7 +68,8 @@ constexpr uint32_t kCcStartAuthSession = 0x176, kCcPcrExtend = 0x182, kCcUnseal 
 constexpr uint32_t kNobody = 65534;  // user nobody, group nogroup (Debian)
 
 bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() && std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+  return !needle.empty() &&
+         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
 }
 
 std::string slurp(const std::string& file) {
@@ -128,13 +129,13 @@ Bytes create_hmac_primary() {
   w.u16(0);
   w.u16(0);
   Writer pub;
-  pub.u16(0x0008);      // TPM_ALG_KEYEDHASH
+  pub.u16(0x0008);  // TPM_ALG_KEYEDHASH
   pub.u16(alg::kSha256);
   pub.u32(0x00040072);  // fixedTPM | fixedParent | sensitiveDataOrigin | userWithAuth | sign
   pub.u16(0);           // authPolicy
   pub.u16(0x0005);      // scheme: TPM_ALG_HMAC
   pub.u16(alg::kSha256);
-  pub.u16(0);           // unique
+  pub.u16(0);  // unique
   w.tpm2b(*pub.finish(), "inPublic");
   w.u16(0);  // outsideInfo
   w.u32(0);  // creationPCR
@@ -362,11 +363,11 @@ TEST_F(ServeAttackTest, ASnifferSeesNeitherTheUnsealedSecretNorTheNvData) {
   std::ofstream(path("nv")) << nv;
   start_serve();
   ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}).exit_code, 0);
-  auto create = tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
-                      path("s.priv")});
+  auto create =
+      tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r", path("s.priv")});
   ASSERT_EQ(create.exit_code, 0) << describe(create);
-  auto load = tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
-                    path("s.ctx")});
+  auto load =
+      tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")});
   ASSERT_EQ(load.exit_code, 0) << describe(load);
   auto unseal = tool({"tpm2_unseal", "-c", path("s.ctx")});
   ASSERT_EQ(unseal.exit_code, 0) << describe(unseal);
@@ -399,12 +400,16 @@ TEST_F(ServeAttackTest, AnAlteredResponseFailsTheTool) {
   std::ofstream(path("nv")) << nv;
   start_serve();
   ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
-                  path("s.priv")}).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
-                  path("s.ctx")}).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a",
-                  "ownerread|ownerwrite"}).exit_code, 0);
+  ASSERT_EQ(
+      tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r", path("s.priv")})
+          .exit_code,
+      0);
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")})
+                .exit_code,
+            0);
+  ASSERT_EQ(tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a", "ownerread|ownerwrite"})
+                .exit_code,
+            0);
   // Flips the first byte after the response's parameterSize (with sessions)
   // or header (without): a parameter byte, never the header.
   std::atomic<int> altered{0};
@@ -452,13 +457,17 @@ TEST_F(ServeAttackTest, AForgedErrorOnTheNameReadNeverLetsACommandRunWithoutTheS
   std::ofstream(path("nv")) << nv;
   start_serve();
   ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
-                  path("s.priv")}).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
-                  path("s.ctx")}).exit_code, 0);
+  ASSERT_EQ(
+      tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r", path("s.priv")})
+          .exit_code,
+      0);
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")})
+                .exit_code,
+            0);
   ASSERT_EQ(tool({"tpm2_evictcontrol", "-C", "o", "-c", path("s.ctx"), persistent}).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a",
-                  "ownerread|ownerwrite"}).exit_code, 0);
+  ASSERT_EQ(tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a", "ownerread|ownerwrite"})
+                .exit_code,
+            0);
   ASSERT_EQ(tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("nv")}).exit_code, 0);
   ASSERT_EQ(stop_serve(), 0);
   start_serve();
@@ -784,7 +793,8 @@ TEST_F(ServeAttackTest, ClientsThatDieMidCommandLeaveNothingBehind) {
         uint32_t h = load_be32(rs[i].data() + 10);
         bool gone = false;
         for (size_t j = i + 1; j < cs.size() && !gone; ++j) {
-          gone = load_be32(cs[j].data() + 6) == kCcFlushContext && cs[j].size() >= 14 && load_be32(cs[j].data() + 10) == h;
+          gone =
+              load_be32(cs[j].data() + 6) == kCcFlushContext && cs[j].size() >= 14 && load_be32(cs[j].data() + 10) == h;
         }
         if (!gone) out.push_back({i, h});
       }
@@ -820,8 +830,9 @@ TEST_F(ServeAttackTest, SixteenClientsAtOnceThenSigtermUnderLoad) {
   start_serve();
   Bytes before = pcr16();
   Bytes digest(32, 0x16);
-  const std::string loop = "for n in $(seq " + std::to_string(kRounds) + "); do tpm2_pcrextend 16:sha256=" +
-                           to_hex(digest) + " && tpm2_getrandom --hex 8 >/dev/null || exit 1; done";
+  const std::string loop = "for n in $(seq " + std::to_string(kRounds) +
+                           "); do tpm2_pcrextend 16:sha256=" + to_hex(digest) +
+                           " && tpm2_getrandom --hex 8 >/dev/null || exit 1; done";
   std::vector<CommandResult> results(kClients);
   {
     std::vector<std::thread> threads;
@@ -840,8 +851,9 @@ TEST_F(ServeAttackTest, SixteenClientsAtOnceThenSigtermUnderLoad) {
   for (int i = 0; i < kClients; ++i) {
     std::string ctx = path("p" + std::to_string(i) + ".ctx");
     load.emplace_back([&, ctx] {
-      const std::string busy = "for n in $(seq 50); do [ -e " + path("stop") + " ] && exit 0; tpm2_createprimary -C o -G ecc -c " +
-                               ctx + " >/dev/null 2>&1; tpm2_getrandom --hex 8 >/dev/null 2>&1; done";
+      const std::string busy = "for n in $(seq 50); do [ -e " + path("stop") +
+                               " ] && exit 0; tpm2_createprimary -C o -G ecc -c " + ctx +
+                               " >/dev/null 2>&1; tpm2_getrandom --hex 8 >/dev/null 2>&1; done";
       run_command({"sh", "-c", busy}, tools_env());
     });
   }
@@ -885,16 +897,16 @@ TEST_F(ServeAttackTest, Tpm2OpensslAndSystemdCredsWorkThroughIt) {
                            path("key.pem"), "-rawin", "-digest", "sha256", "-in", path("msg"), "-out", path("sig")},
                           env);
   ASSERT_EQ(sign.exit_code, 0) << describe(sign);
-  auto verify = run_command({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", path("pub.pem"), "-rawin",
-                             "-digest", "sha256", "-in", path("msg"), "-sigfile", path("sig")});
+  auto verify = run_command({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", path("pub.pem"), "-rawin", "-digest",
+                             "sha256", "-in", path("msg"), "-sigfile", path("sig")});
   EXPECT_EQ(verify.exit_code, 0) << describe(verify);
 
   // systemd 252 loads libtss2-tcti-<driver>.so.0 for --tpm2-device=DRIVER:CONF.
   const std::string secret = "serve-credential-3a9d0f";
   std::ofstream(path("plain")) << secret;
   const std::string device = "--tpm2-device=tabrmd:bus_type=session";
-  auto enc = run_command({"systemd-creds", "encrypt", "--with-key=tpm2", device, "--name=tpmsec-serve", path("plain"),
-                          path("cred")});
+  auto enc = run_command(
+      {"systemd-creds", "encrypt", "--with-key=tpm2", device, "--name=tpmsec-serve", path("plain"), path("cred")});
   ASSERT_EQ(enc.exit_code, 0) << describe(enc);
   auto dec = run_command({"systemd-creds", "decrypt", device, "--name=tpmsec-serve", path("cred"), "-"});
   ASSERT_EQ(dec.exit_code, 0) << describe(dec);

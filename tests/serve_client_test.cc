@@ -170,7 +170,8 @@ TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfI
   // The extend landed: PCR 16 is SHA-256(zeros || digest), read through the server.
   CommandResult read = run_tpmsec({"pcr", "read", "16", "--tpm", tpm}, env());
   EXPECT_EQ(read.exit_code, 0) << describe(read);
-  EXPECT_NE(read.out.find("9ef814b42fa0be12d197c44d3e8e03441a4b1118237658368ba1351090e556ed"), std::string::npos) << describe(read);
+  EXPECT_NE(read.out.find("9ef814b42fa0be12d197c44d3e8e03441a4b1118237658368ba1351090e556ed"), std::string::npos)
+      << describe(read);
 
   // The null key's name, through the server's session: 68 hex digits.
   CommandResult null_key = run_tpmsec({"null-key", "--tpm", tpm}, env());
@@ -206,8 +207,8 @@ TEST_F(ServeClientTest, AnAnchorAStrategyOrAnEncryptionGivenToAClientIsRefused) 
 TEST_F(ServeClientTest, Tpm2ToolsThroughTheTctiPassFramesToTheServer) {
   ServeProcess serve;
   ASSERT_TRUE(serve.start(dir_)) << serve.log();
-  const std::string tcti = std::string(TPMSEC_TCTI_PATH) + ":" + serve_string(serve.socket()) + ",log=" + dir_ +
-                           "/tcti.log";
+  const std::string tcti =
+      std::string(TPMSEC_TCTI_PATH) + ":" + serve_string(serve.socket()) + ",log=" + dir_ + "/tcti.log";
   std::vector<std::string> e = env();
   e.push_back("TPM2TOOLS_TCTI=" + tcti);
 
@@ -216,8 +217,7 @@ TEST_F(ServeClientTest, Tpm2ToolsThroughTheTctiPassFramesToTheServer) {
   CommandResult rnd = run_command({"tpm2_getrandom", "--hex", "8"}, e);
   EXPECT_EQ(rnd.exit_code, 0) << describe(rnd);
   EXPECT_EQ(rnd.out.size(), 16u) << describe(rnd);
-  CommandResult primary =
-      run_command({"tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", dir_ + "/primary.ctx"}, e);
+  CommandResult primary = run_command({"tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", dir_ + "/primary.ctx"}, e);
   EXPECT_EQ(primary.exit_code, 0) << describe(primary);
 
   // The TCTI passed the programs' frames through, one block per program
@@ -270,9 +270,9 @@ TEST_F(ServeClientTest, ASocketServedByAnotherUserIsRefused) {
   EXPECT_EQ(named.exit_code, 1) << describe(named);
   EXPECT_NE(named.err.find("not by root or uid 4242"), std::string::npos) << describe(named);
   // The TCTI refuses it too: tpm2-tools gets no TPM.
-  CommandResult tool = run_command({"tpm2_getrandom", "--hex", "8"},
-                                   {"TPMSEC_STATE_DIR=" + state_, "TPM2TOOLS_TCTI=" + std::string(TPMSEC_TCTI_PATH) +
-                                                                      ":" + tpm});
+  CommandResult tool =
+      run_command({"tpm2_getrandom", "--hex", "8"},
+                  {"TPMSEC_STATE_DIR=" + state_, "TPM2TOOLS_TCTI=" + std::string(TPMSEC_TCTI_PATH) + ":" + tpm});
   EXPECT_NE(tool.exit_code, 0) << describe(tool);
   EXPECT_NE(tool.err.find("refusing a server another user could have planted"), std::string::npos) << describe(tool);
 

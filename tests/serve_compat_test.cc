@@ -194,8 +194,7 @@ TEST_F(ServeCompatTest, NvChangeAuthInAPolicySession) {
 // response key as NV_ChangeAuth's.
 TEST_F(ServeCompatTest, HierarchyChangeAuthInAPolicySession) {
   ok({"tpm2_startauthsession", "-S", path("trial.ctx")});
-  ok({"tpm2_policycommandcode", "-S", path("trial.ctx"), "-L", path("change.policy"),
-      "TPM2_CC_HierarchyChangeAuth"});
+  ok({"tpm2_policycommandcode", "-S", path("trial.ctx"), "-L", path("change.policy"), "TPM2_CC_HierarchyChangeAuth"});
   ok({"tpm2_flushcontext", path("trial.ctx")});
   ok({"tpm2_setprimarypolicy", "-C", "e", "-L", path("change.policy"), "-g", "sha256"});
   ok({"tpm2_startauthsession", "--policy-session", "-S", path("session.ctx")});

@@ -15,8 +15,8 @@
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/frame_header.h"
 #include "tpmsec/emulation/slot_limits.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/tpm.h"
@@ -47,8 +47,8 @@ Bytes plain(uint32_t code, std::vector<uint32_t> handles, Bytes parameters = {})
 // Under `session` (continueSession, no HMAC: a policy session whose policy
 // needs none, or a session an attacker names without knowing its key).
 Bytes in_session(uint32_t code, std::vector<uint32_t> handles, uint32_t session, Bytes parameters = {}) {
-  return build_command(
-      CommandFrame{code, std::move(handles), {SessionEntry{session, {}, attr::kContinueSession, {}}}, std::move(parameters)});
+  return build_command(CommandFrame{
+      code, std::move(handles), {SessionEntry{session, {}, attr::kContinueSession, {}}}, std::move(parameters)});
 }
 
 class SpaceTest : public ::testing::Test {
@@ -201,8 +201,8 @@ TEST_F(SpaceTest, AnotherClientCannotUnsealThroughASatisfiedPolicySession) {
   p.scheme = Scheme{alg::kNull, 0, 0};
   auto created = ta.run(create, {Auth::password()});
   ASSERT_TRUE(created.ok()) << created.error().message();
-  auto loaded = ta.run(cmd::Load{NamedHandle::of(parent), created->out_private, created->out_public},
-                       {Auth::password()});
+  auto loaded =
+      ta.run(cmd::Load{NamedHandle::of(parent), created->out_private, created->out_public}, {Auth::password()});
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   const uint32_t sealed = loaded->object_handle;
 
@@ -212,8 +212,8 @@ TEST_F(SpaceTest, AnotherClientCannotUnsealThroughASatisfiedPolicySession) {
   // B has A's blob (a file left readable, say) and the same primary.
   const uint32_t b_parent = primary(*b, rh::kOwner);
   Tpm tb(*b);
-  auto b_loaded = tb.run(cmd::Load{NamedHandle::of(b_parent), created->out_private, created->out_public},
-                         {Auth::password()});
+  auto b_loaded =
+      tb.run(cmd::Load{NamedHandle::of(b_parent), created->out_private, created->out_public}, {Auth::password()});
   ASSERT_TRUE(b_loaded.ok()) << b_loaded.error().message();
   EXPECT_EQ(rc(*b, in_session(kUnseal, {b_loaded->object_handle}, session)), kSession1);
   EXPECT_EQ(rc(*b, in_session(kUnseal, {sealed}, session)), kSession1);
@@ -486,7 +486,8 @@ TEST_F(SpaceTest, GarbledAnswersLeaveTheSpacesConsistent) {
   ASSERT_TRUE(manager.start(tpm_.get()).ok());
   {
     std::vector<std::unique_ptr<HandleSpace>> clients;
-    for (server::ClientId id = 1; id <= 3; ++id) clients.push_back(std::make_unique<HandleSpace>(manager, id, ClientLimits{}, PeerIdentity{}));
+    for (server::ClientId id = 1; id <= 3; ++id)
+      clients.push_back(std::make_unique<HandleSpace>(manager, id, ClientLimits{}, PeerIdentity{}));
     cmd::CreatePrimary c;
     c.primary_handle = NamedHandle::of(rh::kNull);
     c.in_public.public_area = null_key_template(SaltKind::kEcc);

@@ -191,7 +191,7 @@ TEST(ServerSocket, RawUnixSocketClientWritesOneCommandAndReadsOneResponse) {
   group* own = ::getgrgid(::getgid());
   ASSERT_NE(own, nullptr);
   ASSERT_TRUE(s.server().listen_unix(path, {0660, own->gr_name}).ok());
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0660u);

@@ -11,10 +11,10 @@
 
 #include "tpmsec/constants.h"
 #include "tpmsec/emulation/latency_transport.h"
-#include "tpmsec/pcr.h"
 #include "tpmsec/emulation/profile_file.h"
-#include "tpmsec/response_code.h"
 #include "tpmsec/emulation/slot_limits.h"
+#include "tpmsec/pcr.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/strategy.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport/transports.h"
@@ -69,10 +69,10 @@ class RawClient {
     put32(body, 0x40000007);  // bind TPM_RH_NULL
     put16(body, 16);          // nonceCaller
     for (int i = 0; i < 16; ++i) body.push_back(static_cast<uint8_t>(i + 1));
-    put16(body, 0);           // encryptedSalt
-    body.push_back(0x00);     // TPM_SE_HMAC
-    put16(body, 0x0010);      // symmetric TPM_ALG_NULL
-    put16(body, 0x000B);      // SHA-256
+    put16(body, 0);        // encryptedSalt
+    body.push_back(0x00);  // TPM_SE_HMAC
+    put16(body, 0x0010);   // symmetric TPM_ALG_NULL
+    put16(body, 0x000B);   // SHA-256
     Bytes r = send(frame(0x176, body));
     if (code) *code = rc_of(r);
     return rc_of(r) == 0 && r.size() >= 14 ? load_be32(r.data() + 10) : 0;
@@ -152,7 +152,6 @@ class SlotLimitsTest : public ::testing::Test {
   }
   std::unique_ptr<Transport> embedded_;
 };
-
 
 TEST_F(SlotLimitsTest, TheAmdProfilesGapIsEnforcedAsTheReferenceImplementationDoes) {
   LatencyProfile amd = profile("amd-ftpm-3");
@@ -536,14 +535,14 @@ TEST_P(GapChipStrategies, KeepsEveryExtendExactlyOnceAmongOtherSessionTraffic) {
     EXPECT_EQ(stats.landed_checks, 0u);
     EXPECT_EQ(stats.rebuilds, 0u);
   }
-  std::printf("%s, %d extends on amd-ftpm-3 among other traffic: chip refused %llu ContextSave/StartAuthSession/"
-              "ContextLoad with TPM_RC_CONTEXT_GAP (other client: %llu refusals); stream: %llu saves refused, "
-              "%llu rebuilds, %llu landed-checks; %.3f modelled ms per step (both clients)\n",
-              std::string(strategy_name(kind)).c_str(), extends,
-              static_cast<unsigned long long>(chip.refusals(rc::kContextGap)),
-              static_cast<unsigned long long>(other.refused()), static_cast<unsigned long long>(stats.saves_refused),
-              static_cast<unsigned long long>(stats.rebuilds), static_cast<unsigned long long>(stats.landed_checks),
-              static_cast<double>(loop_end - loop_start) / 1e6 / extends);
+  std::printf(
+      "%s, %d extends on amd-ftpm-3 among other traffic: chip refused %llu ContextSave/StartAuthSession/"
+      "ContextLoad with TPM_RC_CONTEXT_GAP (other client: %llu refusals); stream: %llu saves refused, "
+      "%llu rebuilds, %llu landed-checks; %.3f modelled ms per step (both clients)\n",
+      std::string(strategy_name(kind)).c_str(), extends,
+      static_cast<unsigned long long>(chip.refusals(rc::kContextGap)), static_cast<unsigned long long>(other.refused()),
+      static_cast<unsigned long long>(stats.saves_refused), static_cast<unsigned long long>(stats.rebuilds),
+      static_cast<unsigned long long>(stats.landed_checks), static_cast<double>(loop_end - loop_start) / 1e6 / extends);
 
   // Nothing left behind by either client.
   stream->reset();
@@ -554,15 +553,16 @@ TEST_P(GapChipStrategies, KeepsEveryExtendExactlyOnceAmongOtherSessionTraffic) {
   EXPECT_TRUE(direct.handles(kTransient).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AmdFtpm, GapChipStrategies,
-    ::testing::Values(std::pair{StrategyKind::kSavedContext, 10000}, std::pair{StrategyKind::kResident, 10000},
-                      std::pair{StrategyKind::kPerCommand, 1000}, std::pair{StrategyKind::kCheckpoint, 1000}),
-    [](const auto& info) {
-      std::string n(strategy_name(info.param.first));
-      n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(AmdFtpm, GapChipStrategies,
+                         ::testing::Values(std::pair{StrategyKind::kSavedContext, 10000},
+                                           std::pair{StrategyKind::kResident, 10000},
+                                           std::pair{StrategyKind::kPerCommand, 1000},
+                                           std::pair{StrategyKind::kCheckpoint, 1000}),
+                         [](const auto& info) {
+                           std::string n(strategy_name(info.param.first));
+                           n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace tpmsec

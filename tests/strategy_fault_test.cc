@@ -4,8 +4,8 @@
 // checkpoint catches dropped and substituted extends.
 #include <openssl/sha.h>
 
-#include "support/test_tpm.h"
 #include "support/fault_injection.h"
+#include "support/test_tpm.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/strategy.h"
@@ -28,9 +28,7 @@ std::vector<Bytes> digests(int n) {
 
 // A successful PCR_Extend response with a password session: what an
 // interposer answers when it drops the command.
-Bytes forged_password_success() {
-  return *from_hex("80020000001300000000000000000000010000");
-}
+Bytes forged_password_success() { return *from_hex("80020000001300000000000000000000010000"); }
 
 class StrategyFaultTest : public testing::TpmTest {
  protected:
@@ -66,8 +64,8 @@ TEST_P(StrategyFaultTest, ForgedErrorsNeverApplyAnExtendTwice) {
       {"RETRY, not executed", Fault::forge_error(0x922, false), false},
       {"transport failure, not executed", Fault::fail(false), false},
   };
-  for (StrategyKind kind : {StrategyKind::kPerCommand, StrategyKind::kSavedContext, StrategyKind::kResident,
-                            StrategyKind::kCheckpoint}) {
+  for (StrategyKind kind :
+       {StrategyKind::kPerCommand, StrategyKind::kSavedContext, StrategyKind::kResident, StrategyKind::kCheckpoint}) {
     for (const auto& c : cases) {
       SCOPED_TRACE(std::string(strategy_name(kind)) + ": " + c.name);
       ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
@@ -145,7 +143,7 @@ TEST_P(StrategyFaultTest, CheckpointCatchesASubstitutedDigest) {
   ASSERT_TRUE(pcr_reset(tpm(), 16).ok());
   StreamOptions options;
   options.protection.trust_first_use = true;  // behind the interposer
-  options.checkpoint_every = 0;  // only at finish
+  options.checkpoint_every = 0;               // only at finish
   auto stream = ExtendStream::open(*faulty_, StrategyKind::kCheckpoint, options);
   ASSERT_TRUE(stream.ok());
   auto seen = std::make_shared<int>(0);
@@ -243,8 +241,8 @@ TEST_P(StrategyFaultTest, SavedContextSurvivesForgedRetriesOnEveryContextLoad) {
 // it: the stream must prove the session gone (an audited listing) before it
 // retries, and refuse to retry while it is not.
 struct WithheldExtend {
-  int nth = 2;                // which PCR_Extend to withhold
-  int flushes_to_drop = 1;    // of its session; -1: every one
+  int nth = 2;              // which PCR_Extend to withhold
+  int flushes_to_drop = 1;  // of its session; -1: every one
   int extends_seen = 0;
   std::optional<Bytes> command;
   uint32_t session = 0;
@@ -256,7 +254,7 @@ constexpr uint32_t kFlushContext = 0x165;
 Fault withhold(WithheldExtend& a, uint32_t code, ByteView command) {
   if (code == kPcrExtend && a.extends_seen++ == a.nth) {
     a.command = Bytes(command.begin(), command.end());
-    a.session = load_be32(command.data() + 18);  // header, pcrHandle, authorizationSize, sessionHandle
+    a.session = load_be32(command.data() + 18);            // header, pcrHandle, authorizationSize, sessionHandle
     return Fault::forge_error(0x922, /*executed=*/false);  // TPM_RC_RETRY
   }
   if (code == kFlushContext && a.command && load_be32(command.data() + 10) == a.session &&

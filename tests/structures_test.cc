@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/bytes.h"
 #include "support/test_data.h"
+#include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/wire.h"
@@ -63,7 +63,9 @@ Bytes grow_list(Bytes b, size_t count_at, ByteView element) {
 
 // TCG "SRK ECC template H" as Linux sends it for the null primary
 // (Linux drivers/char/tpm/tpm2-sessions.c, tpm2_create_null_primary).
-constexpr std::string_view kNullTemplateHex = "0023000b000304720000000600800043001000030010" "00000000";
+constexpr std::string_view kNullTemplateHex =
+    "0023000b000304720000000600800043001000030010"
+    "00000000";
 
 // outPublic of CreatePrimary(RH_NULL, ECC P-256) against libtpms
 // (session-transcript-libtpms.json, step 0).
@@ -84,16 +86,23 @@ constexpr std::string_view kSensitiveCreateHex = "000c0008706172656e7470770000";
 // creationTicket of the CreatePrimary response in the transcript, step 0.
 constexpr std::string_view kCreationTicketHex =
     "8021400000070040"
-    "41029fe5688df6aeaccfd5529795173606f6c04ab30093b0e1225d739bdf5911add1c0fba2709e29856f523da1ef9128ee9943a11050229ac8d157843fbf047c";
+    "41029fe5688df6aeaccfd5529795173606f6c04ab30093b0e1225d739bdf5911add1c0fba2709e29856f523da1ef9128ee9943a11050229ac8"
+    "d157843fbf047c";
 
 // TPMS_CONTEXT of ContextSave(session) in the transcript, step 6.
 constexpr std::string_view kContextHex =
-    "00000000000000790200000040000007018200408024abfcb1255e1ec9de9910f7a3ed4fd2b1b3c71c3b434ddd38b04b3fd97f9da837e88fdd7a3b"
-    "f61d3d6317603770ef83775dad1f275da585de77a7465ff609f32d0368e3a806dc686a1a0bf8eb16cd13116d356af79116013b284da5862132ee"
-    "da20cb582d621be543b7817d8a6d1c6016da9d88ff1073929e765d4247da086433b115e9e61ddfc27cee589481356d7e0e686b9444516b8ac8d7"
-    "f8e2016e2c5f41b6f6dac155c94aa81b05cd83343a6ce7b79e309762403c764c8a38ba0670f792ae1cbddc54bb13ecefbd39d93d7174659fbe81"
-    "401b6b945ff7dee1cbefd85da7a29d3698f57de09168aff5b172d401a5385d8665f17cdddd078aea9debe48f6b202ab80d0cc91356b7cc2ca06b5"
-    "3454ca4890b89e55b31ece0da63d439b1c5e0850a47f2627e7e7bd535a2fa1fa827b7d56d93302b0b968f93a920db1104172dc29c7fe83d0bf66"
+    "00000000000000790200000040000007018200408024abfcb1255e1ec9de9910f7a3ed4fd2b1b3c71c3b434ddd38b04b3fd97f9da837e88fdd"
+    "7a3b"
+    "f61d3d6317603770ef83775dad1f275da585de77a7465ff609f32d0368e3a806dc686a1a0bf8eb16cd13116d356af79116013b284da5862132"
+    "ee"
+    "da20cb582d621be543b7817d8a6d1c6016da9d88ff1073929e765d4247da086433b115e9e61ddfc27cee589481356d7e0e686b9444516b8ac8"
+    "d7"
+    "f8e2016e2c5f41b6f6dac155c94aa81b05cd83343a6ce7b79e309762403c764c8a38ba0670f792ae1cbddc54bb13ecefbd39d93d7174659fbe"
+    "81"
+    "401b6b945ff7dee1cbefd85da7a29d3698f57de09168aff5b172d401a5385d8665f17cdddd078aea9debe48f6b202ab80d0cc91356b7cc2ca0"
+    "6b5"
+    "3454ca4890b89e55b31ece0da63d439b1c5e0850a47f2627e7e7bd535a2fa1fa827b7d56d93302b0b968f93a920db1104172dc29c7fe83d0bf"
+    "66"
     "c4ac92db9fb4b085b9bb72ae5e8314dd30af47c794afceef10878188b05b8f80c21f9ece3c4df29137dd5002e967efdc290e033c46001";
 
 constexpr uint32_t kSrkAttributes = object_attr::kFixedTpm | object_attr::kFixedParent |
@@ -225,9 +234,9 @@ struct Parsed {
 struct Vector {
   std::string name;
   Bytes bytes;
-  std::function<Parsed(ByteView)> parse;         // Reader-level unmarshal
-  std::function<Parsed(ByteView)> parse_exact;   // unmarshal_exact
-  std::function<Bytes(ByteView)> remarshal;      // parse, then marshal again
+  std::function<Parsed(ByteView)> parse;        // Reader-level unmarshal
+  std::function<Parsed(ByteView)> parse_exact;  // unmarshal_exact
+  std::function<Bytes(ByteView)> remarshal;     // parse, then marshal again
 };
 
 template <class T>
@@ -306,14 +315,15 @@ std::vector<Vector> all_vectors() {
   std::vector<Vector> v;
   v.push_back(make_vector("PcrSelection", PcrSelection::single(alg::kSha256, 16)));
   v.push_back(make_vector("PcrSelection.empty", PcrSelection{alg::kSha1, {}}));
-  v.push_back(make_vector("PcrSelectionList",
-                          PcrSelectionList{{PcrSelection::single(alg::kSha1, 0), PcrSelection::single(alg::kSha256, 23)}}));
+  v.push_back(make_vector("PcrSelectionList", PcrSelectionList{{PcrSelection::single(alg::kSha1, 0),
+                                                                PcrSelection::single(alg::kSha256, 23)}}));
   v.push_back(make_vector("PcrSelectionList.empty", PcrSelectionList{}));
   v.push_back(make_vector("DigestList", DigestList{{filled(32), filled(20), {}}}));
   v.push_back(make_vector("TaggedHash.sha256", TaggedHash{alg::kSha256, filled(32)}));
   v.push_back(make_vector("TaggedHash.sha1", TaggedHash{alg::kSha1, filled(20)}));
-  v.push_back(make_vector("DigestValues",
-                          DigestValues{{{alg::kSha1, filled(20)}, {alg::kSha256, filled(32)}, {alg::kSha512, filled(64)}}}));
+  v.push_back(
+      make_vector("DigestValues",
+                  DigestValues{{{alg::kSha1, filled(20)}, {alg::kSha256, filled(32)}, {alg::kSha512, filled(64)}}}));
   v.push_back(make_vector("SymDef.aes128cfb", SymDef::aes128_cfb()));
   v.push_back(make_vector("SymDef.xor", SymDef::xor_with(alg::kSha256)));
   v.push_back(make_vector("SymDef.null", SymDef{}));
@@ -417,7 +427,8 @@ TEST(RoundTrip, TaggedHash) {
 TEST(RoundTrip, DigestValues) {
   expect_round_trip(DigestValues{}, "00000000");
   expect_round_trip(DigestValues{{{alg::kSha1, Bytes(20, 0)}}},
-                    "000000010004" "0000000000000000000000000000000000000000");
+                    "000000010004"
+                    "0000000000000000000000000000000000000000");
   DigestValues all;
   for (uint16_t h : {alg::kSha1, alg::kSha256, alg::kSha384, alg::kSha512, alg::kSm3_256}) {
     all.digests.push_back({h, filled(*digest_size(h))});
@@ -465,10 +476,18 @@ TEST(RoundTrip, PublicEccVariants) {
   expect_round_trip(ecc_signing());
   Bytes e = encode(ecc_signing());
   // type nameAlg attrs policy(32) | sym NULL | ECDSA sha256 | curve | KDF1_SP800_56A sha256
-  EXPECT_EQ(to_hex(ByteView(e).subspan(42, 12)), "0010" "0018000b" "0003" "0021000b");
+  EXPECT_EQ(to_hex(ByteView(e).subspan(42, 12)),
+            "0010"
+            "0018000b"
+            "0003"
+            "0021000b");
   expect_round_trip(ecc_ecdaa());
   Bytes d = encode(ecc_ecdaa());
-  EXPECT_EQ(to_hex(ByteView(d).subspan(42, 12)), "0010" "001a000b0007" "0010" "0010");
+  EXPECT_EQ(to_hex(ByteView(d).subspan(42, 12)),
+            "0010"
+            "001a000b0007"
+            "0010"
+            "0010");
   // P-521 sized coordinates are the maximum.
   Public p521 = ecc_with_point();
   p521.curve = 0x0005;
@@ -481,16 +500,26 @@ TEST(RoundTrip, PublicRsa2048) {
   Public p = rsa2048();
   Bytes enc = encode(p);
   EXPECT_EQ(to_hex(ByteView(enc).first(26)),
-            "0001000b0003047200000006008000430010" "0800" "00000000" "0100");
+            "0001000b0003047200000006008000430010"
+            "0800"
+            "00000000"
+            "0100");
   EXPECT_EQ(enc.size(), 26u + 256u);
   expect_round_trip(p);
   expect_round_trip(rsa_signing());
   Bytes s = encode(rsa_signing());
-  EXPECT_EQ(to_hex(ByteView(s).subspan(10, 12)), "0010" "0014000b" "0800" "00010001");
+  EXPECT_EQ(to_hex(ByteView(s).subspan(10, 12)),
+            "0010"
+            "0014000b"
+            "0800"
+            "00010001");
   expect_round_trip(rsa_oaep());
   expect_round_trip(rsa_rsaes());
   Bytes es = encode(rsa_rsaes());
-  EXPECT_EQ(to_hex(ByteView(es).subspan(10, 4)), "0010" "0015") << "RSAES has no scheme details";
+  EXPECT_EQ(to_hex(ByteView(es).subspan(10, 4)),
+            "0010"
+            "0015")
+      << "RSAES has no scheme details";
   Public rsa4096 = rsa2048();
   rsa4096.key_bits = 4096;
   rsa4096.unique_x = filled(512);
@@ -504,12 +533,17 @@ TEST(RoundTrip, PublicKeyedHashSealed) {
   // The sealed-object template of Create in the transcript (step 3).
   Public tmpl = sealed();
   tmpl.unique_x = {};
-  expect_round_trip(PublicArea{tmpl}, "000e0008000b000004520000001000" "00");
+  expect_round_trip(PublicArea{tmpl},
+                    "000e0008000b000004520000001000"
+                    "00");
   expect_round_trip(hmac_key());
   Bytes h = encode(hmac_key());
   EXPECT_EQ(to_hex(ByteView(h).subspan(10, 4)), "0005000b");
   expect_round_trip(keyed_xor());
-  EXPECT_EQ(to_hex(encode(keyed_xor())), "0008000b000200400000" "000a000b0022" "0000");
+  EXPECT_EQ(to_hex(encode(keyed_xor())),
+            "0008000b000200400000"
+            "000a000b0022"
+            "0000");
 }
 
 TEST(RoundTrip, PublicSymCipher) {
@@ -558,18 +592,50 @@ TEST(RoundTrip, Context) {
   EXPECT_EQ(c.hierarchy, rh::kNull);
   EXPECT_EQ(c.blob.size(), 386u);
   expect_round_trip(c, kContextHex);
-  expect_round_trip(Context{~0ull, 0x80000002, rh::kOwner, {}}, "ffffffffffffffff" "80000002" "40000001" "0000");
+  expect_round_trip(Context{~0ull, 0x80000002, rh::kOwner, {}},
+                    "ffffffffffffffff"
+                    "80000002"
+                    "40000001"
+                    "0000");
   expect_round_trip(Context{1, 0x80000000, rh::kEndorsement, filled(5120)});
 }
 
 TEST(RoundTrip, CapabilityDataEveryKind) {
-  expect_round_trip(cap_algs(), "00000000" "00000003" "000100000009" "000b00000004" "002300000009");
-  expect_round_trip(cap_handles(), "00000001" "00000003" "80000000" "80000001" "81000001");
-  expect_round_trip(cap_commands(), "00000002" "00000003" "0000011f" "02000131" "0440015e");
-  expect_round_trip(cap_pcrs(), "00000005" "00000003" "000403ffffff" "000b03ffffff" "000c03000000");
+  expect_round_trip(cap_algs(),
+                    "00000000"
+                    "00000003"
+                    "000100000009"
+                    "000b00000004"
+                    "002300000009");
+  expect_round_trip(cap_handles(),
+                    "00000001"
+                    "00000003"
+                    "80000000"
+                    "80000001"
+                    "81000001");
+  expect_round_trip(cap_commands(),
+                    "00000002"
+                    "00000003"
+                    "0000011f"
+                    "02000131"
+                    "0440015e");
+  expect_round_trip(cap_pcrs(),
+                    "00000005"
+                    "00000003"
+                    "000403ffffff"
+                    "000b03ffffff"
+                    "000c03000000");
   expect_round_trip(cap_properties(),
-                    "00000006" "00000003" "00000100322e3000" "0000010549424d00" "0000010d00000400");
-  expect_round_trip(cap_curves(), "00000008" "00000002" "0003" "0004");
+                    "00000006"
+                    "00000003"
+                    "00000100322e3000"
+                    "0000010549424d00"
+                    "0000010d00000400");
+  expect_round_trip(cap_curves(),
+                    "00000008"
+                    "00000002"
+                    "0003"
+                    "0004");
   for (uint32_t kind : {cap::kAlgs, cap::kHandles, cap::kCommands, cap::kPcrs, cap::kTpmProperties, cap::kEccCurves}) {
     CapabilityData empty;
     empty.capability = kind;
@@ -603,7 +669,10 @@ TEST(MarshalAll, TuplesInOrder) {
   uint32_t c = 7;
   Writer w;
   marshal_all(w, std::tie(a, d, c));
-  EXPECT_EQ(to_hex(w.data()), "0102" "0001ff" "00000007");
+  EXPECT_EQ(to_hex(w.data()),
+            "0102"
+            "0001ff"
+            "00000007");
   uint16_t a2 = 0;
   Tpm2bDigest d2;
   uint32_t c2 = 0;
@@ -713,8 +782,9 @@ template <class T>
 void check_sized_limits() {
   constexpr size_t kMax = T::kMax;
   EXPECT_EQ(encode(T{Bytes(kMax, 0x5a)}).size(), 2 + kMax);
-  expect_marshal_refused(T{Bytes(kMax + 1, 0x5a)}, "Sized above max",
-                         "TPM2B at offset 4 has size " + std::to_string(kMax + 1) + ", at most " + std::to_string(kMax));
+  expect_marshal_refused(
+      T{Bytes(kMax + 1, 0x5a)}, "Sized above max",
+      "TPM2B at offset 4 has size " + std::to_string(kMax + 1) + ", at most " + std::to_string(kMax));
   Bytes at_max(2 + kMax, 0x5a);
   put16(at_max, 0, kMax);
   expect_accepted<T>(at_max, "size at max");
@@ -762,10 +832,16 @@ TEST(LyingSizes, PcrSelectionList) {
   expect_accepted<PcrSelectionList>(sixteen, "16 banks");
   Bytes seventeen = grow_list(sixteen, 0, encode(PcrSelection::single(alg::kSha256, 1)));
   expect_rejected<PcrSelectionList>(seventeen, "17 banks", "TPML_PCR_SELECTION.count");
-  expect_rejected<PcrSelectionList>(H("00000002" "000b03000001"), "count above data");
-  expect_rejected<PcrSelectionList>(H("ffffffff" "000b03000001"), "count 0xffffffff");
+  expect_rejected<PcrSelectionList>(H("00000002"
+                                      "000b03000001"),
+                                    "count above data");
+  expect_rejected<PcrSelectionList>(H("ffffffff"
+                                      "000b03000001"),
+                                    "count 0xffffffff");
   // A lying sizeofSelect inside the list.
-  expect_rejected<PcrSelectionList>(H("00000001" "000b05000001"), "inner sizeofSelect above data");
+  expect_rejected<PcrSelectionList>(H("00000001"
+                                      "000b05000001"),
+                                    "inner sizeofSelect above data");
 }
 
 TEST(LyingSizes, DigestList) {
@@ -775,10 +851,17 @@ TEST(LyingSizes, DigestList) {
   Bytes eight = encode(d);
   expect_accepted<DigestList>(eight, "8 digests");
   expect_rejected<DigestList>(grow_list(eight, 0, H("000101")), "9 digests", "TPML_DIGEST.count");
-  expect_marshal_refused(DigestList{{filled(32), filled(65)}}, "65-byte digest", "TPM2B_DIGEST at offset 42 has size 65");
+  expect_marshal_refused(DigestList{{filled(32), filled(65)}}, "65-byte digest",
+                         "TPM2B_DIGEST at offset 42 has size 65");
   expect_rejected<DigestList>(concat({H("000000010041"), Bytes(65, 0)}), "65-byte digest", "TPM2B_DIGEST");
-  expect_rejected<DigestList>(H("00000003" "0000" "0000"), "count above data");
-  expect_rejected<DigestList>(H("00000001" "0020" "0102"), "digest size above data");
+  expect_rejected<DigestList>(H("00000003"
+                                "0000"
+                                "0000"),
+                              "count above data");
+  expect_rejected<DigestList>(H("00000001"
+                                "0020"
+                                "0102"),
+                              "digest size above data");
 }
 
 TEST(LyingSizes, DigestValues) {
@@ -790,9 +873,15 @@ TEST(LyingSizes, DigestValues) {
   expect_accepted<DigestValues>(sixteen, "16 digests");
   expect_rejected<DigestValues>(grow_list(sixteen, 0, encode(TaggedHash{alg::kSha1, filled(20)})), "17 digests",
                                 "TPML_DIGEST_VALUES.count");
-  expect_rejected<DigestValues>(concat({H("00000002" "0004"), filled(20)}), "count above data");
+  expect_rejected<DigestValues>(concat({H("00000002"
+                                          "0004"),
+                                        filled(20)}),
+                                "count above data");
   // A sha256 tag followed by a sha1-sized digest: the algorithm fixes the size.
-  expect_rejected<DigestValues>(concat({H("00000001" "000b"), filled(20)}), "digest shorter than its algorithm");
+  expect_rejected<DigestValues>(concat({H("00000001"
+                                          "000b"),
+                                        filled(20)}),
+                                "digest shorter than its algorithm");
 }
 
 TEST(LyingSizes, TaggedHash) {
@@ -801,7 +890,8 @@ TEST(LyingSizes, TaggedHash) {
   expect_marshal_refused(TaggedHash{alg::kSha256, filled(20)}, "sha256 tag, 20 bytes",
                          "TPMT_HA.digest at offset 6 has size 20, sha256 needs 32");
   expect_marshal_refused(TaggedHash{alg::kSha1, filled(32)}, "sha1 tag, 32 bytes", "sha1 needs 20");
-  expect_marshal_refused(TaggedHash{0x0099, filled(32)}, "unknown hash", "TPMT_HA.hashAlg 0x0099 at offset 4 is unknown");
+  expect_marshal_refused(TaggedHash{0x0099, filled(32)}, "unknown hash",
+                         "TPMT_HA.hashAlg 0x0099 at offset 4 is unknown");
   expect_marshal_refused(DigestValues{{{alg::kSha1, filled(20)}, {alg::kSha256, filled(31)}}}, "second digest short",
                          "TPMT_HA.digest at offset 32 has size 31");
   auto r = unmarshal_exact<TaggedHash>(concat({H("0004"), filled(32)}), "TPMT_HA");
@@ -960,8 +1050,13 @@ TEST(LyingSizes, CapabilityData) {
     put32(huge, 4, 0xffffffff);
     expect_rejected<CapabilityData>(huge, "count 0xffffffff");
   }
-  expect_rejected<CapabilityData>(H("00000005" "00000011"), "17 PCR banks");
-  expect_rejected<CapabilityData>(H("00000005" "00000001" "000b2100"), "sizeofSelect 33");
+  expect_rejected<CapabilityData>(H("00000005"
+                                    "00000011"),
+                                  "17 PCR banks");
+  expect_rejected<CapabilityData>(H("00000005"
+                                    "00000001"
+                                    "000b2100"),
+                                  "sizeofSelect 33");
 }
 
 // ---------------------------------------------------------------------------
@@ -1013,7 +1108,9 @@ TEST(UnknownIds, TaggedHash) {
     EXPECT_NE(r.status().error().message().find("unknown TPMT_HA hash algorithm"), std::string::npos)
         << r.status().error().message();
   }
-  expect_rejected<DigestValues>(concat({H("00000002" "0004"), filled(20), H("0099"), filled(32)}),
+  expect_rejected<DigestValues>(concat({H("00000002"
+                                          "0004"),
+                                        filled(20), H("0099"), filled(32)}),
                                 "second digest unknown", "unknown");
 }
 

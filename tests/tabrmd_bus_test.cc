@@ -39,8 +39,8 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec/tabrmd/tabrmd_bus.h"
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 namespace {
@@ -89,7 +89,9 @@ class BusEnvironment : public ::testing::Environment {
 };
 const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new BusEnvironment);
 
-bool wait_for_owner(const std::string& name, bool owned) { return testing::wait_for_owner(g_bus->address(), name, owned); }
+bool wait_for_owner(const std::string& name, bool owned) {
+  return testing::wait_for_owner(g_bus->address(), name, owned);
+}
 
 // Debian's tabrmd TCTI, loaded as tpm2-tss's loader loads it.
 class TabrmdTcti {
@@ -256,8 +258,8 @@ TEST_F(TabrmdServeTest, TwoToolsAtOnce) {
   std::vector<testing::CommandResult> results(2);
   for (int i = 0; i < 2; ++i) {
     threads.emplace_back([&results, i] {
-      results[i] = run_command({"sh", "-c", "for n in 1 2 3 4 5; do tpm2_getrandom --hex 8 || exit 1; done"},
-                               tools_env());
+      results[i] =
+          run_command({"sh", "-c", "for n in 1 2 3 4 5; do tpm2_getrandom --hex 8 || exit 1; done"}, tools_env());
     });
   }
   for (auto& t : threads) t.join();
@@ -335,8 +337,13 @@ TEST_F(TabrmdServeTest, IntrospectionMatchesTpm2Abrmd) {
 // abstract socket, so only the policy stands between user nobody and it).
 TEST_F(TabrmdServeTest, PolicyLetsRootCallAndRefusesAnotherUser) {
   ASSERT_EQ(::geteuid(), 0u) << "the policy test runs as root (as CI does): it calls as root and as nobody";
-  std::vector<std::string> call = {"busctl", "--address=" + g_bus->address(), "call", server::kTabrmdBusName,
-                                   server::kTabrmdObjectPath, server::kTabrmdInterface, "CreateConnection"};
+  std::vector<std::string> call = {"busctl",
+                                   "--address=" + g_bus->address(),
+                                   "call",
+                                   server::kTabrmdBusName,
+                                   server::kTabrmdObjectPath,
+                                   server::kTabrmdInterface,
+                                   "CreateConnection"};
   auto root = run_command(call);
   ASSERT_EQ(root.exit_code, 0) << describe(root);
   EXPECT_EQ(root.out.rfind("t ", 0), 0u) << root.out;
@@ -365,8 +372,8 @@ TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
   };
   auto ask = [](const std::string& name) {
     Answers a;
-    auto intro = run_command({"busctl", "--address=" + g_bus->address(), "introspect", name,
-                              server::kTabrmdObjectPath, server::kTabrmdInterface});
+    auto intro = run_command({"busctl", "--address=" + g_bus->address(), "introspect", name, server::kTabrmdObjectPath,
+                              server::kTabrmdInterface});
     a.introspection = intro.out;
     TabrmdTcti t("bus_type=session,bus_name=" + name);
     a.init = std::to_string(t.init_rc());
@@ -375,8 +382,8 @@ TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
     if (t.transmit(kGetRandom8) == 0) {
       a.cancel = std::to_string(Tss2_Tcti_Cancel(t.ctx()));
       std::vector<uint8_t> r;
-      a.random = std::to_string(t.receive(&r)) + "/" + std::to_string(response_code(r)) + "/" +
-                 std::to_string(r.size());
+      a.random =
+          std::to_string(t.receive(&r)) + "/" + std::to_string(response_code(r)) + "/" + std::to_string(r.size());
     }
     auto foreign = run_command({"busctl", "--address=" + g_bus->address(), "call", name, server::kTabrmdObjectPath,
                                 server::kTabrmdInterface, "Cancel", "t", "12345"});
@@ -457,9 +464,8 @@ TEST(TabrmdServeSocketTest, BoundAndSocketActivated) {
     std::string path = std::string(tmpl) + (activated ? "/activated.sock" : "/bound.sock");
     Child serve;
     if (activated) {
-      serve.pid = spawn({"systemd-socket-activate", "-l", path, TPMSEC_CLI_PATH, "serve", "--tpm", "embedded",
-                         "--dbus", "none"},
-                        {});
+      serve.pid = spawn(
+          {"systemd-socket-activate", "-l", path, TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none"}, {});
     } else {
       serve.pid = spawn({TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none", "--socket", path}, {});
     }
@@ -693,8 +699,8 @@ TEST(TabrmdBusTest, AnotherPeerCannotCancelOrSetTheLocalityOfAConnection) {
   std::string id = std::to_string(ids[0]);
   for (const std::vector<std::string>& call :
        {std::vector<std::string>{"SetLocality", "ty", id, "3"}, std::vector<std::string>{"Cancel", "t", id}}) {
-    std::vector<std::string> argv{"busctl", "--address=" + g_bus->address(), "call", kInProcessName,
-                                  server::kTabrmdObjectPath, server::kTabrmdInterface};
+    std::vector<std::string> argv{"busctl",       "--address=" + g_bus->address(), "call",
+                                  kInProcessName, server::kTabrmdObjectPath,       server::kTabrmdInterface};
     argv.insert(argv.end(), call.begin(), call.end());
     auto r = run_command(argv);
     EXPECT_NE(r.exit_code, 0) << describe(r);

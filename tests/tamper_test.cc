@@ -18,8 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "support/test_tpm.h"
 #include "support/fault_injection.h"
+#include "support/test_tpm.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/session_factory.h"
@@ -43,12 +43,18 @@ Bytes sha256(ByteView a, ByteView b) {
 
 std::string kind_label(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kUsage: return "usage";
-    case ErrorKind::kRuntime: return "runtime";
-    case ErrorKind::kTpm: return "tpm";
-    case ErrorKind::kParse: return "parse";
-    case ErrorKind::kIntegrity: return "integrity";
-    case ErrorKind::kUnsupported: return "unsupported";
+    case ErrorKind::kUsage:
+      return "usage";
+    case ErrorKind::kRuntime:
+      return "runtime";
+    case ErrorKind::kTpm:
+      return "tpm";
+    case ErrorKind::kParse:
+      return "parse";
+    case ErrorKind::kIntegrity:
+      return "integrity";
+    case ErrorKind::kUnsupported:
+      return "unsupported";
   }
   return "?";
 }
@@ -128,8 +134,10 @@ class TamperTest : public testing::TpmTest {
       st = pcr_extend(*faulty_tpm_, alg::kSha256, kPcr, digest, auth);
     } else if (t.command_code == cc::kGetRandom) {
       auto r = faulty_tpm_->run(cmd::GetRandom{32}, {auth});
-      if (!r.ok()) st = r.error();
-      else if (r->random_bytes.bytes.size() != 32) st = parse_error("GetRandom returned a different size");
+      if (!r.ok())
+        st = r.error();
+      else if (r->random_bytes.bytes.size() != 32)
+        st = parse_error("GetRandom returned a different size");
     } else {
       auto r = pcr_read(*faulty_tpm_, alg::kSha256, kPcr, std::span<const Auth>(&auth, 1));
       if (!r.ok()) st = r.error();

@@ -24,7 +24,6 @@
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
@@ -32,6 +31,7 @@
 #include "tpmsec/null_key.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -41,7 +41,8 @@ using testing::CommandResult;
 using testing::run_command;
 
 bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() && std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+  return !needle.empty() &&
+         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
 }
 
 class TctiTest : public ::testing::Test {
@@ -87,9 +88,8 @@ class TctiTest : public ::testing::Test {
       if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
       return reply;
     });
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tpmsec-tcti-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("tpmsec-tcti-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
@@ -274,7 +274,8 @@ TEST_F(TctiTest, SystemdPcrphaseWhichNeverFinalizesLeavesNothingBehind) {
       "printf '\\007\\000\\000\\0001\\0001\\000' "
       ">/sys/firmware/efi/efivars/StubPcrKernelImage-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f && "
       "exec /lib/systemd/systemd-pcrphase --tpm2-device=\"$0\" tpmsec-test";
-  std::string device = "tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) + ",null-name=" + *null_name_;
+  std::string device =
+      "tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) + ",null-name=" + *null_name_;
   std::vector<long> flushes;
   for (int run = 0; run < 2; ++run) {
     take_codes();
@@ -299,21 +300,21 @@ TEST_F(TctiTest, SystemdPcrphaseWhichNeverFinalizesLeavesNothingBehind) {
 TEST_F(TctiTest, SystemdCredsSealsAndUnsealsThroughIt) {
   const std::string secret = "credential-8e41c7-secret";
   std::string dir = std::filesystem::path(TPMSEC_TCTI_PATH).parent_path().string();
-  std::string device = "--tpm2-device=tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
-                       ",null-name=" + *null_name_;
+  std::string device =
+      "--tpm2-device=tpmsec:swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) + ",null-name=" + *null_name_;
   std::ofstream(path("plain")) << secret;
-  auto enc = run_command({"systemd-creds", "encrypt", "--with-key=tpm2", device, "--name=tpmsec-test", path("plain"),
-                          path("cred")},
-                         {"LD_LIBRARY_PATH=" + dir});
+  auto enc = run_command(
+      {"systemd-creds", "encrypt", "--with-key=tpm2", device, "--name=tpmsec-test", path("plain"), path("cred")},
+      {"LD_LIBRARY_PATH=" + dir});
   proxy_->wait_idle();
   ASSERT_EQ(enc.exit_code, 0) << testing::describe(enc);
   flush_transients();
   expect_no_handles_left();
   // What systemd-creds decrypt leaves loaded: sessions listed, then flushed.
   auto left_by = [&](const std::string& tpm2_device) {
-    auto dec = run_command({"systemd-creds", "decrypt", "--tpm2-device=" + tpm2_device, "--name=tpmsec-test",
-                            path("cred"), "-"},
-                           {"LD_LIBRARY_PATH=" + dir});
+    auto dec = run_command(
+        {"systemd-creds", "decrypt", "--tpm2-device=" + tpm2_device, "--name=tpmsec-test", path("cred"), "-"},
+        {"LD_LIBRARY_PATH=" + dir});
     proxy_->wait_idle();
     EXPECT_EQ(dec.exit_code, 0) << testing::describe(dec);
     EXPECT_EQ(dec.out, secret);
@@ -413,8 +414,8 @@ TEST_F(TctiTest, ACrypttabLineWithItsCommasEscapedUnsealsThroughIt) {
 // CLI's flags: an ek-ca= anchor on a TPM with no EK certificate (a fresh
 // swtpm) names null-name= and tofu.
 TEST_F(TctiTest, AdviceNamesTheItemsNotTheFlags) {
-  const std::string config = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" +
-                             std::to_string(proxy_->port()) + ",ek-ca=/etc/ssl/certs";
+  const std::string config = std::string(TPMSEC_TCTI_PATH) +
+                             ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) + ",ek-ca=/etc/ssl/certs";
   auto r = tool({"tpm2_getrandom", "--hex", "8"}, config);
   EXPECT_NE(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("tpmsec TCTI: "), std::string::npos) << r.err;
@@ -525,8 +526,8 @@ TEST_F(TctiTest, AProgramKilledMidRunLeavesNothingForTheNextStart) {
   };
   const std::string via = tcti();
   for (int run = 0; run < 3; ++run) {
-    auto r = run_command({"sh", "-c", "echo $$ >\"$0\" && exec \"$@\"", pid_file, "tpm2_getrandom", "-T", via,
-                          "--hex", "8"});
+    auto r = run_command(
+        {"sh", "-c", "echo $$ >\"$0\" && exec \"$@\"", pid_file, "tpm2_getrandom", "-T", via, "--hex", "8"});
     proxy_->wait_idle();
     EXPECT_EQ(r.exit_code, 128 + SIGKILL) << testing::describe(r);
   }
@@ -611,9 +612,9 @@ TEST_F(TctiTest, SealAndUnsealKeepDataAndPasswordOffTheBus) {
   std::ofstream(path("other")) << other;
   ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
   flush_transients();
-  auto create = tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("seal.pub"), "-r",
-                      path("seal.priv")},
-                     tcti(",log=" + path("log")));
+  auto create = tool(
+      {"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("seal.pub"), "-r", path("seal.priv")},
+      tcti(",log=" + path("log")));
   ASSERT_EQ(create.exit_code, 0) << testing::describe(create);
   std::string text = slurp(path("log"));
   // ESYS may send it again after a TPM_RC_RETRY: every one encrypted.
@@ -648,8 +649,7 @@ TEST_F(TctiTest, NvDefineWriteReadKeepDataOffTheBus) {
   const std::string data = "nv-data-0123456789abcdef-9e8d7c";
   std::ofstream(path("data")) << data;
   const std::string index = "0x1500016";
-  auto def = tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(data.size()), "-a",
-                   "ownerread|ownerwrite"},
+  auto def = tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(data.size()), "-a", "ownerread|ownerwrite"},
                   tcti());
   ASSERT_EQ(def.exit_code, 0) << testing::describe(def);
   auto write = tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("data")}, tcti(",log=" + path("log")));
@@ -711,8 +711,7 @@ TEST_F(TctiTest, AForgedResponseFailsTheToolWithOneLine) {
   };
   auto r = tool({"tpm2_getrandom", "--hex", "32"}, tcti());
   EXPECT_NE(r.exit_code, 0) << testing::describe(r);
-  EXPECT_NE(r.err.find("tpmsec TCTI: response refused: GetRandom response: response HMAC"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("tpmsec TCTI: response refused: GetRandom response: response HMAC"), std::string::npos) << r.err;
 }
 
 // A TPM whose session slots are full (another client's sessions left
@@ -733,8 +732,8 @@ TEST_F(TctiTest, FullSessionSlotsAreRefusedWithAHint) {
 // The TCTI's items are named as the TCTI spells them: its tofu warning
 // says `tofu`, not the CLI's `--tofu`.
 TEST_F(TctiTest, TheTofuWarningNamesTheItem) {
-  std::string config = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) +
-                       ",tofu";
+  std::string config =
+      std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port()) + ",tofu";
   auto r = run_command({"tpm2_getrandom", "-T", config, "--hex", "8"}, {"TPMSEC_STATE_DIR=" + path("state")});
   proxy_->wait_idle();
   EXPECT_EQ(r.exit_code, 0) << testing::describe(r);
@@ -1025,8 +1024,8 @@ TEST_F(TctiTest, Tpm2OpensslWorksThroughIt) {
                            path("key.pem"), "-rawin", "-digest", "sha256", "-in", path("msg"), "-out", path("sig")},
                           env);
   ASSERT_EQ(sign.exit_code, 0) << testing::describe(sign);
-  auto verify = run_command({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", path("pub.pem"), "-rawin",
-                             "-digest", "sha256", "-in", path("msg"), "-sigfile", path("sig")});
+  auto verify = run_command({"openssl", "pkeyutl", "-verify", "-pubin", "-inkey", path("pub.pem"), "-rawin", "-digest",
+                             "sha256", "-in", path("msg"), "-sigfile", path("sig")});
   EXPECT_EQ(verify.exit_code, 0) << testing::describe(verify);
   flush_transients();
 }
@@ -1041,15 +1040,22 @@ TEST_F(TctiTest, AForgedErrorOnTheNameReadNeverLetsAToolRunWithoutTheSession) {
   std::ofstream(path("secret")) << secret;
   std::ofstream(path("nv")) << nv;
   ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
-  ASSERT_EQ(tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
-                  path("s.priv")}, tcti()).exit_code, 0);
+  ASSERT_EQ(
+      tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r", path("s.priv")},
+           tcti())
+          .exit_code,
+      0);
   flush_transients();
-  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
-                  path("s.ctx")}, tcti()).exit_code, 0);
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")},
+                 tcti())
+                .exit_code,
+            0);
   ASSERT_EQ(tool({"tpm2_evictcontrol", "-C", "o", "-c", path("s.ctx"), "0x81010031"}, tcti()).exit_code, 0);
   flush_transients();
-  ASSERT_EQ(tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a", "ownerread|ownerwrite"},
-                 tcti()).exit_code, 0);
+  ASSERT_EQ(
+      tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(nv.size()), "-a", "ownerread|ownerwrite"}, tcti())
+          .exit_code,
+      0);
   ASSERT_EQ(tool({"tpm2_nvwrite", index, "-C", "o", "-i", path("nv")}, tcti()).exit_code, 0);
   take_codes();
   rule_ = [&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
@@ -1107,11 +1113,15 @@ TEST_F(TctiTest, UnsealUnderTheProgramsOwnPolicyOrHmacSessionKeepsTheSecretOffTh
     flush_transients();
     ASSERT_EQ(tool(create, tcti()).exit_code, 0) << kind;
     flush_transients();
-    ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
-                    path("s.ctx")}, tcti()).exit_code, 0) << kind;
+    ASSERT_EQ(
+        tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")},
+             tcti())
+            .exit_code,
+        0)
+        << kind;
     flush_transients();
-    auto start = tool({"tpm2_startauthsession", std::string("--") + kind + "-session", "-S", path("session.ctx")},
-                      tcti());
+    auto start =
+        tool({"tpm2_startauthsession", std::string("--") + kind + "-session", "-S", path("session.ctx")}, tcti());
     ASSERT_EQ(start.exit_code, 0) << testing::describe(start);
     if (std::string(kind) == "policy") {
       auto pcr = tool({"tpm2_policypcr", "-S", path("session.ctx"), "-l", "sha256:0"}, tcti());
@@ -1167,10 +1177,15 @@ TEST_F(TctiTest, StrictRefusesAnUnsealItCannotEncryptWithOneLine) {
   ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}, tcti()).exit_code, 0);
   flush_transients();
   ASSERT_EQ(tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r",
-                  path("s.priv"), "-p", password}, tcti()).exit_code, 0);
+                  path("s.priv"), "-p", password},
+                 tcti())
+                .exit_code,
+            0);
   flush_transients();
-  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c",
-                  path("s.ctx")}, tcti()).exit_code, 0);
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")},
+                 tcti())
+                .exit_code,
+            0);
   flush_transients();
   take_codes();
   auto refused = tool({"tpm2_unseal", "-c", path("s.ctx"), "-p", password}, tcti(",strict"));
@@ -1235,7 +1250,8 @@ TEST_F(TctiTest, StateAnotherUserCouldHaveWrittenFailsInit) {
 }
 
 TEST_F(TctiTest, NoAnchorOnABusRefusesToInitializeAndNamesTheOptions) {
-  std::string no_anchor = std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port());
+  std::string no_anchor =
+      std::string(TPMSEC_TCTI_PATH) + ":swtpm:host=127.0.0.1,port=" + std::to_string(proxy_->port());
   auto r = tool({"tpm2_getrandom", "--hex", "8"}, no_anchor);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("null-name="), std::string::npos) << r.err;

@@ -36,6 +36,7 @@
 
 #include "support/handle_listing.h"
 #include "support/test_data.h"
+#include "testing/transport_doubles.h"
 #include "tpmsec/bytes.h"
 #include "tpmsec/command.h"
 #include "tpmsec/commands.h"
@@ -48,7 +49,6 @@
 #include "tpmsec/session.h"
 #include "tpmsec/structures.h"
 #include "tpmsec/tpm.h"
-#include "testing/transport_doubles.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/wire.h"
 
@@ -363,8 +363,8 @@ class ReplayScript {
     Bytes built = copy(command);
     for (const KnownDeviation& d : ex.deviations) {
       if (d.offset >= ex.command.size() || ex.command[d.offset] != d.recorded) {
-        ADD_FAILURE() << ex.label << ": the known deviation at offset " << d.offset
-                      << " does not match the recording (" << d.reason << ")";
+        ADD_FAILURE() << ex.label << ": the known deviation at offset " << d.offset << " does not match the recording ("
+                      << d.reason << ")";
         continue;
       }
       if (d.offset >= built.size() || built[d.offset] != d.built) {
@@ -419,8 +419,7 @@ Public sealed_data_template() {
   Public p;
   p.type = alg::kKeyedHash;
   p.name_alg = alg::kSha256;
-  p.attributes =
-      object_attr::kFixedTpm | object_attr::kFixedParent | object_attr::kUserWithAuth | object_attr::kNoDa;
+  p.attributes = object_attr::kFixedTpm | object_attr::kFixedParent | object_attr::kUserWithAuth | object_attr::kNoDa;
   p.scheme = Scheme{alg::kNull, 0, 0};
   return p;
 }
@@ -825,8 +824,8 @@ class Replayer {
     const uint8_t attrs = attributes[0];
     check("nonceTPMOlder = the session's nonceTPM", nonce_tpm_older, session.nonce_tpm());
 
-    auto handles = std::apply(
-        [](const auto&... h) { return std::array<const NamedHandle*, sizeof...(h)>{&h...}; }, command.handles());
+    auto handles = std::apply([](const auto&... h) { return std::array<const NamedHandle*, sizeof...(h)>{&h...}; },
+                              command.handles());
     std::vector<Bytes> names = s.hex_list("names");
     ASSERT_EQ(names.size(), handles.size());
     for (size_t i = 0; i < handles.size(); ++i) check("names[" + std::to_string(i) + "]", names[i], handles[i]->name);
@@ -867,8 +866,7 @@ class Replayer {
     auto cp_hash = compute_cp_hash(kHash, info.code, handles, parameters);
     ASSERT_TRUE(cp_hash.ok()) << cp_hash.error().message();
     check("cpHash = compute_cp_hash(...)", s.hex("cpHash"), *cp_hash);
-    auto command_hmac =
-        crypto::hmac(kHash, hmac_key, {*cp_hash, nonce_caller, nonce_tpm_older, ByteView(&attrs, 1)});
+    auto command_hmac = crypto::hmac(kHash, hmac_key, {*cp_hash, nonce_caller, nonce_tpm_older, ByteView(&attrs, 1)});
     ASSERT_TRUE(command_hmac.ok()) << command_hmac.error().message();
     check("commandHmac = HMAC(hmacKey, cpHash || nonceCaller || nonceTPM || attributes)", s.hex("commandHmac"),
           *command_hmac);
@@ -987,11 +985,20 @@ size_t first_parameter_data_offset(size_t index) {
   uint32_t code = load_be32(H(s["commandCode"].get<std::string>()).data());
   size_t handles = 0;
   switch (code) {
-    case cc::kGetRandom: handles = cmd::GetRandom::kInfo.response_handle_count; break;
-    case cc::kCreate: handles = cmd::Create::kInfo.response_handle_count; break;
-    case cc::kLoad: handles = cmd::Load::kInfo.response_handle_count; break;
-    case cc::kUnseal: handles = cmd::Unseal::kInfo.response_handle_count; break;
-    default: ADD_FAILURE() << "unexpected command code in " << step_label(index);
+    case cc::kGetRandom:
+      handles = cmd::GetRandom::kInfo.response_handle_count;
+      break;
+    case cc::kCreate:
+      handles = cmd::Create::kInfo.response_handle_count;
+      break;
+    case cc::kLoad:
+      handles = cmd::Load::kInfo.response_handle_count;
+      break;
+    case cc::kUnseal:
+      handles = cmd::Unseal::kInfo.response_handle_count;
+      break;
+    default:
+      ADD_FAILURE() << "unexpected command code in " << step_label(index);
   }
   ResponseParts rp = split_response(recorded_response(index), handles);
   return rp.parameters_offset + 2;

@@ -13,8 +13,8 @@
 #include "support/run_command.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/tpm_config.h"
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 namespace {
@@ -34,9 +34,9 @@ TEST(TransportSpec, HandlesPrivateParses) {
 }
 
 TEST(TransportSpec, HandlesTakesOnlyPrivate) {
-  for (const char* text : {"swtpm:host=127.0.0.1,port=2321,handles=shared", "swtpm:port=2321,handles=",
-                           "swtpm:port=2321,handles=PRIVATE", "swtpm:port=2321,handles=private,handles=private",
-                           "mssim:port=2321,handles=shared"}) {
+  for (const char* text :
+       {"swtpm:host=127.0.0.1,port=2321,handles=shared", "swtpm:port=2321,handles=", "swtpm:port=2321,handles=PRIVATE",
+        "swtpm:port=2321,handles=private,handles=private", "mssim:port=2321,handles=shared"}) {
     SCOPED_TRACE(text);
     auto spec = parse_transport_spec(text);
     ASSERT_FALSE(spec.ok());
@@ -92,8 +92,8 @@ TEST(DefaultTpm, ChoosesAsTpm2ToolsDoes) {
            {nullptr, nullptr, true, "device:/dev/tpmrm0", TpmSource::kHostDevice},
            {nullptr, nullptr, false, "embedded", TpmSource::kFallback},
        }) {
-    SCOPED_TRACE(fmt::format("{} {} {}", c.tpmsec_tpm ? c.tpmsec_tpm : "(unset)", c.tcti ? c.tcti : "(unset)",
-                             c.device));
+    SCOPED_TRACE(
+        fmt::format("{} {} {}", c.tpmsec_tpm ? c.tpmsec_tpm : "(unset)", c.tcti ? c.tcti : "(unset)", c.device));
     auto d = choose_default_tpm(c.tpmsec_tpm, c.tcti, c.device);
     ASSERT_TRUE(d.ok()) << d.error().message();
     EXPECT_EQ(d->spec, c.spec);
@@ -108,12 +108,12 @@ TEST(DefaultTpm, ChoosesAsTpm2ToolsDoes) {
 // Also the tpmsec TCTI's configuration with a malformed item or TPM string,
 // or two anchors: nothing of it is dropped.
 TEST(DefaultTpm, AnUnsupportedTctiIsAUsageErrorNamingTheVariable) {
-  for (const char* tcti : {"tabrmd", "tabrmd:bus_name=com.intel.tss2.Tabrmd", "abrmd", "libtss2-tcti-spi-helper.so",
-                           "cmd:ssh host tpm2_send", "mssim:colour=blue", "device:path=/dev/tpm0,x=1",
-                           "tpmsec:swtpm:port=1,tofu,tofu", "tpmsec:swtpm:port=1,tofu,null-name=000b",
-                           "tpmsec:swtpm:port=1,ek-ca=/x,tofu", "tpmsec:swtpm:port=1,salt=dsa",
-                           "tpmsec:swtpm:port=1,null-name=", "tpmsec:swtpm:port=1,tofu=yes",
-                           "tpmsec:swtpm:port=1,policy=", "tpmsec:swtpm:colour=blue", "tpmsec:tabrmd"}) {
+  for (const char* tcti :
+       {"tabrmd", "tabrmd:bus_name=com.intel.tss2.Tabrmd", "abrmd", "libtss2-tcti-spi-helper.so",
+        "cmd:ssh host tpm2_send", "mssim:colour=blue", "device:path=/dev/tpm0,x=1", "tpmsec:swtpm:port=1,tofu,tofu",
+        "tpmsec:swtpm:port=1,tofu,null-name=000b", "tpmsec:swtpm:port=1,ek-ca=/x,tofu", "tpmsec:swtpm:port=1,salt=dsa",
+        "tpmsec:swtpm:port=1,null-name=", "tpmsec:swtpm:port=1,tofu=yes",
+        "tpmsec:swtpm:port=1,policy=", "tpmsec:swtpm:colour=blue", "tpmsec:tabrmd"}) {
     SCOPED_TRACE(tcti);
     // Even where the host has a device: a named TPM is never replaced by another.
     auto d = choose_tpm(nullptr, tcti, true);

@@ -74,8 +74,8 @@ class TrustAnchorTest : public ::testing::Test {
   }
   // Without --tpm, the TPM named by TPM2TOOLS_TCTI=tpmsec:SPEC,ITEMS.
   CommandResult via_tcti(const std::vector<std::string>& args, const std::string& items) {
-    return run_tpmsec(args, {"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=boot-1", "TPMSEC_TPM=",
-                             "TPM2TOOLS_TCTI=tpmsec:" + swtpm_->spec() + items});
+    return run_tpmsec(args, {"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=boot-1",
+                             "TPMSEC_TPM=", "TPM2TOOLS_TCTI=tpmsec:" + swtpm_->spec() + items});
   }
 
   static testing::SwtpmProcess* swtpm_;
@@ -104,11 +104,10 @@ testing::SwtpmProcess* TrustAnchorTest::swtpm_ = nullptr;
 // Behind a bus and with no anchor, every protected command refuses before
 // any session is salted, and names the three ways to give one.
 TEST_F(TrustAnchorTest, ProtectedCommandsWithoutAnAnchorAreRefused) {
-  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "extend", "16", kDigest},
-                                        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy",
-                                                                 "per-command"},
-                                        std::vector<std::string>{"pcr", "read", "16", "--protect", "audit"},
-                                        std::vector<std::string>{"random", "8"}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"pcr", "extend", "16", kDigest},
+        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy", "per-command"},
+        std::vector<std::string>{"pcr", "read", "16", "--protect", "audit"}, std::vector<std::string>{"random", "8"}}) {
     SCOPED_TRACE(args[0] + " " + args.back());
     auto r = tpmsec(args);
     EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
@@ -128,8 +127,8 @@ TEST_F(TrustAnchorTest, AGivenPinIsUsed) {
 
 // An empty or unreadable pin is a usage error, never "no pin".
 TEST_F(TrustAnchorTest, AnUnusablePinIsAUsageError) {
-  for (std::string pin : {std::string(), std::string("/etc/passwd"), std::string("/nonexistent/null_name"),
-                          std::string("000b00")}) {
+  for (std::string pin :
+       {std::string(), std::string("/etc/passwd"), std::string("/nonexistent/null_name"), std::string("000b00")}) {
     SCOPED_TRACE("'" + pin + "'");
     auto r = tpmsec({"pcr", "extend", "16", kDigest, "--null-name", pin});
     EXPECT_EQ(r.exit_code, kExitUsage) << describe(r);
@@ -142,10 +141,10 @@ TEST_F(TrustAnchorTest, AnUnusablePinIsAUsageError) {
 // ignoring it: one CreatePrimary of the null key.
 TEST_F(TrustAnchorTest, APinOnACommandWithoutASessionIsChecked) {
   std::string name = genuine_name();
-  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "read", "16"},
-                                        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy", "plain"},
-                                        std::vector<std::string>{"random", "8", "--protect", "none"},
-                                        std::vector<std::string>{"null-key"}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"pcr", "read", "16"},
+        std::vector<std::string>{"pcr", "extend", "16", kDigest, "--strategy", "plain"},
+        std::vector<std::string>{"random", "8", "--protect", "none"}, std::vector<std::string>{"null-key"}}) {
     SCOPED_TRACE(args[0] + " " + args.back());
     auto wrong = args;
     wrong.insert(wrong.end(), {"--null-name", wrong_name()});
@@ -175,8 +174,7 @@ TEST_F(TrustAnchorTest, TofuPinsPerBootAndForgets) {
   ASSERT_TRUE(pin->has_value());
   EXPECT_EQ(to_hex((*pin)->name), name);
   EXPECT_EQ((*pin)->boot_id, "boot-1");
-  EXPECT_EQ(std::filesystem::status(store.where(StateRecord::kNullKeyPin)).permissions() &
-                std::filesystem::perms::all,
+  EXPECT_EQ(std::filesystem::status(store.where(StateRecord::kNullKeyPin)).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_all);
 
   auto again = tpmsec({"pcr", "read", "16", "--protect", "audit", "--tofu"});
@@ -323,8 +321,8 @@ TEST(ForcePcr, ExtendingPcr0To15OfADeviceNeedsForcePcr) {
 // refused as without the variable.
 TEST_F(TrustAnchorTest, TheTpmsecTctiInTpm2ToolsTctiGivesTheTpmAndItsAnchor) {
   std::string name = genuine_name();
-  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "extend", "16", kDigest},
-                                        std::vector<std::string>{"random", "8"}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"pcr", "extend", "16", kDigest}, std::vector<std::string>{"random", "8"}}) {
     SCOPED_TRACE(args[0]);
     auto ok = via_tcti(args, ",null-name=" + name);
     EXPECT_EQ(ok.exit_code, 0) << describe(ok);
@@ -392,8 +390,8 @@ TEST_F(TrustAnchorTest, TheTpmStringTakesTheItemsInEveryFrontEnd) {
   const std::vector<std::string> env{"TPMSEC_STATE_DIR=" + state_, "TPMSEC_BOOT_ID=boot-1", "TPM2TOOLS_TCTI="};
   const std::string pinned = swtpm_->spec() + ",null-name=" + name;
   const std::string wrong = swtpm_->spec() + ",null-name=" + wrong_name();
-  for (std::vector<std::string> args : {std::vector<std::string>{"pcr", "extend", "16", kDigest},
-                                        std::vector<std::string>{"random", "8"}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"pcr", "extend", "16", kDigest}, std::vector<std::string>{"random", "8"}}) {
     SCOPED_TRACE(args[0]);
     auto with = [&](const std::vector<std::string>& more, const std::vector<std::string>& vars) {
       std::vector<std::string> a = args;
@@ -422,8 +420,8 @@ TEST_F(TrustAnchorTest, TheTpmStringTakesTheItemsInEveryFrontEnd) {
     EXPECT_NE(salts.err.find("--salt ecc and --tpm's salt=rsa disagree"), std::string::npos) << salts.err;
   }
   // A malformed item is a usage error in the grammar's words, naming the variable it came in.
-  auto malformed = run_tpmsec({"random", "8"}, {"TPMSEC_STATE_DIR=" + state_, "TPM2TOOLS_TCTI=",
-                                                "TPMSEC_TPM=" + swtpm_->spec() + ",tofu,tofu"});
+  auto malformed = run_tpmsec({"random", "8"}, {"TPMSEC_STATE_DIR=" + state_,
+                                                "TPM2TOOLS_TCTI=", "TPMSEC_TPM=" + swtpm_->spec() + ",tofu,tofu"});
   EXPECT_EQ(malformed.exit_code, kExitUsage) << describe(malformed);
   EXPECT_NE(malformed.err.find("TPMSEC_TPM=" + swtpm_->spec() + ",tofu,tofu: a trust anchor"), std::string::npos)
       << malformed.err;

@@ -68,7 +68,8 @@ std::map<uint16_t, std::map<uint32_t, Bytes>> log_values(const event_log::EventL
 
 TEST(ExpectedValues, ReadsTpm2PcrreadYamlAndJson) {
   const std::string a(40, 'a'), b(64, 'B');
-  auto yaml = parse_expected_values("  sha1:\n    0 : 0x" + a + "\n    10: 0x" + a + "\r\n  sha256:\n    7 : 0x" + b + "\n");
+  auto yaml =
+      parse_expected_values("  sha1:\n    0 : 0x" + a + "\n    10: 0x" + a + "\r\n  sha256:\n    7 : 0x" + b + "\n");
   ASSERT_TRUE(yaml.ok()) << yaml.error().message();
   EXPECT_EQ(to_hex(yaml->at(alg::kSha1).at(10)), a);
   EXPECT_EQ(yaml->at(alg::kSha256).at(7), Bytes(32, 0xbb));
@@ -83,7 +84,8 @@ TEST(ExpectedValues, ReadsTpm2PcrreadYamlAndJson) {
     std::string text, message;
   };
   for (const Bad& bad : std::vector<Bad>{
-           {"  sha1:\n    0 : 0x" + std::string(38, 'a') + "\n", "line 2: '" + std::string(38, 'a') + "' is not a sha1 value"},
+           {"  sha1:\n    0 : 0x" + std::string(38, 'a') + "\n",
+            "line 2: '" + std::string(38, 'a') + "' is not a sha1 value"},
            {"    0 : 0x" + a + "\n", "line 1: a PCR value before any bank"},
            {"  md5:\n", "line 1: 'md5' is not a PCR bank"},
            {"  sha1:\n    32 : 0x" + a + "\n", "line 2: '32' is not a PCR index 0-31"},
@@ -176,7 +178,8 @@ TEST(Compare, APcrNoLogExtendsMustHoldItsResetValue) {
   EXPECT_EQ(r[1].verdict, Verdict::kMatch);
   EXPECT_EQ(r[1].message, "PCR 17 sha256: match (no log extends it: its reset value)");
   EXPECT_EQ(r[2].verdict, Verdict::kDiffers);
-  EXPECT_EQ(r[2].message, "PCR 23 sha256: DIFFERS: no log extends it, yet it is not its reset value (an extend no log records)");
+  EXPECT_EQ(r[2].message,
+            "PCR 23 sha256: DIFFERS: no log extends it, yet it is not its reset value (an extend no log records)");
 }
 
 // ------------------------------------------------------------ quotes
@@ -186,10 +189,10 @@ Bytes attest(const std::vector<std::pair<uint16_t, std::vector<uint32_t>>>& sele
   Bytes out;
   auto u16 = [&](uint16_t v) { out.push_back(uint8_t(v >> 8)), out.push_back(uint8_t(v)); };
   auto u32 = [&](uint32_t v) { u16(uint16_t(v >> 16)), u16(uint16_t(v)); };
-  u32(0xff544347);  // TPM_GENERATED_VALUE
-  u16(0x8018);      // TPM_ST_ATTEST_QUOTE
+  u32(0xff544347);                                              // TPM_GENERATED_VALUE
+  u16(0x8018);                                                  // TPM_ST_ATTEST_QUOTE
   u16(34), u16(alg::kSha256), out.insert(out.end(), 32, 0x11);  // qualifiedSigner
-  u16(4), out.insert(out.end(), {'n', 'o', 'n', 'c'});        // extraData
+  u16(4), out.insert(out.end(), {'n', 'o', 'n', 'c'});          // extraData
   u32(0), u32(123456);                                          // clock
   u32(7), u32(2), out.push_back(1);                             // resetCount, restartCount, safe
   u32(0x20191023), u32(0);                                      // firmwareVersion
@@ -347,7 +350,8 @@ TEST(VerifyCli, RealLogAgainstAFileOfItsValuesAndATamperedOne) {
 // PCR the records imply and names the PCR when one entry's name is changed.
 TEST(VerifyCli, ImaNamesWithSpaces) {
   std::vector<testing::ImaRecord> records;
-  for (const char* t : {"ima-ng", "ima", "ima-ng"}) records.push_back(testing::sample_ima_record(t, int(records.size())));
+  for (const char* t : {"ima-ng", "ima", "ima-ng"})
+    records.push_back(testing::sample_ima_record(t, int(records.size())));
   records[1].event_name = "/tmp/#17634599 (deleted)";
   records[2].event_name = "/tmp/a file (deleted)";
   const std::string list = temp_path("deleted.ima");
@@ -368,10 +372,10 @@ TEST(VerifyCli, BadInputExitsTheSameInEveryCommand) {
   const std::string values = temp_path("bad-input-values.json");
   write(values, "{\"sha256\": {\"10\": \"" + std::string(64, '0') + "\"}}");
   auto each = [&](const std::string& list, int code, const std::string& says) {
-    for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-             {"replay", "--ima", list, "--strategy", "plain"},
-             {"verify", "--ima", list, "--expected", values},
-             {"predict", "--ima", list, "--profiles", "slb9670"}}) {
+    for (std::vector<std::string> args :
+         std::vector<std::vector<std::string>>{{"replay", "--ima", list, "--strategy", "plain"},
+                                               {"verify", "--ima", list, "--expected", values},
+                                               {"predict", "--ima", list, "--profiles", "slb9670"}}) {
       auto r = run_tpmsec(args);
       EXPECT_EQ(r.exit_code, code) << args[0] << " " << list << ": " << describe(r);
       EXPECT_NE(r.err.find(says), std::string::npos) << args[0] << ": " << r.err;
@@ -401,7 +405,8 @@ TEST(VerifyCli, BadInputExitsTheSameInEveryCommand) {
   ASSERT_EQ(::chmod(unreadable.c_str(), 0), 0);
   std::vector<std::string> argv{TPMSEC_CLI_PATH, "verify", "--ima", unreadable, "--expected", values};
   ASSERT_EQ(::chmod(values.c_str(), 0644), 0);
-  if (::geteuid() == 0) argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  if (::geteuid() == 0)
+    argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
   auto r = testing::run_command(argv);
   EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
   EXPECT_NE(r.err.find("cannot read " + unreadable), std::string::npos) << r.err;
@@ -521,9 +526,10 @@ TEST(VerifyCli, AgainstTheTpmItsEventsWereExtendedInto) {
   const Implied& pcr7 = chains->at(7);
   r = run_tpmsec({"verify", "--eventlog", path, "--tpm", tpm2, "--bank", "sha256"});
   EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
-  std::string expect = fmt::format("PCR 7 sha256: DIFFERS: the value holds the log's first {} of {} events and none "
-                                   "after: they part at {}",
-                                   pcr7.steps.size() - 2, pcr7.steps.size(), pcr7.steps[pcr7.steps.size() - 2].what);
+  std::string expect = fmt::format(
+      "PCR 7 sha256: DIFFERS: the value holds the log's first {} of {} events and none "
+      "after: they part at {}",
+      pcr7.steps.size() - 2, pcr7.steps.size(), pcr7.steps[pcr7.steps.size() - 2].what);
   EXPECT_NE(r.out.find(expect), std::string::npos) << r.out << "\nexpected: " << expect;
   std::system(("rm -rf " + dir2).c_str());
 }
@@ -572,8 +578,8 @@ TEST(VerifyCli, APcrNoLogExtendsMustHoldItsResetValue) {
   ASSERT_NO_FATAL_FAILURE(extend_outside_the_log(swtpm.spec(), 23));
   const std::string dir = fresh_state_dir();
   const std::vector<std::string> env{"TPMSEC_STATE_DIR=" + dir};
-  std::vector<std::string> args{"verify", "--eventlog", data_log("binary_measurements_pc_client.bin"),
-                                "--bank",  "sha256",     "--tpm",
+  std::vector<std::string> args{"verify",     "--eventlog", data_log("binary_measurements_pc_client.bin"),
+                                "--bank",     "sha256",     "--tpm",
                                 swtpm.spec(), "--tofu"};
   auto r = run_tpmsec(args, env);
   EXPECT_EQ(r.exit_code, testing::kExitIntegrity) << describe(r);
@@ -615,8 +621,9 @@ TEST(VerifyCli, AnInterposerCannotFakeTheMatch) {
   ASSERT_TRUE(proxy.start().ok());
   const std::string dir = fresh_state_dir();
   const std::vector<std::string> env{"TPMSEC_STATE_DIR=" + dir};
-  const std::vector<std::string> args{"verify", "--eventlog", data_log("binary_measurements_pc_client.bin"),
-                                      "--bank", "sha256", "--tpm", proxy.spec(), "--tofu"};
+  const std::vector<std::string> args{"verify",     "--eventlog", data_log("binary_measurements_pc_client.bin"),
+                                      "--bank",     "sha256",     "--tpm",
+                                      proxy.spec(), "--tofu"};
   // A genuine first use pins the salt key, and finds PCR 4 tampered.
   auto genuine = run_tpmsec(args, env);
   proxy.wait_idle();
@@ -664,8 +671,8 @@ TEST(VerifyCli, AgainstAQuoteMadeByTpm2Tools) {
                        "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|restricted|sign", "-c", ak});
   ASSERT_EQ(primary.exit_code, 0) << describe(primary);
   auto quote = [&] {
-    return tool({"tpm2_quote", "-Q", "-c", ak, "-l", "sha256:0,1,2,3,4,5,6,7", "-q", "abcd", "-m", msg, "-s", sig,
-                 "-g", "sha256"});
+    return tool({"tpm2_quote", "-Q", "-c", ak, "-l", "sha256:0,1,2,3,4,5,6,7", "-q", "abcd", "-m", msg, "-s", sig, "-g",
+                 "sha256"});
   };
   auto q = quote();
   ASSERT_EQ(q.exit_code, 0) << describe(q);

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "tpmsec/bytes.h"
 #include "support/test_data.h"
+#include "tpmsec/bytes.h"
 #include "tpmsec/result.h"
 #include "tpmsec/wire.h"
 
@@ -24,7 +24,12 @@ std::string error_of(const Reader& r) {
 // Reader primitives
 
 TEST(Reader, ReadsEveryPrimitiveBigEndian) {
-  Bytes data = H("01" "0203" "04050607" "08090a0b0c0d0e0f" "aabbcc");
+  Bytes data =
+      H("01"
+        "0203"
+        "04050607"
+        "08090a0b0c0d0e0f"
+        "aabbcc");
   Reader r(data);
   EXPECT_EQ(r.offset(), 0u);
   EXPECT_EQ(r.remaining(), data.size());
@@ -46,7 +51,15 @@ TEST(Reader, ReadsEveryPrimitiveBigEndian) {
 }
 
 TEST(Reader, HighBitsAreNotSignExtended) {
-  Bytes data = H("ff" "ffff" "ffffffff" "ffffffffffffffff" "80" "8000" "80000000" "8000000000000000");
+  Bytes data =
+      H("ff"
+        "ffff"
+        "ffffffff"
+        "ffffffffffffffff"
+        "80"
+        "8000"
+        "80000000"
+        "8000000000000000");
   Reader r(data);
   EXPECT_EQ(r.u8("a"), 0xffu);
   EXPECT_EQ(r.u16("b"), 0xffffu);
@@ -80,11 +93,21 @@ TEST(Reader, EveryPrimitiveFailsOnEveryShortInput) {
       Reader r(data);
       uint64_t v = 1;
       switch (width) {
-        case 1: v = r.u8("the_u8"); break;
-        case 2: v = r.u16("the_u16"); break;
-        case 4: v = r.u32("the_u32"); break;
-        case 8: v = r.u64("the_u64"); break;
-        default: v = r.bytes(width, "the_bytes").size(); break;
+        case 1:
+          v = r.u8("the_u8");
+          break;
+        case 2:
+          v = r.u16("the_u16");
+          break;
+        case 4:
+          v = r.u32("the_u32");
+          break;
+        case 8:
+          v = r.u64("the_u64");
+          break;
+        default:
+          v = r.bytes(width, "the_bytes").size();
+          break;
       }
       EXPECT_FALSE(r.ok()) << width << " " << have;
       EXPECT_EQ(v, 0u) << "a failed read must yield zero";
@@ -180,7 +203,10 @@ TEST(Reader, RestIsUnconsumedTail) {
 // TPM2B, count, sub, sized
 
 TEST(Reader, Tpm2bReadsSizedBytes) {
-  Bytes data = H("0003aabbcc" "0000" "ff");
+  Bytes data =
+      H("0003aabbcc"
+        "0000"
+        "ff");
   Reader r(data);
   ByteView b = r.tpm2b("blob", 3);
   EXPECT_EQ(Bytes(b.begin(), b.end()), H("aabbcc"));
@@ -202,7 +228,9 @@ TEST(Reader, Tpm2bRefusesSizeAboveMax) {
 }
 
 TEST(Reader, Tpm2bRefusesSizeAboveData) {
-  Bytes data = H("00" "0005aabbcc");
+  Bytes data =
+      H("00"
+        "0005aabbcc");
   Reader r(data);
   r.u8("pad");
   EXPECT_TRUE(r.tpm2b("digest").empty());
@@ -228,7 +256,9 @@ TEST(Reader, Tpm2bDefaultMaxAcceptsFullU16) {
 }
 
 TEST(Reader, CountWithinMax) {
-  Bytes data = H("00000003" "00000000");
+  Bytes data =
+      H("00000003"
+        "00000000");
   Reader r(data);
   EXPECT_EQ(r.count("list.count", 3), 3u);
   EXPECT_EQ(r.count("list.count", 0), 0u);
@@ -236,7 +266,9 @@ TEST(Reader, CountWithinMax) {
 }
 
 TEST(Reader, CountAboveMaxIsRefused) {
-  Bytes data = H("00" "00000011");
+  Bytes data =
+      H("00"
+        "00000011");
   Reader r(data);
   r.u8("pad");
   EXPECT_EQ(r.count("TPML_X.count", 16), 0u);
@@ -263,7 +295,10 @@ TEST(Reader, CountTruncated) {
 }
 
 TEST(Reader, SubReadsWindowAndAdvancesParent) {
-  Bytes data = H("aa" "01020304" "bb");
+  Bytes data =
+      H("aa"
+        "01020304"
+        "bb");
   Reader r(data);
   r.u8("a");
   Reader s = r.sub(4, "window");
@@ -301,7 +336,10 @@ TEST(Reader, SubBeyondDataFailsParentAndChild) {
 }
 
 TEST(Reader, SubErrorOffsetIsAbsolute) {
-  Bytes data = H("0000" "0003" "0102");
+  Bytes data =
+      H("0000"
+        "0003"
+        "0102");
   Reader r(data);
   r.u16("pad");
   Reader body = r.sized("TPM2B_THING");
@@ -312,7 +350,11 @@ TEST(Reader, SubErrorOffsetIsAbsolute) {
 }
 
 TEST(Reader, SizedReadsBody) {
-  Bytes data = H("0004" "0001" "0002" "99");
+  Bytes data =
+      H("0004"
+        "0001"
+        "0002"
+        "99");
   Reader r(data);
   Reader body = r.sized("TPM2B_S", 4);
   EXPECT_TRUE(r.ok());
@@ -325,7 +367,9 @@ TEST(Reader, SizedReadsBody) {
 }
 
 TEST(Reader, SizedRefusesAboveMax) {
-  Bytes data = H("0005" "0102030405");
+  Bytes data =
+      H("0005"
+        "0102030405");
   Reader r(data);
   Reader body = r.sized("TPM2B_PUBLIC", 4);
   EXPECT_FALSE(r.ok());
@@ -337,7 +381,9 @@ TEST(Reader, SizedRefusesAboveMax) {
 }
 
 TEST(Reader, SizedRefusesAboveData) {
-  Bytes data = H("0009" "0102030405");
+  Bytes data =
+      H("0009"
+        "0102030405");
   Reader r(data);
   Reader body = r.sized("TPM2B_PUBLIC");
   EXPECT_FALSE(r.ok());
@@ -421,7 +467,10 @@ TEST(Writer, WritesEveryPrimitiveBigEndian) {
   Bytes tail = H("aabb");
   w.bytes(tail);
   EXPECT_EQ(w.size(), 17u);
-  EXPECT_EQ(to_hex(w.data()), "01020304050607" "08090a0b0c0d0e0f" "aabb");
+  EXPECT_EQ(to_hex(w.data()),
+            "01020304050607"
+            "08090a0b0c0d0e0f"
+            "aabb");
   EXPECT_TRUE(w.ok());
 }
 
@@ -442,7 +491,12 @@ TEST(Writer, SizeMarksArePatched) {
   w.end_size(inner);
   w.u16(0x7777);
   w.end_size(outer);
-  EXPECT_EQ(to_hex(w.data()), "ff" "00000009" "0005" "deadbeef01" "7777");
+  EXPECT_EQ(to_hex(w.data()),
+            "ff"
+            "00000009"
+            "0005"
+            "deadbeef01"
+            "7777");
 }
 
 TEST(Writer, TotalSizeCountsEveryByteItselfIncluded) {
@@ -452,7 +506,11 @@ TEST(Writer, TotalSizeCountsEveryByteItselfIncluded) {
   w.u32(0x0000017b);
   w.u16(0x0020);
   w.end_size(total);
-  EXPECT_EQ(to_hex(w.data()), "8001" "0000000c" "0000017b" "0020");
+  EXPECT_EQ(to_hex(w.data()),
+            "8001"
+            "0000000c"
+            "0000017b"
+            "0020");
 }
 
 TEST(Writer, EmptySizedBodies) {

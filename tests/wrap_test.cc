@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "support/test_tpm.h"
-#include "support/wrap_fixture.h"
 #include "support/tpm_frames.h"
+#include "support/wrap_fixture.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
@@ -286,7 +286,8 @@ TEST_P(WrapTest, AnotherClientsSessionsAreNeverSavedToMakeRoom) {
   EXPECT_EQ(mine.error().tpm_rc(), rc::kSessionMemory);
   for (const Bytes& frame : seen_) {
     bool save = frame.size() >= 14 && load_be32(frame.data() + 6) == cc::kContextSave;
-    EXPECT_FALSE(save && (load_be32(frame.data() + 10) == (*x)->handle() || load_be32(frame.data() + 10) == (*y)->handle()))
+    EXPECT_FALSE(save &&
+                 (load_be32(frame.data() + 10) == (*x)->handle() || load_be32(frame.data() + 10) == (*y)->handle()))
         << "saved another client's session";
   }
   auto loaded = tpm().list_handles(ht::kFirstHmacSession);
@@ -436,8 +437,7 @@ std::vector<uint32_t> command_codes(const std::vector<Bytes>& seen) {
 TEST_P(WrapTest, AnExtendAloneSendsNoCipherCheck) {
   ASSERT_TRUE(pcr_extend(*caller_, alg::kSha256, kPcr, Bytes(32, 0x11)).ok());
   EXPECT_EQ(command_codes(seen_),
-            (std::vector<uint32_t>{cc::kContextLoad, cc::kStartAuthSession,
-                                   cc::kFlushContext, cc::kPcrExtend}));
+            (std::vector<uint32_t>{cc::kContextLoad, cc::kStartAuthSession, cc::kFlushContext, cc::kPcrExtend}));
 }
 
 // StartAuthSession's symmetric definition is covered by no HMAC. An

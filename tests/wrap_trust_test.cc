@@ -56,7 +56,8 @@ class WrapTrustTest : public WrapTest {
     define.auth_handle = NamedHandle::of(rh::kOwner);
     define.public_info.nv_public.nv_index = kIndex;
     define.public_info.nv_public.name_alg = alg::kSha256;
-    define.public_info.nv_public.attributes = 0x00000002 /* TPMA_NV_OWNERWRITE */ | nv_attr::kOwnerRead | nv_attr::kNoDa;
+    define.public_info.nv_public.attributes =
+        0x00000002 /* TPMA_NV_OWNERWRITE */ | nv_attr::kOwnerRead | nv_attr::kNoDa;
     define.public_info.nv_public.data_size = static_cast<uint16_t>(data.size());
     ASSERT_TRUE(tpm().run(define, {Auth::password()}).ok());
     Writer w;
@@ -126,9 +127,9 @@ TEST_P(WrapTrustTest, AForgedErrorOnAnIndexsNameReadNeverSendsTheReadUnprotected
   for (Forged which : {Forged::kPlainRead, Forged::kAuditedRead}) {
     reached_.clear();
     forge_name_reads(which, rc::kHandle + 0x100);  // TPM_RC_HANDLE, handle 1
-    auto r = caller_->run(cmd::NvRead{NamedHandle::of(rh::kOwner), NamedHandle::of(kIndex),
-                                      static_cast<uint16_t>(secret.size()), 0},
-                          {Auth::password()});
+    auto r = caller_->run(
+        cmd::NvRead{NamedHandle::of(rh::kOwner), NamedHandle::of(kIndex), static_cast<uint16_t>(secret.size()), 0},
+        {Auth::password()});
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().kind(), ErrorKind::kTpm) << r.error().message();
     EXPECT_EQ(r.error().tpm_rc(), rc::kHandle + 0x200) << r.error().message();
@@ -194,8 +195,10 @@ TEST_P(WrapTrustTest, AForgedErrorOnAnObjectsNameReadNeverSendsTheUnsealUnprotec
   EXPECT_EQ(counts(cc::kUnseal).passed_through, 0u);
   EXPECT_EQ(counts(cc::kUnseal).encrypted, 3u);
   EXPECT_FALSE(contains(bus_bytes(), secret));
-  EXPECT_TRUE(tpm().run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kPersistent), kPersistent},
-                        {Auth::password()}).ok());
+  EXPECT_TRUE(tpm()
+                  .run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(kPersistent), kPersistent},
+                       {Auth::password()})
+                  .ok());
   EXPECT_TRUE(tpm().flush(sealed.handle).ok());
   EXPECT_TRUE(tpm().flush(reloaded->loaded_handle).ok());
 }
@@ -206,8 +209,7 @@ TEST_P(WrapTrustTest, AForgedSessionErrorOnTheNameReadIsTheWrappersAndSendsNothi
   const Bytes secret(16, 0x5c);
   define_index(secret);
   forge_name_reads(Forged::kAuditedRead, rc::kAuthFail + 0x800 + 0x100);  // TPM_RC_AUTH_FAIL, session 1
-  auto r = caller_->run(cmd::NvRead{NamedHandle::of(rh::kOwner), NamedHandle::of(kIndex), 16, 0},
-                        {Auth::password()});
+  auto r = caller_->run(cmd::NvRead{NamedHandle::of(rh::kOwner), NamedHandle::of(kIndex), 16, 0}, {Auth::password()});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().kind(), ErrorKind::kTpm) << r.error().message();
   EXPECT_FALSE(reached(cc::kNvRead));

@@ -33,8 +33,8 @@ inline constexpr size_t kBindSecretBytes = 32;
 
 struct BindSecret {
   uint32_t nv_index = 0;
-  Bytes name;           // the index's name, from the public area tpmsec defined
-  SecretBytes secret;   // its authValue
+  Bytes name;          // the index's name, from the public area tpmsec defined
+  SecretBytes secret;  // its authValue
 };
 
 // The public area of the bind index: ordinary, one byte, authorised by its

@@ -22,9 +22,7 @@ std::string to_hex(ByteView data);
 // Parses hex (either case, even length, no separators; an optional 0x prefix).
 Result<Bytes> from_hex(std::string_view hex);
 
-inline ByteView as_bytes(std::string_view s) {
-  return ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
+inline ByteView as_bytes(std::string_view s) { return ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 inline Bytes concat(std::initializer_list<ByteView> parts) {
   Bytes out;

@@ -59,7 +59,7 @@ struct CommandInfo {
 
 // What the response handle of a creating command must be.
 struct CreatedHandle {
-  uint8_t type = 0;      // its handle type (Part 2 §7.2): transient, HMAC or policy session
+  uint8_t type = 0;  // its handle type (Part 2 §7.2): transient, HMAC or policy session
   // A session's ContextLoad: a session keeps its handle while saved (Part 1
   // §30), so the response must name exactly this one, and nothing new exists.
   uint32_t reloads = 0;

@@ -40,7 +40,7 @@ Result<Bytes> write_auth_entry(const AuthEntry& entry, bool command);
 struct CommandAreas {
   const CommandInfo* info = nullptr;  // the command table's entry
   std::vector<uint32_t> handles;
-  std::vector<AuthEntry> sessions;    // empty: TPM_ST_NO_SESSIONS
+  std::vector<AuthEntry> sessions;  // empty: TPM_ST_NO_SESSIONS
   ByteView parameters;
 };
 
@@ -56,8 +56,8 @@ Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t 
 // TPM_ST_NO_SESSIONS and none when there are none; the handles, the
 // parameters. Sizes are the Writer's (wire.h): kUsage when the frame would
 // pass `max_size`, nothing written.
-Result<Bytes> write_command_frame(uint32_t code, std::span<const uint32_t> handles,
-                                  std::span<const ByteView> sessions, ByteView parameters, size_t max_size);
+Result<Bytes> write_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> sessions,
+                                  ByteView parameters, size_t max_size);
 
 }  // namespace tpmsec
 

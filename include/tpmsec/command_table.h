@@ -47,6 +47,8 @@ namespace tpmsec {
 // later than Library 1.59 (the reference code's rev 180 and after; libtpms
 // master has them); vendor commands (TPMA_CC.V) are not Part 3's and are not
 // here.
+// One entry per row, as the spec's table lists them: not reflowed.
+// clang-format off
 inline constexpr CommandInfo kCommandTable[] = {
     {.code = 0x11F, .name = "NV_UndefineSpaceSpecial", .handle_count = 2, .auth_count = 2, .writes_nv = true},
     {.code = 0x120, .name = "EvictControl", .handle_count = 2, .auth_count = 1, .writes_nv = true},
@@ -224,6 +226,7 @@ inline constexpr CommandInfo kCommandTable[] = {
     {.code = 0x1A0, .name = "ReadOnlyControl", .handle_count = 1, .auth_count = 1, .writes_nv = true},
     {.code = 0x1A1, .name = "PolicyTransportSPDM", .handle_count = 1, .command_param_tpm2b = true},
 };
+// clang-format on
 
 // Every command, in ascending code order.
 std::span<const CommandInfo> all_commands();

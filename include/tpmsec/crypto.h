@@ -63,8 +63,8 @@ Result<SecretBytes> kdfa(uint16_t hash_alg, ByteView key, std::string_view label
 // KDFe (§11.4.10.3): the concatenation KDF of SP800-56A. Output block i is
 //   H(BE32(i) ‖ z ‖ label ‖ 00 ‖ party_u ‖ party_v);
 // length and masking as for kdfa.
-Result<SecretBytes> kdfe(uint16_t hash_alg, ByteView z, std::string_view label, ByteView party_u,
-                         ByteView party_v, uint32_t bits);
+Result<SecretBytes> kdfe(uint16_t hash_alg, ByteView z, std::string_view label, ByteView party_u, ByteView party_v,
+                         uint32_t bits);
 
 // ---- Parameter encryption (Part 1 §21) ----
 
@@ -75,8 +75,7 @@ Status aes_cfb_decrypt(ByteView key, ByteView iv, MutableByteView data);
 
 // XOR obfuscation (§21.2): data ^= KDFa(hash_alg, key, "XOR", nonce_newer,
 // nonce_older, 8 * data.size()). Its own inverse.
-Status xor_obfuscate(uint16_t hash_alg, ByteView key, ByteView nonce_newer, ByteView nonce_older,
-                     MutableByteView data);
+Status xor_obfuscate(uint16_t hash_alg, ByteView key, ByteView nonce_newer, ByteView nonce_older, MutableByteView data);
 
 // ---- Randomness ----
 

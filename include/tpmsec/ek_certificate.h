@@ -73,7 +73,7 @@ class CaBundle {
 
 // The public key of a certificate, in TPM terms.
 struct CertifiedKey {
-  uint16_t type = 0;      // alg::kRsa or alg::kEcc; 0 for any other key type
+  uint16_t type = 0;            // alg::kRsa or alg::kEcc; 0 for any other key type
   std::string key_description;  // "RSA-2048", "EC P-256", "ED25519": for messages
   // RSA: the modulus (big-endian, no leading zero) and the public exponent.
   Bytes modulus;

@@ -27,7 +27,7 @@ struct StartAuthSessionRequest {
   uint8_t session_type = 0;
   uint16_t symmetric = 0;  // TPMT_SYM_DEF.algorithm
   uint16_t auth_hash = 0;
-  bool complete = false;   // every field read, the nonce no longer than a digest
+  bool complete = false;  // every field read, the nonce no longer than a digest
 };
 StartAuthSessionRequest read_start_auth_session(ByteView parameters);
 // StartAuthSession's response parameter: nonceTPM (at most a digest).

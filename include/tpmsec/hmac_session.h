@@ -57,8 +57,8 @@ class HmacSession final : public Session {
   static Result<std::unique_ptr<HmacSession>> start(Tpm& tpm, const SessionOptions& options);
 
   // Rebuilds a session from its parts (transcript replay, context load).
-  HmacSession(Tpm* tpm, uint32_t handle, uint16_t auth_hash, SymDef symmetric, SecretBytes session_key,
-              Bytes nonce_tpm, Bytes bind_name, uint8_t attributes, crypto::RandomSource* random);
+  HmacSession(Tpm* tpm, uint32_t handle, uint16_t auth_hash, SymDef symmetric, SecretBytes session_key, Bytes nonce_tpm,
+              Bytes bind_name, uint8_t attributes, crypto::RandomSource* random);
   ~HmacSession() override;
 
   uint32_t handle() const override { return handle_.get() ? handle_.get() : released_handle_; }
@@ -122,7 +122,7 @@ class HmacSession final : public Session {
   Bytes bind_name_;  // empty when unbound
   uint8_t attributes_;
   crypto::RandomSource* random_;  // null: crypto::nonce_random()
-  SecretBytes last_hmac_key_;  // the key the last command was HMAC'd with; the response uses it too
+  SecretBytes last_hmac_key_;     // the key the last command was HMAC'd with; the response uses it too
   uint8_t sent_attributes_ = 0;
   bool usable_ = true;
   bool key_confirmed_ = false;  // a response of this session verified

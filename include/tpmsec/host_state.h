@@ -96,15 +96,15 @@ struct HeldHandlesRecord {
 
 // The kinds of record, for erase() and where().
 enum class StateRecord {
-  kNullKeyPin,   // NullKeyPin, per salt kind
-  kEkPin,        // EkPinRecord (ek_pin.h), per salt kind
-  kKeptInfo,     // the kept capabilities (session_cache.h)
-  kKeptNullKey,  // the kept null key (session_cache.h), per salt kind
-  kBindSecret,   // BindSecret (bind_secret.h)
-  kSaltKey,      // PersistentSaltKey (salt_key.h)
-  kKeptCommandCount,  // the kept command count of a program (session_cache.h), per program
+  kNullKeyPin,         // NullKeyPin, per salt kind
+  kEkPin,              // EkPinRecord (ek_pin.h), per salt kind
+  kKeptInfo,           // the kept capabilities (session_cache.h)
+  kKeptNullKey,        // the kept null key (session_cache.h), per salt kind
+  kBindSecret,         // BindSecret (bind_secret.h)
+  kSaltKey,            // PersistentSaltKey (salt_key.h)
+  kKeptCommandCount,   // the kept command count of a program (session_cache.h), per program
   kKeptCallerSession,  // a program's re-signable session (session_cache.h), per session handle
-  kHeldHandles,       // HeldHandlesRecord, per process and Tpm
+  kHeldHandles,        // HeldHandlesRecord, per process and Tpm
 };
 
 class HostState {

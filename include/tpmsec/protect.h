@@ -189,8 +189,7 @@ class ProtectedTpm {
   // the anchor; kNoTrustAnchor on a bus with none.
   Result<std::unique_ptr<SessionFactory>> factory(SymDef symmetric = SymDef::aes128_cfb());
   // The same, its sessions run as `tuning` says (session_tuning()).
-  Result<std::unique_ptr<SessionFactory>> factory(const SessionTuning& tuning,
-                                                  SymDef symmetric = SymDef::aes128_cfb());
+  Result<std::unique_ptr<SessionFactory>> factory(const SessionTuning& tuning, SymDef symmetric = SymDef::aes128_cfb());
   // How sessions run on this chip (the null key reloaded or recreated, ...):
   // the policy's tuning for the TPM's plain identity, with no TPM command —
   // a tuning never lowers protection, so it needs no audited read. The
@@ -268,8 +267,8 @@ class ProtectedTpm {
   TpmFacts facts_;
   ProtectRequest request_;
   std::optional<SessionCache> cache_;
-  ProtectionConfig config_;  // resolved; symmetric set per use
-  bool kept_changed_key_ = false;  // keep_if_changed() kept a recreated key
+  ProtectionConfig config_;           // resolved; symmetric set per use
+  bool kept_changed_key_ = false;     // keep_if_changed() kept a recreated key
   std::optional<ProgramId> program_;  // the running program, once commands_last_run() read it
 };
 

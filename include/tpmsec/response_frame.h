@@ -29,8 +29,8 @@ namespace tpmsec {
 
 struct ResponseAreas {
   FrameHeader header;
-  std::vector<uint32_t> handles;   // the response's handle area
-  ByteView parameters;             // without parameterSize
+  std::vector<uint32_t> handles;    // the response's handle area
+  ByteView parameters;              // without parameterSize
   std::vector<AuthEntry> sessions;  // TPMS_AUTH_RESPONSE; empty: TPM_ST_NO_SESSIONS
 };
 

@@ -27,8 +27,8 @@ struct AuthorizeInput {
   ByteView parameters;                          // parameter area as sent (after encryption)
   const NamedHandle* entity = nullptr;          // the handle this session authorizes, if any
   ByteView auth_value;                          // that entity's authValue
-  ByteView decrypt_nonce;  // nonceTPM of another session carrying decrypt (first session only)
-  ByteView encrypt_nonce;  // nonceTPM of another session carrying encrypt (first session only)
+  ByteView decrypt_nonce;                       // nonceTPM of another session carrying decrypt (first session only)
+  ByteView encrypt_nonce;                       // nonceTPM of another session carrying encrypt (first session only)
 };
 
 // TPMS_AUTH_RESPONSE as received (Part 2 §10.14).

@@ -127,7 +127,9 @@ class SessionFactory {
   // The endorsement key sessions are salted to when config().ek_ca is set.
   const EkKey* ek_key() const { return ek_key_ ? &*ek_key_ : nullptr; }
   // The pinned persistent key sessions are salted to, when config().salt_key is set.
-  const PersistentSaltKey* salt_key() const { return config_.salt_key && !config_.unsalted ? &*config_.salt_key : nullptr; }
+  const PersistentSaltKey* salt_key() const {
+    return config_.salt_key && !config_.unsalted ? &*config_.salt_key : nullptr;
+  }
   // Sessions are salted (to the null key, the EK or a pinned persistent key).
   bool salted() const { return null_key_ || ek_key_ || salt_key(); }
   // Sessions are bound to a provisioned bind secret.

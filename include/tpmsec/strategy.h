@@ -140,7 +140,7 @@ struct StreamStats {
   uint64_t reflushes = 0;       // failed attempts' sessions still listed after their FlushContext
   uint64_t checkpoints = 0;
   uint64_t resets_accepted = 0;
-  uint64_t saves_refused = 0;   // saved-context: ContextSaves refused with TPM_RC_CONTEXT_GAP (kept loaded)
+  uint64_t saves_refused = 0;  // saved-context: ContextSaves refused with TPM_RC_CONTEXT_GAP (kept loaded)
 };
 
 // What a checkpoint found when the PCR did not match.

@@ -30,7 +30,7 @@ struct StrategyCosts {
   // for a model's means. Two costs closer than their noises added differ by
   // nothing the measurement can tell.
   std::map<StrategyKind, double> noise_ms;
-  std::string source;           // where the figures come from, for citations
+  std::string source;  // where the figures come from, for citations
   // A profile's costs (costs_from_profile) only: each cost's range; empty
   // for measured costs, whose uncertainty is noise_ms.
   std::map<StrategyKind, CostRange> range_ms;

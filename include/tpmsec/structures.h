@@ -104,14 +104,14 @@ struct Public {
   uint16_t name_alg = alg::kSha256;
   uint32_t attributes = 0;
   Bytes auth_policy;
-  SymDef symmetric;  // ECC, RSA, symcipher
-  Scheme scheme;     // ECC, RSA, keyed-hash
-  uint16_t curve = 0;   // ECC
-  Scheme kdf;           // ECC
+  SymDef symmetric;       // ECC, RSA, symcipher
+  Scheme scheme;          // ECC, RSA, keyed-hash
+  uint16_t curve = 0;     // ECC
+  Scheme kdf;             // ECC
   uint16_t key_bits = 0;  // RSA
   uint32_t exponent = 0;  // RSA
-  Bytes unique_x;  // ECC x; RSA modulus; keyed-hash/symcipher unique digest
-  Bytes unique_y;  // ECC y
+  Bytes unique_x;         // ECC x; RSA modulus; keyed-hash/symcipher unique digest
+  Bytes unique_y;         // ECC y
   bool operator==(const Public&) const = default;
 };
 

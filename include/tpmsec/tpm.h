@@ -51,8 +51,8 @@ class Tpm {
   // sessions. Retries TPM_RC_RETRY/YIELDED/TESTING with back-off, but only
   // for commands marked retry_safe (see command.h). Response handles are
   // returned as they came: only run<C>() adopts them into the ledger.
-  Result<RawResponse> execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,
-                              Bytes parameters, std::span<const Auth> auths);
+  Result<RawResponse> execute(const CommandInfo& info, std::span<const NamedHandle* const> handles, Bytes parameters,
+                              std::span<const Auth> auths);
 
   // A creating command (CommandInfo::creates_handle) first takes the baseline
   // if it is due; its response handle is adopted only once the whole

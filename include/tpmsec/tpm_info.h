@@ -19,8 +19,8 @@ struct PcrBank {
 
 struct TpmInfo {
   uint32_t manufacturer_raw = 0;
-  std::string manufacturer;                  // "IBM", "IFX": the four bytes, NULs and spaces trimmed
-  std::array<uint32_t, 4> vendor_raw{};      // TPM_PT_VENDOR_STRING_1..4
+  std::string manufacturer;              // "IBM", "IFX": the four bytes, NULs and spaces trimmed
+  std::array<uint32_t, 4> vendor_raw{};  // TPM_PT_VENDOR_STRING_1..4
   std::array<std::string, 4> vendor_strings;
   uint32_t firmware_version_1 = 0;
   uint32_t firmware_version_2 = 0;

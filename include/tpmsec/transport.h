@@ -46,9 +46,9 @@ namespace tpmsec {
 // bus itself; the protect path starts no session on it (protect.h).
 enum class TpmKind { kNone, kEmbedded, kSwtpm, kMssim, kDevice, kServe };
 struct TpmSpec {
-  TpmKind kind = TpmKind::kNone;  // kNone: no TPM string (a test's double)
-  std::string scheme;             // "embedded", "swtpm", "mssim", "device", "serve"
-  std::string path;               // device path (device:PATH)
+  TpmKind kind = TpmKind::kNone;               // kNone: no TPM string (a test's double)
+  std::string scheme;                          // "embedded", "swtpm", "mssim", "device", "serve"
+  std::string path;                            // device path (device:PATH)
   std::map<std::string, std::string> options;  // key=value pairs, as given
   // The value of `key`, else `fallback`.
   std::string option(const std::string& key, const std::string& fallback = "") const {

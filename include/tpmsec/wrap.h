@@ -99,9 +99,9 @@ struct ResponseAreas;  // tpmsec/response_frame.h
 
 // What the wrapper did with the commands of one command code.
 struct WrapCounts {
-  uint64_t wrapped = 0;         // the wrapper's session was on it
-  uint64_t encrypted = 0;       // ... and it carried parameter encryption
-  uint64_t passed_through = 0;  // sent as the caller gave it
+  uint64_t wrapped = 0;             // the wrapper's session was on it
+  uint64_t encrypted = 0;           // ... and it carried parameter encryption
+  uint64_t passed_through = 0;      // sent as the caller gave it
   uint64_t passwords_replaced = 0;  // a password went out as an HMAC authorization
   uint64_t passwords_left = 0;      // password slots left in clear (only one slot can be the wrapper's)
   uint64_t refused = 0;             // not sent: strict mode (set_strict()) refused it
@@ -245,8 +245,7 @@ class CommandWrapper {
   Result<std::vector<Bytes>> resign_caller_entries(Pending& p, const Outgoing& out, ByteView parameters);
   // The TPM's entries for them checked, and re-signed over the response the
   // caller gets (per slot; empty: the TPM's entry as it is).
-  Result<std::vector<Bytes>> check_caller_responses(const Pending& p, const ResponseAreas& areas,
-                                                    ByteView parameters);
+  Result<std::vector<Bytes>> check_caller_responses(const Pending& p, const ResponseAreas& areas, ByteView parameters);
   // A caller's unsalted, unbound session this response started.
   void note_started_session(const Pending& p, const ResponseAreas& areas, ByteView parameters);
   // A policy command naming one of the caller's sessions: one that binds the
@@ -273,7 +272,7 @@ class CommandWrapper {
   std::map<uint32_t, WrapCounts> counts_;
   uint64_t sessions_started_ = 0;
   bool cipher_checked_ = false;  // the session's cipher was proven (SessionFactory::check_cipher)
-  bool session_lost_ = false;  // the last response's error named the session as gone
+  bool session_lost_ = false;    // the last response's error named the session as gone
   // Session slots: the wrapper's session while saved; a caller's session
   // saved for the current command only; the sessions that command uses.
   std::optional<Context> saved_;

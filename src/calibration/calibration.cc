@@ -185,7 +185,8 @@ std::vector<std::string> uncertainty_notes(StrategyKind chosen, const StrategyCo
   if (e_mine > 0 || e_other > 0) {
     std::vector<std::string> parts;
     if (e_mine > 0) {
-      parts.push_back(fmt::format("{} of {}'s {:.2f} ms", percent(e_mine), strategy_name(chosen), ms_of(costs, chosen)));
+      parts.push_back(
+          fmt::format("{} of {}'s {:.2f} ms", percent(e_mine), strategy_name(chosen), ms_of(costs, chosen)));
     }
     if (e_other > 0) {
       parts.push_back(fmt::format("{} of {}'s {:.2f} ms (the runner-up)", percent(e_other), strategy_name(*runner_up),
@@ -194,21 +195,23 @@ std::vector<std::string> uncertainty_notes(StrategyKind chosen, const StrategyCo
     // Only the runner-up's cost estimated, and its range clear of the chosen
     // one's: the estimates' stated error cannot change the decision.
     const bool clear = e_mine == 0 && !overlap;
-    std::string note = fmt::format("{} rests on estimated values (E): {} come{} from E values",
-                                   clear ? "the runner-up" : "decision", fmt::join(parts, " and "),
-                                   parts.size() == 1 ? "s" : "");
+    std::string note =
+        fmt::format("{} rests on estimated values (E): {} come{} from E values", clear ? "the runner-up" : "decision",
+                    fmt::join(parts, " and "), parts.size() == 1 ? "s" : "");
     if (clear) {
-      note += fmt::format("; its range {} ms stays clear of {}'s {} ms, so their stated error does not change the "
-                          "decision",
-                          range_text(*other), strategy_name(chosen), range_text(*mine));
+      note += fmt::format(
+          "; its range {} ms stays clear of {}'s {} ms, so their stated error does not change the "
+          "decision",
+          range_text(*other), strategy_name(chosen), range_text(*mine));
     }
     notes.push_back(note + " (docs/latency-profiles.md, \"Uncertainty\")");
   }
   if (overlap) {
-    notes.push_back(fmt::format("within the uncertainty of {}: {} {} ms and {} {} ms overlap; the central figures "
-                                "decide",
-                                strategy_name(*runner_up), strategy_name(chosen), range_text(*mine),
-                                strategy_name(*runner_up), range_text(*other)));
+    notes.push_back(
+        fmt::format("within the uncertainty of {}: {} {} ms and {} {} ms overlap; the central figures "
+                    "decide",
+                    strategy_name(*runner_up), strategy_name(chosen), range_text(*mine), strategy_name(*runner_up),
+                    range_text(*other)));
   }
   if (budget_ms > 0) {
     std::vector<std::string> parts;
@@ -219,8 +222,8 @@ std::vector<std::string> uncertainty_notes(StrategyKind chosen, const StrategyCo
       const CostRange* r = cost_range(costs, kind);
       if (!r || kind == chosen || protection_rank(kind) >= protection_rank(chosen)) continue;
       if (ms > budget_ms && r->low_ms <= budget_ms) {
-        parts.push_back(fmt::format("{} {} ms (more protective, over budget at {:.2f})", strategy_name(kind),
-                                    range_text(*r), ms));
+        parts.push_back(
+            fmt::format("{} {} ms (more protective, over budget at {:.2f})", strategy_name(kind), range_text(*r), ms));
       }
     }
     if (!parts.empty()) {

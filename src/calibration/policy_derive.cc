@@ -32,8 +32,8 @@ std::vector<PolicyRule> profile_rules(const std::vector<LatencyProfile>& profile
     StrategyCosts costs = costs_from_profile(p, tuning.checkpoint_every);
     Calibration c = choose_strategy(costs, budget_ms, floor);
     TpmFacts facts = facts_from_info(info);
-    std::string source = fmt::format("profile {} ({}): {}; {}; `tpmsec profiles show {}`", p.id, p.name,
-                                     figures(costs), tuning_reason(p, SaltKind::kEcc), p.id);
+    std::string source = fmt::format("profile {} ({}): {}; {}; `tpmsec profiles show {}`", p.id, p.name, figures(costs),
+                                     tuning_reason(p, SaltKind::kEcc), p.id);
     PolicyRule rule = rule_for(p.id, facts, c, source);
     rule.null_key = tuning.null_key;
     rule.checkpoint_every = tuning.checkpoint_every;

@@ -9,8 +9,8 @@
 #include "floor_flags.h"
 #include "progress.h"
 #include "strategy_option.h"
-#include "tpmsec/measure/bench.h"
 #include "tpmsec/calibration/calibration.h"
+#include "tpmsec/measure/bench.h"
 #include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/policy/policy.h"
@@ -106,7 +106,7 @@ Status check_bench_target(const BenchFlags& o, const MeasuredTpm& tpm) {
 
 // The measurement on `tpm`, shown on `bar`; an interrupt stops it.
 Result<BenchResult> measure_bench(MeasuredTpm& tpm, BenchOptions& options, ProgressBar& bar,
-                            const StopOnInterrupt& interrupt) {
+                                  const StopOnInterrupt& interrupt) {
   options.progress = [&bar](size_t done, size_t total, const std::string& what) { bar.update(done, total, what); };
   options.stop = interrupt.flag();
   auto result = run_bench(*tpm.tpm, tpm.log, *tpm.clock, tpm.info, options);
@@ -138,7 +138,7 @@ struct BenchDecisions {
 };
 
 BenchDecisions decide_bench(const BenchFlags& o, const BenchResult& result, const Policy& policy,
-                          const MeasuredTpm& tpm) {
+                            const MeasuredTpm& tpm) {
   BenchDecisions d;
   TpmFacts facts = facts_of(tpm);
   d.policy = decide(policy, facts);
@@ -165,8 +165,9 @@ void print_bench_report(const BenchFlags& o, const BenchResult& result, const Be
                strategy_protection(d.policy.extend), d.policy.rule->name, policy.origin);
   }
   if (d.recommends && !prevents(d.budget.extend)) {
-    fmt::print(stderr, "{}", weak_strategy_notice(d.budget.extend, fmt::format("bench's recommendation {}",
-                                                                               floor_flag(o.floor.floor()))));
+    fmt::print(
+        stderr, "{}",
+        weak_strategy_notice(d.budget.extend, fmt::format("bench's recommendation {}", floor_flag(o.floor.floor()))));
   }
 }
 
@@ -196,8 +197,9 @@ Status run_bench_command(const BenchFlags& o) {
 void register_bench(CLI::App& app, Action* action) {
   auto o = std::make_shared<BenchFlags>();
   CLI::App* sub = app.add_subcommand(
-      "bench", "Measure what bus protection costs on this TPM: every command the strategies use, and each lifecycle "
-               "strategy per protected PCR extend");
+      "bench",
+      "Measure what bus protection costs on this TPM: every command the strategies use, and each lifecycle "
+      "strategy per protected PCR extend");
   add_bench_flags(sub, *o);
   sub->callback([o, action] { *action = [o]() { return run_bench_command(*o); }; });
 }

@@ -17,36 +17,38 @@
 
 #include "tpmsec/calibration/calibration.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/host/files.h"
-#include "tpmsec/host/file_host_state.h"
-#include "tpmsec/emulation/latency_model.h"
 #include "tpmsec/emulation/command_variant.h"
+#include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/host/file_host_state.h"
+#include "tpmsec/host/files.h"
 
 namespace tpmsec::cli {
 
 int exit_code_for(const Error& e) {
   switch (e.kind()) {
-    case ErrorKind::kUsage: return kExitUsage;
-    case ErrorKind::kIntegrity: return kExitIntegrity;
-    default: return kExitRuntime;
+    case ErrorKind::kUsage:
+      return kExitUsage;
+    case ErrorKind::kIntegrity:
+      return kExitIntegrity;
+    default:
+      return kExitRuntime;
   }
 }
 
-Error input_file_error(const Error& e) {
-  return e.kind() == ErrorKind::kParse ? usage_error(e.message()) : e;
-}
+Error input_file_error(const Error& e) { return e.kind() == ErrorKind::kParse ? usage_error(e.message()) : e; }
 
 void TpmOption::add_to(CLI::App* sub, bool state_changing) {
   changes_state = state_changing;
-  sub->add_option("--tpm", spec,
-                  "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
-                  "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0, serve[:path=SOCKET] (a tpmsec server, whose "
-                  "own session then protects every command); swtpm: and mssim: take handles=private when "
-                  "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
-                  "Protection items may follow, as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, "
-                  "policy=): each counts as the flag of its name. "
-                  "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
-                  "when it exists (not with --emulate), else embedded");
+  sub->add_option(
+      "--tpm", spec,
+      "TPM to use (tpm2-tss TCTI syntax): embedded[:state=DIR], swtpm:host=H,port=P[,ctrl=P2], "
+      "swtpm:path=SOCKET, mssim:host=H,port=P, device:/dev/tpmrm0, serve[:path=SOCKET] (a tpmsec server, whose "
+      "own session then protects every command); swtpm: and mssim: take handles=private when "
+      "the server flushes each connection's handles as it closes (tpmsec emulate --private-handles). "
+      "Protection items may follow, as in TPM2TOOLS_TCTI=tpmsec:... (null-name=, ek-ca=, tofu, salt=, "
+      "policy=): each counts as the flag of its name. "
+      "Default, as tpm2-tools picks it: $TPMSEC_TPM, else $TPM2TOOLS_TCTI, else device:/dev/tpmrm0 "
+      "when it exists (not with --emulate), else embedded");
   sub->add_option("--emulate", emulate,
                   "Put the TPM behind the latency model of a profile (data/profiles/NAME.json or a path; see "
                   "tpmsec profiles) on a virtual clock: it reports that TPM's identity and timing");
@@ -72,8 +74,10 @@ Result<ChosenTpm> TpmOption::chosen_default(bool note) const {
   Result<ChosenTpm> d = chosen_tpm();
   if (d.ok() || emulate.empty()) return d;
   if (note) {
-    fmt::print(stderr, "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
-               "the embedded TPM\n", std::getenv("TPM2TOOLS_TCTI"), emulate);
+    fmt::print(stderr,
+               "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
+               "the embedded TPM\n",
+               std::getenv("TPM2TOOLS_TCTI"), emulate);
   }
   ChosenTpm embedded;
   embedded.spec = embedded.config.tpm = "embedded";
@@ -138,9 +142,10 @@ Result<std::string> TpmOption::tpm_string() const {
   if (!emulate.empty() && d.source == TpmSource::kHostDevice) return std::string("embedded");
   note_ignored_items(d, takes_protection, takes_policy);
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
-    note_on_success(fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
-                                "on the embedded simulator, not on a TPM of this host\n",
-                                kHostTpmDevice));
+    note_on_success(
+        fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
+                    "on the embedded simulator, not on a TPM of this host\n",
+                    kHostTpmDevice));
   }
   return d.spec;
 }
@@ -159,7 +164,8 @@ OpenTpm::~OpenTpm() {
   for (const TraceRecord& r : measured->log.records()) {
     if (calm) mean_ms += calm->latency_ms(r.shape);
     if (list_commands) {
-      fmt::print(stderr, "tpmsec:   {:<34} {:8.2f} ms\n", variant_of(r.shape), static_cast<double>(r.duration_ns) / 1e6);
+      fmt::print(stderr, "tpmsec:   {:<34} {:8.2f} ms\n", variant_of(r.shape),
+                 static_cast<double>(r.duration_ns) / 1e6);
     }
   }
   fmt::print(stderr, "tpmsec: emulated {}: {} TPM commands took {:.2f} ms on the virtual clock{}\n", measured->profile,
@@ -208,8 +214,8 @@ Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request) 
   // --emulate: the front end holds the TPM (behind the profile's model),
   // and the protect path adopts it.
   TPMSEC_ASSIGN_OR_RETURN(out, open_measured_stack(option, request.keep));
-  TPMSEC_ASSIGN_OR_RETURN(out.protect, ProtectedTpm::adopt(request, *out.base, *out.measured->tpm,
-                                                           out.measured->info, facts_of(*out.measured)));
+  TPMSEC_ASSIGN_OR_RETURN(out.protect, ProtectedTpm::adopt(request, *out.base, *out.measured->tpm, out.measured->info,
+                                                           facts_of(*out.measured)));
   return out;
 }
 
@@ -328,7 +334,8 @@ Result<std::set<uint32_t>> parse_pcr_list(const std::string& text) {
 
 Result<uint16_t> parse_bank(const std::string& text) {
   auto bank = hash_from_name(text);
-  if (!bank) return usage_error(fmt::format("unknown PCR bank '{}' (expected sha1, sha256, sha384, sha512 or sm3_256)", text));
+  if (!bank)
+    return usage_error(fmt::format("unknown PCR bank '{}' (expected sha1, sha256, sha384, sha512 or sm3_256)", text));
   return *bank;
 }
 

@@ -15,12 +15,12 @@
 #include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/policy/policy.h"
 #include "tpmsec/protect.h"
-#include "tpmsec/tpm_config.h"
+#include "tpmsec/result.h"
 #include "tpmsec/session_cache.h"
 #include "tpmsec/session_factory.h"
-#include "tpmsec/result.h"
-#include "tpmsec/tpm_info.h"
 #include "tpmsec/tpm.h"
+#include "tpmsec/tpm_config.h"
+#include "tpmsec/tpm_info.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/transport/tpm_string.h"
 
@@ -77,7 +77,7 @@ void print_success_notes();
 // --tpm and --emulate on a subcommand: the TPM string and an optional
 // latency profile to emulate.
 struct TpmOption {
-  std::string spec;            // --tpm, items and all; empty: the default (chosen_tpm())
+  std::string spec;  // --tpm, items and all; empty: the default (chosen_tpm())
   std::string emulate;
   bool changes_state = false;  // the command changes TPM state (PCRs, NV, persistent keys)
   // The command takes the protection options (ProtectionOptions::add_to):

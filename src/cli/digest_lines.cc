@@ -27,8 +27,7 @@ Result<std::optional<Bytes>> DigestLines::next() {
     ++line_;
     std::string_view text(buffer_, static_cast<size_t>(n));
     if (text.size() > kMaxLine) return bad(fmt::format("longer than {} characters", kMaxLine));
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
-                             text.back() == '\t')) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' || text.back() == '\t')) {
       text.remove_suffix(1);
     }
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);

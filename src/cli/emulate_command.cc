@@ -4,10 +4,10 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/profile_summary.h"
 #include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/transport/transports.h"
-#include "tpmsec/emulation/profile_summary.h"
-#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 namespace emulate_cmd {
@@ -35,8 +35,8 @@ Status run(Options o) {
   o.server.keep_records = !o.json.empty() || !o.trace.empty();
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> tpm, open_embedded(o.state));
   StopOnInterrupt interrupt;
-  TPMSEC_ASSIGN_OR_RETURN(auto server, EmulationServer::start(o.server, std::move(*profile), std::move(tpm),
-                                                              interrupt.flag()));
+  TPMSEC_ASSIGN_OR_RETURN(auto server,
+                          EmulationServer::start(o.server, std::move(*profile), std::move(tpm), interrupt.flag()));
   Status served = server->run();
   fmt::print(stderr, "{}", server->totals());
   BenchResult r = server->result();
@@ -77,7 +77,8 @@ void register_emulate(CLI::App& app, Action* action) {
                 "(tpmsec and its TCTI: swtpm:...,handles=private or mssim:...,handles=private). A tpm2-tss program "
                 "straight to the server: --protocol mssim and tpm2-tss's mssim: TCTI (one connection per context); "
                 "tpm2-tss's swtpm: TCTI connects per command, so its handles go with each connection");
-  sub->add_option("--json", o->json, "On exit, write the per-command modelled times as a bench result (tpmsec compare)");
+  sub->add_option("--json", o->json,
+                  "On exit, write the per-command modelled times as a bench result (tpmsec compare)");
   sub->add_option("--trace", o->trace, "On exit, write the commands as Chrome trace events (Perfetto)");
   sub->add_flag("-q,--quiet", o->server.quiet, "No line per command on stderr");
   sub->footer(

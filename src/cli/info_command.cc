@@ -13,7 +13,8 @@ void register_info(CLI::App& app, Action* action) {
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("info", "Show the TPM's identity and capabilities (as the seed thread quotes them)");
+  CLI::App* sub =
+      app.add_subcommand("info", "Show the TPM's identity and capabilities (as the seed thread quotes them)");
   opts->tpm.add_to(sub);
   sub->add_flag("--json", opts->json, "Print JSON (keys documented in docs/info-json.md)");
   sub->callback([opts, action] {
@@ -33,17 +34,17 @@ void register_info(CLI::App& app, Action* action) {
           const ProvisionStatus kept = provision_status(open.transport());
           const auto& bind = kept.bind_secret;
           fmt::print("{:<24}{}\n", "bind secret",
-                     !bind.ok()  ? bind.error().message()
-                     : *bind     ? fmt::format("provisioned: NV index 0x{:08x} ({})", (*bind)->nv_index,
-                                               kept.bind_secret_file)
-                                 : std::string("not provisioned (tpmsec provision)"));
+                     !bind.ok() ? bind.error().message()
+                     : *bind
+                         ? fmt::format("provisioned: NV index 0x{:08x} ({})", (*bind)->nv_index, kept.bind_secret_file)
+                         : std::string("not provisioned (tpmsec provision)"));
           const auto& key = kept.salt_key;
           fmt::print("{:<24}{}\n", "salt key",
-                     !key.ok()  ? key.error().message()
-                     : *key     ? fmt::format("pinned: 0x{:08x}, {}{} ({})", (*key)->handle,
-                                              (*key)->kind() == SaltKind::kRsa ? "RSA" : "ECC",
-                                              (*key)->created ? ", made by tpmsec" : "", kept.salt_key_file)
-                                : std::string("none pinned (tpmsec provision --salt-key)"));
+                     !key.ok() ? key.error().message()
+                     : *key    ? fmt::format("pinned: 0x{:08x}, {}{} ({})", (*key)->handle,
+                                          (*key)->kind() == SaltKind::kRsa ? "RSA" : "ECC",
+                                          (*key)->created ? ", made by tpmsec" : "", kept.salt_key_file)
+                               : std::string("none pinned (tpmsec provision --salt-key)"));
         }
       }
       return ok_status();

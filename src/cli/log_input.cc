@@ -17,15 +17,16 @@ Result<ImaWorkload> load_ima_workload(const std::string& path, uint16_t bank, bo
     // from, part of a list: a wrong template hash stays an integrity
     // failure, a malformed entry is bad input.
     const Error& e = workload->stopped_at->error;
-    return input_file_error(Error(e.kind(), fmt::format("{}: {} (--skip-bad leaves bad entries out)", path, e.message())));
+    return input_file_error(
+        Error(e.kind(), fmt::format("{}: {} (--skip-bad leaves bad entries out)", path, e.message())));
   }
   if (workload->tail) {
-    std::string what = fmt::format("{}: it ends in a partial entry, {} byte{} from offset {}", path,
-                                   workload->tail->bytes, workload->tail->bytes == 1 ? "" : "s",
-                                   workload->tail->offset);
+    std::string what =
+        fmt::format("{}: it ends in a partial entry, {} byte{} from offset {}", path, workload->tail->bytes,
+                    workload->tail->bytes == 1 ? "" : "s", workload->tail->offset);
     if (strict) return input_file_error(parse_error(what + " (--strict)"));
-    fmt::print(stderr, "tpmsec: warning: {}; the {} whole entries before it are used (--strict refuses this)\n",
-               what, workload->entries);
+    fmt::print(stderr, "tpmsec: warning: {}; the {} whole entries before it are used (--strict refuses this)\n", what,
+               workload->entries);
   }
   return workload;
 }

@@ -112,8 +112,7 @@ int exit_with(const tpmsec::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tpmsec: protect TPM 2.0 bus traffic with salted HMAC sessions, and measure what it costs",
-               "tpmsec"};
+  CLI::App app{"tpmsec: protect TPM 2.0 bus traffic with salted HMAC sessions, and measure what it costs", "tpmsec"};
   app.set_version_flag("--version", TPMSEC_VERSION);
   app.require_subcommand(1);
   app.footer(

@@ -3,8 +3,8 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "cli.h"
@@ -118,9 +118,10 @@ Result<ExtendArgs> check_pcr_extend_args(const PcrOptions& o) {
   // Refused before the device is opened: nothing of it is touched.
   TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_pcr_index(o.index));
   if (!pcr_resettable(index) && !o.force_pcr && is_device_spec(o.tpm)) {
-    return usage_error(fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
-                                   "changed until reboot. Use 16 or 23, or give --force-pcr",
-                                   index));
+    return usage_error(
+        fmt::format("PCR {} of a real TPM cannot be reset: what a verifier sees would stay "
+                    "changed until reboot. Use 16 or 23, or give --force-pcr",
+                    index));
   }
   return a;
 }
@@ -185,8 +186,7 @@ Result<BatchCount> extend_lines(ExtendStream& stream, DigestLines& lines, const 
     if (Status st = stream.extend(pending->first, following ? Last::kNo : Last::kYes); !st.ok()) {
       std::string before = count.done == 0           ? "nothing before it was extended"
                            : first_line == last_line ? fmt::format("line {} was extended", first_line)
-                                                     : fmt::format("lines {}-{} were extended", first_line,
-                                                                   last_line);
+                                                     : fmt::format("lines {}-{} were extended", first_line, last_line);
       return st.error().with_context(
           fmt::format("standard input line {} ({}, nothing after it)", pending->second, before));
     }
@@ -293,8 +293,8 @@ void add_pcr_read(CLI::App* pcr, Action* action) {
 void add_pcr_extend(CLI::App* pcr, Action* action) {
   auto extend = std::make_shared<PcrOptions>();
   CLI::App* ext = add_pcr_subcommand(
-      pcr, "extend", "Extend a PCR with a digest, protected as the policy decides for this TPM (or --strategy)",
-      extend, true, /*changes_state=*/true);
+      pcr, "extend", "Extend a PCR with a digest, protected as the policy decides for this TPM (or --strategy)", extend,
+      true, /*changes_state=*/true);
   ext->add_option("--protect", extend->protect,
                   "Shorthand kept from earlier versions: hmac = --strategy per-command (Linux 6.10), none = "
                   "--strategy plain (tpm.disable_pcr_integrity=1)")

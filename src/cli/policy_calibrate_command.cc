@@ -13,9 +13,9 @@
 #include "progress.h"
 #include "protection_options.h"
 #include "tpmsec/calibration/calibration.h"
+#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/policy/policy.h"
-#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 namespace {
@@ -37,17 +37,19 @@ void print_costs(const Calibration& c, const StrategyCosts* model, std::FILE* ou
 class Deadline {
  public:
   Deadline(double seconds, const std::atomic<bool>* also)
-      : thread_([this, end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(seconds)),
-                 also] {
-          // Wake at the deadline itself (not on the next 50 ms poll, which a
-          // short limit would never reach), and every 50 ms for a signal.
-          std::unique_lock<std::mutex> lock(mu_);
-          while (!done_ && !expired_) {
-            cv_.wait_until(lock, std::min(end, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
-            if (std::chrono::steady_clock::now() >= end || also->load()) expired_ = true;
-          }
-        }) {}
+      : thread_(
+            [this,
+             end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(seconds)),
+             also] {
+              // Wake at the deadline itself (not on the next 50 ms poll, which a
+              // short limit would never reach), and every 50 ms for a signal.
+              std::unique_lock<std::mutex> lock(mu_);
+              while (!done_ && !expired_) {
+                cv_.wait_until(lock, std::min(end, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+                if (std::chrono::steady_clock::now() >= end || also->load()) expired_ = true;
+              }
+            }) {}
   ~Deadline() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -132,9 +134,9 @@ Status write_calibrate_openmetrics(const CalibrateFlags& o, const BenchResult& r
                                    const std::optional<Calibration>& decided) {
   std::vector<DecisionMetric> decisions;
   if (decided) decisions.push_back({"budget", std::string(strategy_name(decided->extend))});
-  return write_file(o.openmetrics, openmetrics_text(result.tpm, result.transport, "policy calibrate",
-                                                    strategy_metrics(result), complete,
-                                                    decided ? o.budget_ms : 0.0, decisions));
+  return write_file(o.openmetrics,
+                    openmetrics_text(result.tpm, result.transport, "policy calibrate", strategy_metrics(result),
+                                     complete, decided ? o.budget_ms : 0.0, decisions));
 }
 
 // The measured costs, the decision and why, and the policy rule that makes it.
@@ -183,9 +185,9 @@ Status run_calibrate(const CalibrateFlags& o) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.ok()) return result.error();
   result->tpm = tpm->identity;
-  std::string source = fmt::format("tpmsec policy calibrate --budget-ms {} on {}, {}", o.budget_ms,
-                                   tpm->profile.empty() ? tpm->base->describe() : "--emulate " + tpm->profile,
-                                   result->date);
+  std::string source =
+      fmt::format("tpmsec policy calibrate --budget-ms {} on {}, {}", o.budget_ms,
+                  tpm->profile.empty() ? tpm->base->describe() : "--emulate " + tpm->profile, result->date);
   std::vector<std::string> missing = missing_strategies(options, *result, o.iterations);
   StrategyCosts costs = costs_from_bench(*result, source);
   const bool complete = !result->interrupted && missing.empty();
@@ -197,7 +199,8 @@ Status run_calibrate(const CalibrateFlags& o) {
     return runtime_error(fmt::format(
         "calibration stopped early (--max-seconds {} or a signal); not fully measured: {}. No decision and no "
         "rule from a partial run: raise --max-seconds or lower --iterations",
-        o.max_seconds, missing.empty() ? std::string("the last strategy") : fmt::format("{}", fmt::join(missing, ", "))));
+        o.max_seconds,
+        missing.empty() ? std::string("the last strategy") : fmt::format("{}", fmt::join(missing, ", "))));
   }
   print_calibration(out, o, *tpm, *decided, seconds, options.checkpoint_every, source);
   return ok_status();
@@ -223,9 +226,10 @@ void register_derive(CLI::App* policy, Action* action) {
     std::string output;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = policy->add_subcommand(
-      "derive", "Write a policy with a rule per latency profile, decided from the profile's figures (how "
-                "data/policy/default.toml was made)");
+  CLI::App* sub =
+      policy->add_subcommand("derive",
+                             "Write a policy with a rule per latency profile, decided from the profile's figures (how "
+                             "data/policy/default.toml was made)");
   sub->add_option("--profiles", o->profiles, "all, or comma-separated profile names or paths")->capture_default_str();
   sub->add_option("--budget-ms", o->budget_ms, "Budget per protected PCR extend, ms")
       ->check(CLI::PositiveNumber)
@@ -242,8 +246,9 @@ void register_derive(CLI::App* policy, Action* action) {
       command += floor_flag(floor);
       TPMSEC_ASSIGN_OR_RETURN(std::string text, derive_policy(profiles, o->budget_ms, command, floor));
       if (floor != ProtectionFloor::kPrevention) {
-        fmt::print(stderr, "tpmsec: this policy may choose below prevention: use it as a policy file of your own; a "
-                           "rule below prevention {}\n",
+        fmt::print(stderr,
+                   "tpmsec: this policy may choose below prevention: use it as a policy file of your own; a "
+                   "rule below prevention {}\n",
                    kWhenLowering);
       }
       if (o->output.empty()) {

@@ -9,9 +9,9 @@
 #include "protection_options.h"
 #include "strategy_option.h"
 #include "tpmsec/calibration/calibration.h"
+#include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/policy/policy.h"
 #include "tpmsec/protect.h"
-#include "tpmsec/emulation/profile_file.h"
 
 namespace tpmsec::cli {
 
@@ -53,8 +53,6 @@ std::optional<LatencyProfile> decision_profile(const OpenTpm& open, const Policy
   if (!p.ok()) return std::nullopt;
   return *p;
 }
-
-
 
 struct ShowOptions {
   TpmOption tpm;
@@ -103,9 +101,10 @@ std::optional<StrategyCosts> print_figures(const OpenTpm& open, const PolicyDeci
   for (StrategyKind k : all_strategies()) {
     if (cost_range(model, k)) figures.push_back(fmt::format("{} {}", strategy_name(k), cost_text(model, k)));
   }
-  fmt::print("{:<12}profile {} per extend, low-high from each value's uncertainty (docs/latency-profiles.md, "
-             "\"Uncertainty\"):\n{:<12}{}\n",
-             "figures", profile->id, "", fmt::join(figures, ", "));
+  fmt::print(
+      "{:<12}profile {} per extend, low-high from each value's uncertainty (docs/latency-profiles.md, "
+      "\"Uncertainty\"):\n{:<12}{}\n",
+      "figures", profile->id, "", fmt::join(figures, ", "));
   // No budget here: the rule's decision is given, the ranges say how firm it is.
   for (const std::string& note : uncertainty_notes(
            d.extend, model, 0, prevents(d.extend) ? ProtectionFloor::kPrevention : ProtectionFloor::kNone)) {
@@ -140,16 +139,17 @@ void print_detection(const PolicyDecision& d, const std::optional<StrategyCosts>
     add(StrategyKind::kPlain, "plain extends + verify on a timer");
     boot = fmt::format("; TPM time of a boot of {} extends: {}", o.boot_extends, fmt::join(choices, ", "));
   }
-  fmt::print("{:<12}prevention is over budget ({}): `tpmsec verify --eventlog "
-             "/sys/kernel/security/tpm0/binary_bios_measurements --ima "
-             "/sys/kernel/security/ima/ascii_runtime_measurements --tpm device:/dev/tpmrm0` on a timer "
-             "detects a tampered extend (exit 3) at plain extend cost{}; `tpmsec predict --ima LOG` for "
-             "a boot's own log (docs/replay.md)\n",
-             "detection",
-             prevention_ms && *prevention_ms > o.budget_ms
-                 ? fmt::format("{:.2f} ms per extend at best, {:.1f} ms budget", *prevention_ms, o.budget_ms)
-                 : std::string("the rule chose below it"),
-             boot);
+  fmt::print(
+      "{:<12}prevention is over budget ({}): `tpmsec verify --eventlog "
+      "/sys/kernel/security/tpm0/binary_bios_measurements --ima "
+      "/sys/kernel/security/ima/ascii_runtime_measurements --tpm device:/dev/tpmrm0` on a timer "
+      "detects a tampered extend (exit 3) at plain extend cost{}; `tpmsec predict --ima LOG` for "
+      "a boot's own log (docs/replay.md)\n",
+      "detection",
+      prevention_ms && *prevention_ms > o.budget_ms
+          ? fmt::format("{:.2f} ms per extend at best, {:.1f} ms budget", *prevention_ms, o.budget_ms)
+          : std::string("the rule chose below it"),
+      boot);
 }
 
 // The decision is the protect path's (ProtectedTpm::policy_view); this
@@ -200,7 +200,8 @@ void register_show(CLI::App* policy, Action* action) {
 
 void register_check(CLI::App* policy, Action* action) {
   auto file = std::make_shared<std::string>();
-  CLI::App* sub = policy->add_subcommand("check", "Validate a policy file: syntax, keys, strategies, unreachable rules");
+  CLI::App* sub =
+      policy->add_subcommand("check", "Validate a policy file: syntax, keys, strategies, unreachable rules");
   sub->add_option("FILE", *file, "Policy file")->required();
   sub->callback([file, action] {
     *action = [file]() -> Status {

@@ -7,9 +7,9 @@
 #include "log_input.h"
 #include "progress.h"
 #include "strategy_option.h"
-#include "tpmsec/transport/tpm_string.h"
-#include "tpmsec/replay/predict.h"
 #include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/replay/predict.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {
 
@@ -26,8 +26,9 @@ void register_predict(CLI::App& app, Action* action) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
-      "predict", "Predict the boot time an IMA log's extends add on each profiled TPM under each strategy (replayed "
-                 "on the embedded TPM, priced by each profile's latency model on a virtual clock)");
+      "predict",
+      "Predict the boot time an IMA log's extends add on each profiled TPM under each strategy (replayed "
+      "on the embedded TPM, priced by each profile's latency model on a virtual clock)");
   sub->add_option("--ima", o->ima, "IMA log (ascii or binary runtime measurements)")->required();
   sub->add_option("--profiles", o->profiles, "all, or comma-separated profile names or paths")->capture_default_str();
   sub->add_option("--strategies", o->strategies, "all, or comma-separated strategy names")->capture_default_str();
@@ -35,7 +36,9 @@ void register_predict(CLI::App& app, Action* action) {
   sub->add_option("--json", o->json, "Write the table as JSON (schema tpmsec-predict/1)");
   sub->add_option("--tpm", o->tpm, "TPM to replay on (default: embedded; a real TPM works but takes its own time)")
       ->capture_default_str();
-  sub->add_option("--pcr", o->pcr, "Resettable PCR to replay into")->check(CLI::IsMember({16, 23}))->capture_default_str();
+  sub->add_option("--pcr", o->pcr, "Resettable PCR to replay into")
+      ->check(CLI::IsMember({16, 23}))
+      ->capture_default_str();
   sub->add_flag("--skip-bad", o->skip_bad, "Leave out malformed log entries instead of stopping at the first");
   o->progress.add_to(sub);
   sub->callback([o, action] {

@@ -6,9 +6,9 @@
 
 #include "cli.h"
 #include "tpmsec/emulation/algtest_import.h"
-#include "tpmsec/measure/profile_from_bench.h"
-#include "tpmsec/emulation/profile_summary.h"
 #include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/measure/profile_from_bench.h"
 
 namespace tpmsec::cli {
 namespace {

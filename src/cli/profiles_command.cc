@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "cli.h"
-#include "tpmsec/emulation/value_range.h"
-#include "tpmsec/emulation/profile_summary.h"
 #include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/emulation/profile_summary.h"
+#include "tpmsec/emulation/value_range.h"
 
 namespace tpmsec::cli {
 
@@ -167,17 +167,17 @@ void register_profiles(CLI::App& app, Action* action) {
     std::string name;
   };
   auto opts = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand(
-      "profiles", "List the latency profiles --emulate can use, with how much of each is measured");
+  CLI::App* sub =
+      app.add_subcommand("profiles", "List the latency profiles --emulate can use, with how much of each is measured");
   sub->add_flag("--json", opts->json, "Print JSON: per profile its tag counts and per-extend figures");
   auto* names = sub->add_flag("--names", opts->names,
                               "Print only the profile names, one a line (what shell completion offers for --emulate)");
   names->excludes("--json");
   sub->require_subcommand(0, 1);
-  sub->footer(fmt::format(
-      "Profiles live in {} (one JSON file each). Every value carries its tag and source\n"
-      "(the sources of docs/latency-profiles.md, and the E rule used).\n\n{}",
-      profiles_dir(), kColumns));
+  sub->footer(
+      fmt::format("Profiles live in {} (one JSON file each). Every value carries its tag and source\n"
+                  "(the sources of docs/latency-profiles.md, and the E rule used).\n\n{}",
+                  profiles_dir(), kColumns));
 
   CLI::App* show = sub->add_subcommand("show", "Print every value of one profile with its tag, source and note");
   show->add_option("name", opts->name, "Profile name (e.g. slb9670) or path of a profile JSON file")->required();

@@ -12,7 +12,8 @@ void on_sigint(int) { g_stop = true; }
 }  // namespace
 
 void ProgressFlags::add_to(CLI::App* sub) {
-  auto* yes = sub->add_flag("--progress", on, "Show progress and the TPM time left on stderr even when it is not a terminal");
+  auto* yes =
+      sub->add_flag("--progress", on, "Show progress and the TPM time left on stderr even when it is not a terminal");
   auto* no = sub->add_flag("--no-progress", off, "Show no progress, also on a terminal");
   yes->excludes(no);
 }
@@ -20,8 +21,7 @@ void ProgressFlags::add_to(CLI::App* sub) {
 bool ProgressFlags::enabled() const { return on || (!off && ::isatty(2) != 0); }
 
 ProgressBar::ProgressBar(bool enabled, const Clock* clock)
-    : enabled_(enabled), terminal_(::isatty(2) != 0), clock_(clock ? clock : &steady_),
-      start_ns_(clock_->now_ns()) {
+    : enabled_(enabled), terminal_(::isatty(2) != 0), clock_(clock ? clock : &steady_), start_ns_(clock_->now_ns()) {
   if (enabled_ && terminal_) ticker_ = std::thread([this] { tick(); });
 }
 

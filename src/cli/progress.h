@@ -64,7 +64,7 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_draw_{};
   size_t done_ = 0, total_ = 0;
   std::string what_;
-  size_t drawn_done_ = 0;   // the state last drawn
+  size_t drawn_done_ = 0;  // the state last drawn
   std::string drawn_what_;
   size_t width_ = 0;
   // Recent updates (clock ns, done): the rate the estimate comes from.

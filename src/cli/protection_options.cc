@@ -69,9 +69,10 @@ Result<ProtectRequest> ProtectionOptions::request() const {
     const TpmConfig& items = chosen.config;
     const std::string_view from = chosen.origin();
     if (items.anchor() && anchor_given()) {
-      return usage_error(fmt::format("give one trust anchor: {} names one (null-name=, ek-ca= or tofu) and so does "
-                                     "--ek-ca, --null-name or --tofu",
-                                     from));
+      return usage_error(
+          fmt::format("give one trust anchor: {} names one (null-name=, ek-ca= or tofu) and so does "
+                      "--ek-ca, --null-name or --tofu",
+                      from));
     }
     if (unsalted && !items.ek_ca.empty()) {
       return usage_error(fmt::format("{}'s ek-ca= salts sessions to the EK: it cannot go with --unsalted", from));

@@ -49,8 +49,8 @@ Status run_salt_key(ProtectedTpm& tpm, uint32_t handle, bool create, bool remove
   fmt::print(stderr,
              "tpmsec: pinned the {} salt key at 0x{:08x} of {}{} (name {}, kept in {}); protected commands now salt "
              "their sessions to it, with no null key to load\n",
-             p.key.kind() == SaltKind::kRsa ? "RSA" : "ECC", handle, p.where.tpm, p.key.created ? ", made by tpmsec" : "",
-             to_hex(p.key.name), p.where.kept_in);
+             p.key.kind() == SaltKind::kRsa ? "RSA" : "ECC", handle, p.where.tpm,
+             p.key.created ? ", made by tpmsec" : "", to_hex(p.key.name), p.where.kept_in);
   return ok_status();
 }
 
@@ -85,8 +85,8 @@ Status run_provision(const ProvisionOptions& o) {
   }
   if (o.create && !salt_key) return usage_error("--create goes with --salt-key");
   if (o.create && o.remove) return usage_error("give --create or --remove, not both");
-  TPMSEC_ASSIGN_OR_RETURN(uint32_t index, parse_handle(o.nv_index, ht::kNvIndex, "--nv-index", "an NV index handle",
-                                                       kDefaultBindIndex));
+  TPMSEC_ASSIGN_OR_RETURN(
+      uint32_t index, parse_handle(o.nv_index, ht::kNvIndex, "--nv-index", "an NV index handle", kDefaultBindIndex));
   uint32_t key_handle = kDefaultSaltKeyHandle;
   if (salt_key && !o.salt_key.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(key_handle, parse_handle(o.salt_key, ht::kPersistent, "--salt-key", "a persistent handle",

@@ -18,8 +18,9 @@ void register_random(CLI::App& app, Action* action) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("random", "Print N random bytes from the TPM as hex");
   sub->add_option("N", o->count, "Number of bytes (1-64)")->required();
-  sub->add_option("--protect", o->protect,
-                  "encrypt (default): the response is AES-CFB parameter-encrypted and HMAC-verified; none: in the clear")
+  sub->add_option(
+         "--protect", o->protect,
+         "encrypt (default): the response is AES-CFB parameter-encrypted and HMAC-verified; none: in the clear")
       ->check(CLI::IsMember({"encrypt", "none"}))
       ->capture_default_str();
   sub->add_flag("--xor", o->use_xor, "Use XOR obfuscation instead of AES-CFB for the encryption");

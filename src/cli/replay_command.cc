@@ -11,9 +11,9 @@
 #include "tpmsec/calibration/calibration.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/replay/event_log.h"
 #include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/replay/event_log.h"
 #include "tpmsec/replay/replay.h"
 
 namespace tpmsec::cli {
@@ -41,16 +41,16 @@ Status write_openmetrics(const ReplayCliOptions& o, const MeasuredTpm& tpm, Stra
                          const std::vector<ReplayRun>& runs, bool complete) {
   if (o.openmetrics.empty()) return ok_status();
   StrategyMetrics m = replay_metrics(kind, runs);
-  return write_file(o.openmetrics,
-                    openmetrics_text(tpm.identity, tpm.base->describe(), "replay", {m}, complete));
+  return write_file(o.openmetrics, openmetrics_text(tpm.identity, tpm.base->describe(), "replay", {m}, complete));
 }
 
 std::string describe_run(const ReplayRun& run, const MeasuredTpm& tpm) {
   std::string out;
   const Distribution& d = run.per_extend;
-  out += fmt::format("{:<13}{} in {:.2f} s{}; per extend median {:.3f} ms, mean {:.3f}, p90 {:.3f}, p99 {:.3f}, max {:.3f}\n",
-                     "extends", run.extends, run.total_ms / 1000, tpm.clock->is_virtual() ? " (virtual clock)" : "",
-                     d.median, d.mean, d.p90, d.p99, d.max);
+  out += fmt::format(
+      "{:<13}{} in {:.2f} s{}; per extend median {:.3f} ms, mean {:.3f}, p90 {:.3f}, p99 {:.3f}, max {:.3f}\n",
+      "extends", run.extends, run.total_ms / 1000, tpm.clock->is_virtual() ? " (virtual clock)" : "", d.median, d.mean,
+      d.p90, d.p99, d.max);
   out += fmt::format("{:<13}{} ({:.2f} per extend); stream set-up {:.2f} ms, tear-down {:.2f} ms\n", "TPM commands",
                      run.tpm_commands, run.extends ? double(run.tpm_commands) / double(run.extends) : 0.0, run.open_ms,
                      run.finish_ms);
@@ -64,10 +64,12 @@ std::string describe_run(const ReplayRun& run, const MeasuredTpm& tpm) {
 Status check_target_pcr(const ReplayCliOptions& o) {
   if (pcr_resettable(o.pcr) || o.force_pcr) return ok_status();
   if (o.pcr == 10) {
-    return usage_error("PCR 10 holds this machine's IMA measurements and cannot be reset: replay into 16 (the default) "
-                       "or 23, or give --force-pcr to extend PCR 10 for real");
+    return usage_error(
+        "PCR 10 holds this machine's IMA measurements and cannot be reset: replay into 16 (the default) "
+        "or 23, or give --force-pcr to extend PCR 10 for real");
   }
-  return usage_error(fmt::format("PCR {} cannot be reset: replay into 16 (the default) or 23, or give --force-pcr", o.pcr));
+  return usage_error(
+      fmt::format("PCR {} cannot be reset: replay into 16 (the default) or 23, or give --force-pcr", o.pcr));
 }
 
 // The strategy for the replay's extends and the protection of its sessions,
@@ -108,26 +110,34 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
 
   std::vector<std::string> templates;
   for (const auto& [name, n] : workload->templates) templates.push_back(fmt::format("{} {}", name, n));
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations\n", "log", o.ima,
+  fmt::print(report_stream({o.json, o.openmetrics}),
+             "{:<13}{}: {} IMA log, {} good entries, {} rejected; replayed {} ({}), {} violations\n", "log", o.ima,
              workload->format == ima::LogFormat::kAscii ? "ascii" : "binary", workload->entries,
              workload->problems.size(),
              run.interrupted ? fmt::format("{} of {}, INTERRUPTED", run.extends, workload->digests.size())
                              : fmt::format("{}", run.extends),
              fmt::join(templates, ", "), workload->violations);
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} {} firmware {}{}\n", "TPM", tpm->identity.value("manufacturer", ""),
-             tpm->identity.value("vendor", ""), tpm->identity.value("firmware_version", ""),
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} {} firmware {}{}\n", "TPM",
+             tpm->identity.value("manufacturer", ""), tpm->identity.value("vendor", ""),
+             tpm->identity.value("firmware_version", ""),
              tpm->profile.empty() ? "" : fmt::format(" (emulated: profile {})", tpm->profile));
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} ({}){}\n", "strategy", strategy_name(kind), strategy_protection(kind),
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} ({}){}\n", "strategy", strategy_name(kind),
+             strategy_protection(kind),
              o.strategy.strategy.empty() ? ", chosen by the policy (-v says which rule)" : "");
   fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} {}, {}\n", "PCR", o.pcr, hash_name(bank),
              ro.reset_first ? "reset before the replay" : "extended from its current value (--force-pcr)");
   fmt::print(report_stream({o.json, o.openmetrics}), "{}", describe_run(run, *tpm));
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
-             run.verified ? "equal to the value computed from the log" : "DIFFERS from the value computed from the log");
+  fmt::print(
+      report_stream({o.json, o.openmetrics}), "{:<13}PCR {} = {}: {}\n", "result", o.pcr, to_hex(run.actual),
+      run.verified ? "equal to the value computed from the log" : "DIFFERS from the value computed from the log");
   if (!o.json.empty()) {
     nlohmann::json j = {{"schema", "tpmsec-replay/1"},
-                        {"log", {{"path", o.ima}, {"kind", "ima"}, {"entries", workload->entries},
-                                 {"rejected", workload->problems.size()}, {"violations", workload->violations}}},
+                        {"log",
+                         {{"path", o.ima},
+                          {"kind", "ima"},
+                          {"entries", workload->entries},
+                          {"rejected", workload->problems.size()},
+                          {"violations", workload->violations}}},
                         {"tpm", tpm->identity},
                         {"runs", nlohmann::json::array({to_json(run)})}};
     TPMSEC_RETURN_IF_ERROR(write_file(o.json, j.dump(2) + "\n"));
@@ -135,15 +145,14 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   TPMSEC_RETURN_IF_ERROR(write_openmetrics(o, *tpm, kind, {run}, !run.interrupted));
   if (run.interrupted) return runtime_error(fmt::format("interrupted after {} extends", run.extends));
   if (!run.verified) {
-    return integrity_error(fmt::format("PCR {} is {} but the log gives {}", o.pcr, to_hex(run.actual),
-                                       to_hex(run.expected)));
+    return integrity_error(
+        fmt::format("PCR {} is {} but the log gives {}", o.pcr, to_hex(run.actual), to_hex(run.expected)));
   }
   return ok_status();
 }
 
 // Each PCR's value by the log; an unsupported bank names the log's banks that would work.
-Result<std::map<uint32_t, Bytes>> log_values(const ReplayCliOptions& o, const event_log::EventLog& log,
-                                             uint16_t bank) {
+Result<std::map<uint32_t, Bytes>> log_values(const ReplayCliOptions& o, const event_log::EventLog& log, uint16_t bank) {
   auto computed = event_log::replay_event_log(log, bank);
   if (!computed.ok() && computed.error().kind() == ErrorKind::kUnsupported) {
     // Suggest only the banks that would work: in the log, hashable, not this one.
@@ -156,14 +165,15 @@ Result<std::map<uint32_t, Bytes>> log_values(const ReplayCliOptions& o, const ev
                                    fmt::join(banks, " or --bank ")));
   }
   if (!computed.ok()) {
-    return input_file_error(Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message())));
+    return input_file_error(
+        Error(computed.error().kind(), fmt::format("{}: {}", o.eventlog, computed.error().message())));
   }
   return computed;
 }
 
 // The events of each PCR, in log order.
-Result<std::map<uint32_t, std::vector<Bytes>>> digests_by_pcr(const ReplayCliOptions& o,
-                                                              const event_log::EventLog& log, uint16_t bank) {
+Result<std::map<uint32_t, std::vector<Bytes>>> digests_by_pcr(const ReplayCliOptions& o, const event_log::EventLog& log,
+                                                              uint16_t bank) {
   std::map<uint32_t, std::vector<Bytes>> by_pcr;
   for (const event_log::Event& e : log.events) {
     if (e.event_type == event_log::kEvNoAction) continue;
@@ -177,19 +187,22 @@ Result<std::map<uint32_t, std::vector<Bytes>>> digests_by_pcr(const ReplayCliOpt
 // The log's lines and the table's head.
 void print_eventlog_head(const ReplayCliOptions& o, const event_log::EventLog& log, StrategyKind kind) {
   if (!log.spec_id_note.empty()) fmt::print(stderr, "tpmsec: note: {}: {}\n", o.eventlog, log.spec_id_note);
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
-             log.format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)"
-                                                       : "TCG crypto-agile event log",
-             log.events.size(),
-             fmt::join([&] {
-               std::vector<std::string> names;
-               for (uint16_t b : log.banks()) names.emplace_back(hash_name(b));
-               return names;
-             }(),
-                       ", "));
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
+  fmt::print(
+      report_stream({o.json, o.openmetrics}), "{:<13}{}: {}, {} events, banks {}\n", "log", o.eventlog,
+      log.format == event_log::LogFormat::kSha1 ? "TCG SHA-1 event log (TCG_PCR_EVENT)" : "TCG crypto-agile event log",
+      log.events.size(),
+      fmt::join(
+          [&] {
+            std::vector<std::string> names;
+            for (uint16_t b : log.banks()) names.emplace_back(hash_name(b));
+            return names;
+          }(),
+          ", "));
+  fmt::print(report_stream({o.json, o.openmetrics}),
+             "{:<13}{} ({}); each PCR of the log goes in turn into 16 and 23 (reset first), alternating\n\n",
              "strategy", strategy_name(kind), strategy_protection(kind));
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms", "log", "TPM value");
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12}  {:<8}{}\n", "PCR", "into", "events", "ms",
+             "log", "TPM value");
 }
 
 // One PCR's row: the replayed value against the log's, and the run as JSON.
@@ -202,17 +215,21 @@ struct PcrRow {
 // starts from a locality, which a reset PCR 16/23 cannot: the TPM then
 // reproduces the chain from zeros, which is not the log's value, so the
 // row says "chain" (never "match") and shows the log's own value.
-Result<PcrRow> report_pcr_row(const ReplayCliOptions& o, const event_log::EventLog& log, uint16_t bank,
-                              uint32_t source, uint32_t into, const std::vector<Bytes>& digests,
-                              const ReplayRun& run, const Bytes& from_log) {
+Result<PcrRow> report_pcr_row(const ReplayCliOptions& o, const event_log::EventLog& log, uint16_t bank, uint32_t source,
+                              uint32_t into, const std::vector<Bytes>& digests, const ReplayRun& run,
+                              const Bytes& from_log) {
   bool locality_start = source == 0 && log.pcr0_locality() != 0;
   Bytes from_zeros(from_log.size(), 0);
   for (const Bytes& d : digests) {
     TPMSEC_ASSIGN_OR_RETURN(from_zeros, pcr_extended_value(bank, from_zeros, d));
   }
   bool match = run.verified && run.actual == (locality_start ? from_zeros : from_log);
-  fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, into, digests.size(), run.total_ms,
-             !match ? "DIFFERS" : locality_start ? "chain" : "match", to_hex(run.actual));
+  fmt::print(report_stream({o.json, o.openmetrics}), "{:<6}{:<8}{:>8}{:>12.2f}  {:<8}{}\n", source, into,
+             digests.size(), run.total_ms,
+             !match           ? "DIFFERS"
+             : locality_start ? "chain"
+                              : "match",
+             to_hex(run.actual));
   if (locality_start) {
     fmt::print(report_stream({o.json, o.openmetrics}),
                "{:<34}(the chain from zeros: PCR 0 starts from locality {}{}; the log's value is {})\n", "",
@@ -277,8 +294,9 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
 void register_replay(CLI::App& app, Action* action) {
   auto o = std::make_shared<ReplayCliOptions>();
   CLI::App* sub = app.add_subcommand(
-      "replay", "Extend a real measurement log (IMA or firmware event log) through a strategy, time it, and check "
-                "the PCR against the log");
+      "replay",
+      "Extend a real measurement log (IMA or firmware event log) through a strategy, time it, and check "
+      "the PCR against the log");
   auto ima = sub->add_option("--ima", o->ima,
                              "IMA log: ascii_runtime_measurements or binary_runtime_measurements, or a per-bank list "
                              "(ascii_runtime_measurements_sha256, …: the template-hash bank from the name) (templates "

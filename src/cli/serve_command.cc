@@ -160,7 +160,7 @@ Status run_serve(const ServeOptions& o) {
   }
   log_line(fmt::format("serving {}{}{}", served->protected_tpm().transport().describe(),
                        o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, server::kTabrmdBusName) : "",
-                       activated >= 0 ? ", the socket systemd passed"
+                       activated >= 0     ? ", the socket systemd passed"
                        : o.socket.empty() ? ""
                                           : ", socket " + o.socket));
   Status ran = server.run(signals.stop());

@@ -34,9 +34,10 @@ Status apply_policy_option(const std::string& policy, ProtectRequest& request) {
   // The request may carry the TPM string's policy= item (ProtectionOptions):
   // two policies are a usage error, not a silent choice.
   if (!request.policy.empty() && request.policy != policy) {
-    return usage_error(fmt::format("--policy {} and policy={} of the TPM string (--tpm, TPMSEC_TPM or "
-                                   "TPM2TOOLS_TCTI) disagree",
-                                   policy, request.policy));
+    return usage_error(
+        fmt::format("--policy {} and policy={} of the TPM string (--tpm, TPMSEC_TPM or "
+                    "TPM2TOOLS_TCTI) disagree",
+                    policy, request.policy));
   }
   request.policy = policy;
   return ok_status();

@@ -25,8 +25,9 @@ void register_trace(CLI::App& app, Action* action) {
       ->required();
   sub->add_option("--json", o->json, "Write the result as JSON (docs/bench-json.md, clock \"ftrace\")");
   sub->add_option("--label", o->label, "What the TPM was, e.g. \"IFX SLB9670 fw 7.85\" (default: unknown TPM)");
-  sub->add_option("--manufacturer", o->manufacturer,
-                  "The TPM's manufacturer code as TPM_PT_MANUFACTURER (IFX, STM, NTC, ...): profile from-bench needs it");
+  sub->add_option(
+      "--manufacturer", o->manufacturer,
+      "The TPM's manufacturer code as TPM_PT_MANUFACTURER (IFX, STM, NTC, ...): profile from-bench needs it");
   sub->callback([o, action] {
     *action = [o]() -> Status {
       TPMSEC_RETURN_IF_ERROR(check_outputs({o->json}));

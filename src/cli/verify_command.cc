@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <span>
-#include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "log_input.h"
@@ -37,10 +37,14 @@ struct VerifyOptions {
 
 std::string verdict_word(Verdict v) {
   switch (v) {
-    case Verdict::kMatch: return "match";
-    case Verdict::kCovered: return "covered";
-    case Verdict::kDiffers: return "DIFFERS";
-    case Verdict::kNotGiven: return "not-given";
+    case Verdict::kMatch:
+      return "match";
+    case Verdict::kCovered:
+      return "covered";
+    case Verdict::kDiffers:
+      return "DIFFERS";
+    case Verdict::kNotGiven:
+      return "not-given";
   }
   return "?";
 }
@@ -201,7 +205,8 @@ Result<bool> report_quote(const VerifyOptions& o, const verify::Quote& quote, ve
   if (!match) {
     // Which PCR parts is not in a digest; say what the log gives for each.
     for (const auto& [bank, pcrs] : values) {
-      for (const auto& [pcr, v] : pcrs) fmt::print(out, "{:<10}PCR {} {} per the log: {}\n", "", pcr, hash_name(bank), to_hex(v));
+      for (const auto& [pcr, v] : pcrs)
+        fmt::print(out, "{:<10}PCR {} {} per the log: {}\n", "", pcr, hash_name(bank), to_hex(v));
     }
   }
   return match;
@@ -235,7 +240,8 @@ Tally report_values(const verify::ImpliedValues& implied, const PcrValues& given
       fmt::print(out, "{}\n", r.message);
     }
     if (r.verdict == Verdict::kDiffers) {
-      fmt::print(out, "    {:<6}{}\n    {:<6}{}\n", "log", to_hex(r.expected), from_tpm ? "TPM" : "file", to_hex(r.actual));
+      fmt::print(out, "    {:<6}{}\n    {:<6}{}\n", "log", to_hex(r.expected), from_tpm ? "TPM" : "file",
+                 to_hex(r.actual));
       t.differing.push_back(fmt::format("PCR {} {}", r.pcr, hash_name(r.bank)));
     }
     if (i + 1 == all.size() || all[i + 1].bank != r.bank) flush(r.bank);
@@ -261,7 +267,8 @@ void keep_only(const std::set<uint32_t>& pcrs, verify::ImpliedValues& implied, s
       return true;
     });
   }
-  if (!left_out.empty()) fmt::print(out, "PCR{} {}: not checked (--pcrs)\n", left_out.size() == 1 ? "" : "s", pcr_runs(left_out));
+  if (!left_out.empty())
+    fmt::print(out, "PCR{} {}: not checked (--pcrs)\n", left_out.size() == 1 ? "" : "s", pcr_runs(left_out));
 }
 
 Status check_arguments(const VerifyOptions& o) {
@@ -270,8 +277,9 @@ Status check_arguments(const VerifyOptions& o) {
   if (sources != 1) return usage_error("give one source of PCR values: --tpm T, --expected FILE or --quote FILE");
   if (!o.tpm.emulate.empty()) return usage_error("verify reads a real TPM's PCRs; --emulate has nothing to verify");
   if (o.protection.unsalted) {
-    return usage_error("verify trusts only PCR values a salted audit session authenticated; --unsalted would let an "
-                       "interposer forge them");
+    return usage_error(
+        "verify trusts only PCR values a salted audit session authenticated; --unsalted would let an "
+        "interposer forge them");
   }
   if (!o.pcrs.empty() && !o.quote.empty()) {
     return usage_error("--pcrs does not apply to --quote: the quote's digest covers every PCR it selects");
@@ -318,8 +326,8 @@ Result<std::vector<ima::Entry>> read_verify_ima(const VerifyOptions& o) {
 // given (one no log extends must hold its reset value), each printed to
 // `out` and added to `results`.
 Result<Tally> compare_verify_source(const VerifyOptions& o, Source& source, verify::ImpliedValues& implied,
-                             const VerifySelection& sel, const event_log::EventLog* log,
-                             std::span<const ima::Entry> entries, std::FILE* out, nlohmann::json& results) {
+                                    const VerifySelection& sel, const event_log::EventLog* log,
+                                    std::span<const ima::Entry> entries, std::FILE* out, nlohmann::json& results) {
   Tally tally;
   if (source.quote) {
     TPMSEC_ASSIGN_OR_RETURN(bool match, report_quote(o, *source.quote, implied, log, entries, out, results));
@@ -338,7 +346,9 @@ Status write_verify_json(const VerifyOptions& o, const Source& source, const nlo
   nlohmann::json j = {{"schema", "tpmsec-verify/1"},
                       {"eventlog", o.eventlog},
                       {"ima", o.ima},
-                      {"source", source.reads ? "tpm" : source.quote ? "quote" : "expected"},
+                      {"source", source.reads   ? "tpm"
+                                 : source.quote ? "quote"
+                                                : "expected"},
                       {"results", results},
                       {"match", tally.differing.empty() && tally.compared > 0}};
   return write_file(o.json, j.dump(2) + "\n");

@@ -39,7 +39,8 @@ constexpr std::array<Curve, 3> kCurves = {{
 const EC_GROUP* group_at(size_t index) {
   static const std::array<EcGroupPtr, kCurves.size()> groups = [] {
     std::array<EcGroupPtr, kCurves.size()> g;
-    for (size_t i = 0; i < kCurves.size(); ++i) g[i].reset(EC_GROUP_new_by_curve_name_ex(nullptr, nullptr, kCurves[i].nid));
+    for (size_t i = 0; i < kCurves.size(); ++i)
+      g[i].reset(EC_GROUP_new_by_curve_name_ex(nullptr, nullptr, kCurves[i].nid));
     return g;
   }();
   return groups[index].get();

@@ -60,8 +60,8 @@ Result<size_t> add_pem_file(X509_STORE* store, const PemFile& file, size_t* cas)
       }
       // The operator's file is malformed: a usage error, with OpenSSL's reason.
       Error reason = internal::openssl_error(fmt::format("reading certificate {}", count + 1));
-      return usage_error(fmt::format("CA file {} is not a valid PEM certificate bundle: {}", file.name,
-                                     reason.message()));
+      return usage_error(
+          fmt::format("CA file {} is not a valid PEM certificate bundle: {}", file.name, reason.message()));
     }
     // Only a CA is an anchor or an intermediate: a leaf certificate in the
     // bundle (an EK or TLS certificate filed there by mistake) vouches for
@@ -175,9 +175,10 @@ Result<CaBundle> CaBundle::from_pem_files(const std::string& file_or_dir, const 
     certificates += n;
   }
   if (bundle.count_ == 0) {
-    return usage_error(fmt::format("CA bundle {} holds {} certificates but no CA certificate (basicConstraints "
-                                   "cA=TRUE): nothing in it can vouch for an EK certificate",
-                                   file_or_dir, certificates));
+    return usage_error(
+        fmt::format("CA bundle {} holds {} certificates but no CA certificate (basicConstraints "
+                    "cA=TRUE): nothing in it can vouch for an EK certificate",
+                    file_or_dir, certificates));
   }
   // No X509_V_FLAG_PARTIAL_CHAIN: a chain ends at a self-signed CA of the
   // bundle; see the header.
@@ -199,8 +200,8 @@ namespace {
 Status check_ek_profile(X509* cert, const CertifiedKey& key) {
   auto refuse = [&](const std::string& why) {
     return integrity_error(fmt::format("the certificate (subject {}, issuer {}) is not an EK certificate: {}",
-                                       x509_name(X509_get_subject_name(cert)),
-                                       x509_name(X509_get_issuer_name(cert)), why));
+                                       x509_name(X509_get_subject_name(cert)), x509_name(X509_get_issuer_name(cert)),
+                                       why));
   };
   uint32_t flags = X509_get_extension_flags(cert);
   if (flags & EXFLAG_INVALID) return refuse("its extensions do not parse");
@@ -208,8 +209,8 @@ Status check_ek_profile(X509* cert, const CertifiedKey& key) {
   bool has_ek_eku = false;
   if (flags & EXFLAG_XKUSAGE) {
     int critical = 0;
-    Owned<EXTENDED_KEY_USAGE, EXTENDED_KEY_USAGE_free> eku(static_cast<EXTENDED_KEY_USAGE*>(
-        X509_get_ext_d2i(cert, NID_ext_key_usage, &critical, nullptr)));
+    Owned<EXTENDED_KEY_USAGE, EXTENDED_KEY_USAGE_free> eku(
+        static_cast<EXTENDED_KEY_USAGE*>(X509_get_ext_d2i(cert, NID_ext_key_usage, &critical, nullptr)));
     Owned<ASN1_OBJECT, ASN1_OBJECT_free> wanted(OBJ_txt2obj(kEkCertificateEku, 1));
     if (!wanted) return internal::openssl_error("OBJ_txt2obj");
     for (int i = 0; eku && i < sk_ASN1_OBJECT_num(eku.get()); ++i) {
@@ -243,11 +244,11 @@ Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle)
   if (verified != 1) {
     int err = X509_STORE_CTX_get_error(ctx.get());
     ERR_clear_error();
-    return integrity_error(fmt::format("the EK certificate (subject {}, issuer {}) does not verify against the CA "
-                                       "bundle: {}",
-                                       x509_name(X509_get_subject_name(cert.get())),
-                                       x509_name(X509_get_issuer_name(cert.get())),
-                                       X509_verify_cert_error_string(err)));
+    return integrity_error(
+        fmt::format("the EK certificate (subject {}, issuer {}) does not verify against the CA "
+                    "bundle: {}",
+                    x509_name(X509_get_subject_name(cert.get())), x509_name(X509_get_issuer_name(cert.get())),
+                    X509_verify_cert_error_string(err)));
   }
   TPMSEC_ASSIGN_OR_RETURN(CertifiedKey key, key_of(cert.get()));
   TPMSEC_RETURN_IF_ERROR(check_ek_profile(cert.get(), key));

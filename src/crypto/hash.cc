@@ -9,7 +9,7 @@ using internal::openssl_error;
 
 Result<Bytes> hash(uint16_t hash_alg, std::initializer_list<ByteView> parts) {
   TPMSEC_ASSIGN_OR_RETURN(const EVP_MD* md, md_for(hash_alg));
-  TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX* ctx, internal::thread_md_ctx(hash_alg));
+  TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, internal::thread_md_ctx(hash_alg));
   if (EVP_DigestInit_ex2(ctx, md, nullptr) != 1) return openssl_error("EVP_DigestInit_ex2");
   for (ByteView p : parts) {
     if (EVP_DigestUpdate(ctx, p.data(), p.size()) != 1) return openssl_error("EVP_DigestUpdate");

@@ -58,8 +58,8 @@ Result<SecretBytes> kdfa(uint16_t hash_alg, ByteView key, std::string_view label
   return out;
 }
 
-Result<SecretBytes> kdfe(uint16_t hash_alg, ByteView z, std::string_view label, ByteView party_u,
-                         ByteView party_v, uint32_t bits) {
+Result<SecretBytes> kdfe(uint16_t hash_alg, ByteView z, std::string_view label, ByteView party_u, ByteView party_v,
+                         uint32_t bits) {
   TPMSEC_ASSIGN_OR_RETURN(const EVP_MD* md, internal::md_for(hash_alg));
   TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, internal::thread_md_ctx(hash_alg));
   auto out = counter_kdf(EVP_MD_get_size(md), bits, [&](ByteView counter, uint8_t* block) -> Status {

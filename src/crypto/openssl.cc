@@ -23,12 +23,18 @@ using CipherPtr = Owned<EVP_CIPHER, EVP_CIPHER_free>;
 // Index of a supported hash in the tables below, or -1.
 int hash_index(uint16_t hash_alg) {
   switch (hash_alg) {
-    case alg::kSha1: return 0;
-    case alg::kSha256: return 1;
-    case alg::kSha384: return 2;
-    case alg::kSha512: return 3;
-    case alg::kSm3_256: return 4;  // PCR banks of Chinese-market TPMs
-    default: return -1;
+    case alg::kSha1:
+      return 0;
+    case alg::kSha256:
+      return 1;
+    case alg::kSha384:
+      return 2;
+    case alg::kSha512:
+      return 3;
+    case alg::kSm3_256:
+      return 4;  // PCR banks of Chinese-market TPMs
+    default:
+      return -1;
   }
 }
 constexpr size_t kHashCount = 5;
@@ -100,10 +106,14 @@ Result<EVP_MD_CTX*> thread_md_ctx(uint16_t hash_alg) {
 
 const EVP_CIPHER* aes_cfb_for(size_t key_size) {
   switch (key_size) {
-    case 16: return algorithms().aes128_cfb.get();
-    case 24: return algorithms().aes192_cfb.get();
-    case 32: return algorithms().aes256_cfb.get();
-    default: return nullptr;
+    case 16:
+      return algorithms().aes128_cfb.get();
+    case 24:
+      return algorithms().aes192_cfb.get();
+    case 32:
+      return algorithms().aes256_cfb.get();
+    default:
+      return nullptr;
   }
 }
 

@@ -58,10 +58,11 @@ void set_identity(LatencyProfile& p, const std::vector<const AlgtestRun*>& kept,
   p.identity.firmware = reference.firmware;
   p.identity.bus = "unknown (kernel driver)";  // algtest does not record the bus
   p.identity.source = fmt::format("{} {} (detail/Capability_properties-fixed.txt)", source, ref->label);
-  p.identity.note = fmt::format("vendor strings of the merged runs: {} (the profile keeps those they share); firmware "
-                                "versions: {}; machines: {}",
-                                fmt::join(vendors, ", "), fmt::join(fulls, ", "),
-                                devices.empty() ? "not recorded" : fmt::format("{}", fmt::join(devices, ", ")));
+  p.identity.note = fmt::format(
+      "vendor strings of the merged runs: {} (the profile keeps those they share); firmware "
+      "versions: {}; machines: {}",
+      fmt::join(vendors, ", "), fmt::join(fulls, ", "),
+      devices.empty() ? "not recorded" : fmt::format("{}", fmt::join(devices, ", ")));
 }
 
 void set_slots(LatencyProfile& p, const std::vector<const AlgtestRun*>& kept, const ReferenceRun& reference,
@@ -88,19 +89,21 @@ void set_slots(LatencyProfile& p, const std::vector<const AlgtestRun*>& kept, co
   p.slots.max_transient_objects = strictest(&AlgtestRun::transient_objects);
   p.slots.active_sessions_max = strictest(&AlgtestRun::active_sessions_max);
   p.slots.context_gap_max = strictest(&AlgtestRun::context_gap_max);
-  p.slots.source = fmt::format("{} {} (M: TPM2_PT_HR_LOADED_MIN, TPM2_PT_HR_TRANSIENT_MIN, "
-                               "TPM2_PT_ACTIVE_SESSIONS_MAX, TPM2_PT_CONTEXT_GAP_MAX)",
-                               source, ref->label);
+  p.slots.source = fmt::format(
+      "{} {} (M: TPM2_PT_HR_LOADED_MIN, TPM2_PT_HR_TRANSIENT_MIN, "
+      "TPM2_PT_ACTIVE_SESSIONS_MAX, TPM2_PT_CONTEXT_GAP_MAX)",
+      source, ref->label);
   if (slot_count.size() == 1) {
     p.slots.note = "the TPM's own fixed properties; every merged run reports the same";
     return;
   }
   std::vector<std::string> reported;
   for (auto& [k, n] : slot_count) reported.push_back(fmt::format("{} x{}", k, n));
-  p.slots.note = fmt::format("the strictest of the TPM's own fixed properties of firmware {} (each limit the "
-                             "lowest a merged run reports); the merged runs report "
-                             "(sessions/objects/active/gap): {}",
-                             reference.firmware, fmt::join(reported, ", "));
+  p.slots.note = fmt::format(
+      "the strictest of the TPM's own fixed properties of firmware {} (each limit the "
+      "lowest a merged run reports); the merged runs report "
+      "(sessions/objects/active/gap): {}",
+      reference.firmware, fmt::join(reported, ", "));
 }
 
 }  // namespace tpmsec::algtest

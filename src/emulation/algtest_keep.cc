@@ -60,10 +60,10 @@ void rescale_estimates(LatencyProfile& p, const Builder& b) {
     for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
       LatencyValue& save = p.commands[v];
       if (save.tag != kTagEstimate) continue;
-      save = b.derived(4 * flush.ms, kTagEstimate, "tpmsec rule T1",
-                       fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {:.2f} ms (M, {})", flush.ms,
-                                   flush.source),
-                       0);
+      save = b.derived(
+          4 * flush.ms, kTagEstimate, "tpmsec rule T1",
+          fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {:.2f} ms (M, {})", flush.ms, flush.source),
+          0);
     }
   }
   const LatencyValue& load_object = p.commands["ContextLoad.object"];
@@ -95,6 +95,5 @@ void keep_earlier(LatencyProfile& p, const LatencyProfile& k, const Builder& b) 
   }
   if (!earlier.empty()) p.note += " Its note: " + earlier;
 }
-
 
 }  // namespace tpmsec::algtest

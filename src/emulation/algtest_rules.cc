@@ -127,11 +127,10 @@ class ValueRules {
   // ContextSave (T1) are estimates from it and the short command.
   void set_context_values(LatencyProfile& p) const {
     double load = 12 * s_;
-    p.commands["ContextLoad.object"] =
-        b_.derived(load, kTagDerived, fmt::format("{} {}, rule A5", source_, runs_text(get_random_.labels)),
-                   fmt::format("rule A5 ({}): ContextLoad of a key ~ 12 x FlushContext (E rule 5) = 12 x {}", kRules,
-                               short_text_),
-                   stated_error("ContextLoad.object"));
+    p.commands["ContextLoad.object"] = b_.derived(
+        load, kTagDerived, fmt::format("{} {}, rule A5", source_, runs_text(get_random_.labels)),
+        fmt::format("rule A5 ({}): ContextLoad of a key ~ 12 x FlushContext (E rule 5) = 12 x {}", kRules, short_text_),
+        stated_error("ContextLoad.object"));
     p.commands["ContextLoad.session"] = b_.derived(
         load, kTagEstimate, "E rule 5",
         fmt::format("E rule 5: ContextLoad of a session is measured on no chip; = ContextLoad of a key {:.2f} ms "
@@ -139,9 +138,9 @@ class ValueRules {
                     load),
         0);
     for (const char* v : {"ContextSave.object", "ContextSave.session"}) {
-      p.commands[v] = b_.derived(4 * s_, kTagEstimate, "tpmsec rule T1",
-                                 fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {}", short_text_),
-                                 0);
+      p.commands[v] =
+          b_.derived(4 * s_, kTagEstimate, "tpmsec rule T1",
+                     fmt::format("tpmsec rule T1: ContextSave ~ 4 x FlushContext = 4 x {}", short_text_), 0);
     }
   }
 
@@ -172,18 +171,20 @@ class ValueRules {
       v.jitter_ms = r3(0.3 * med);
       v.low_ms.reset();  // the run averages' range is of means, not of this median
       v.high_ms.reset();
-      v.note += fmt::format("; ms is the pooled median of {} key generations (their p95 and the tail event carry "
-                            "the rest)",
-                            x.size());
+      v.note += fmt::format(
+          "; ms is the pooled median of {} key generations (their p95 and the tail event carry "
+          "the rest)",
+          x.size());
       TailEvent t;
       t.variant = "CreatePrimary.rsa";
       t.probability = 0.05;
       t.extra_ms = r3(top_mean - med);
       t.tag = kTagDerived;
       t.source = v.source;
-      t.note = fmt::format("the slowest 5% of {} measured RSA-2048 key generations average {:.0f} ms against a "
-                           "median of {:.0f} ms",
-                           x.size(), top_mean, med);
+      t.note = fmt::format(
+          "the slowest 5% of {} measured RSA-2048 key generations average {:.0f} ms against a "
+          "median of {:.0f} ms",
+          x.size(), top_mean, med);
       t.enabled = true;
       p.tail_events.push_back(t);
     }

@@ -119,8 +119,8 @@ Status read_operations(const std::string& yaml_text, const std::string& dir, Alg
     double successful = 0;
     if (!get("avg op", &op.avg_ms) || !get("min op", &op.min_ms) || !get("max op", &op.max_ms) ||
         !get("successful", &successful)) {
-      return usage_error(fmt::format("{}: performance.yaml: {} entry without avg/min/max op or successful", dir,
-                                     e.section));
+      return usage_error(
+          fmt::format("{}: performance.yaml: {} entry without avg/min/max op or successful", dir, e.section));
     }
     if (successful < 1 || op.avg_ms <= 0) continue;  // failed on this TPM
     op.iterations = static_cast<uint64_t>(successful);

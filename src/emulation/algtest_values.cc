@@ -77,8 +77,8 @@ LatencyValue Builder::measured(const Merged& m, char tag, const std::string& wha
     jitter = (m.high - m.low) / 4;
   }
   v.jitter_ms = r3(std::clamp(jitter, 0.02 * v.ms, 0.3 * v.ms));
-  v.note = fmt::format("{}: median of {} run average{} ({} iterations)", what, m.runs, m.runs == 1 ? "" : "s",
-                       m.iterations);
+  v.note =
+      fmt::format("{}: median of {} run average{} ({} iterations)", what, m.runs, m.runs == 1 ? "" : "s", m.iterations);
   return v;
 }
 

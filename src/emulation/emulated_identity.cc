@@ -24,8 +24,8 @@ uint32_t firmware_value(std::string_view text) {
   uint32_t major = 0, minor = 0;
   auto a = std::from_chars(text.data(), text.data() + dot, major);
   auto b = std::from_chars(text.data() + dot + 1, text.data() + text.size(), minor);
-  if (a.ec != std::errc() || a.ptr != text.data() + dot || b.ec != std::errc() ||
-      b.ptr != text.data() + text.size() || major > 0xffff || minor > 0xffff) {
+  if (a.ec != std::errc() || a.ptr != text.data() + dot || b.ec != std::errc() || b.ptr != text.data() + text.size() ||
+      major > 0xffff || minor > 0xffff) {
     return 0;
   }
   return major << 16 | minor;
@@ -59,15 +59,14 @@ nlohmann::json to_json(const EmulatedIdentity& e) {
   j["profile"] = e.profile;
   j["profile_name"] = e.profile_name;
   j["bus"] = e.bus;
-  j["real"] = {{"manufacturer", e.real_manufacturer},
-               {"vendor", e.real_vendor},
-               {"firmware_version", e.real_firmware}};
+  j["real"] = {{"manufacturer", e.real_manufacturer}, {"vendor", e.real_vendor}, {"firmware_version", e.real_firmware}};
   return j;
 }
 
 std::string to_text(const EmulatedIdentity& e) {
   std::string out = to_text(e.info);
-  out += fmt::format("{:<24}{}\n", "emulated", fmt::format("yes: profile {} ({}, {})", e.profile, e.profile_name, e.bus));
+  out +=
+      fmt::format("{:<24}{}\n", "emulated", fmt::format("yes: profile {} ({}, {})", e.profile, e.profile_name, e.bus));
   out += fmt::format("{:<24}{}\n", "real TPM",
                      fmt::format("\"{}\" \"{}\" firmware {}", e.real_manufacturer, e.real_vendor, e.real_firmware));
   return out;

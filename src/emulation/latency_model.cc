@@ -1,9 +1,9 @@
 // The latency model: per command, the profile's base latency for its
 // variant, the HMAC-session and parameter-encryption costs, seeded jitter
 // and tail events.
-#include "tpmsec/text.h"
-#include "tpmsec/emulation/command_variant.h"
 #include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/emulation/command_variant.h"
+#include "tpmsec/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,9 +32,7 @@ double LatencyModel::normal() {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-bool LatencyModel::tail_enabled(const TailEvent& event) const {
-  return options_.tail_events.value_or(event.enabled);
-}
+bool LatencyModel::tail_enabled(const TailEvent& event) const { return options_.tail_events.value_or(event.enabled); }
 
 const LatencyValue& LatencyModel::value_for(const std::string& variant) const {
   auto it = profile_.commands.find(variant);

@@ -9,11 +9,16 @@ bool is_valid_tag(char tag) {
 
 std::string_view tag_name(char tag) {
   switch (tag) {
-    case kTagMeasured: return "measured";
-    case kTagDerived: return "derived";
-    case kTagProxy: return "proxy";
-    case kTagEstimate: return "estimate";
-    case kTagBound: return "bound";
+    case kTagMeasured:
+      return "measured";
+    case kTagDerived:
+      return "derived";
+    case kTagProxy:
+      return "proxy";
+    case kTagEstimate:
+      return "estimate";
+    case kTagBound:
+      return "bound";
   }
   return "?";
 }

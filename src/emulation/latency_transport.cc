@@ -51,8 +51,6 @@ Result<Bytes> LatencyTransport::transmit(ByteView command) {
   return response;
 }
 
-std::string LatencyTransport::describe() const {
-  return inner_.describe() + " emulating " + model_.profile().id;
-}
+std::string LatencyTransport::describe() const { return inner_.describe() + " emulating " + model_.profile().id; }
 
 }  // namespace tpmsec

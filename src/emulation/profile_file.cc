@@ -14,9 +14,9 @@
 #include <set>
 #include <sstream>
 
-#include "tpmsec/host/data_dir.h"
 #include "tpmsec/emulation/emulated_identity.h"
 #include "tpmsec/emulation/profile_file.h"
+#include "tpmsec/host/data_dir.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec {
@@ -153,8 +153,8 @@ class Checker {
 LatencyValue read_value(Checker& c, const json& j, const std::string& path) {
   LatencyValue v;
   if (!c.object(j, path)) return v;
-  c.only_keys(j, path, {"ms", "jitter_ms", "tag", "source", "note", "low_ms", "high_ms", "runs", "iterations",
-                        "distribution"});
+  c.only_keys(j, path,
+              {"ms", "jitter_ms", "tag", "source", "note", "low_ms", "high_ms", "runs", "iterations", "distribution"});
   v.ms = c.non_negative(j, path, "ms", true, "latency");
   v.jitter_ms = c.non_negative(j, path, "jitter_ms", false, "jitter");
   v.tag = c.tag(j, path);
@@ -192,7 +192,8 @@ TailEvent read_tail(Checker& c, const json& j, const std::string& path) {
   t.variant = c.string(j, path, "variant", true);
   if (c.ok() && t.variant.empty()) c.fail(Checker::join(path, "variant"), "empty variant pattern");
   t.probability = c.non_negative(j, path, "probability", true, "probability");
-  if (c.ok() && t.probability > 1) c.fail(Checker::join(path, "probability"), fmt::format("probability {} above 1", t.probability));
+  if (c.ok() && t.probability > 1)
+    c.fail(Checker::join(path, "probability"), fmt::format("probability {} above 1", t.probability));
   t.extra_ms = c.non_negative(j, path, "extra_ms", true, "latency");
   t.tag = c.tag(j, path);
   t.source = c.source(j, path);
@@ -235,8 +236,9 @@ ProfileIdentity read_identity(Checker& c, const json& j, const std::string& path
 SlotLimits read_slots(Checker& c, const json& j, const std::string& path) {
   SlotLimits s;
   if (!c.object(j, path)) return s;
-  c.only_keys(j, path, {"max_loaded_sessions", "max_transient_objects", "active_sessions_max", "context_gap_max",
-                        "source", "note"});
+  c.only_keys(
+      j, path,
+      {"max_loaded_sessions", "max_transient_objects", "active_sessions_max", "context_gap_max", "source", "note"});
   s.max_loaded_sessions = static_cast<uint32_t>(c.unsigned_integer(j, path, "max_loaded_sessions", true));
   s.max_transient_objects = static_cast<uint32_t>(c.unsigned_integer(j, path, "max_transient_objects", true));
   if (c.member(j, path, "active_sessions_max", false)) {
@@ -301,8 +303,9 @@ Result<LatencyProfile> profile_from_json(const json& j, const std::string& origi
   // get), but the API promise is kept even for a nlohmann surprise.
   try {
     if (!c.object(j, "")) return c.error();
-    c.only_keys(j, "", {"id", "name", "note", "identity", "seed", "commands", "hmac_session",
-                        "param_encryption_per_byte", "tail_events", "slots"});
+    c.only_keys(j, "",
+                {"id", "name", "note", "identity", "seed", "commands", "hmac_session", "param_encryption_per_byte",
+                 "tail_events", "slots"});
     p.id = c.string(j, "", "id", true);
     if (c.ok() && p.id.empty()) c.fail("id", "empty id");
     p.name = c.string(j, "", "name", true);
@@ -414,8 +417,8 @@ Result<std::vector<LatencyProfile>> load_all_profiles(const std::string& dir) {
 
 json to_json(const LatencyProfile& p) {
   json identity{{"manufacturer", p.identity.manufacturer},
-                {"vendor_strings", json(std::vector<std::string>(p.identity.vendor_strings.begin(),
-                                                                 p.identity.vendor_strings.end()))},
+                {"vendor_strings",
+                 json(std::vector<std::string>(p.identity.vendor_strings.begin(), p.identity.vendor_strings.end()))},
                 {"firmware", p.identity.firmware},
                 {"bus", p.identity.bus},
                 {"source", p.identity.source}};
@@ -424,8 +427,8 @@ json to_json(const LatencyProfile& p) {
   for (const auto& [variant, value] : p.commands) commands[variant] = value_json(value);
   json tails = json::array();
   for (const TailEvent& t : p.tail_events) {
-    json tj{{"variant", t.variant}, {"probability", t.probability}, {"extra_ms", t.extra_ms},
-            {"tag", std::string(1, t.tag)}, {"source", t.source}, {"enabled", t.enabled}};
+    json tj{{"variant", t.variant},         {"probability", t.probability}, {"extra_ms", t.extra_ms},
+            {"tag", std::string(1, t.tag)}, {"source", t.source},           {"enabled", t.enabled}};
     if (!t.note.empty()) tj["note"] = t.note;
     tails.push_back(std::move(tj));
   }

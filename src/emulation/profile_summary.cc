@@ -11,11 +11,21 @@ namespace {
 void count(ProfileSummary& s, char tag) {
   ++s.values;
   switch (tag) {
-    case kTagMeasured: ++s.measured; break;
-    case kTagDerived: ++s.derived; break;
-    case kTagProxy: ++s.proxy; break;
-    case kTagEstimate: ++s.estimate; break;
-    case kTagBound: ++s.bound; break;
+    case kTagMeasured:
+      ++s.measured;
+      break;
+    case kTagDerived:
+      ++s.derived;
+      break;
+    case kTagProxy:
+      ++s.proxy;
+      break;
+    case kTagEstimate:
+      ++s.estimate;
+      break;
+    case kTagBound:
+      ++s.bound;
+      break;
   }
 }
 
@@ -41,7 +51,8 @@ ExtendFigures extend_figures(const LatencyProfile& p) {
   ExtendFigures f;
   f.plain_ms = mean(p, "PCR_Extend");
   f.hmac_ms = f.plain_ms + p.hmac_session.ms;
-  f.per_command_ms = mean(p, "ContextLoad.object") + mean(p, "StartAuthSession.ecc") + mean(p, "FlushContext") + f.hmac_ms;
+  f.per_command_ms =
+      mean(p, "ContextLoad.object") + mean(p, "StartAuthSession.ecc") + mean(p, "FlushContext") + f.hmac_ms;
   f.saved_context_ms = mean(p, "ContextLoad.session") + f.hmac_ms + mean(p, "ContextSave.session");
   f.audited_read_ms = mean(p, "PCR_Read") + p.hmac_session.ms;
   f.start_session_ms = mean(p, "StartAuthSession.ecc");

@@ -76,8 +76,8 @@ bool SlotLimitTransport::learn_limits() {
   if (learned_) return true;
   // TPM_PT_HR_TRANSIENT_MIN .. TPM_PT_CONTEXT_GAP_MAX.
   Tpm tpm(inner_);
-  auto r = tpm.run(cmd::GetCapability{cap::kTpmProperties, pt::kHrTransientMin,
-                                      pt::kContextGapMax - pt::kHrTransientMin + 1});
+  auto r = tpm.run(
+      cmd::GetCapability{cap::kTpmProperties, pt::kHrTransientMin, pt::kContextGapMax - pt::kHrTransientMin + 1});
   if (!r.ok()) return false;
   std::map<uint32_t, uint32_t> own;
   for (const TaggedProperty& p : r->capability_data.properties) own[p.property] = p.value;

@@ -1,5 +1,5 @@
-// TpmInfo as the JSON object of docs/info-json.md. Kept out of src/tpm (in emulation, the lowest layer with nlohmann-json) so the
-// core layer does not depend on nlohmann-json (docs/architecture.md).
+// TpmInfo as the JSON object of docs/info-json.md. Kept out of src/tpm (in emulation, the lowest layer with
+// nlohmann-json) so the core layer does not depend on nlohmann-json (docs/architecture.md).
 #include "tpmsec/emulation/tpm_info_json.h"
 
 #include <fmt/format.h>

@@ -18,7 +18,8 @@ double default_relative_error(char tag) {
       for (const RuleError& r : kRuleErrors) e = std::max(e, r.error);
       return e;
     }
-    default: return 0.0;
+    default:
+      return 0.0;
   }
 }
 
@@ -30,9 +31,12 @@ constexpr double kP5P95 = 1.645;
 ValueRange value_range(const LatencyValue& v) {
   if (v.low_ms && v.high_ms) return {*v.low_ms, *v.high_ms, true};
   switch (v.tag) {
-    case kTagMeasured: return {std::max(0.0, v.ms - kP5P95 * v.jitter_ms), v.ms + kP5P95 * v.jitter_ms, false};
-    case kTagBound: return {0.0, v.ms, false};
-    case kTagEstimate: return {v.ms / kEstimateFactor, v.ms * kEstimateFactor, false};
+    case kTagMeasured:
+      return {std::max(0.0, v.ms - kP5P95 * v.jitter_ms), v.ms + kP5P95 * v.jitter_ms, false};
+    case kTagBound:
+      return {0.0, v.ms, false};
+    case kTagEstimate:
+      return {v.ms / kEstimateFactor, v.ms * kEstimateFactor, false};
     default: {
       // value = true x (1 + err), |err| <= e: true is between ms / (1 + e) and ms / (1 - e).
       const double e = default_relative_error(v.tag);
@@ -44,9 +48,12 @@ ValueRange value_range(const LatencyValue& v) {
 std::string range_origin(const LatencyValue& v) {
   if (v.low_ms && v.high_ms) return "stated in the profile";
   switch (v.tag) {
-    case kTagMeasured: return "default for M: p5-p95 of the jitter";
-    case kTagBound: return "default for B: 0 to the bound";
-    case kTagEstimate: return fmt::format("default for E: /{:g} to x{:g}", kEstimateFactor, kEstimateFactor);
+    case kTagMeasured:
+      return "default for M: p5-p95 of the jitter";
+    case kTagBound:
+      return "default for B: 0 to the bound";
+    case kTagEstimate:
+      return fmt::format("default for E: /{:g} to x{:g}", kEstimateFactor, kEstimateFactor);
     default: {
       const double e = default_relative_error(v.tag);
       return fmt::format("default for {}: /{:g} to /{:g}", v.tag, 1 + e, 1 - e);
@@ -88,7 +95,9 @@ LatencyProfile estimated_part(const LatencyProfile& p) {
 nlohmann::json range_json(double ms, double low_ms, double high_ms, double estimated_ms) {
   auto ms3 = [](double v) { return std::round(v * 1000.0) / 1000.0; };
   const double share = ms > 0 ? std::clamp(estimated_ms / ms, 0.0, 1.0) : 0.0;
-  return {{"ms", ms3(ms)}, {"low_ms", ms3(low_ms)}, {"high_ms", ms3(high_ms)},
+  return {{"ms", ms3(ms)},
+          {"low_ms", ms3(low_ms)},
+          {"high_ms", ms3(high_ms)},
           {"estimated_share", std::round(100.0 * share) / 100.0}};
 }
 

@@ -25,8 +25,8 @@ std::filesystem::path beside_shared_object() {
   auto self = std::filesystem::canonical(info.dli_fname, ec);
   if (ec) return {};
   auto dir = self.parent_path();
-  for (const auto& candidate : {dir / "share" / "tpmsec", dir / ".." / "share" / "tpmsec",
-                                dir / ".." / ".." / "share" / "tpmsec"}) {
+  for (const auto& candidate :
+       {dir / "share" / "tpmsec", dir / ".." / "share" / "tpmsec", dir / ".." / ".." / "share" / "tpmsec"}) {
     if (is_dir(candidate)) return candidate.lexically_normal();
   }
   return {};

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -77,17 +77,25 @@ Result<std::string> FileHostState::boot_id() {
 files::StatePath FileHostState::at(StateRecord what, const TpmId& tpm, SaltKind kind) const {
   const char* f = state_file::folder(what);
   switch (what) {
-    case StateRecord::kKeptInfo: return {dir_, fmt::format("{}/{}-info", f, tpm.key)};
-    case StateRecord::kKeptCommandCount: return {dir_, fmt::format("{}/{}-commands-*", f, tpm.key)};
-    case StateRecord::kKeptCallerSession: return {dir_, fmt::format("{}/{}-session-*", f, tpm.key)};
-    case StateRecord::kHeldHandles: return {dir_, fmt::format("{}/{}-*", f, tpm.key)};
+    case StateRecord::kKeptInfo:
+      return {dir_, fmt::format("{}/{}-info", f, tpm.key)};
+    case StateRecord::kKeptCommandCount:
+      return {dir_, fmt::format("{}/{}-commands-*", f, tpm.key)};
+    case StateRecord::kKeptCallerSession:
+      return {dir_, fmt::format("{}/{}-session-*", f, tpm.key)};
+    case StateRecord::kHeldHandles:
+      return {dir_, fmt::format("{}/{}-*", f, tpm.key)};
     case StateRecord::kBindSecret:
-    case StateRecord::kSaltKey: return {dir_, fmt::format("{}/{}", f, tpm.key)};
-    default: return {dir_, fmt::format("{}/{}-{}", f, tpm.key, state_file::salt_label(kind))};
+    case StateRecord::kSaltKey:
+      return {dir_, fmt::format("{}/{}", f, tpm.key)};
+    default:
+      return {dir_, fmt::format("{}/{}-{}", f, tpm.key, state_file::salt_label(kind))};
   }
 }
 
-std::string FileHostState::where(StateRecord what) const { return files::StatePath{dir_, state_file::folder(what)}.full(); }
+std::string FileHostState::where(StateRecord what) const {
+  return files::StatePath{dir_, state_file::folder(what)}.full();
+}
 
 std::string FileHostState::where(StateRecord what, const TpmId& tpm, SaltKind kind) const {
   return at(what, tpm, kind).full();
@@ -109,11 +117,13 @@ Result<bool> FileHostState::erase(StateRecord what, const TpmId& tpm) {
 }
 
 files::StatePath FileHostState::command_count_file(const TpmId& tpm, const ProgramId& program) const {
-  return {dir_, fmt::format("{}/{}-commands-{}", state_file::folder(StateRecord::kKeptCommandCount), tpm.key, program.key)};
+  return {dir_,
+          fmt::format("{}/{}-commands-{}", state_file::folder(StateRecord::kKeptCommandCount), tpm.key, program.key)};
 }
 
 files::StatePath FileHostState::caller_session_file(const TpmId& tpm, uint32_t handle) const {
-  return {dir_, fmt::format("{}/{}-session-{:08x}", state_file::folder(StateRecord::kKeptCallerSession), tpm.key, handle)};
+  return {dir_,
+          fmt::format("{}/{}-session-{:08x}", state_file::folder(StateRecord::kKeptCallerSession), tpm.key, handle)};
 }
 
 Result<bool> FileHostState::erase_prefixed(StateRecord what, const std::string& prefix) {

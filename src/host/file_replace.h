@@ -60,9 +60,9 @@ std::optional<DirAndName> split(const std::string& path);
 
 // How the new file is made.
 struct ReplaceOptions {
-  mode_t mode = 0644;   // for the temporary file (less the umask unless exact)
-  bool exact = false;   // set `mode` exactly (fchmod), whatever the umask
-  bool sync = false;    // fsync before the rename
+  mode_t mode = 0644;                 // for the temporary file (less the umask unless exact)
+  bool exact = false;                 // set `mode` exactly (fchmod), whatever the umask
+  bool sync = false;                  // fsync before the rename
   const struct stat* keep = nullptr;  // a replaced regular file: keep its mode (and, for root, owner)
 };
 

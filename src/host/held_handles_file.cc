@@ -105,8 +105,8 @@ uint64_t own_pid_namespace() {
 }  // namespace
 
 files::StatePath FileHostState::held_handles_file(const TpmId& tpm, const HeldHandlesRecord& record) const {
-  return {dir_, fmt::format("{}/{}-{}-{}-{}-{}", state_file::folder(StateRecord::kHeldHandles), tpm.key, record.owner.pid_namespace,
-                            record.owner.pid, record.owner.start, record.context)};
+  return {dir_, fmt::format("{}/{}-{}-{}-{}-{}", state_file::folder(StateRecord::kHeldHandles), tpm.key,
+                            record.owner.pid_namespace, record.owner.pid, record.owner.start, record.context)};
 }
 
 std::vector<HeldHandlesRecord> FileHostState::held_handles(const TpmId& tpm) const {
@@ -136,12 +136,11 @@ Status FileHostState::put_held_handles(const TpmId& tpm, const HeldHandlesRecord
   if (tpm.text.find('\n') != std::string::npos || record.boot.find('\n') != std::string::npos) {
     return usage_error("a TPM string or boot id with a newline cannot be kept");
   }
-  return files::write_private(
-      file,
-      fmt::format("tpm={}\nboot={}\npid={}\nstart={}\npidns={}\ncontext={}\nhandles={}\n", tpm.text, record.boot,
-                  record.owner.pid, record.owner.start, record.owner.pid_namespace, record.context,
-                  handles_text(record.handles)),
-      files::Durability::kProcessEnd);
+  return files::write_private(file,
+                              fmt::format("tpm={}\nboot={}\npid={}\nstart={}\npidns={}\ncontext={}\nhandles={}\n",
+                                          tpm.text, record.boot, record.owner.pid, record.owner.start,
+                                          record.owner.pid_namespace, record.context, handles_text(record.handles)),
+                              files::Durability::kProcessEnd);
 }
 
 Result<ProcessStamp> FileHostState::this_process() const {

@@ -54,8 +54,8 @@ std::variant<Decision, std::string> decide(const std::string& path) {
   }
   struct stat dir_st {};
   if (::fstat(dir.get(), &dir_st) != 0) return std::string(std::strerror(errno));
-  auto replace = [&](std::string file, const std::string& file_dir, std::string identity)
-      -> std::variant<Decision, std::string> {
+  auto replace = [&](std::string file, const std::string& file_dir,
+                     std::string identity) -> std::variant<Decision, std::string> {
     if (::access(file_dir.c_str(), W_OK) != 0) return fmt::format("directory {} is not writable", file_dir);
     return Decision{OutputPlan{OutputPlan::Kind::kReplace, std::move(file), std::move(identity)}, false};
   };
@@ -82,7 +82,8 @@ std::variant<Decision, std::string> decide(const std::string& path) {
     // file (or to nothing) is replaced; one to a device or FIFO is refused,
     // since replacing it would not write where the caller meant either.
     if (target_exists && !S_ISREG(target.st_mode) && !S_ISDIR(target.st_mode)) {
-      return fmt::format("a symbolic link in {}, which other users can write, to a device or FIFO: refused", parts->dir);
+      return fmt::format("a symbolic link in {}, which other users can write, to a device or FIFO: refused",
+                         parts->dir);
     }
     return replace(path, parts->dir, identity_of(lst));
   }

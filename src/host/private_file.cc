@@ -30,9 +30,12 @@ enum class Node { kHolder, kDir, kFile };
 
 const char* label(Node node) {
   switch (node) {
-    case Node::kHolder: return "the state directory's parent";
-    case Node::kDir: return "state directory";
-    case Node::kFile: return "state file";
+    case Node::kHolder:
+      return "the state directory's parent";
+    case Node::kDir:
+      return "state directory";
+    case Node::kFile:
+      return "state file";
   }
   return "";
 }
@@ -58,7 +61,8 @@ std::string_view unsafe_because(const struct stat& st, Node node) {
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return "";
   // Others may add names to a sticky directory (/tmp) but not rename or
   // remove the caller's: the state root in it cannot be swapped.
-  if (node == Node::kHolder) return (st.st_mode & S_ISVTX) != 0 ? "" : "can be written by group or others and is not sticky";
+  if (node == Node::kHolder)
+    return (st.st_mode & S_ISVTX) != 0 ? "" : "can be written by group or others and is not sticky";
   return "can be written by group or others";
 }
 
@@ -210,7 +214,8 @@ Result<std::optional<std::string>> read_private(const StatePath& file, size_t ma
   if (!fd) return std::optional<std::string>();
   std::string text;
   if (int err = internal::read_all(fd->get(), max_bytes, &text)) {
-    if (err == EFBIG) return parse_error(fmt::format("{}: not a tpmsec state file (larger than {} bytes)", path, max_bytes));
+    if (err == EFBIG)
+      return parse_error(fmt::format("{}: not a tpmsec state file (larger than {} bytes)", path, max_bytes));
     return runtime_error(fmt::format("cannot read {}: {}", path, std::strerror(err)));
   }
   return std::optional<std::string>(std::move(text));

@@ -76,8 +76,7 @@ Result<std::optional<BindSecret>> FileHostState::bind_secret(const TpmId& tpm) c
 
 Status FileHostState::put_bind_secret(const TpmId& tpm, const BindSecret& b) {
   TPMSEC_RETURN_IF_ERROR(check_one_line(tpm));
-  std::string text =
-      fmt::format("tpm={}\nindex=0x{:08x}\nsecret={}\n", tpm.text, b.nv_index, to_hex(b.secret.view()));
+  std::string text = fmt::format("tpm={}\nindex=0x{:08x}\nsecret={}\n", tpm.text, b.nv_index, to_hex(b.secret.view()));
   Status st = files::write_private(at(StateRecord::kBindSecret, tpm), text);
   secure_wipe(text.data(), text.size());
   return st;

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "state_file.h"
-#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
+#include "tpmsec/host/file_host_state.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec {
@@ -43,9 +43,8 @@ std::string info_lines(const TpmInfo& i) {
       "active_sessions={}\ntransient_objects={}\nobject_context={}\nsession_context={}\ninput_buffer={}\n",
       i.manufacturer_raw, i.vendor_raw[0], i.vendor_raw[1], i.vendor_raw[2], i.vendor_raw[3], i.firmware_version_1,
       i.firmware_version_2, to_hex(as_bytes(std::string_view(i.spec_family))), i.spec_level, i.spec_revision,
-      i.spec_day_of_year, i.spec_year, i.tpm_type, i.pcr_count, int(i.ecc_p256), int(i.rsa_2048),
-      i.max_loaded_sessions, i.max_active_sessions, i.max_transient_objects, i.max_object_context,
-      i.max_session_context, i.input_buffer);
+      i.spec_day_of_year, i.spec_year, i.tpm_type, i.pcr_count, int(i.ecc_p256), int(i.rsa_2048), i.max_loaded_sessions,
+      i.max_active_sessions, i.max_transient_objects, i.max_object_context, i.max_session_context, i.input_buffer);
   for (const PcrBank& b : i.pcr_banks) {
     out += fmt::format("bank={}:{}\n", b.hash, fmt::join(b.pcrs, ","));
   }
@@ -55,18 +54,31 @@ std::string info_lines(const TpmInfo& i) {
 std::optional<TpmInfo> info_from(const std::string& text) {
   auto f = state_file::parse_lines(text);
   TpmInfo i;
-  std::array<uint32_t*, 19> fields{&i.manufacturer_raw,  &i.vendor_raw[0],        &i.vendor_raw[1],
-                                   &i.vendor_raw[2],     &i.vendor_raw[3],        &i.firmware_version_1,
-                                   &i.firmware_version_2, &i.spec_level,          &i.spec_revision,
-                                   &i.spec_day_of_year,  &i.spec_year,            &i.tpm_type,
-                                   &i.pcr_count,         &i.max_loaded_sessions,  &i.max_active_sessions,
-                                   &i.max_transient_objects, &i.max_object_context, &i.max_session_context,
-                                   &i.input_buffer};
-  static const std::array<const char*, 19> keys{
-      "manufacturer", "vendor1",        "vendor2",         "vendor3",           "vendor4",
-      "firmware1",    "firmware2",      "level",           "revision",          "day",
-      "year",         "type",           "pcr_count",       "loaded_sessions",   "active_sessions",
-      "transient_objects", "object_context", "session_context", "input_buffer"};
+  std::array<uint32_t*, 19> fields{
+      &i.manufacturer_raw,   &i.vendor_raw[0],       &i.vendor_raw[1],       &i.vendor_raw[2],
+      &i.vendor_raw[3],      &i.firmware_version_1,  &i.firmware_version_2,  &i.spec_level,
+      &i.spec_revision,      &i.spec_day_of_year,    &i.spec_year,           &i.tpm_type,
+      &i.pcr_count,          &i.max_loaded_sessions, &i.max_active_sessions, &i.max_transient_objects,
+      &i.max_object_context, &i.max_session_context, &i.input_buffer};
+  static const std::array<const char*, 19> keys{"manufacturer",
+                                                "vendor1",
+                                                "vendor2",
+                                                "vendor3",
+                                                "vendor4",
+                                                "firmware1",
+                                                "firmware2",
+                                                "level",
+                                                "revision",
+                                                "day",
+                                                "year",
+                                                "type",
+                                                "pcr_count",
+                                                "loaded_sessions",
+                                                "active_sessions",
+                                                "transient_objects",
+                                                "object_context",
+                                                "session_context",
+                                                "input_buffer"};
   for (size_t k = 0; k < keys.size(); ++k) {
     auto v = number(f, keys[k]);
     if (!v) return std::nullopt;
@@ -117,8 +129,8 @@ using Fields = std::map<std::string, std::string>;
 // not, or does not read back (larger than a record). A file the state
 // directory's rule refuses, or one that cannot be read, is an error: a
 // cache is never read from where another user could have written it.
-Result<std::optional<Fields>> read_kept(const files::StatePath& file, const std::string& tpm,
-                                        const std::string& boot, std::string* text) {
+Result<std::optional<Fields>> read_kept(const files::StatePath& file, const std::string& tpm, const std::string& boot,
+                                        std::string* text) {
   auto read = state_file::read(file);
   if (!read.ok() && read.error().kind() == ErrorKind::kParse) return std::optional<Fields>();
   TPMSEC_ASSIGN_OR_RETURN(std::optional<std::string> kept, std::move(read));
@@ -179,14 +191,13 @@ Status FileHostState::put_kept_command_count(const TpmId& tpm, const std::string
                                              uint64_t count) {
   TPMSEC_RETURN_IF_ERROR(check_line_safe(tpm.text, boot));
   if (program.path.find('\n') != std::string::npos) return usage_error("a program path with a newline cannot be kept");
-  return files::write_private(command_count_file(tpm, program),
-                              fmt::format("tpm={}\nboot={}\nprogram={}\ncommands={}\n", tpm.text, boot,
-                                          program.path, count));
+  return files::write_private(
+      command_count_file(tpm, program),
+      fmt::format("tpm={}\nboot={}\nprogram={}\ncommands={}\n", tpm.text, boot, program.path, count));
 }
 
-Result<std::optional<KeptCallerSession>> FileHostState::kept_caller_session(const TpmId& tpm,
-                                                                           const std::string& boot,
-                                                                           uint32_t handle) const {
+Result<std::optional<KeptCallerSession>> FileHostState::kept_caller_session(const TpmId& tpm, const std::string& boot,
+                                                                            uint32_t handle) const {
   using Kept = std::optional<KeptCallerSession>;
   TPMSEC_ASSIGN_OR_RETURN(std::optional<Fields> f,
                           read_kept(caller_session_file(tpm, handle), tpm.text, boot, nullptr));

@@ -12,15 +12,21 @@ namespace tpmsec::state_file {
 
 const char* folder(StateRecord what) {
   switch (what) {
-    case StateRecord::kNullKeyPin: return "null-key-pins";
-    case StateRecord::kEkPin: return "ek-pins";
+    case StateRecord::kNullKeyPin:
+      return "null-key-pins";
+    case StateRecord::kEkPin:
+      return "ek-pins";
     case StateRecord::kKeptInfo:
     case StateRecord::kKeptNullKey:
     case StateRecord::kKeptCommandCount:
-    case StateRecord::kKeptCallerSession: return "session-cache";
-    case StateRecord::kBindSecret: return "bind";
-    case StateRecord::kSaltKey: return "salt-key";
-    case StateRecord::kHeldHandles: return "held-handles";
+    case StateRecord::kKeptCallerSession:
+      return "session-cache";
+    case StateRecord::kBindSecret:
+      return "bind";
+    case StateRecord::kSaltKey:
+      return "salt-key";
+    case StateRecord::kHeldHandles:
+      return "held-handles";
   }
   return "unknown";
 }
@@ -34,9 +40,7 @@ std::optional<uint32_t> handle_value(const std::string& text) {
   return load_be32(v->data());
 }
 
-Result<std::optional<std::string>> read(const files::StatePath& file) {
-  return files::read_private(file, kMaxBytes);
-}
+Result<std::optional<std::string>> read(const files::StatePath& file) { return files::read_private(file, kMaxBytes); }
 
 std::map<std::string, std::string> parse_lines(const std::string& text) {
   std::map<std::string, std::string> out;

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <map>
 
-#include "tpmsec/measure/svg.h"
 #include "tpmsec/measure/bench.h"
+#include "tpmsec/measure/svg.h"
 
 namespace tpmsec {
 std::string bench_svg(const BenchResult& r) {
@@ -52,7 +52,8 @@ std::string bench_svg(const BenchResult& r) {
     for (const auto& [label, ms] : b.parts) {
       double w = ms / max_total * plot_w;
       out += fmt::format(
-          "<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}: {:.3f} ms</title></rect>\n",
+          "<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}: {:.3f} "
+          "ms</title></rect>\n",
           x, y, std::max(w, 0.0), bar_h, svg::color(static_cast<size_t>(colors[label])), svg::escape(label), ms);
       x += w;
     }

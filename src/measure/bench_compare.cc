@@ -26,7 +26,8 @@ Result<Distribution> distribution_at(const json& obj, const char* key, const std
 }
 
 std::string tpm_label(const json& tpm) {
-  if (text_of(tpm, "imported") == "ftrace") return text_of(tpm, "label").empty() ? "unknown TPM" : text_of(tpm, "label");
+  if (text_of(tpm, "imported") == "ftrace")
+    return text_of(tpm, "label").empty() ? "unknown TPM" : text_of(tpm, "label");
   std::string out = text_of(tpm, "manufacturer");
   std::string vendor = text_of(tpm, "vendor");
   if (!vendor.empty()) out += (out.empty() ? "" : " ") + vendor;
@@ -116,9 +117,12 @@ std::string pad(const std::string& s, size_t w) { return s + std::string(w > wid
 std::string markdown_cell(const std::string& s) {
   std::string out;
   for (char ch : s) {
-    if (ch == '|') out += "\\|";
-    else if (ch == '\n' || ch == '\r') out += ' ';
-    else out += ch;
+    if (ch == '|')
+      out += "\\|";
+    else if (ch == '\n' || ch == '\r')
+      out += ' ';
+    else
+      out += ch;
   }
   return out;
 }
@@ -159,7 +163,8 @@ Result<CompareColumn> compare_column(const json& bench, const std::string& origi
       if (!d.ok()) return bad("malformed bench result: " + d.error().message());
       CompareColumn::Strategy st;
       st.per_extend_ms = *d;
-      if (s.contains("ratio_to_plain") && s["ratio_to_plain"].is_number()) st.ratio_to_plain = s["ratio_to_plain"].get<double>();
+      if (s.contains("ratio_to_plain") && s["ratio_to_plain"].is_number())
+        st.ratio_to_plain = s["ratio_to_plain"].get<double>();
       col.strategies[text_of(s, "name")] = st;
     }
     return col;
@@ -232,7 +237,8 @@ std::string compare_markdown(const Comparison& c) {
   out += "\n";
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const auto& row = t.rows[r];
-    out += t.section[r] ? fmt::format("| **{}** |", markdown_cell(row[0])) : fmt::format("| {} |", markdown_cell(row[0]));
+    out +=
+        t.section[r] ? fmt::format("| **{}** |", markdown_cell(row[0])) : fmt::format("| {} |", markdown_cell(row[0]));
     for (size_t i = 1; i < row.size(); ++i) out += fmt::format(" {} |", markdown_cell(row[i]));
     out += "\n";
   }

@@ -1,8 +1,8 @@
 // Machine-readable bench outputs: JSON (docs/bench-json.md), CSV, Chrome trace events.
 #include <fmt/format.h>
 
-#include "tpmsec/measure/bench.h"
 #include "tpmsec/emulation/value_range.h"
+#include "tpmsec/measure/bench.h"
 
 namespace tpmsec {
 namespace {
@@ -35,9 +35,14 @@ nlohmann::json bench_json(const BenchResult& r) {
     strategies.push_back({
         {"name", strategy_name(s.kind)},
         {"protection", strategy_protection(s.kind)},
-        {"per_extend_ms", {{"median", s.per_extend_ms.median}, {"mean", s.per_extend_ms.mean},
-                           {"p90", s.per_extend_ms.p90}, {"p99", s.per_extend_ms.p99}, {"min", s.per_extend_ms.min},
-                           {"max", s.per_extend_ms.max}, {"n", s.per_extend_ms.n}}},
+        {"per_extend_ms",
+         {{"median", s.per_extend_ms.median},
+          {"mean", s.per_extend_ms.mean},
+          {"p90", s.per_extend_ms.p90},
+          {"p99", s.per_extend_ms.p99},
+          {"min", s.per_extend_ms.min},
+          {"max", s.per_extend_ms.max},
+          {"n", s.per_extend_ms.n}}},
         {"tpm_commands_per_extend", s.tpm_commands_per_extend},
         {"ratio_to_plain", s.ratio_to_plain},
         {"first_extend", {{"ms", s.first_extend_ms}, {"tpm_commands", s.first_extend_commands}}},
@@ -116,7 +121,12 @@ nlohmann::json bench_trace(const BenchResult& r) {
   for (const auto& s : r.strategies) consider(s.open);
   if (origin < 0) origin = 0;
   auto span = [&](const std::string& name, const std::string& cat, int tid, const Sample& s) {
-    events.push_back({{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", 1}, {"tid", tid}, {"ts", us(s.start_ns)},
+    events.push_back({{"name", name},
+                      {"cat", cat},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"ts", us(s.start_ns)},
                       {"dur", s.total_ms * 1e3}});
     for (const auto& c : s.commands) {
       events.push_back({{"name", command_label(c.shape)},
@@ -126,9 +136,10 @@ nlohmann::json bench_trace(const BenchResult& r) {
                         {"tid", tid},
                         {"ts", us(c.start_ns)},
                         {"dur", static_cast<double>(c.duration_ns) / 1e3},
-                        {"args", {{"rc", fmt::format("0x{:03x}", c.shape.response_code)},
-                                  {"command_bytes", c.shape.command_bytes},
-                                  {"response_bytes", c.shape.response_bytes}}}});
+                        {"args",
+                         {{"rc", fmt::format("0x{:03x}", c.shape.response_code)},
+                          {"command_bytes", c.shape.command_bytes},
+                          {"response_bytes", c.shape.response_bytes}}}});
     }
   };
   for (const auto& p : r.primitives) {
@@ -144,8 +155,10 @@ nlohmann::json bench_trace(const BenchResult& r) {
     ++tid;
   }
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "primitives"}}}});
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "tpmsec bench: " + r.transport}}}});
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"},
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "tpmsec bench: " + r.transport}}}});
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ms"},
           {"otherData", {{"clock", clock_name(r)}, {"tpmsec_version", r.version}}}};
 }
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "tpmsec/measure/bench.h"
 #include "tpmsec/commands.h"
+#include "tpmsec/measure/bench.h"
 
 namespace tpmsec {
 namespace {
@@ -78,8 +78,8 @@ std::string function_graph(const StrategyResult& s) {
   if (!rep) return "";
   const Sample& sample = *rep;
   size_t index = static_cast<size_t>(rep - s.extends.data());
-  std::string out = fmt::format("# {}: extend {} of {} ({}, closest to the median)\n", strategy_name(s.kind),
-                                index + 1, s.extends.size(), index == 0 ? "the only one" : "steady state");
+  std::string out = fmt::format("# {}: extend {} of {} ({}, closest to the median)\n", strategy_name(s.kind), index + 1,
+                                s.extends.size(), index == 0 ? "the only one" : "steady state");
   out += "#    DURATION        FUNCTION CALLS\n#    |     |          |   |   |   |\n";
   out += open_line(0, "tpm2_pcr_extend()");
   int64_t cursor = sample.start_ns;
@@ -140,9 +140,9 @@ std::string bench_head(const BenchResult& r, bool imported) {
                        text(t, "manufacturer_raw"), text(t, "vendor"), text(t, "firmware_version"),
                        text(spec, "family"), text(spec, "revision"), emulated);
   }
-  std::string clock = imported ? "ftrace (durations from the kernel's function_graph tracer)"
-                      : r.virtual_clock   ? "virtual (TPM time from the latency model, host time real)"
-                                          : "real";
+  std::string clock = imported          ? "ftrace (durations from the kernel's function_graph tracer)"
+                      : r.virtual_clock ? "virtual (TPM time from the latency model, host time real)"
+                                        : "real";
   out += fmt::format("transport  {}\nclock      {}\n", r.transport, clock);
   if (imported) {
     size_t extends = 0;
@@ -170,9 +170,9 @@ std::string strategy_table(const BenchResult& r, bool imported) {
     // No ratio against a plain run that was not measured.
     std::string ratio = s.ratio_to_plain > 0 ? fmt::format("{:.2f}", s.ratio_to_plain) : "-";
     out += fmt::format("{:<15}{:<12}{:>10.5g}{:>10.5g}{:>10.5g}{:>12.2f}{:>11.5g} ({:>2}){:>10.1f}{:>9}\n",
-                       strategy_name(s.kind), strategy_protection(s.kind), s.per_extend_ms.median,
-                       s.per_extend_ms.mean, s.per_extend_ms.p99, s.tpm_commands_per_extend, s.first_extend_ms,
-                       s.first_extend_commands, s.host_us.median, ratio);
+                       strategy_name(s.kind), strategy_protection(s.kind), s.per_extend_ms.median, s.per_extend_ms.mean,
+                       s.per_extend_ms.p99, s.tpm_commands_per_extend, s.first_extend_ms, s.first_extend_commands,
+                       s.host_us.median, ratio);
   }
   out += imported ? "(per extend in ms, over every imported extend)\n\n"
                   : "(per protected extend in ms, steady state: the first extend is reported separately)\n\n";

@@ -6,9 +6,9 @@
 
 #include <ctime>
 
+#include "tpmsec/crypto.h"
 #include "tpmsec/emulation/tpm_info_json.h"
 #include "tpmsec/measure/bench.h"
-#include "tpmsec/crypto.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/tpm_info.h"
 
@@ -94,21 +94,27 @@ Status measure_session_primitives(Runner& run, SessionFactory& factory, std::vec
   Tpm& tpm = run.tpm_;
   const auto& o = run.options_;
   Bytes digest = run.digest_for(0);
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (password)", nullptr,
-                                 [&] { return pcr_extend(tpm, o.bank, o.pcr, digest); }, nullptr));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "PCR_Extend (password)", nullptr, [&] { return pcr_extend(tpm, o.bank, o.pcr, digest); }, nullptr));
   TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kContinueSession));
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Extend (HMAC session)", nullptr,
-                                 [&] { return pcr_extend(tpm, o.bank, o.pcr, digest, Auth{session.get(), {}}); },
-                                 nullptr));
-  TPMSEC_RETURN_IF_ERROR(
-      measure(run, out, "PCR_Read", nullptr, [&] { return status_of(pcr_read(tpm, o.bank, o.pcr)); }, nullptr));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "PCR_Extend (HMAC session)", nullptr,
+      [&] {
+        return pcr_extend(tpm, o.bank, o.pcr, digest, Auth{session.get(), {}});
+      },
+      nullptr));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "PCR_Read", nullptr, [&] { return status_of(pcr_read(tpm, o.bank, o.pcr)); }, nullptr));
   session->set_attributes(attr::kAudit | attr::kContinueSession);
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "PCR_Read (audit session)", nullptr, [&]() -> Status {
-    Auth audit{session.get(), {}};
-    return status_of(pcr_read(tpm, o.bank, o.pcr, std::span<const Auth>(&audit, 1)));
-  }, nullptr));
-  TPMSEC_RETURN_IF_ERROR(
-      measure(run, out, "GetRandom(32)", nullptr, [&] { return status_of(tpm.run(cmd::GetRandom{32})); }, nullptr));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "PCR_Read (audit session)", nullptr,
+      [&]() -> Status {
+        Auth audit{session.get(), {}};
+        return status_of(pcr_read(tpm, o.bank, o.pcr, std::span<const Auth>(&audit, 1)));
+      },
+      nullptr));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "GetRandom(32)", nullptr, [&] { return status_of(tpm.run(cmd::GetRandom{32})); }, nullptr));
   // Session context save/load: the numbers the seed thread lacked.
   Context ctx;
   auto save = [&]() -> Status {
@@ -158,9 +164,9 @@ Status measure_key_contexts(Runner& run, NullKey& key, KeySlot& slot, std::vecto
   auto load_key = slot.loader(key);
   auto flush_key = slot.flusher();
   TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextLoad (null key)", nullptr, load_key, flush_key));
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "ContextSave (null key)", load_key,
-                                 [&] { return status_of(tpm.run(cmd::ContextSave{key.named(slot.handle())})); },
-                                 flush_key));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "ContextSave (null key)", load_key,
+      [&] { return status_of(tpm.run(cmd::ContextSave{key.named(slot.handle())})); }, flush_key));
   return measure(run, out, "FlushContext", load_key, flush_key, nullptr);
 }
 
@@ -197,15 +203,18 @@ Status measure_session_starts(Runner& run, NullKey& key, KeySlot& slot, std::vec
   TPMSEC_RETURN_IF_ERROR(
       measure(run, out, "StartAuthSession (ECC salt)", slot.loader(key), start_with(&key), flush_both));
 
-  TPMSEC_RETURN_IF_ERROR(measure(run, out, "CreatePrimary (null key, ECC)", nullptr, [&]() -> Status {
-    cmd::CreatePrimary c;
-    c.primary_handle = NamedHandle::of(rh::kNull);
-    c.in_public.public_area = null_key_template(SaltKind::kEcc);
-    auto r = tpm.run(c, {Auth::password()});
-    if (!r.ok()) return r.error();
-    slot.hold(ScopedHandle(tpm, r->object_handle));
-    return ok_status();
-  }, flush_key));
+  TPMSEC_RETURN_IF_ERROR(measure(
+      run, out, "CreatePrimary (null key, ECC)", nullptr,
+      [&]() -> Status {
+        cmd::CreatePrimary c;
+        c.primary_handle = NamedHandle::of(rh::kNull);
+        c.in_public.public_area = null_key_template(SaltKind::kEcc);
+        auto r = tpm.run(c, {Auth::password()});
+        if (!r.ok()) return r.error();
+        slot.hold(ScopedHandle(tpm, r->object_handle));
+        return ok_status();
+      },
+      flush_key));
 
   auto rsa = NullKey::create(tpm, SaltKind::kRsa);
   if (rsa.ok()) {
@@ -280,7 +289,8 @@ Result<BenchResult> run_bench(Tpm& tpm, TraceLog& log, const Clock& clock, const
   bool has_plain = false;
   for (auto k : result.options.strategies) has_plain |= k == StrategyKind::kPlain;
   if (!has_plain) result.options.strategies.push_back(StrategyKind::kPlain);
-  if (result.options.iterations < 2) return usage_error("--iterations must be at least 2 (first extend + steady state)");
+  if (result.options.iterations < 2)
+    return usage_error("--iterations must be at least 2 (first extend + steady state)");
   result.tpm = to_json(info);
   result.tpm["emulated"] = false;
   result.transport = tpm.transport().describe();

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tpmsec/measure/svg.h"
 #include "tpmsec/measure/compare.h"
+#include "tpmsec/measure/svg.h"
 
 namespace tpmsec {
 namespace {

@@ -293,8 +293,8 @@ void summarize_into(Timeline& t, BenchResult& r) {
 }  // namespace
 
 Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures, const FtraceImportOptions& options) {
-  if (options.manufacturer.size() > 4 ||
-      !std::all_of(options.manufacturer.begin(), options.manufacturer.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+  if (options.manufacturer.size() > 4 || !std::all_of(options.manufacturer.begin(), options.manufacturer.end(),
+                                                      [](char c) { return c > 0x20 && c < 0x7f; })) {
     return usage_error(fmt::format("manufacturer '{}': at most 4 printable characters, as TPM_PT_MANUFACTURER (IFX)",
                                    options.manufacturer));
   }
@@ -308,7 +308,7 @@ Result<BenchResult> bench_from_ftrace(const std::vector<FtraceCapture>& captures
   for (const auto& o : origins) r.transport += (r.transport == "ftrace" ? ":" : ",") + o;
   r.date = options.date.empty() ? utc_timestamp() : options.date;
   r.version = TPMSEC_VERSION;
-  r.options.pcr = 0;   // function_graph shows no arguments: PCR and bank are unknown
+  r.options.pcr = 0;  // function_graph shows no arguments: PCR and bank are unknown
   r.options.bank = 0;
   r.options.checkpoint_every = 0;
 

@@ -1,5 +1,5 @@
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/measure/measured_tpm.h"
+#include "tpmsec/transport/tpm_string.h"
 
 #include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/emulation/profile_summary.h"

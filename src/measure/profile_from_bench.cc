@@ -40,14 +40,16 @@ Status check_bench_result(const nlohmann::json& bench, const std::string& origin
   }
   const auto& tpm = bench.at("tpm");
   if (tpm.value("emulated", false) || bench.value("clock", "") == "virtual") {
-    return usage_error(fmt::format("{}: this result comes from an emulated TPM (profile {}); a profile must come "
-                                   "from a real TPM",
-                                   origin, tpm.value("profile", "?")));
+    return usage_error(
+        fmt::format("{}: this result comes from an emulated TPM (profile {}); a profile must come "
+                    "from a real TPM",
+                    origin, tpm.value("profile", "?")));
   }
   if (tpm.value("imported", "") == "ftrace" && tpm.value("manufacturer", "").empty()) {
-    return usage_error(fmt::format("{}: the import names no manufacturer, which a profile needs (import again with "
-                                   "tpmsec trace import --manufacturer IFX ...)",
-                                   origin));
+    return usage_error(
+        fmt::format("{}: the import names no manufacturer, which a profile needs (import again with "
+                    "tpmsec trace import --manufacturer IFX ...)",
+                    origin));
   }
   return ok_status();
 }
@@ -78,7 +80,8 @@ void add_estimates(nlohmann::json& commands, double plain, const std::string& so
     if (!commands.contains(variant)) commands[variant] = value(ms, ms * 0.02, "E", source, "not measured: " + rule);
   };
   auto ms_of = [&](const char* variant) { return commands.at(variant).at("ms").get<double>(); };
-  const std::string short_rule = "a short command, taken as the password PCR_Extend (docs/latency-profiles.md, E rule 3)";
+  const std::string short_rule =
+      "a short command, taken as the password PCR_Extend (docs/latency-profiles.md, E rule 3)";
   estimate("PCR_Read", plain, short_rule);
   estimate("GetRandom", plain, short_rule);
   estimate("FlushContext", plain, short_rule);
@@ -116,8 +119,8 @@ nlohmann::json profile_json(const nlohmann::json& tpm, const std::string& id, co
       {"name", tpm.value("imported", "") == "ftrace"
                    ? fmt::format("{} (ftrace import)", tpm.value("label", "unknown TPM"))
                    : fmt::format("{} {} (measured)", tpm.value("manufacturer", "?"), tpm.value("vendor", ""))},
-      {"note", fmt::format("Made by `tpmsec profile from-bench` from {}: values tagged M are that run's medians.",
-                           origin)},
+      {"note",
+       fmt::format("Made by `tpmsec profile from-bench` from {}: values tagged M are that run's medians.", origin)},
       {"identity",
        {{"manufacturer", tpm.value("manufacturer", "")},
         {"vendor_strings", vendor},
@@ -151,15 +154,16 @@ Result<LatencyProfile> profile_from_bench(const nlohmann::json& bench, const std
     // only what the kernel sent. These three have no estimate.
     for (const char* needed : {"PCR_Extend (password)", "PCR_Extend (HMAC session)", "StartAuthSession (ECC salt)"}) {
       if (!median.count(needed)) {
-        return usage_error(fmt::format("{}: the result has no '{}' primitive (run bench without --no-primitives, or "
-                                       "import captures of both a plain and an HMAC-protected extend)",
-                                       origin, needed));
+        return usage_error(
+            fmt::format("{}: the result has no '{}' primitive (run bench without --no-primitives, or "
+                        "import captures of both a plain and an HMAC-protected extend)",
+                        origin, needed));
       }
     }
     double plain = median["PCR_Extend (password)"];
     double hmac = std::max(0.0, median["PCR_Extend (HMAC session)"] - plain);
-    nlohmann::json hmac_value = value(hmac, hmac * 0.02, "D", source,
-                                      "HMAC'd PCR_Extend median minus password PCR_Extend median");
+    nlohmann::json hmac_value =
+        value(hmac, hmac * 0.02, "D", source, "HMAC'd PCR_Extend median minus password PCR_Extend median");
     add_estimates(commands, plain, source);
     return profile_from_json(profile_json(bench.at("tpm"), id, origin, source, commands, hmac_value), origin);
   } catch (const nlohmann::json::exception& e) {

@@ -22,8 +22,8 @@ Distribution summarize(std::vector<double> samples) {
 }
 
 nlohmann::json to_json(const Distribution& d) {
-  return {{"n", d.n}, {"min", d.min}, {"median", d.median}, {"mean", d.mean}, {"p90", d.p90}, {"p99", d.p99},
-          {"max", d.max}};
+  return {{"n", d.n},     {"min", d.min}, {"median", d.median}, {"mean", d.mean},
+          {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
 }
 
 Distribution distribution_from_json(const nlohmann::json& j) {

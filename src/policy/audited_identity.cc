@@ -30,8 +30,9 @@ std::string identity_text(const TpmFacts& f) {
 
 Result<TpmInfo> read_audited_identity(SessionFactory& factory) {
   if (!factory.keyed()) {
-    return usage_error("an audited identity read needs a salted or bound session: an unsalted audit session is forgeable by "
-                       "an interposer who saw it start");
+    return usage_error(
+        "an audited identity read needs a salted or bound session: an unsalted audit session is forgeable by "
+        "an interposer who saw it start");
   }
   // No continueSession: the TPM ends the session with the command.
   TPMSEC_ASSIGN_OR_RETURN(auto session, factory.start(attr::kAudit));
@@ -73,10 +74,11 @@ Status confirm_identity(TpmFacts& facts, Tpm& tpm, const ProtectionConfig& prote
   TpmFacts confirmed = facts_from_info(audited);
   if (confirmed.manufacturer != facts.manufacturer || confirmed.vendor != facts.vendor ||
       confirmed.firmware != facts.firmware) {
-    return integrity_error(fmt::format(
-        "the TPM's identity read through an audited session ({}) differs from the plain read ({}): an interposer "
-        "rewrote the TPM's answer",
-        identity_text(confirmed), identity_text(facts))).with_reason(ErrorReason::kIdentityForged);
+    return integrity_error(fmt::format("the TPM's identity read through an audited session ({}) differs from the plain "
+                                       "read ({}): an interposer "
+                                       "rewrote the TPM's answer",
+                                       identity_text(confirmed), identity_text(facts)))
+        .with_reason(ErrorReason::kIdentityForged);
   }
   facts.identity_origin = FactOrigin::kAudited;
   return ok_status();

@@ -52,16 +52,28 @@ struct Interval {
   void apply(const Condition& c) {
     switch (c.op) {
       case Condition::Op::kGreater:
-        if (c.value > lo || (c.value == lo && !lo_open)) { lo = c.value; lo_open = true; }
+        if (c.value > lo || (c.value == lo && !lo_open)) {
+          lo = c.value;
+          lo_open = true;
+        }
         break;
       case Condition::Op::kGreaterEqual:
-        if (c.value > lo) { lo = c.value; lo_open = false; }
+        if (c.value > lo) {
+          lo = c.value;
+          lo_open = false;
+        }
         break;
       case Condition::Op::kLess:
-        if (c.value < hi || (c.value == hi && !hi_open)) { hi = c.value; hi_open = true; }
+        if (c.value < hi || (c.value == hi && !hi_open)) {
+          hi = c.value;
+          hi_open = true;
+        }
         break;
       case Condition::Op::kLessEqual:
-        if (c.value < hi) { hi = c.value; hi_open = false; }
+        if (c.value < hi) {
+          hi = c.value;
+          hi_open = false;
+        }
         break;
     }
   }
@@ -125,9 +137,9 @@ std::optional<RuleProblem> check_rules(const std::vector<PolicyRule>& rules) {
   for (size_t i = 0; i < rules.size(); ++i) {
     const PolicyRule& rule = rules[i];
     if (rule.firmware_min && rule.firmware_max && *rule.firmware_min > *rule.firmware_max) {
-      return RuleProblem{rule.line, fmt::format("{} can never match: firmware_min {} is above firmware_max {}",
-                                                describe(rule), to_string(*rule.firmware_min),
-                                                to_string(*rule.firmware_max))};
+      return RuleProblem{rule.line,
+                         fmt::format("{} can never match: firmware_min {} is above firmware_max {}", describe(rule),
+                                     to_string(*rule.firmware_min), to_string(*rule.firmware_max))};
     }
     std::map<std::string, Interval> ranges;
     for (const Condition& c : rule.when) {

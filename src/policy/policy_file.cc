@@ -2,13 +2,13 @@
 // problem reported as "FILE:LINE: what".
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "policy_checks.h"
 #include "tpmsec/policy/policy.h"
@@ -60,11 +60,17 @@ class PolicyReader {
     in >> property >> op >> value >> rest;
     Condition c;
     c.property = property;
-    if (op == "<") c.op = Condition::Op::kLess;
-    else if (op == "<=") c.op = Condition::Op::kLessEqual;
-    else if (op == ">") c.op = Condition::Op::kGreater;
-    else if (op == ">=") c.op = Condition::Op::kGreaterEqual;
-    else return error(line_of(n), fmt::format("condition '{}' must read PROPERTY OP NUMBER with OP one of < <= > >=", text));
+    if (op == "<")
+      c.op = Condition::Op::kLess;
+    else if (op == "<=")
+      c.op = Condition::Op::kLessEqual;
+    else if (op == ">")
+      c.op = Condition::Op::kGreater;
+    else if (op == ">=")
+      c.op = Condition::Op::kGreaterEqual;
+    else
+      return error(line_of(n),
+                   fmt::format("condition '{}' must read PROPERTY OP NUMBER with OP one of < <= > >=", text));
     char* end = nullptr;
     c.value = std::strtod(value.c_str(), &end);
     if (value.empty() || end != value.c_str() + value.size() || !rest.empty()) {
@@ -113,8 +119,9 @@ class PolicyReader {
       } else if (k == "fallback") {
         TPMSEC_ASSIGN_OR_RETURN(StrategyKind fallback, strategy_of(node, k));
         if (!prevents(fallback)) {
-          return error(line, "'fallback' must be a prevention strategy (per-command, saved-context or resident): it "
-                             "is what the floor keeps");
+          return error(line,
+                       "'fallback' must be a prevention strategy (per-command, saved-context or resident): it "
+                       "is what the floor keeps");
         }
         rule.fallback = fallback;
       } else if (k == "trust_timings") {
@@ -123,9 +130,12 @@ class PolicyReader {
         rule.trust_timings = b->get();
       } else if (k == "null_key") {
         TPMSEC_ASSIGN_OR_RETURN(std::string how, string_of(node, k));
-        if (how == "reload") rule.null_key = NullKeyLoad::kReload;
-        else if (how == "recreate") rule.null_key = NullKeyLoad::kRecreate;
-        else return error(line, fmt::format("'null_key' must be \"reload\" or \"recreate\", got '{}'", how));
+        if (how == "reload")
+          rule.null_key = NullKeyLoad::kReload;
+        else if (how == "recreate")
+          rule.null_key = NullKeyLoad::kRecreate;
+        else
+          return error(line, fmt::format("'null_key' must be \"reload\" or \"recreate\", got '{}'", how));
       } else if (k == "checkpoint_every") {
         const auto* n = node.as_integer();
         if (!n || n->get() < 0 || n->get() > kMaxCheckpointEvery) {
@@ -139,7 +149,8 @@ class PolicyReader {
         TPMSEC_ASSIGN_OR_RETURN(rule.source, string_of(node, k));
       } else {
         return error(line, fmt::format("unknown key '{}' in a rule (known: name, manufacturer, vendor, firmware_min, "
-                                       "firmware_max, when, extend, other, fallback, trust_timings, null_key, checkpoint_every, reason, source)",
+                                       "firmware_max, when, extend, other, fallback, trust_timings, null_key, "
+                                       "checkpoint_every, reason, source)",
                                        k));
       }
     }

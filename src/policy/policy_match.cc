@@ -9,18 +9,22 @@
 #include <set>
 
 #include "tpmsec/policy/policy.h"
-#include "tpmsec/transport.h"
 #include "tpmsec/text.h"
+#include "tpmsec/transport.h"
 
 namespace tpmsec {
 namespace {
 
 std::string_view op_text(Condition::Op op) {
   switch (op) {
-    case Condition::Op::kLess: return "<";
-    case Condition::Op::kLessEqual: return "<=";
-    case Condition::Op::kGreater: return ">";
-    case Condition::Op::kGreaterEqual: return ">=";
+    case Condition::Op::kLess:
+      return "<";
+    case Condition::Op::kLessEqual:
+      return "<=";
+    case Condition::Op::kGreater:
+      return ">";
+    case Condition::Op::kGreaterEqual:
+      return ">=";
   }
   return "?";
 }
@@ -46,9 +50,10 @@ std::string mismatch(const PolicyRule& rule, const TpmFacts& facts) {
   for (const Condition& c : rule.when) {
     auto it = facts.measured.find(c.property);
     if (it == facts.measured.end()) {
-      return fmt::format("needs the measured {} (give --measurements RESULT.json, --emulate PROFILE, or run "
-                         "`tpmsec policy calibrate`)",
-                         c.property);
+      return fmt::format(
+          "needs the measured {} (give --measurements RESULT.json, --emulate PROFILE, or run "
+          "`tpmsec policy calibrate`)",
+          c.property);
     }
     if (!c.holds(it->second)) return fmt::format("{} is {:.2f}, so not {}", c.property, it->second, c.text());
   }
@@ -90,11 +95,13 @@ StrategyKind fallback_for(const PolicyRule& rule, const TpmFacts& facts, std::st
 
 std::string_view strategy_gives_up(StrategyKind kind) {
   switch (kind) {
-    case StrategyKind::kPlain: return "extends are not protected against a bus interposer";
+    case StrategyKind::kPlain:
+      return "extends are not protected against a bus interposer";
     case StrategyKind::kCheckpoint:
       return "detects, does not prevent, a dropped or substituted extend; on resettable PCRs 16/23 a reset followed "
              "by a replay is not detected";
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -107,10 +114,14 @@ bool authentic(FactOrigin origin) { return origin != FactOrigin::kUnauthenticate
 
 std::string_view fact_origin_text(FactOrigin origin) {
   switch (origin) {
-    case FactOrigin::kUnauthenticated: return "read without authentication";
-    case FactOrigin::kAudited: return "audited";
-    case FactOrigin::kProfile: return "from the profile";
-    case FactOrigin::kNoBus: return "embedded TPM, no bus";
+    case FactOrigin::kUnauthenticated:
+      return "read without authentication";
+    case FactOrigin::kAudited:
+      return "audited";
+    case FactOrigin::kProfile:
+      return "from the profile";
+    case FactOrigin::kNoBus:
+      return "embedded TPM, no bus";
   }
   return "?";
 }
@@ -133,18 +144,22 @@ std::string to_string(const FirmwareVersion& v) { return fmt::format("{}.{}", v.
 
 const std::vector<std::string>& policy_properties() {
   static const std::vector<std::string> kProperties = {
-      "extend_plain_ms", "extend_hmac_ms", "extend_added_ms", "per_command_ms",
-      "saved_context_ms", "checkpoint_ms", "start_session_ms",
+      "extend_plain_ms",  "extend_hmac_ms", "extend_added_ms",  "per_command_ms",
+      "saved_context_ms", "checkpoint_ms",  "start_session_ms",
   };
   return kProperties;
 }
 
 bool Condition::holds(double measured) const {
   switch (op) {
-    case Op::kLess: return measured < value;
-    case Op::kLessEqual: return measured <= value;
-    case Op::kGreater: return measured > value;
-    case Op::kGreaterEqual: return measured >= value;
+    case Op::kLess:
+      return measured < value;
+    case Op::kLessEqual:
+      return measured <= value;
+    case Op::kGreater:
+      return measured > value;
+    case Op::kGreaterEqual:
+      return measured >= value;
   }
   return false;
 }
@@ -201,8 +216,8 @@ PolicyDecision decide(const Policy& policy, const TpmFacts& facts) {
   d.rests_on.push_back(fmt::format("policy {} ({})", policy.origin,
                                    policy.operator_chosen ? "chosen by the operator" : "shipped default"));
   if (identity_tested) {
-    d.rests_on.push_back(fmt::format("identity: manufacturer, vendor, firmware ({})",
-                                     fact_origin_text(facts.identity_origin)));
+    d.rests_on.push_back(
+        fmt::format("identity: manufacturer, vendor, firmware ({})", fact_origin_text(facts.identity_origin)));
   }
   if (!timings.empty()) {
     d.rests_on.push_back(fmt::format("timings: {} ({}{})", timing_list, fact_origin_text(facts.measured_origin),
@@ -222,8 +237,9 @@ PolicyDecision decide(const Policy& policy, const TpmFacts& facts) {
         "and rule '{}' does not say trust_timings = true",
         timing_list, rule.name);
   } else if (identity_tested && !authentic(facts.identity_origin)) {
-    d.floor_reason = "the decision rests on the TPM's identity, read without authentication (an interposer can "
-                     "rewrite it)";
+    d.floor_reason =
+        "the decision rests on the TPM's identity, read without authentication (an interposer can "
+        "rewrite it)";
     if (facts.identity_note.empty()) {
       d.needs_audited_identity = true;
     } else {

@@ -35,17 +35,18 @@ Status pin_ek(const std::shared_ptr<HostState>& host, const TpmId& tpm, const No
     bool proven = config.pinned_null_name && record->null_boot == boot && record->null_name == *config.pinned_null_name;
     config.ek_pins.push_back(EkPin{kind, record->name, proven});
   }
-  config.ek_pin_origin = fmt::format("if this TPM was replaced on purpose, forget its EK pin ({}) with 'tpmsec null-key "
-                                     "--forget --tpm {}'",
-                                     host->where(StateRecord::kEkPin), tpm.text);
+  config.ek_pin_origin = fmt::format(
+      "if this TPM was replaced on purpose, forget its EK pin ({}) with 'tpmsec null-key "
+      "--forget --tpm {}'",
+      host->where(StateRecord::kEkPin), tpm.text);
   // Every factory of this process sees the same EK: one pin, one name.
   auto seen = std::make_shared<std::map<SaltKind, Bytes>>();
   std::optional<Bytes> null_name = config.pinned_null_name;
   config.on_ek_verified = [host, tpm, boot, null_name, seen, notice](const EkPin& ek) -> Status {
     auto [at, first] = seen->emplace(ek.kind, ek.name);
     if (!first && at->second != ek.name) {
-      return integrity_error(fmt::format("the EK changed from {} to {} within one run", to_hex(at->second),
-                                         to_hex(ek.name)));
+      return integrity_error(
+          fmt::format("the EK changed from {} to {} within one run", to_hex(at->second), to_hex(ek.name)));
     }
     TPMSEC_ASSIGN_OR_RETURN(std::optional<EkPinRecord> record, host->ek_pin(tpm, ek.kind));
     if (record && record->name != ek.name) {
@@ -75,9 +76,10 @@ Status pin_first_use(const std::shared_ptr<HostState>& host, const TpmId& tpm, S
   // A pin of an earlier boot is stale: this use is the first of this boot.
   if (pin && pin->boot_id == boot) {
     config.pinned_null_name = std::move(pin->name);
-    config.pin_origin = fmt::format("tofu ({}); if the TPM was reset on purpose, forget the pin with "
-                                    "'tpmsec null-key --forget --tpm {}'",
-                                    host->where(StateRecord::kNullKeyPin, tpm, kind), tpm.text);
+    config.pin_origin = fmt::format(
+        "tofu ({}); if the TPM was reset on purpose, forget the pin with "
+        "'tpmsec null-key --forget --tpm {}'",
+        host->where(StateRecord::kNullKeyPin, tpm, kind), tpm.text);
     return ok_status();
   }
   config.trust_first_use = true;
@@ -87,8 +89,8 @@ Status pin_first_use(const std::shared_ptr<HostState>& host, const TpmId& tpm, S
   config.on_first_use = [host, tpm, boot, kind, seen, notice](const Bytes& name) -> Status {
     if (*seen) {
       if (**seen == name) return ok_status();
-      return integrity_error(fmt::format("null key name changed from {} to {} within one run (tofu)",
-                                         to_hex(**seen), to_hex(name)));
+      return integrity_error(
+          fmt::format("null key name changed from {} to {} within one run (tofu)", to_hex(**seen), to_hex(name)));
     }
     *seen = name;
     // "tofu": the CLI's --tofu and the TCTI's item alike.
@@ -124,14 +126,16 @@ Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const
   // 0. A tpmsec server: its anchor, its session; nothing of this process's.
   if (transport.spec().kind == TpmKind::kServe) {
     if (!std::holds_alternative<anchor::Automatic>(request.anchor)) {
-      return usage_error(fmt::format("{} is a tpmsec server, which holds the trust anchor and puts its own session "
-                                     "on every command: give {} to `tpmsec serve`, not to its clients",
-                                     transport.describe(), anchor_name(request.anchor)));
+      return usage_error(
+          fmt::format("{} is a tpmsec server, which holds the trust anchor and puts its own session "
+                      "on every command: give {} to `tpmsec serve`, not to its clients",
+                      transport.describe(), anchor_name(request.anchor)));
     }
     if (request.salt) {
-      return usage_error(fmt::format("{} is a tpmsec server, which chooses its session's salt: give salt= to "
-                                     "`tpmsec serve`, not to its clients",
-                                     transport.describe()));
+      return usage_error(
+          fmt::format("{} is a tpmsec server, which chooses its session's salt: give salt= to "
+                      "`tpmsec serve`, not to its clients",
+                      transport.describe()));
     }
     return config;
   }

@@ -32,7 +32,6 @@ std::optional<SessionCache> session_cache_for(const Transport& base, bool keep, 
   return SessionCache(std::move(host), TpmId::of(base.describe()), *boot);
 }
 
-
 ProtectedTpm::~ProtectedTpm() = default;
 
 Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& request) {
@@ -65,7 +64,8 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
   } else {
     TPMSEC_ASSIGN_OR_RETURN(p->info_, read_tpm_info(*p->tpm_));
     if (p->cache_) {
-      if (Status st = p->cache_->put_info(p->info_); !st.ok()) p->say("warning: not kept for the next run: " + st.error().message());
+      if (Status st = p->cache_->put_info(p->info_); !st.ok())
+        p->say("warning: not kept for the next run: " + st.error().message());
     }
   }
   p->facts_ = facts_of(p->info_, *p->base_);
@@ -91,7 +91,8 @@ Status ProtectedTpm::resolve(const ProtectRequest& request) {
   TPMSEC_ASSIGN_OR_RETURN(config_, resolve_protection(request, *base_, info_, SymDef::aes128_cfb()));
   if (served()) {
     if (request.verbose) {
-      say(fmt::format("{} is a tpmsec server: it puts its salted, anchored session on every command; this process "
+      say(
+          fmt::format("{} is a tpmsec server: it puts its salted, anchored session on every command; this process "
                       "starts none",
                       base_->describe()));
     }
@@ -140,9 +141,10 @@ bool ProtectedTpm::served() const { return base_->spec().kind == TpmKind::kServe
 namespace {
 
 Error served_error(const Transport& base) {
-  return usage_error(fmt::format("{} is a tpmsec server, which puts its own session on every command: this process "
-                                 "starts none",
-                                 base.describe()));
+  return usage_error(
+      fmt::format("{} is a tpmsec server, which puts its own session on every command: this process "
+                  "starts none",
+                  base.describe()));
 }
 
 }  // namespace
@@ -198,9 +200,10 @@ Result<ExtendPlan> ProtectedTpm::plan_extends() {
     // The server's session protects each extend: a strategy of this
     // process's own would only put a second session on it.
     if (request_.strategy && *request_.strategy != StrategyKind::kPlain) {
-      return usage_error(fmt::format("{} is a tpmsec server, which puts its own session on every extend: "
-                                     "--strategy {} does not apply (the server's policy decides)",
-                                     base_->describe(), strategy_name(*request_.strategy)));
+      return usage_error(
+          fmt::format("{} is a tpmsec server, which puts its own session on every extend: "
+                      "--strategy {} does not apply (the server's policy decides)",
+                      base_->describe(), strategy_name(*request_.strategy)));
     }
     plan.strategy = StrategyKind::kPlain;
     return plan;

@@ -28,9 +28,10 @@ Result<Provisioned> provision_bind(ProtectedTpm& tpm, uint32_t nv_index) {
   HostState& store = tpm.host();
   TPMSEC_ASSIGN_OR_RETURN(std::optional<BindSecret> kept, store.bind_secret(id));
   if (kept) {
-    return usage_error(fmt::format("{} is already provisioned (NV index 0x{:08x}, {}); 'tpmsec provision "
-                                   "--remove' first",
-                                   id.text, kept->nv_index, store.where(StateRecord::kBindSecret, id)));
+    return usage_error(
+        fmt::format("{} is already provisioned (NV index 0x{:08x}, {}); 'tpmsec provision "
+                    "--remove' first",
+                    id.text, kept->nv_index, store.where(StateRecord::kBindSecret, id)));
   }
   if (tpm.protection().unsalted) {
     return usage_error("--unsalted would send the bind secret where an interposer can read it");
@@ -62,9 +63,10 @@ Result<PinnedSaltKey> provision_salt_key(ProtectedTpm& tpm, uint32_t handle, boo
   HostState& store = tpm.host();
   TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> kept, store.salt_key(id));
   if (kept) {
-    return usage_error(fmt::format("{} already has a pinned salt key (0x{:08x}, {}); 'tpmsec provision --remove "
-                                   "--salt-key' first",
-                                   id.text, kept->handle, store.where(StateRecord::kSaltKey, id)));
+    return usage_error(
+        fmt::format("{} already has a pinned salt key (0x{:08x}, {}); 'tpmsec provision --remove "
+                    "--salt-key' first",
+                    id.text, kept->handle, store.where(StateRecord::kSaltKey, id)));
   }
   if (tpm.protection().unsalted) {
     return usage_error("--unsalted cannot vouch for a salt key");

@@ -26,9 +26,10 @@ Result<TpmConfig> parse_tpm_config(std::string_view config) {
     // nothing unescaped it, and the item would name a host or file ending
     // in a backslash.
     if (!item.empty() && item.back() == '\\') {
-      return usage_error(fmt::format("item '{}' ends in a backslash: \\, is /etc/crypttab's escape for a comma; "
-                                     "everywhere else write the commas plain",
-                                     item));
+      return usage_error(
+          fmt::format("item '{}' ends in a backslash: \\, is /etc/crypttab's escape for a comma; "
+                      "everywhere else write the commas plain",
+                      item));
     }
     size_t eq = item.find('=');
     std::string_view key = item.substr(0, eq);

@@ -59,8 +59,8 @@ SpecIdEvent read_spec_id(Reader& r) {
     if (!r.ok()) break;
     std::optional<uint16_t> known = digest_size(a.algorithm);
     if (known && *known != a.digest_size) {
-      r.fail(fmt::format("digestSize {} at offset {} for {} should be {}", a.digest_size, at,
-                         hash_name(a.algorithm), *known));
+      r.fail(fmt::format("digestSize {} at offset {} for {} should be {}", a.digest_size, at, hash_name(a.algorithm),
+                         *known));
     } else if (a.digest_size == 0 || a.digest_size > kMaxDigestSize) {
       r.fail(fmt::format("digestSize {} at offset {} is not 1 to {}", a.digest_size, at, kMaxDigestSize));
     } else if (std::any_of(spec.algorithms.begin(), spec.algorithms.end(),
@@ -87,13 +87,12 @@ SpecIdEvent read_header(Reader& r, std::string* size_note) {
   uint32_t size = read_le32(r, "eventSize");
   if (!r.ok()) return {};
   if (pcr != 0 || type != kEvNoAction) {
-    r.fail(fmt::format("the first event is PCR {} type 0x{:x}, not the Spec ID event (PCR 0, EV_NO_ACTION)", pcr,
-                       type));
+    r.fail(
+        fmt::format("the first event is PCR {} type 0x{:x}, not the Spec ID event (PCR 0, EV_NO_ACTION)", pcr, type));
     return {};
   }
   if (size > kMaxSpecIdEventSize) {
-    r.fail(fmt::format("eventSize {} at offset {} is above {} for the Spec ID event", size, at,
-                       kMaxSpecIdEventSize));
+    r.fail(fmt::format("eventSize {} at offset {} is above {} for the Spec ID event", size, at, kMaxSpecIdEventSize));
     return {};
   }
   const size_t start = r.offset();
@@ -105,9 +104,10 @@ SpecIdEvent read_header(Reader& r, std::string* size_note) {
   }
   const size_t used = body.offset() - start;
   if (used != size) {
-    *size_note = fmt::format("the Spec ID event's eventSize is {} but its vendorInfo ends after {} bytes; the next "
-                             "event is read after vendorInfo, as tpm2_eventlog does",
-                             size, used);
+    *size_note = fmt::format(
+        "the Spec ID event's eventSize is {} but its vendorInfo ends after {} bytes; the next "
+        "event is read after vendorInfo, as tpm2_eventlog does",
+        size, used);
   }
   r.bytes(used, "Spec ID event");
   return spec;
@@ -168,7 +168,8 @@ bool is_startup_locality(const Event& e) {
 bool is_sha1_log(ByteView data) {
   constexpr size_t kSignatureOffset = 4 + 4 + kSha1DigestSize + 4;
   if (data.size() < kSignatureOffset) return false;
-  if ((uint32_t{data[4]} | uint32_t{data[5]} << 8 | uint32_t{data[6]} << 16 | uint32_t{data[7]} << 24) != kEvNoAction) return true;
+  if ((uint32_t{data[4]} | uint32_t{data[5]} << 8 | uint32_t{data[6]} << 16 | uint32_t{data[7]} << 24) != kEvNoAction)
+    return true;
   if (data.size() < kSignatureOffset + kSignatureSize) return false;
   std::string_view signature = as_text(data.subspan(kSignatureOffset, kSignatureSize));
   return signature.substr(0, kSpecIdSha1Prefix.size()) == kSpecIdSha1Prefix && signature != kSpecIdSignature;
@@ -215,8 +216,8 @@ Status note_event(EventLog& log, const Event& e, bool* pcr0_extended) {
   if (is_startup_locality(e)) {
     std::string where = fmt::format("event {} at offset {}", e.index, e.offset);
     if (e.data.size() != kSignatureSize + 1) {
-      return parse_error(fmt::format("{}: StartupLocality event is {} bytes, expected {}", where, e.data.size(),
-                                     kSignatureSize + 1));
+      return parse_error(
+          fmt::format("{}: StartupLocality event is {} bytes, expected {}", where, e.data.size(), kSignatureSize + 1));
     }
     if (e.pcr != 0) return parse_error(fmt::format("{}: StartupLocality event names PCR {}, not 0", where, e.pcr));
     if (log.startup_locality) return parse_error(where + ": a second StartupLocality event");

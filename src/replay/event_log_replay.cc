@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "tpmsec/constants.h"
-#include "tpmsec/replay/event_log.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/replay/event_log.h"
 
 namespace tpmsec::event_log {
 
@@ -29,8 +29,7 @@ Result<std::map<uint32_t, Bytes>> replay_event_log(const EventLog& log, uint16_t
     if (e.event_type == kEvNoAction) continue;
     const Bytes* digest = e.digest_for(bank);
     if (digest == nullptr) {
-      return parse_error(
-          fmt::format("event {} at offset {} has no {} digest", e.index, e.offset, hash_name(bank)));
+      return parse_error(fmt::format("event {} at offset {} has no {} digest", e.index, e.offset, hash_name(bank)));
     }
     auto [it, inserted] = pcrs.try_emplace(e.pcr, Bytes(listed->digest_size, 0));
     TPMSEC_ASSIGN_OR_RETURN(it->second, pcr_extended_value(bank, it->second, *digest));

@@ -44,7 +44,8 @@ Result<Bytes> pcr_value(uint16_t bank, std::string_view text) {
 
 Result<uint16_t> bank_named(std::string_view name) {
   std::optional<uint16_t> bank = hash_from_name(name);
-  if (!bank) return parse_error(fmt::format("'{}' is not a PCR bank (sha1, sha256, sha384, sha512, sm3_256)", printable(name)));
+  if (!bank)
+    return parse_error(fmt::format("'{}' is not a PCR bank (sha1, sha256, sha384, sha512, sm3_256)", printable(name)));
   return *bank;
 }
 
@@ -80,10 +81,12 @@ Result<PcrValues> parse_yaml(std::string_view text) {
     std::string_view line = trim(text.substr(start, end - start));
     start = end + 1;
     ++line_number;
-    if (line.size() > kMaxLineLength) return parse_error(fmt::format("line {}: longer than {} bytes", line_number, kMaxLineLength));
+    if (line.size() > kMaxLineLength)
+      return parse_error(fmt::format("line {}: longer than {} bytes", line_number, kMaxLineLength));
     if (line.empty() || line.front() == '#' || line == "---") continue;
     size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return parse_error(fmt::format("line {}: '{}' is no 'key: value'", line_number, printable(line)));
+    if (colon == std::string_view::npos)
+      return parse_error(fmt::format("line {}: '{}' is no 'key: value'", line_number, printable(line)));
     std::string_view key = trim(line.substr(0, colon));
     std::string_view value = trim(line.substr(colon + 1));
     if (value.empty()) {

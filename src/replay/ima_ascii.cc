@@ -54,9 +54,7 @@ std::string_view columns(std::span<const std::string_view> parts, size_t first, 
   return std::string_view(begin, static_cast<size_t>(last.data() + last.size() - begin));
 }
 
-bool is_name_field(internal::Field f) {
-  return f == internal::Field::kEventName || f == internal::Field::kEventNameNg;
-}
+bool is_name_field(internal::Field f) { return f == internal::Field::kEventName || f == internal::Field::kEventNameNg; }
 
 Result<uint32_t> parse_pcr(std::string_view text) {
   uint32_t pcr = 0;
@@ -79,8 +77,8 @@ Result<Entry> parse_line(std::string_view line, std::optional<uint16_t>& hash_ba
   if (first == std::string_view::npos) return parse_error("line holds only spaces");
   std::vector<std::string_view> parts = split_on_spaces(line.substr(first));
   if (parts.size() < 3) {
-    return parse_error(fmt::format("expected 'PCR template-hash template-name field…', got {} column{}",
-                                   parts.size(), parts.size() == 1 ? "" : "s"));
+    return parse_error(fmt::format("expected 'PCR template-hash template-name field…', got {} column{}", parts.size(),
+                                   parts.size() == 1 ? "" : "s"));
   }
   Entry entry;
   TPMSEC_ASSIGN_OR_RETURN(entry.pcr, parse_pcr(parts[0]));
@@ -89,24 +87,24 @@ Result<Entry> parse_line(std::string_view line, std::optional<uint16_t>& hash_ba
   std::optional<uint16_t> bank = hash_bank;
   if (hash.ok() && !bank) bank = internal::bank_of_hash_size(hash->size());
   if (!hash.ok() || !bank || hash->size() != digest_size(*bank)) {
-    return parse_error(bank ? fmt::format("template hash '{}' is not {} hex digits ({})", printable(parts[1]),
-                                          2 * *digest_size(*bank), hash_name(*bank))
-                            : fmt::format("template hash '{}' is not 40, 64, 96 or 128 hex digits",
-                                          printable(parts[1])));
+    return parse_error(
+        bank ? fmt::format("template hash '{}' is not {} hex digits ({})", printable(parts[1]), 2 * *digest_size(*bank),
+                           hash_name(*bank))
+             : fmt::format("template hash '{}' is not 40, 64, 96 or 128 hex digits", printable(parts[1])));
   }
   entry.template_hash = std::move(*hash);
 
   const TemplateLayout* layout = internal::find_template(parts[2]);
   if (layout == nullptr) {
-    return parse_error(fmt::format("template '{}' is not supported ({})", printable(parts[2]),
-                                   internal::supported_templates()));
+    return parse_error(
+        fmt::format("template '{}' is not supported ({})", printable(parts[2]), internal::supported_templates()));
   }
   entry.template_name = std::string(layout->name);
   const size_t fields = parts.size() - 3;
   const bool has_name = std::any_of(layout->fields.begin(), layout->fields.end(), is_name_field);
   if (fields < layout->fields.size() || (fields > layout->fields.size() && !has_name)) {
-    return parse_error(fmt::format("template '{}' expects {} fields, got {}", layout->name, layout->fields.size(),
-                                   fields));
+    return parse_error(
+        fmt::format("template '{}' expects {} fields, got {}", layout->name, layout->fields.size(), fields));
   }
   // The name takes the columns beyond the template's field count.
   const size_t surplus = fields - layout->fields.size();

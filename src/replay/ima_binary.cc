@@ -31,9 +31,9 @@ struct RawEntry {
   uint32_t pcr = 0;
   ByteView template_hash;
   std::string_view template_name;
-  ByteView template_data;  // non-"ima" templates
-  ByteView ima_digest;     // "ima": d
-  ByteView ima_name;       // "ima": n, without NUL
+  ByteView template_data;   // non-"ima" templates
+  ByteView ima_digest;      // "ima": d
+  ByteView ima_name;        // "ima": n, without NUL
   bool bad_length = false;  // failed on an impossible length, not on the input ending
 };
 
@@ -51,8 +51,8 @@ RawEntry read_frame(Reader& r, size_t hash_size) {
   size_t at = r.offset();
   uint32_t name_length = read_le32(r, "template name length");
   if (r.ok() && (name_length == 0 || name_length > kMaxTemplateNameLength)) {
-    bad_length(fmt::format("template name length {} at offset {} is not 1 to {}", name_length, at,
-                           kMaxTemplateNameLength));
+    bad_length(
+        fmt::format("template name length {} at offset {} is not 1 to {}", name_length, at, kMaxTemplateNameLength));
   }
   raw.template_name = as_text(r.bytes(name_length, "template name"));
   if (!r.ok()) return raw;

@@ -10,8 +10,8 @@
 #include "replay/little_endian.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/replay/ima_log.h"
 #include "tpmsec/pcr.h"
+#include "tpmsec/replay/ima_log.h"
 
 namespace tpmsec::ima {
 

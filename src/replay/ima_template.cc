@@ -28,9 +28,9 @@ constexpr std::array kImaNgV2Fields{Field::kDigestNgV2, Field::kEventNameNg};
 constexpr std::array kImaSigV2Fields{Field::kDigestNgV2, Field::kEventNameNg, Field::kSignature};
 constexpr std::array kImaModsigFields{Field::kDigestNg, Field::kEventNameNg, Field::kSignature, Field::kDigestModsig,
                                       Field::kModsig};
-constexpr std::array kEvmSigFields{Field::kDigestNg,     Field::kEventNameNg,   Field::kEvmSignature,
-                                   Field::kXattrNames,   Field::kXattrLengths,  Field::kXattrValues,
-                                   Field::kInodeUid,     Field::kInodeGid,      Field::kInodeMode};
+constexpr std::array kEvmSigFields{Field::kDigestNg,   Field::kEventNameNg,  Field::kEvmSignature,
+                                   Field::kXattrNames, Field::kXattrLengths, Field::kXattrValues,
+                                   Field::kInodeUid,   Field::kInodeGid,     Field::kInodeMode};
 
 // The kernel's built-in templates (security/integrity/ima/ima_template.c,
 // builtin_templates[]).
@@ -61,9 +61,8 @@ constexpr size_t kMaxAlgorithmNameLength = 32;
 
 bool is_algorithm_name(std::string_view name) {
   if (name.empty() || name.size() > kMaxAlgorithmNameLength) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-  });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; });
 }
 
 // Hex as the kernel prints it: digits only, no prefix, even length.
@@ -88,8 +87,8 @@ Status check_event_name(std::string_view name, Field field) {
     return parse_error(fmt::format("{} field holds a NUL byte", field_id(field)));
   }
   if (field == Field::kEventName && name.size() > kEventNameLenMax) {
-    return parse_error(fmt::format("n field is {} bytes, at most {} for the 'ima' template", name.size(),
-                                   kEventNameLenMax));
+    return parse_error(
+        fmt::format("n field is {} bytes, at most {} for the 'ima' template", name.size(), kEventNameLenMax));
   }
   return ok_status();
 }
@@ -100,15 +99,13 @@ Bytes field_data(Field field, const Entry& entry) {
     case Field::kDigest:
       return entry.file_digest;
     case Field::kDigestNg:  // "algo" ':' NUL digest
-      return concat({as_bytes(entry.file_digest_algorithm), as_bytes(std::string_view(":\0", 2)),
-                     entry.file_digest});
+      return concat({as_bytes(entry.file_digest_algorithm), as_bytes(std::string_view(":\0", 2)), entry.file_digest});
     case Field::kEventName:
     case Field::kEventNameNg:  // the name and its NUL
       return concat({as_bytes(entry.event_name), as_bytes(std::string_view("\0", 1))});
     case Field::kDigestNgV2:  // "type:algo" ':' NUL digest
       return concat({as_bytes(entry.file_digest_type), as_bytes(std::string_view(":")),
-                     as_bytes(entry.file_digest_algorithm), as_bytes(std::string_view(":\0", 2)),
-                     entry.file_digest});
+                     as_bytes(entry.file_digest_algorithm), as_bytes(std::string_view(":\0", 2)), entry.file_digest});
     case Field::kSignature:
       return entry.signature;
     case Field::kBuffer:
@@ -148,22 +145,38 @@ std::string_view supported_templates() {
 
 std::string_view field_id(Field field) {
   switch (field) {
-    case Field::kDigest: return "d";
-    case Field::kEventName: return "n";
-    case Field::kDigestNg: return "d-ng";
-    case Field::kEventNameNg: return "n-ng";
-    case Field::kSignature: return "sig";
-    case Field::kBuffer: return "buf";
-    case Field::kDigestNgV2: return "d-ngv2";
-    case Field::kDigestModsig: return "d-modsig";
-    case Field::kModsig: return "modsig";
-    case Field::kEvmSignature: return "evmsig";
-    case Field::kXattrNames: return "xattrnames";
-    case Field::kXattrLengths: return "xattrlengths";
-    case Field::kXattrValues: return "xattrvalues";
-    case Field::kInodeUid: return "iuid";
-    case Field::kInodeGid: return "igid";
-    case Field::kInodeMode: return "imode";
+    case Field::kDigest:
+      return "d";
+    case Field::kEventName:
+      return "n";
+    case Field::kDigestNg:
+      return "d-ng";
+    case Field::kEventNameNg:
+      return "n-ng";
+    case Field::kSignature:
+      return "sig";
+    case Field::kBuffer:
+      return "buf";
+    case Field::kDigestNgV2:
+      return "d-ngv2";
+    case Field::kDigestModsig:
+      return "d-modsig";
+    case Field::kModsig:
+      return "modsig";
+    case Field::kEvmSignature:
+      return "evmsig";
+    case Field::kXattrNames:
+      return "xattrnames";
+    case Field::kXattrLengths:
+      return "xattrlengths";
+    case Field::kXattrValues:
+      return "xattrvalues";
+    case Field::kInodeUid:
+      return "iuid";
+    case Field::kInodeGid:
+      return "igid";
+    case Field::kInodeMode:
+      return "imode";
   }
   return "?";
 }
@@ -234,8 +247,8 @@ Status ascii_inode_number(Field field, std::string_view text, Entry& entry) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   const size_t width = uint_width(field);
   if (ec != std::errc() || end != text.data() + text.size() || (width < 8 && value >> (8 * width))) {
-    return parse_error(fmt::format("{} field '{}' is not a {}-bit unsigned number", field_id(field),
-                                   printable(text), 8 * width));
+    return parse_error(
+        fmt::format("{} field '{}' is not a {}-bit unsigned number", field_id(field), printable(text), 8 * width));
   }
   Bytes data(width);
   for (size_t i = 0; i < width; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -381,8 +394,8 @@ Status decode_binary_field(Field field, ByteView data, Entry& entry) {
     case Field::kInodeGid:
     case Field::kInodeMode:
       if (!data.empty() && data.size() != uint_width(field)) {
-        return parse_error(fmt::format("{} field is {} bytes, expected {}", field_id(field), data.size(),
-                                       uint_width(field)));
+        return parse_error(
+            fmt::format("{} field is {} bytes, expected {}", field_id(field), data.size(), uint_width(field)));
       }
       set_other_field(field, Bytes(data.begin(), data.end()), entry);
       return ok_status();
@@ -423,7 +436,8 @@ Status finish_entry(const TemplateLayout& layout, uint16_t hash_bank, Entry& ent
   }
   entry.template_data = std::move(data);
 
-  entry.violation = std::all_of(entry.template_hash.begin(), entry.template_hash.end(), [](uint8_t b) { return b == 0; });
+  entry.violation =
+      std::all_of(entry.template_hash.begin(), entry.template_hash.end(), [](uint8_t b) { return b == 0; });
   if (entry.violation) return ok_status();
   TPMSEC_ASSIGN_OR_RETURN(Bytes computed, crypto::hash(hash_bank, {entry.template_data}));
   if (computed != entry.template_hash) {

@@ -15,22 +15,22 @@ namespace tpmsec::ima::internal {
 
 // Template fields (the kernel's ima_template_lib.c field ids).
 enum class Field {
-  kDigest,         // d
-  kEventName,      // n
-  kDigestNg,       // d-ng
-  kDigestNgV2,     // d-ngv2: digest type ("ima", "verity") and algorithm
-  kEventNameNg,    // n-ng
-  kSignature,      // sig
-  kBuffer,         // buf
-  kDigestModsig,   // d-modsig: the digest an appended signature covers (may be empty)
-  kModsig,         // modsig: the appended signature (may be empty)
-  kEvmSignature,   // evmsig: an EVM portable signature (may be empty)
-  kXattrNames,     // xattrnames: '|'-separated names (may be empty)
-  kXattrLengths,   // xattrlengths (may be empty)
-  kXattrValues,    // xattrvalues (may be empty)
-  kInodeUid,       // iuid: u32 (may be empty)
-  kInodeGid,       // igid: u32 (may be empty)
-  kInodeMode,      // imode: u16 (may be empty)
+  kDigest,        // d
+  kEventName,     // n
+  kDigestNg,      // d-ng
+  kDigestNgV2,    // d-ngv2: digest type ("ima", "verity") and algorithm
+  kEventNameNg,   // n-ng
+  kSignature,     // sig
+  kBuffer,        // buf
+  kDigestModsig,  // d-modsig: the digest an appended signature covers (may be empty)
+  kModsig,        // modsig: the appended signature (may be empty)
+  kEvmSignature,  // evmsig: an EVM portable signature (may be empty)
+  kXattrNames,    // xattrnames: '|'-separated names (may be empty)
+  kXattrLengths,  // xattrlengths (may be empty)
+  kXattrValues,   // xattrvalues (may be empty)
+  kInodeUid,      // iuid: u32 (may be empty)
+  kInodeGid,      // igid: u32 (may be empty)
+  kInodeMode,     // imode: u16 (may be empty)
 };
 
 struct TemplateLayout {

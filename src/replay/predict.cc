@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tpmsec/measure/svg.h"
 #include "tpmsec/emulation/value_range.h"
+#include "tpmsec/measure/svg.h"
 
 namespace tpmsec {
 
@@ -69,9 +69,10 @@ Result<Prediction> predict(Transport& base, std::span<const Bytes> digests, cons
 }
 
 std::string predict_text(const Prediction& p) {
-  std::string out = fmt::format("Predicted TPM time for {} PCR extends ({}), in seconds; (+N) is the time\n"
-                                "added over plain extends on the same TPM. Priced by each profile's latency model.\n\n",
-                                p.extends, p.workload);
+  std::string out = fmt::format(
+      "Predicted TPM time for {} PCR extends ({}), in seconds; (+N) is the time\n"
+      "added over plain extends on the same TPM. Priced by each profile's latency model.\n\n",
+      p.extends, p.workload);
   // A profile x strategy table of `text(cell)`, columns `width` wide.
   auto table = [&](size_t width, auto text) {
     out += fmt::format("{:<14}", "PROFILE");
@@ -95,18 +96,18 @@ std::string predict_text(const Prediction& p) {
   out += "\nPer extend (median ms, low-high; E: share of the steady-state cost from estimated values):\n";
   bool estimates = false;
   table(28, [&](const PredictCell& cell) {
-    std::string v = fmt::format("{:.2f} ({:.1f}-{:.1f})", cell.per_extend.median, cell.per_extend_low_ms,
-                                cell.per_extend_high_ms);
+    std::string v =
+        fmt::format("{:.2f} ({:.1f}-{:.1f})", cell.per_extend.median, cell.per_extend_low_ms, cell.per_extend_high_ms);
     if (cell.estimated_share > 0) v += fmt::format(" {:.0f}%E", 100 * cell.estimated_share);
     estimates |= cell.estimated_share > 0;
     return v;
   });
   if (estimates) {
-    out += "Figures marked E rest partly on estimated values (tag E, not validated): `tpmsec profiles show PROFILE`\n"
-           "lists them; ranges are explained in docs/latency-profiles.md, \"Uncertainty\".\n";
+    out +=
+        "Figures marked E rest partly on estimated values (tag E, not validated): `tpmsec profiles show PROFILE`\n"
+        "lists them; ranges are explained in docs/latency-profiles.md, \"Uncertainty\".\n";
   }
-  out += fmt::format("\nEvery replay left the PCR at the value computed from the log: {}\n",
-                     p.verified ? "yes" : "NO");
+  out += fmt::format("\nEvery replay left the PCR at the value computed from the log: {}\n", p.verified ? "yes" : "NO");
   if (p.interrupted) out += "Interrupted: the figures cover only the extends done.\n";
   return out;
 }
@@ -162,17 +163,18 @@ std::string predict_svg(const Prediction& p) {
                      svg::escape(fmt::format("TPM time for {} PCR extends ({}), seconds", p.extends, p.workload)));
   for (size_t i = 0; i < p.cells.size(); ++i) {
     int y0 = top + static_cast<int>(i) * group_h;
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-family=\"sans-serif\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
-                       left - 6, y0 + group_h / 2, svg::escape(p.profile_ids[i]));
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-family=\"sans-serif\" font-size=\"11\" text-anchor=\"end\">{}</text>\n", left - 6,
+        y0 + group_h / 2, svg::escape(p.profile_ids[i]));
     for (size_t s = 0; s < p.strategies.size(); ++s) {
       const PredictCell& c = p.cells[i][s];
       int y = y0 + static_cast<int>(s) * bar_h;
       int w = std::max(1, static_cast<int>(c.total_ms / 1000 * scale));
-      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n",
-                         left, y, w, bar_h - 1, svg::color(s),
-                         svg::escape(fmt::format("{} on {}: {:.1f} s (+{:.1f} s over plain)",
-                                                 strategy_name(p.strategies[s]), p.profile_ids[i],
-                                                 c.total_ms / 1000, c.added_ms / 1000)));
+      out += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n", left, y, w,
+          bar_h - 1, svg::color(s),
+          svg::escape(fmt::format("{} on {}: {:.1f} s (+{:.1f} s over plain)", strategy_name(p.strategies[s]),
+                                  p.profile_ids[i], c.total_ms / 1000, c.added_ms / 1000)));
       out += fmt::format("<text x=\"{}\" y=\"{}\" font-family=\"sans-serif\" font-size=\"8\">{:.1f}</text>\n",
                          left + w + 3, y + bar_h - 2, c.total_ms / 1000);
     }

@@ -52,7 +52,8 @@ Result<Quote> parse_quote(ByteView data) {
   r.expect_end("TPMS_ATTEST");
   if (!r.ok()) return r.status().error();
   for (const PcrSelection& s : q.selection.banks) {
-    if (!digest_size(s.hash)) return parse_error(fmt::format("the quote selects bank 0x{:04x}, not a known hash", s.hash));
+    if (!digest_size(s.hash))
+      return parse_error(fmt::format("the quote selects bank 0x{:04x}, not a known hash", s.hash));
   }
   if (hashes_of_size(q.pcr_digest.size()).empty()) {
     return parse_error(fmt::format("pcrDigest of {} bytes is no digest size", q.pcr_digest.size()));
@@ -67,8 +68,8 @@ Result<Bytes> quote_pcr_digest(const PcrSelectionList& selection, const PcrValue
     for (uint32_t pcr = 0; pcr < 8 * s.select.size(); ++pcr) {
       if (!s.has(pcr)) continue;
       if (bank == values.end() || !bank->second.count(pcr)) {
-        return usage_error(fmt::format("the quote selects PCR {} {}, which the values do not hold", pcr,
-                                       hash_name(s.hash)));
+        return usage_error(
+            fmt::format("the quote selects PCR {} {}, which the values do not hold", pcr, hash_name(s.hash)));
       }
       parts.push_back(bank->second.at(pcr));
     }

@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
-#include "tpmsec/pcr.h"
 #include "tpmsec/measure/openmetrics.h"
+#include "tpmsec/pcr.h"
 #include "tpmsec/replay/replay.h"
 
 namespace tpmsec {
@@ -23,7 +23,8 @@ Result<ReplayRun> replay_digests(MeasuredTpm& tpm, std::span<const Bytes> digest
 
   if (options.reset_first) {
     if (!pcr_resettable(options.pcr)) {
-      return usage_error(fmt::format("PCR {} cannot be reset: replay into 16 or 23, or start from its value", options.pcr));
+      return usage_error(
+          fmt::format("PCR {} cannot be reset: replay into 16 or 23, or start from its value", options.pcr));
     }
     TPMSEC_RETURN_IF_ERROR(pcr_reset(t, options.pcr));
   }

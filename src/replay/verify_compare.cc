@@ -32,11 +32,12 @@ Result<std::map<uint32_t, Implied>> implied_values(const event_log::EventLog* lo
       if (e.event_type == event_log::kEvNoAction) continue;
       Implied& c = chain(e.pcr);
       TPMSEC_ASSIGN_OR_RETURN(Bytes after, pcr_extended_value(bank, c.value(), *e.digest_for(bank)));
-      c.steps.push_back(Step{fmt::format("event {} at offset {} (type 0x{:x})", e.index, e.offset, e.event_type),
-                             false, std::move(after)});
+      c.steps.push_back(Step{fmt::format("event {} at offset {} (type 0x{:x})", e.index, e.offset, e.event_type), false,
+                             std::move(after)});
     }
     for (const auto& [pcr, value] : ends) {
-      if (chain(pcr).value() != value) return parse_error(fmt::format("PCR {}: the event chain does not end at the log's value", pcr));
+      if (chain(pcr).value() != value)
+        return parse_error(fmt::format("PCR {}: the event chain does not end at the log's value", pcr));
     }
   }
   size_t n = 0;
@@ -45,7 +46,9 @@ Result<std::map<uint32_t, Implied>> implied_values(const event_log::EventLog* lo
     Implied& c = chain(entry.pcr);
     TPMSEC_ASSIGN_OR_RETURN(Bytes after, pcr_extended_value(bank, c.value(), digest));
     std::string where = entry.line != 0 ? fmt::format("line {}", entry.line) : fmt::format("offset {}", entry.offset);
-    c.steps.push_back(Step{fmt::format("IMA entry {} ({}, {})", n++, where, replay_internal::printable(entry.event_name)), true, std::move(after)});
+    c.steps.push_back(
+        Step{fmt::format("IMA entry {} ({}, {})", n++, where, replay_internal::printable(entry.event_name)), true,
+             std::move(after)});
   }
   return pcrs;
 }
@@ -91,8 +94,8 @@ PcrResult compare_one(uint16_t bank, uint32_t pcr, const Implied& chain, const B
   if (chain.steps.empty()) {
     r.verdict = Verdict::kDiffers;
     r.first_apart = "its reset value";
-    r.message = fmt::format("{}: DIFFERS: no log extends it, yet it is not its reset value (an extend no log records)",
-                            name);
+    r.message =
+        fmt::format("{}: DIFFERS: no log extends it, yet it is not its reset value (an extend no log records)", name);
     return r;
   }
   // The latest point of the chain the given value equals, if any.
@@ -112,21 +115,24 @@ PcrResult compare_one(uint16_t bank, uint32_t pcr, const Implied& chain, const B
                                       [](const Step& s) { return s.ima; });
     if (only_ima_after && *held > 0) {
       r.verdict = Verdict::kCovered;
-      r.message = fmt::format("{}: match of the first {} of {} events; the {} from {} on are not in this value (an "
-                              "IMA list read after the PCR grew in between)",
-                              name, *held, r.events, r.events - *held, next.what);
+      r.message = fmt::format(
+          "{}: match of the first {} of {} events; the {} from {} on are not in this value (an "
+          "IMA list read after the PCR grew in between)",
+          name, *held, r.events, r.events - *held, next.what);
     } else {
-      r.message = fmt::format("{}: DIFFERS: the value holds the log's first {} of {} events and none after: they part "
-                              "at {}",
-                              name, *held, r.events, next.what);
+      r.message = fmt::format(
+          "{}: DIFFERS: the value holds the log's first {} of {} events and none after: they part "
+          "at {}",
+          name, *held, r.events, next.what);
     }
     return r;
   }
   r.first_apart = chain.steps.empty() ? "the PCR's initial value" : chain.steps.front().what;
-  r.message = fmt::format("{}: DIFFERS: the value is no point of the log's chain of {} events: they part at or "
-                          "before {} (an extend the log does not record, or an event whose digest is not what was "
-                          "extended)",
-                          name, r.events, r.first_apart);
+  r.message = fmt::format(
+      "{}: DIFFERS: the value is no point of the log's chain of {} events: they part at or "
+      "before {} (an extend the log does not record, or an event whose digest is not what was "
+      "extended)",
+      name, r.events, r.first_apart);
   return r;
 }
 

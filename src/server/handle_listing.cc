@@ -25,7 +25,7 @@ std::optional<Bytes> list_handles_of_space(ByteView parameters, bool has_session
   if (has_sessions) return error_frame(rc_parameter(rc::kValue, 0));
 
   SpaceListing listing = space();
-  std::vector<uint32_t>& pool = type == ht::kTransient      ? listing.objects
+  std::vector<uint32_t>& pool = type == ht::kTransient     ? listing.objects
                                 : type == ht::kHmacSession ? listing.loaded_sessions
                                                            : listing.saved_sessions;
   // In the TPM's order: by handle index, from `property` on.

@@ -58,7 +58,7 @@ Result<Fd> listen_unix_socket(const std::string& path, const UnixSocketOptions& 
     }
     gid = found->gr_gid;
   }
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       return runtime_error(fmt::format("server: {} exists and is not a socket: not replaced", path));
@@ -75,8 +75,8 @@ Result<Fd> listen_unix_socket(const std::string& path, const UnixSocketOptions& 
   ::umask(old);
   if (bound != 0) return runtime_error(fmt::format("server: cannot bind {}: {}", path, std::strerror(bind_errno)));
   if (gid && ::chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
-    return runtime_error(fmt::format("server: cannot give {} to group {}: {}", path, options.group,
-                                     std::strerror(errno)));
+    return runtime_error(
+        fmt::format("server: cannot give {} to group {}: {}", path, options.group, std::strerror(errno)));
   }
   if (::chmod(path.c_str(), options.mode & 0777) != 0) {
     return runtime_error(fmt::format("server: cannot chmod {}: {}", path, std::strerror(errno)));

@@ -14,7 +14,6 @@
 
 namespace tpmsec::server {
 
-
 Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_server) {
   auto found = clients_.find(id);
   if (found == clients_.end()) return error_frame(rc::kFailure);

@@ -68,7 +68,8 @@ class Server::Impl {
       return usage_error("server: add_client takes a connected stream socket");
     }
     int flags = ::fcntl(fd.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 ||
+        ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
       return runtime_error(fmt::format("server: add_client: {}", std::strerror(errno)));
     }
     if (!peer.uid) peer.uid = peer_uid(fd.get());
@@ -95,7 +96,8 @@ class Server::Impl {
         fds.push_back({c->conn.fd(), events, 0});
       }
       int ready = ::poll(fds.data(), fds.size(), queue_.empty() ? poll_timeout_ms() : 0);
-      if (ready < 0 && errno != EINTR) return runtime_error(fmt::format("server: poll failed: {}", std::strerror(errno)));
+      if (ready < 0 && errno != EINTR)
+        return runtime_error(fmt::format("server: poll failed: {}", std::strerror(errno)));
       if (ready > 0 && fds[0].revents) drain_wake();
       const int64_t now = now_ns();
       // Open clients first, in the order they came: a close a client sent

@@ -16,7 +16,7 @@ namespace tpmsec::server {
 // it is bound to (or, abandoned, a client of the same peer identity); an
 // object's is the client's to load, within its limit.
 Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas& areas, ByteView command,
-                                                   bool as_server) {
+                                                  bool as_server) {
   const uint32_t saved = saved_handle_of(areas.parameters);
   if (saved == 0) return error_frame(rc_parameter(rc::kSize, 0));
   Keep keep;
@@ -49,7 +49,8 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
     if (reserved_.count(saved)) return error_frame(rc_parameter(rc::kHandle, 0));
     if (sessions_of(c.id) >= c.limits.max_sessions) return error_frame(rc::kSessionHandles);
     Bytes response = send_with_room(command, *areas.info, keep);
-    if (response_handle(response) == saved) sessions_[saved] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
+    if (response_handle(response) == saved)
+      sessions_[saved] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
     return response;
   }
   Session& s = found->second;

@@ -149,7 +149,7 @@ uint32_t ResourceManager::Impl::load_server_session(uint32_t h, Keep& keep) {
 // outside the range asked for is ignored, one the manager knows is kept.
 bool ResourceManager::Impl::sweep_orphans(bool objects) {
   std::set<uint32_t> known(reserved_.begin(), reserved_.end());  // objects: TPM handles
-  std::set<uint32_t> slots;                                        // sessions: by slot (index bits)
+  std::set<uint32_t> slots;                                      // sessions: by slot (index bits)
   for (uint32_t h : reserved_) slots.insert(h & 0x00FFFFFF);
   for (const auto& [h, s] : sessions_) slots.insert(h & 0x00FFFFFF);
   for (const auto& [id, c] : clients_) {
@@ -165,7 +165,8 @@ bool ResourceManager::Impl::sweep_orphans(bool objects) {
     auto listed = tpm.list_handles(first);
     if (!listed.ok()) continue;
     for (uint32_t h : *listed) {
-      if (objects ? (!is_transient(h) || known.count(h)) : (!ht::is_session(h) || slots.count(h & 0x00FFFFFF))) continue;
+      if (objects ? (!is_transient(h) || known.count(h)) : (!ht::is_session(h) || slots.count(h & 0x00FFFFFF)))
+        continue;
       if (flush_context(tpm_, h) == rc::kSuccess) ++flushed;
     }
   }

@@ -40,7 +40,6 @@ inline bool needs_object_room(const CommandInfo& info) {
          info.code == command_info<0x156>().code;  // Import
 }
 
-
 class ResourceManager::Impl {
  public:
   Impl(Transport& tpm, Log log) : tpm_(tpm), log_(std::move(log)) {}
@@ -97,7 +96,7 @@ class ResourceManager::Impl {
   };
   // What one command names, never evicted to make room for it.
   struct Keep {
-    std::set<uint32_t> objects;   // TPM handles
+    std::set<uint32_t> objects;  // TPM handles
     std::set<uint32_t> sessions;
   };
 

@@ -25,8 +25,7 @@ NvPublic bind_index_public(uint32_t nv_index) {
 Result<Bytes> nv_index_name(const NvPublic& nv_public) { return compute_name(nv_public); }
 
 Status undefine_bind_index(Tpm& tpm, uint32_t nv_index) {
-  auto r = tpm.run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), NamedHandle::of(nv_index)},
-                   {Auth::password()});
+  auto r = tpm.run(cmd::NvUndefineSpace{NamedHandle::of(rh::kOwner), NamedHandle::of(nv_index)}, {Auth::password()});
   if (!r.ok()) return r.error().with_context(fmt::format("NV_UndefineSpace(0x{:08x})", nv_index));
   return ok_status();
 }
@@ -57,9 +56,10 @@ Result<BindSecret> provision_bind_secret(SessionFactory& factory, uint32_t nv_in
     secure_wipe(define.auth.bytes.data(), define.auth.bytes.size());
     if (!defined.ok()) {
       if (rc_base(defined.error().tpm_rc()) == rc::kNvDefined) {
-        return usage_error(fmt::format("NV index 0x{:08x} is already defined: choose another with --nv-index, or "
-                                       "remove an earlier provisioning with 'tpmsec provision --remove'",
-                                       nv_index));
+        return usage_error(
+            fmt::format("NV index 0x{:08x} is already defined: choose another with --nv-index, or "
+                        "remove an earlier provisioning with 'tpmsec provision --remove'",
+                        nv_index));
       }
       return defined.error().with_context(fmt::format("NV_DefineSpace(0x{:08x})", nv_index));
     }

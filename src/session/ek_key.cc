@@ -30,9 +30,10 @@ std::string describe(SaltKind kind) { return kind == SaltKind::kEcc ? "ECC P-256
 
 std::string no_certificate(uint32_t index, SaltKind kind, const std::string& why) {
   // The front end names its other anchors (ErrorReason::kNoEkCertificate).
-  return fmt::format("the TPM has no {} EK certificate at NV index 0x{:08x} ({}); without one the EK cannot prove "
-                     "the salt key",
-                     describe(kind), index, why);
+  return fmt::format(
+      "the TPM has no {} EK certificate at NV index 0x{:08x} ({}); without one the EK cannot prove "
+      "the salt key",
+      describe(kind), index, why);
 }
 
 // TPM_PT_NV_BUFFER_MAX (Part 2 §6.13), capped at what a TPM2B_MAX_NV_BUFFER holds here.
@@ -76,9 +77,10 @@ Public ek_template(SaltKind kind) {
 Result<Public> ek_public_from_certificate(SaltKind kind, const crypto::CertifiedKey& key) {
   Public p = ek_template(kind);
   auto refuse = [&] {
-    return unsupported_error(fmt::format("the EK certificate certifies an {} key; the {} EK (template {}) needs {}",
-                                         key.key_description, describe(kind), kind == SaltKind::kEcc ? "L-2" : "L-1",
-                                         kind == SaltKind::kEcc ? "an EC P-256 key" : "an RSA-2048 key with exponent 65537"));
+    return unsupported_error(
+        fmt::format("the EK certificate certifies an {} key; the {} EK (template {}) needs {}", key.key_description,
+                    describe(kind), kind == SaltKind::kEcc ? "L-2" : "L-1",
+                    kind == SaltKind::kEcc ? "an EC P-256 key" : "an RSA-2048 key with exponent 65537"));
   };
   if (kind == SaltKind::kEcc) {
     if (key.type != alg::kEcc || key.curve != curve::kNistP256 || key.x.size() != 32 || key.y.size() != 32) {
@@ -109,8 +111,8 @@ Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index) {
     return integrity_error(fmt::format("NV_ReadPublic(0x{:08x}) answered for index 0x{:08x}", nv_index, nv.nv_index));
   }
   if ((nv.attributes & nv_attr::kTypeMask) != 0) {
-    return unsupported_error(fmt::format("NV index 0x{:08x} is not an ordinary index (attributes 0x{:08x})", nv_index,
-                                         nv.attributes));
+    return unsupported_error(
+        fmt::format("NV index 0x{:08x} is not an ordinary index (attributes 0x{:08x})", nv_index, nv.attributes));
   }
   if (!(nv.attributes & nv_attr::kWritten) || nv.data_size == 0) {
     return unsupported_error(no_certificate(nv_index, kind, "the index was never written"))
@@ -136,9 +138,10 @@ Result<Bytes> read_ek_certificate(Tpm& tpm, uint32_t nv_index) {
   } else if (nv.attributes & nv_attr::kOwnerRead) {
     auth = NamedHandle::of(rh::kOwner);
   } else {
-    return unsupported_error(fmt::format("EK certificate index 0x{:08x} allows neither AUTHREAD nor OWNERREAD "
-                                         "(attributes 0x{:08x})",
-                                         nv_index, nv.attributes));
+    return unsupported_error(
+        fmt::format("EK certificate index 0x{:08x} allows neither AUTHREAD nor OWNERREAD "
+                    "(attributes 0x{:08x})",
+                    nv_index, nv.attributes));
   }
 
   const uint16_t chunk = nv_chunk_size(tpm);
@@ -213,10 +216,11 @@ Result<ScopedHandle> EkKey::create_loaded(Tpm& tpm) {
   // Only the name is compared: the salt is encrypted to public_ (from the
   // certificate) whatever the response's public area says.
   if (rsp->name.bytes != name_) {
-    return integrity_error(fmt::format("the TPM's {} endorsement key has name {} but its EK certificate certifies "
-                                       "the key named {}: the key was substituted on the bus, or the certificate "
-                                       "belongs to another TPM",
-                                       describe(kind_), to_hex(rsp->name.bytes), to_hex(name_)));
+    return integrity_error(
+        fmt::format("the TPM's {} endorsement key has name {} but its EK certificate certifies "
+                    "the key named {}: the key was substituted on the bus, or the certificate "
+                    "belongs to another TPM",
+                    describe(kind_), to_hex(rsp->name.bytes), to_hex(name_)));
   }
   return handle;
 }

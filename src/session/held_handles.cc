@@ -98,9 +98,10 @@ Status track_held_handles(Tpm& tpm, std::shared_ptr<HostState> host, TpmId tpm_i
     Status st = host->put_held_handles(tpm_id, record);
     if (!st.ok() && warn && !warned) {
       warned = true;
-      warn(fmt::format("warning: what this process holds on the TPM is not recorded, so a crash would leave it "
-                       "there: {}",
-                       st.error().message()));
+      warn(
+          fmt::format("warning: what this process holds on the TPM is not recorded, so a crash would leave it "
+                      "there: {}",
+                      st.error().message()));
     }
   });
   return ok_status();

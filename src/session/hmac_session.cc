@@ -11,7 +11,6 @@ namespace {
 constexpr size_t kMinNonce = 16;
 constexpr size_t kMaxNonce = 64;
 
-
 }  // namespace
 
 Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
@@ -24,11 +23,16 @@ Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::spa
   // command (3 allocations, ~620 instructions of a protected PCR_Extend's
   // ~47,000 host instructions: docs/performance.md).
   switch (handles.size()) {
-    case 0: return crypto::hash(hash_alg, {cc, parameters});
-    case 1: return crypto::hash(hash_alg, {cc, handles[0]->name, parameters});
-    case 2: return crypto::hash(hash_alg, {cc, handles[0]->name, handles[1]->name, parameters});
-    case 3: return crypto::hash(hash_alg, {cc, handles[0]->name, handles[1]->name, handles[2]->name, parameters});
-    default: break;
+    case 0:
+      return crypto::hash(hash_alg, {cc, parameters});
+    case 1:
+      return crypto::hash(hash_alg, {cc, handles[0]->name, parameters});
+    case 2:
+      return crypto::hash(hash_alg, {cc, handles[0]->name, handles[1]->name, parameters});
+    case 3:
+      return crypto::hash(hash_alg, {cc, handles[0]->name, handles[1]->name, handles[2]->name, parameters});
+    default:
+      break;
   }
   crypto::Hasher h;
   TPMSEC_RETURN_IF_ERROR(h.init(hash_alg));
@@ -89,10 +93,9 @@ Result<std::unique_ptr<HmacSession>> HmacSession::start(Tpm& tpm, const SessionO
     TPMSEC_ASSIGN_OR_RETURN(session_key, crypto::kdfa(options.auth_hash, key_input.view(), "ATH", nonce_tpm,
                                                       c.nonce_caller.bytes, *digest_bytes * 8));
   }
-  auto session = std::make_unique<HmacSession>(&tpm, owned.release(), options.auth_hash, options.symmetric,
-                                               std::move(session_key), nonce_tpm,
-                                               options.bind ? options.bind->name : Bytes(), options.attributes,
-                                               &rng);
+  auto session =
+      std::make_unique<HmacSession>(&tpm, owned.release(), options.auth_hash, options.symmetric, std::move(session_key),
+                                    nonce_tpm, options.bind ? options.bind->name : Bytes(), options.attributes, &rng);
   session->nonce_caller_ = c.nonce_caller.bytes;
   return session;
 }
@@ -191,8 +194,7 @@ Status HmacSession::decrypt_parameter(MutableByteView data, ByteView auth_value)
   return crypt_parameter(data, auth_value, /*command_direction=*/false, /*encrypt=*/false);
 }
 
-Status HmacSession::crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction,
-                                    bool encrypt) {
+Status HmacSession::crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction, bool encrypt) {
   // Command: newer = nonceCaller, older = nonceTPM; response: the reverse
   // (with the nonceTPM that came back with the response).
   ByteView newer = command_direction ? ByteView(nonce_caller_) : ByteView(nonce_tpm_);
@@ -228,8 +230,8 @@ Result<Context> HmacSession::save(Tpm& tpm) {
 
 Status HmacSession::load(Tpm& tpm, const Context& context) {
   if (context.saved_handle != handle()) {
-    return usage_error(fmt::format("the context of 0x{:08x} is not session 0x{:08x}'s", context.saved_handle,
-                                   handle()));
+    return usage_error(
+        fmt::format("the context of 0x{:08x} is not session 0x{:08x}'s", context.saved_handle, handle()));
   }
   // The ledger insists the response names this session (Part 1 §30: a
   // session keeps its handle while saved). Whatever happens the session

@@ -19,9 +19,10 @@ Result<Bytes> parse_null_name(const std::string& hex_or_path, const HostState& h
   if (!name.ok()) return usage_error("null key name: " + name.error().message());
   if (name->size() < 2 || !digest_size(static_cast<uint16_t>((*name)[0] << 8 | (*name)[1])) ||
       name->size() != 2u + *digest_size(static_cast<uint16_t>((*name)[0] << 8 | (*name)[1]))) {
-    return usage_error(fmt::format("null key name must be a hash algorithm id and its digest (68 hex digits for "
-                                   "SHA-256), got {} bytes",
-                                   name->size()));
+    return usage_error(
+        fmt::format("null key name must be a hash algorithm id and its digest (68 hex digits for "
+                    "SHA-256), got {} bytes",
+                    name->size()));
   }
   return name;
 }

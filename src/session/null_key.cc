@@ -81,9 +81,7 @@ Status NullKey::save_and_flush(Tpm& tpm, ScopedHandle handle) {
   return handle.flush();
 }
 
-std::string_view null_key_load_name(NullKeyLoad load) {
-  return load == NullKeyLoad::kRecreate ? "recreate" : "reload";
-}
+std::string_view null_key_load_name(NullKeyLoad load) { return load == NullKeyLoad::kRecreate ? "recreate" : "reload"; }
 
 Result<NullKey> NullKey::create_loaded(Tpm& tpm, SaltKind kind, std::optional<Bytes> pinned_name,
                                        const std::string& pin_origin, ScopedHandle* loaded) {
@@ -93,7 +91,8 @@ Result<NullKey> NullKey::create_loaded(Tpm& tpm, SaltKind kind, std::optional<By
   if (pinned_name && *pinned_name != key.name_) {
     return integrity_error(fmt::format("null key name {} differs from the pinned {} (TPM reset or substituted TPM){}",
                                        to_hex(key.name_), to_hex(*pinned_name),
-                                       pin_origin.empty() ? "" : "; pinned by " + pin_origin)).with_reason(ErrorReason::kNullKeyChanged);
+                                       pin_origin.empty() ? "" : "; pinned by " + pin_origin))
+        .with_reason(ErrorReason::kNullKeyChanged);
   }
   if (loaded) {
     key.load_ = NullKeyLoad::kRecreate;
@@ -122,7 +121,8 @@ Result<ScopedHandle> NullKey::recreate(Tpm& tpm) {
   } else if (name != name_) {
     return integrity_error(fmt::format("null key name changed: pinned {}, TPM now has {} (TPM reset or substituted "
                                        "TPM; re-pin explicitly if the reset was yours)",
-                                       to_hex(name_), to_hex(name))).with_reason(ErrorReason::kNullKeyChanged);
+                                       to_hex(name_), to_hex(name)))
+        .with_reason(ErrorReason::kNullKeyChanged);
   }
   return handle;
 }

@@ -15,8 +15,7 @@ namespace tpmsec {
 namespace {
 
 // A TPM-made key that cannot leave it: nobody outside knows its private part.
-constexpr uint32_t kMadeInside = object_attr::kFixedTpm | object_attr::kFixedParent |
-                                 object_attr::kSensitiveDataOrigin;
+constexpr uint32_t kMadeInside = object_attr::kFixedTpm | object_attr::kFixedParent | object_attr::kSensitiveDataOrigin;
 
 // A restricted decryption key, as an SRK is (TPM 2.0 Part 1, restricted
 // decryption keys): the TPM decrypts with it only secrets of its own
@@ -57,16 +56,15 @@ std::string differences(const Public& made, const Public& asked) {
 Status check_made_as_asked(const Public& made, const Public& asked, uint32_t handle) {
   std::string fields = differences(made, asked);
   if (fields.empty()) return ok_status();
-  return integrity_error(fmt::format("the key made at 0x{:08x} is not the one asked for (it differs from the "
-                                     "template sent in: {}; rewritten on the way to the TPM?)",
-                                     handle, fields));
+  return integrity_error(
+      fmt::format("the key made at 0x{:08x} is not the one asked for (it differs from the "
+                  "template sent in: {}; rewritten on the way to the TPM?)",
+                  handle, fields));
 }
 
 }  // namespace
 
-SaltKind PersistentSaltKey::kind() const {
-  return public_area.type == alg::kRsa ? SaltKind::kRsa : SaltKind::kEcc;
-}
+SaltKind PersistentSaltKey::kind() const { return public_area.type == alg::kRsa ? SaltKind::kRsa : SaltKind::kEcc; }
 
 Status check_salt_key_public(const Public& p) {
   if (p.name_alg != alg::kSha256) return integrity_error("the salt key's name algorithm is not SHA-256");
@@ -83,9 +81,10 @@ Status check_salt_key_public(const Public& p) {
         "to it could be read and forged");
   }
   if (!(p.symmetric == SymDef::aes128_cfb())) {
-    return integrity_error(fmt::format("the key's symmetric definition is not AES-128 CFB, the SRK template's (got "
-                                       "algorithm 0x{:04x}, {} bits, mode 0x{:04x})",
-                                       p.symmetric.algorithm, p.symmetric.key_bits, p.symmetric.mode));
+    return integrity_error(
+        fmt::format("the key's symmetric definition is not AES-128 CFB, the SRK template's (got "
+                    "algorithm 0x{:04x}, {} bits, mode 0x{:04x})",
+                    p.symmetric.algorithm, p.symmetric.key_bits, p.symmetric.mode));
   }
   if (p.type == alg::kEcc) {
     if (p.curve != curve::kNistP256) return integrity_error("the ECC key is not on NIST P-256");
@@ -101,8 +100,9 @@ Status check_salt_key_public(const Public& p) {
 Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle) {
   TPMSEC_RETURN_IF_ERROR(check_persistent(handle));
   if (!factory.keyed()) {
-    return usage_error("pinning a salt key needs a salted or bound session: an unsalted audit session is forgeable "
-                       "by an interposer who saw it start");
+    return usage_error(
+        "pinning a salt key needs a salted or bound session: an unsalted audit session is forgeable "
+        "by an interposer who saw it start");
   }
   Tpm& tpm = factory.tpm();
   // The name goes into the audited command's cpHash, so it is read first,
@@ -111,9 +111,10 @@ Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle)
   auto first = tpm.run(cmd::ReadPublic{NamedHandle::of(handle)});
   if (!first.ok()) {
     if (rc_base(first.error().tpm_rc()) == rc::kHandle) {
-      return usage_error(fmt::format("no key at 0x{:08x}: give the handle of an existing persistent key, or "
-                                     "--create to make one",
-                                     handle));
+      return usage_error(
+          fmt::format("no key at 0x{:08x}: give the handle of an existing persistent key, or "
+                      "--create to make one",
+                      handle));
     }
     return first.error().with_context(fmt::format("ReadPublic(0x{:08x})", handle));
   }
@@ -144,15 +145,16 @@ Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t hand
   auto created = tpm.run(c, {Auth::password()});
   if (!created.ok()) return created.error().with_context("CreatePrimary of the salt key (owner hierarchy)");
   ScopedHandle transient(tpm, created->object_handle);
-  auto evicted = tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{transient.get(), created->name.bytes},
-                                           handle},
-                         {Auth::password()});
+  auto evicted =
+      tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{transient.get(), created->name.bytes}, handle},
+              {Auth::password()});
   TPMSEC_RETURN_IF_ERROR(transient.flush());
   if (!evicted.ok()) {
     if (rc_base(evicted.error().tpm_rc()) == rc::kNvDefined) {
-      return usage_error(fmt::format("0x{:08x} already holds a key: pin it without --create, or choose another "
-                                     "handle",
-                                     handle));
+      return usage_error(
+          fmt::format("0x{:08x} already holds a key: pin it without --create, or choose another "
+                      "handle",
+                      handle));
     }
     return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
   }
@@ -165,15 +167,15 @@ Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t hand
   if (pinned.ok()) as_asked = check_made_as_asked(pinned->public_area, c.in_public.public_area, handle);
   if (!as_asked.ok()) {
     // Nothing half-made stays behind: the key is ours, so it goes again.
-    auto gone = tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle},
-                        {Auth::password()});
+    auto gone =
+        tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle}, {Auth::password()});
     const Error& e = as_asked.error();
-    return Error(e.kind(),
-                 fmt::format("{}; {}", e.message(),
-                             gone.ok() ? "the key made was evicted again"
-                                       : fmt::format("evicting the key made failed too: evict 0x{:08x} by hand",
-                                                     handle)),
-                 e.tpm_rc(), e.reason());
+    return Error(
+        e.kind(),
+        fmt::format("{}; {}", e.message(),
+                    gone.ok() ? "the key made was evicted again"
+                              : fmt::format("evicting the key made failed too: evict 0x{:08x} by hand", handle)),
+        e.tpm_rc(), e.reason());
   }
   pinned->created = true;
   return pinned;

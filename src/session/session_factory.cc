@@ -59,7 +59,6 @@ Result<std::unique_ptr<HmacSession>> start_salted(Tpm& tpm, SaltKey& salt_key, S
   return session;
 }
 
-
 // The name of the primary `area` makes in `hierarchy`, as the TPM holding
 // `ek` reports it: CreatePrimary authorized by a session salted to the EK
 // (empty hierarchy authorization). Only the holder of the certified private
@@ -99,14 +98,14 @@ Result<EkKey> anchored_ek(Tpm& tpm, const ProtectionConfig& config, const TpmInf
   std::optional<SaltKind> kind = config.salt;
   if (!kind && pin_of(config, SaltKind::kEcc)) kind = SaltKind::kEcc;
   if (!kind && pin_of(config, SaltKind::kRsa)) kind = SaltKind::kRsa;
-  TPMSEC_ASSIGN_OR_RETURN(EkKey key, kind ? EkKey::create(tpm, *kind, *config.ek_ca)
-                                          : EkKey::create_preferred(tpm, *config.ek_ca));
+  TPMSEC_ASSIGN_OR_RETURN(
+      EkKey key, kind ? EkKey::create(tpm, *kind, *config.ek_ca) : EkKey::create_preferred(tpm, *config.ek_ca));
   const EkPin* pin = pin_of(config, key.kind());
   if (pin && pin->name != key.name()) {
-    return integrity_error(fmt::format("the TPM's certified EK is {}, but this TPM's EK was pinned as {}: another "
-                                       "genuine TPM answers in its place (a relay on the bus){}",
-                                       to_hex(key.name()), to_hex(pin->name),
-                                       config.ek_pin_origin.empty() ? "" : "; " + config.ek_pin_origin));
+    return integrity_error(fmt::format(
+        "the TPM's certified EK is {}, but this TPM's EK was pinned as {}: another "
+        "genuine TPM answers in its place (a relay on the bus){}",
+        to_hex(key.name()), to_hex(pin->name), config.ek_pin_origin.empty() ? "" : "; " + config.ek_pin_origin));
   }
   // The first use of one kind while the other is pinned: the TPM holding
   // the new EK must hold the pinned one too, or a relay could pin another
@@ -116,11 +115,11 @@ Result<EkKey> anchored_ek(Tpm& tpm, const ProtectionConfig& config, const TpmInf
     TPMSEC_ASSIGN_OR_RETURN(Bytes shown,
                             name_shown_by_ek_holder(tpm, key, config, rh::kEndorsement, ek_template(other.kind)));
     if (shown != other.name) {
-      return integrity_error(fmt::format("the TPM holding the certified EK has another {} EK ({}) than the one "
-                                         "pinned for this TPM ({}): the commands are relayed to another TPM{}",
-                                         other.kind == SaltKind::kEcc ? "ECC" : "RSA", to_hex(shown),
-                                         to_hex(other.name),
-                                         config.ek_pin_origin.empty() ? "" : "; " + config.ek_pin_origin));
+      return integrity_error(
+          fmt::format("the TPM holding the certified EK has another {} EK ({}) than the one "
+                      "pinned for this TPM ({}): the commands are relayed to another TPM{}",
+                      other.kind == SaltKind::kEcc ? "ECC" : "RSA", to_hex(shown), to_hex(other.name),
+                      config.ek_pin_origin.empty() ? "" : "; " + config.ek_pin_origin));
     }
   }
   bool prove = config.pinned_null_name && !(pin && pin->null_key_proven);
@@ -131,9 +130,10 @@ Result<EkKey> anchored_ek(Tpm& tpm, const ProtectionConfig& config, const TpmInf
     TPMSEC_ASSIGN_OR_RETURN(Bytes shown,
                             name_shown_by_ek_holder(tpm, key, config, rh::kNull, null_key_template(null_kind)));
     if (shown != *config.pinned_null_name) {
-      return integrity_error(fmt::format("the TPM holding the certified EK has null key {}, not {} pinned by {}: "
-                                         "the commands are relayed to another TPM",
-                                         to_hex(shown), to_hex(*config.pinned_null_name), config.pin_origin));
+      return integrity_error(
+          fmt::format("the TPM holding the certified EK has null key {}, not {} pinned by {}: "
+                      "the commands are relayed to another TPM",
+                      to_hex(shown), to_hex(*config.pinned_null_name), config.pin_origin));
     }
   }
   if ((!pin || prove) && config.on_ek_verified) {
@@ -209,8 +209,9 @@ Status check_session_cipher(Tpm& tpm, HmacSession& session) {
   if (!rsp.ok()) return rsp.error().with_context("session cipher check");
   TPMSEC_ASSIGN_OR_RETURN(Bytes expected, crypto::hash(alg::kSha256, {as_bytes(kProbe)}));
   if (!crypto::constant_time_equal(expected, rsp->out_hash.bytes)) {
-    return integrity_error("the session's parameter encryption differs from what was requested: its "
-                           "StartAuthSession was altered on the bus");
+    return integrity_error(
+        "the session's parameter encryption differs from what was requested: its "
+        "StartAuthSession was altered on the bus");
   }
   return ok_status();
 }
@@ -226,7 +227,6 @@ Result<std::unique_ptr<HmacSession>> SessionFactory::start(uint8_t attributes, C
 }
 
 Status SessionFactory::check_cipher(HmacSession& session) { return check_session_cipher(*tpm_, session); }
-
 
 Result<std::unique_ptr<HmacSession>> SessionFactory::start_unchecked(uint8_t attributes) {
   SessionOptions options;

@@ -12,7 +12,6 @@ constexpr std::string_view kTamperMarkerLabel = "tpmsec: checkpoint mismatch, PC
 // FlushContexts of a failed attempt's session before the stream gives up.
 constexpr int kMaxFlushes = 3;
 
-
 }  // namespace
 
 Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind kind, const StreamOptions& options,
@@ -23,8 +22,9 @@ Result<std::unique_ptr<ExtendStream>> ExtendStream::open(Tpm& tpm, StrategyKind 
     TPMSEC_ASSIGN_OR_RETURN(s->factory_, SessionFactory::create(tpm, options.protection, info));
   }
   const bool preventing = prevents(kind);
-  TPMSEC_ASSIGN_OR_RETURN(s->lifecycle_, make_lifecycle(options.one_shot && preventing ? StrategyKind::kPerCommand : kind,
-                                                        s->factory_.get()));
+  TPMSEC_ASSIGN_OR_RETURN(
+      s->lifecycle_,
+      make_lifecycle(options.one_shot && preventing ? StrategyKind::kPerCommand : kind, s->factory_.get()));
   // Without the starting value a failure whose outcome is unknown is not
   // retried (strategy.h: StreamOptions::recover).
   if (preventing && (options.one_shot || !options.recover) && !options.read_back) return s;
@@ -217,7 +217,7 @@ Result<bool> ExtendStream::landed(ByteView digest) {
 
 Status ExtendStream::extend_once(ByteView digest, Last last, uint32_t* session_handle) {
   *session_handle = 0;
-  TPMSEC_ASSIGN_OR_RETURN(Session* session, lifecycle_->acquire());
+  TPMSEC_ASSIGN_OR_RETURN(Session * session, lifecycle_->acquire());
   *session_handle = session->handle();
   if (last == Last::kYes) {
     // The stream's last extend ends its session: the TPM flushes it when the
@@ -286,9 +286,10 @@ Status ExtendStream::extend(ByteView digest, Last last) {
       hold_audit_ = false;
       release_audit();
       if (!retired.ok() && retired.error().kind() == ErrorKind::kIntegrity) return retired;
-      return st.error().with_context(fmt::format("PCR {} extend (not retried: whether it landed is unknown; "
-                                                 "'tpmsec pcr read --protect audit' shows the PCR)",
-                                                 options_.pcr));
+      return st.error().with_context(
+          fmt::format("PCR {} extend (not retried: whether it landed is unknown; "
+                      "'tpmsec pcr read --protect audit' shows the PCR)",
+                      options_.pcr));
     }
     // One audit session serves all of this failure's checks.
     hold_audit_ = true;
@@ -357,10 +358,10 @@ Result<Bytes> ExtendStream::read_back() {
   lifecycle_->invalidate();
   if (!st.ok()) return st.error().with_context("audited read-back");
   if (actual != expected_) {
-    return integrity_error(fmt::format("PCR {} reads back {}, not the {} the extend{} should have made from the value "
-                                       "read before: something else extended it, or an extend was not applied",
-                                       options_.pcr, to_hex(actual), to_hex(expected_),
-                                       stats_.extends == 1 ? "" : "s"));
+    return integrity_error(
+        fmt::format("PCR {} reads back {}, not the {} the extend{} should have made from the value "
+                    "read before: something else extended it, or an extend was not applied",
+                    options_.pcr, to_hex(actual), to_hex(expected_), stats_.extends == 1 ? "" : "s"));
   }
   return actual;
 }

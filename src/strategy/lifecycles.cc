@@ -125,10 +125,11 @@ class PlainLifecycle final : public SessionLifecycle {
 };
 
 const std::vector<std::pair<StrategyKind, std::string_view>>& names() {
-  static const std::vector<std::pair<StrategyKind, std::string_view>> n{
-      {StrategyKind::kPerCommand, "per-command"}, {StrategyKind::kSavedContext, "saved-context"},
-      {StrategyKind::kResident, "resident"},      {StrategyKind::kPlain, "plain"},
-      {StrategyKind::kCheckpoint, "checkpoint"}};
+  static const std::vector<std::pair<StrategyKind, std::string_view>> n{{StrategyKind::kPerCommand, "per-command"},
+                                                                        {StrategyKind::kSavedContext, "saved-context"},
+                                                                        {StrategyKind::kResident, "resident"},
+                                                                        {StrategyKind::kPlain, "plain"},
+                                                                        {StrategyKind::kCheckpoint, "checkpoint"}};
   return n;
 }
 
@@ -145,22 +146,24 @@ Result<StrategyKind> parse_strategy(std::string_view name) {
   for (const auto& [k, n] : names()) {
     if (n == name) return k;
   }
-  return usage_error(fmt::format(
-      "unknown strategy '{}' (expected per-command, saved-context, resident, plain or checkpoint)", name));
+  return usage_error(
+      fmt::format("unknown strategy '{}' (expected per-command, saved-context, resident, plain or checkpoint)", name));
 }
 
 const std::vector<StrategyKind>& all_strategies() {
   static const std::vector<StrategyKind> all{StrategyKind::kPerCommand, StrategyKind::kSavedContext,
-                                             StrategyKind::kResident, StrategyKind::kPlain,
-                                             StrategyKind::kCheckpoint};
+                                             StrategyKind::kResident, StrategyKind::kPlain, StrategyKind::kCheckpoint};
   return all;
 }
 
 std::string_view strategy_protection(StrategyKind kind) {
   switch (kind) {
-    case StrategyKind::kPlain: return "none";
-    case StrategyKind::kCheckpoint: return "detection";
-    default: return "prevention";
+    case StrategyKind::kPlain:
+      return "none";
+    case StrategyKind::kCheckpoint:
+      return "detection";
+    default:
+      return "prevention";
   }
 }
 
@@ -172,10 +175,12 @@ Result<std::unique_ptr<SessionLifecycle>> make_lifecycle(StrategyKind kind, Sess
   }
   if (!factory) return usage_error(fmt::format("the {} strategy needs a session factory", strategy_name(kind)));
   switch (kind) {
-    case StrategyKind::kPerCommand: return std::unique_ptr<SessionLifecycle>(std::make_unique<PerCommandLifecycle>(*factory));
+    case StrategyKind::kPerCommand:
+      return std::unique_ptr<SessionLifecycle>(std::make_unique<PerCommandLifecycle>(*factory));
     case StrategyKind::kSavedContext:
       return std::unique_ptr<SessionLifecycle>(std::make_unique<SavedContextLifecycle>(*factory));
-    default: return std::unique_ptr<SessionLifecycle>(std::make_unique<ResidentLifecycle>(*factory));
+    default:
+      return std::unique_ptr<SessionLifecycle>(std::make_unique<ResidentLifecycle>(*factory));
   }
 }
 

@@ -14,9 +14,12 @@ int protection_rank(StrategyKind k) {
 }
 int floor_rank(ProtectionFloor f) {
   switch (f) {
-    case ProtectionFloor::kPrevention: return 0;
-    case ProtectionFloor::kDetection: return 1;
-    case ProtectionFloor::kNone: return 2;
+    case ProtectionFloor::kPrevention:
+      return 0;
+    case ProtectionFloor::kDetection:
+      return 1;
+    case ProtectionFloor::kNone:
+      return 2;
   }
   return 0;
 }
@@ -37,11 +40,11 @@ std::vector<Calibration::Candidate> ranked_candidates(const StrategyCosts& costs
 
 // The candidates the choice rests on (pointers into Calibration::candidates).
 struct Picks {
-  const Calibration::Candidate* pick = nullptr;      // the choice; none when nothing allowed was measured
-  const Calibration::Candidate* cheapest = nullptr;  // allowed
-  const Calibration::Candidate* below = nullptr;     // the most protective one the floor refused that fits
+  const Calibration::Candidate* pick = nullptr;       // the choice; none when nothing allowed was measured
+  const Calibration::Candidate* cheapest = nullptr;   // allowed
+  const Calibration::Candidate* below = nullptr;      // the most protective one the floor refused that fits
   const Calibration::Candidate* tied_with = nullptr;  // cheaper, but within the noise of the pick
-  bool fits = false;                                 // the pick fits the budget
+  bool fits = false;                                  // the pick fits the budget
 };
 
 // The most protective allowed candidate that fits; when none fits, the
@@ -98,9 +101,10 @@ std::string choice_reason(const Calibration& c, const StrategyCosts& costs, cons
     reason = floor == ProtectionFloor::kPrevention ? "no prevention strategy was measured: resident, the default"
                                                    : "nothing was measured";
   } else if (!c.fits && floor == ProtectionFloor::kPrevention) {
-    reason = fmt::format("prevention costs {:.2f} ms per extend at best ({}), over the {:.1f} ms budget; the "
-                         "prevention floor keeps it",
-                         chosen, strategy_name(c.extend), budget_ms);
+    reason = fmt::format(
+        "prevention costs {:.2f} ms per extend at best ({}), over the {:.1f} ms budget; the "
+        "prevention floor keeps it",
+        chosen, strategy_name(c.extend), budget_ms);
   } else if (!c.fits) {
     reason = fmt::format("no strategy fits {:.1f} ms per extend: even {} costs {:.2f} ms; {} is the cheapest{}",
                          budget_ms, strategy_name(c.extend), chosen, strategy_name(c.extend),
@@ -109,17 +113,18 @@ std::string choice_reason(const Calibration& c, const StrategyCosts& costs, cons
     reason = fmt::format("{} prevents bus tampering at {:.2f} ms per extend (budget {:.1f} ms; plain {:.2f} ms)",
                          strategy_name(c.extend), chosen, budget_ms, ms_of(StrategyKind::kPlain));
   } else {
-    reason = best_prevention
-                 ? fmt::format("prevention costs {:.2f} ms per extend at best, over the {:.1f} ms budget; {} "
-                               "costs {:.2f} ms",
-                               best_prevention->ms, budget_ms, strategy_name(c.extend), chosen)
-                 : fmt::format("{} costs {:.2f} ms per extend (budget {:.1f} ms)", strategy_name(c.extend), chosen,
-                               budget_ms);
+    reason = best_prevention ? fmt::format(
+                                   "prevention costs {:.2f} ms per extend at best, over the {:.1f} ms budget; {} "
+                                   "costs {:.2f} ms",
+                                   best_prevention->ms, budget_ms, strategy_name(c.extend), chosen)
+                             : fmt::format("{} costs {:.2f} ms per extend (budget {:.1f} ms)", strategy_name(c.extend),
+                                           chosen, budget_ms);
   }
   if (p.tied_with) {
-    reason += fmt::format("; {} costs {:.3f} ms less, within the measured noise: a tie, which the more protective "
-                          "strategy wins",
-                          strategy_name(p.tied_with->kind), p.pick->ms - p.tied_with->ms);
+    reason += fmt::format(
+        "; {} costs {:.3f} ms less, within the measured noise: a tie, which the more protective "
+        "strategy wins",
+        strategy_name(p.tied_with->kind), p.pick->ms - p.tied_with->ms);
   }
   if (!c.floor_note.empty()) reason += "; " + c.floor_note;
   return reason;
@@ -129,9 +134,12 @@ std::string choice_reason(const Calibration& c, const StrategyCosts& costs, cons
 
 std::string_view floor_flag(ProtectionFloor floor) {
   switch (floor) {
-    case ProtectionFloor::kPrevention: return "";
-    case ProtectionFloor::kDetection: return "--allow-detection";
-    case ProtectionFloor::kNone: return "--allow-plain";
+    case ProtectionFloor::kPrevention:
+      return "";
+    case ProtectionFloor::kDetection:
+      return "--allow-detection";
+    case ProtectionFloor::kNone:
+      return "--allow-plain";
   }
   return "";
 }
@@ -164,10 +172,11 @@ Calibration choose_strategy(const StrategyCosts& costs, double budget_ms, Protec
 std::string recommendation_line(const Calibration& c, const StrategyCosts& costs) {
   const bool measured = costs.per_extend_ms.count(c.extend) > 0;
   if (!measured) {
-    return fmt::format("recommendation: none of the measured strategies is allowed by the {} floor: measure "
-                       "resident, saved-context or per-command{}",
-                       c.floor == ProtectionFloor::kPrevention ? "prevention" : "protection",
-                       c.floor == ProtectionFloor::kPrevention ? " (--allow-detection would allow checkpoint)" : "");
+    return fmt::format(
+        "recommendation: none of the measured strategies is allowed by the {} floor: measure "
+        "resident, saved-context or per-command{}",
+        c.floor == ProtectionFloor::kPrevention ? "prevention" : "protection",
+        c.floor == ProtectionFloor::kPrevention ? " (--allow-detection would allow checkpoint)" : "");
   }
   return fmt::format("recommendation: {} ({}) — {}", strategy_name(c.extend), strategy_protection(c.extend), c.reason);
 }

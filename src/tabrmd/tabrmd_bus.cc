@@ -43,18 +43,18 @@ class ReplyWriter {
   std::vector<uint8_t> build(uint32_t serial, uint32_t reply_serial, std::string_view destination, uint64_t id) {
     out_.clear();
     u8('l');
-    u8(2);     // METHOD_RETURN
-    u8(0x1);   // NO_REPLY_EXPECTED
-    u8(1);     // protocol version
-    u32(8);    // body length: one uint64
+    u8(2);    // METHOD_RETURN
+    u8(0x1);  // NO_REPLY_EXPECTED
+    u8(1);    // protocol version
+    u32(8);   // body length: one uint64
     u32(serial);
     size_t fields_len_at = out_.size();
     u32(0);  // the header fields' array length, patched below
     size_t fields_start = out_.size();
-    field_u32(5, reply_serial);  // REPLY_SERIAL
+    field_u32(5, reply_serial);         // REPLY_SERIAL
     field_string(6, 's', destination);  // DESTINATION
-    field_string(8, 'g', "t");  // SIGNATURE
-    field_u32(9, 1);  // UNIX_FDS
+    field_string(8, 'g', "t");          // SIGNATURE
+    field_u32(9, 1);                    // UNIX_FDS
     put_u32_at(fields_len_at, static_cast<uint32_t>(out_.size() - fields_start));
     align(8);
     for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(id >> (8 * i)));

@@ -92,9 +92,7 @@ Result<std::unique_ptr<TabrmdFront>> TabrmdFront::start(const TabrmdBusOptions& 
   };
   // Every command goes to the TPM at locality 0 (a TPM device takes no other
   // from user space): any other is NotImplemented, as tpm2-abrmd 3.0 answers.
-  callbacks.on_set_locality = [](uint64_t, uint8_t locality) {
-    return locality == 0 ? 0u : kResmgrRcNotImplemented;
-  };
+  callbacks.on_set_locality = [](uint64_t, uint8_t locality) { return locality == 0 ? 0u : kResmgrRcNotImplemented; };
   TPMSEC_ASSIGN_OR_RETURN(impl->bus, TabrmdBus::open(options, std::move(callbacks)));
   impl->thread = std::thread([raw] { raw->run(); });
   return std::unique_ptr<TabrmdFront>(new TabrmdFront(std::move(impl)));

@@ -21,8 +21,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <new>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 
@@ -57,15 +57,20 @@ struct Context {
   State* state;
 };
 
-void say(std::string_view line) { std::fprintf(stderr, "tpmsec TCTI: %.*s\n", static_cast<int>(line.size()), line.data()); }
+void say(std::string_view line) {
+  std::fprintf(stderr, "tpmsec TCTI: %.*s\n", static_cast<int>(line.size()), line.data());
+}
 
 // What a person can do about a library error of this reason, in the
 // configuration's items (the CLI words the same reasons as its flags).
 std::string_view advice_for(ErrorReason reason) {
   switch (reason) {
-    case ErrorReason::kUnsupportedSalt: return ": append salt=rsa";
-    case ErrorReason::kNoEkCertificate: return ": anchor it with null-name=HEX|FILE or tofu instead of ek-ca=";
-    default: return "";
+    case ErrorReason::kUnsupportedSalt:
+      return ": append salt=rsa";
+    case ErrorReason::kNoEkCertificate:
+      return ": anchor it with null-name=HEX|FILE or tofu instead of ek-ca=";
+    default:
+      return "";
   }
 }
 
@@ -78,12 +83,17 @@ State* state_of(TSS2_TCTI_CONTEXT* ctx) {
 TSS2_RC rc_for(const Error& e) {
   if (e.reason() == ErrorReason::kSecretInClear) return TSS2_TCTI_RC_NOT_PERMITTED;
   switch (e.kind()) {
-    case ErrorKind::kUsage: return TSS2_TCTI_RC_BAD_VALUE;
-    case ErrorKind::kRuntime: return TSS2_TCTI_RC_IO_ERROR;
+    case ErrorKind::kUsage:
+      return TSS2_TCTI_RC_BAD_VALUE;
+    case ErrorKind::kRuntime:
+      return TSS2_TCTI_RC_IO_ERROR;
     case ErrorKind::kParse:
-    case ErrorKind::kIntegrity: return TSS2_TCTI_RC_MALFORMED_RESPONSE;
-    case ErrorKind::kUnsupported: return TSS2_TCTI_RC_NOT_SUPPORTED;
-    case ErrorKind::kTpm: break;
+    case ErrorKind::kIntegrity:
+      return TSS2_TCTI_RC_MALFORMED_RESPONSE;
+    case ErrorKind::kUnsupported:
+      return TSS2_TCTI_RC_NOT_SUPPORTED;
+    case ErrorKind::kTpm:
+      break;
   }
   return TSS2_TCTI_RC_GENERAL_FAILURE;
 }
@@ -273,7 +283,8 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   if (!opened.ok()) {
     const Error& e = opened.error();
     if (e.reason() == ErrorReason::kNoTrustAnchor) {
-      say(fmt::format("no trust anchor for the salt key of {}: an interposer on the bus could answer with its own "
+      say(
+          fmt::format("no trust anchor for the salt key of {}: an interposer on the bus could answer with its own "
                       "key and forge every response. Append null-name=HEX|FILE, ek-ca=PATH or tofu (tpmsec:{},"
                       "null-name=/sys/class/tpm/tpm0/null_name)",
                       parsed->request.tpm.empty() ? "the host's TPM" : parsed->request.tpm, parsed->request.tpm));

@@ -9,10 +9,14 @@ namespace {
 
 std::string_view type_name(uint8_t type) {
   switch (type) {
-    case ht::kTransient: return "transient object";
-    case ht::kHmacSession: return "HMAC session";
-    case ht::kPolicySession: return "policy session";
-    default: return "tracked";
+    case ht::kTransient:
+      return "transient object";
+    case ht::kHmacSession:
+      return "HMAC session";
+    case ht::kPolicySession:
+      return "policy session";
+    default:
+      return "tracked";
   }
 }
 
@@ -26,10 +30,14 @@ uint32_t HandleLedger::slot(uint32_t handle) {
 
 uint8_t HandleLedger::kind_bit(uint8_t type) {
   switch (type) {
-    case ht::kTransient: return 1;
-    case ht::kHmacSession: return 2;
-    case ht::kPolicySession: return 4;
-    default: return 0;
+    case ht::kTransient:
+      return 1;
+    case ht::kHmacSession:
+      return 2;
+    case ht::kPolicySession:
+      return 4;
+    default:
+      return 0;
   }
 }
 
@@ -67,13 +75,14 @@ Status HandleLedger::adopt(std::string_view command, const CreatedHandle& expect
     // Nothing new exists: the session is still the one this Tpm owns (or
     // does not), whatever the response says.
     if (handle != expected.reloads) {
-      return integrity_error(fmt::format("{} returned 0x{:08x} for session 0x{:08x}", command, handle, expected.reloads));
+      return integrity_error(
+          fmt::format("{} returned 0x{:08x} for session 0x{:08x}", command, handle, expected.reloads));
     }
     return ok_status();
   }
   if ((handle >> 24) != expected.type) {
-    return integrity_error(fmt::format("{} response names 0x{:08x}, not a {} handle", command, handle,
-                                       type_name(expected.type)));
+    return integrity_error(
+        fmt::format("{} response names 0x{:08x}, not a {} handle", command, handle, type_name(expected.type)));
   }
   if (owns(handle) || foreign(handle)) {
     return integrity_error(fmt::format("{} response names handle 0x{:08x} already in use", command, handle));

@@ -17,9 +17,9 @@ uint32_t PasswordSession::handle() const { return rh::kPasswordSession; }
 
 Result<Bytes> PasswordSession::authorize(const AuthorizeInput& in) {
   // An empty nonce, continueSession, and the password as the hmac (a TPM2B_AUTH).
-  return write_auth_entry(AuthEntry{.handle = rh::kPasswordSession, .attributes = attr::kContinueSession,
-                                    .hmac = in.auth_value},
-                          /*command=*/true);
+  return write_auth_entry(
+      AuthEntry{.handle = rh::kPasswordSession, .attributes = attr::kContinueSession, .hmac = in.auth_value},
+      /*command=*/true);
 }
 
 Status PasswordSession::verify(const VerifyInput& in) {

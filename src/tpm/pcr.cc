@@ -30,8 +30,7 @@ Status check_digest_length(uint16_t bank, ByteView digest) {
   auto size = digest_size(bank);
   if (!size) return usage_error(fmt::format("unknown hash algorithm 0x{:04x}", bank));
   if (digest.size() != *size) {
-    return usage_error(
-        fmt::format("digest must be {} bytes for {}, got {}", *size, hash_name(bank), digest.size()));
+    return usage_error(fmt::format("digest must be {} bytes for {}, got {}", *size, hash_name(bank), digest.size()));
   }
   return ok_status();
 }
@@ -43,8 +42,8 @@ Result<Bytes> pcr_read(Tpm& tpm, uint16_t bank, uint32_t index, std::span<const 
   // The TPM must answer exactly what was asked, with a digest of the bank's size.
   const auto& out = rsp.pcr_selection_out.banks;
   if (out.size() != 1 || out[0].hash != bank || !out[0].has(index) || rsp.pcr_values.digests.size() != 1) {
-    return parse_error(fmt::format("PCR_Read returned a different selection than PCR {} of {}", index,
-                                   hash_name(bank)));
+    return parse_error(
+        fmt::format("PCR_Read returned a different selection than PCR {} of {}", index, hash_name(bank)));
   }
   Bytes value = rsp.pcr_values.digests[0];
   if (value.size() != digest_size(bank).value_or(0)) {

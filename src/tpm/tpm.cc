@@ -57,8 +57,8 @@ Result<CipherSessions> check_command(const CommandInfo& info, std::span<const Na
     }
   }
   if (c.decrypt >= 0 && !info.command_param_tpm2b) {
-    return usage_error(fmt::format("{} cannot carry command parameter encryption: its first parameter is not a TPM2B",
-                                   info.name));
+    return usage_error(
+        fmt::format("{} cannot carry command parameter encryption: its first parameter is not a TPM2B", info.name));
   }
   if (c.encrypt >= 0 && !info.response_param_tpm2b) {
     return usage_error(fmt::format(
@@ -70,8 +70,8 @@ Result<CipherSessions> check_command(const CommandInfo& info, std::span<const Na
 // The command frame: each session's authorization over the parameters as
 // sent; the first session's also covers the nonceTPM of another session that
 // carries decrypt or encrypt (Part 1 §19.6.5).
-Result<Bytes> frame_command(const CommandInfo& info, std::span<const NamedHandle* const> handles,
-                            ByteView parameters, std::span<const Auth> auths, CipherSessions cipher) {
+Result<Bytes> frame_command(const CommandInfo& info, std::span<const NamedHandle* const> handles, ByteView parameters,
+                            std::span<const Auth> auths, CipherSessions cipher) {
   std::vector<Bytes> entries;
   for (size_t i = 0; i < auths.size(); ++i) {
     AuthorizeInput in;
@@ -102,18 +102,19 @@ Result<Bytes> frame_command(const CommandInfo& info, std::span<const NamedHandle
 Error error_response(const CommandInfo& info, uint32_t code, ByteView response, std::span<const Auth> auths) {
   for (const Auth& a : auths) a.session->command_failed(code);
   if (response.size() != kFrameHeaderBytes) {
-    return parse_error(fmt::format("{} response: error {} carries {} unexpected bytes", info.name,
-                                   describe_rc(code), response.size() - kFrameHeaderBytes));
+    return parse_error(fmt::format("{} response: error {} carries {} unexpected bytes", info.name, describe_rc(code),
+                                   response.size() - kFrameHeaderBytes));
   }
   // The TPM rejected the HMAC (or the handle) of a session none of whose
   // responses has verified yet: tpmsec took both from the StartAuthSession
   // answer, which nothing authenticates, so that answer (or this command)
   // was altered on the bus. Not a TPM error to retry.
-  if (std::optional<size_t> s = rc_failed_session(code); s && *s < auths.size() &&
-                                                               !auths[*s].session->key_confirmed()) {
-    return integrity_error(fmt::format("the TPM rejected {}'s new session {} ({}): its "
-                                       "StartAuthSession or this command was altered on the bus",
-                                       info.name, *s + 1, describe_rc(code)));
+  if (std::optional<size_t> s = rc_failed_session(code);
+      s && *s < auths.size() && !auths[*s].session->key_confirmed()) {
+    return integrity_error(
+        fmt::format("the TPM rejected {}'s new session {} ({}): its "
+                    "StartAuthSession or this command was altered on the bus",
+                    info.name, *s + 1, describe_rc(code)));
   }
   return tpm_error(code, info.name);
 }
@@ -130,8 +131,8 @@ Result<RawResponse> read_response(const CommandInfo& info, ByteView response, st
     return parse_error(fmt::format("{} response: a truncated header ({} bytes)", info.name, response.size()));
   }
   if (hr.header.size != response.size()) {
-    return parse_error(fmt::format("{} response: header says {} bytes, received {}", info.name, hr.header.size,
-                                   response.size()));
+    return parse_error(
+        fmt::format("{} response: header says {} bytes, received {}", info.name, hr.header.size, response.size()));
   }
   if (hr.header.code != rc::kSuccess) return error_response(info, hr.header.code, response, auths);
   if (hr.header.tag != (auths.empty() ? st::kNoSessions : st::kSessions)) {
@@ -169,8 +170,8 @@ Result<MutableByteView> first_parameter_data(MutableByteView params, std::string
   if (params.size() < 2) return parse_error(fmt::format("{}: no first parameter to encrypt", what));
   size_t size = size_t{params[0]} << 8 | params[1];
   if (size > params.size() - 2) {
-    return parse_error(fmt::format("{}: first parameter size {} exceeds the {} bytes present", what, size,
-                                   params.size() - 2));
+    return parse_error(
+        fmt::format("{}: first parameter size {} exceeds the {} bytes present", what, size, params.size() - 2));
   }
   return params.subspan(2, size);
 }
@@ -211,8 +212,8 @@ Result<std::vector<uint32_t>> Tpm::list_handles(uint32_t first, std::span<const 
   for (int page = 0; page < kMaxHandlePages; ++page) {
     TPMSEC_ASSIGN_OR_RETURN(auto rsp, run(cmd::GetCapability{cap::kHandles, property, kHandlesPerPage}, auths));
     if (rsp.capability_data.capability != cap::kHandles) {
-      return parse_error(fmt::format("GetCapability(TPM_CAP_HANDLES) answered capability 0x{:x}",
-                                     rsp.capability_data.capability));
+      return parse_error(
+          fmt::format("GetCapability(TPM_CAP_HANDLES) answered capability 0x{:x}", rsp.capability_data.capability));
     }
     const auto& handles = rsp.capability_data.handles;
     for (uint32_t h : handles) {
@@ -357,8 +358,8 @@ Error Tpm::after_failure(const CommandInfo& info, const CreatedHandle& created, 
   return error;
 }
 
-Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedHandle* const> handles,
-                                 Bytes parameters, std::span<const Auth> auths) {
+Result<RawResponse> Tpm::execute(const CommandInfo& info, std::span<const NamedHandle* const> handles, Bytes parameters,
+                                 std::span<const Auth> auths) {
   auto delay = std::chrono::milliseconds(20);
   for (int attempt = 0;; ++attempt) {
     auto result = execute_once(info, handles, parameters, auths);

@@ -31,8 +31,7 @@ Result<std::map<uint32_t, uint32_t>> read_properties(Tpm& tpm, uint32_t first, u
   return out;
 }
 
-Result<cmd::GetCapability::Response> get_capability(Tpm& tpm, uint32_t capability, uint32_t property,
-                                                    uint32_t count) {
+Result<cmd::GetCapability::Response> get_capability(Tpm& tpm, uint32_t capability, uint32_t property, uint32_t count) {
   cmd::GetCapability c{capability, property, count};
   TPMSEC_ASSIGN_OR_RETURN(auto rsp, tpm.run(c));
   if (rsp.capability_data.capability != capability) {
@@ -135,12 +134,11 @@ Result<TpmInfo> read_tpm_info(Tpm& tpm) {
 
 std::string to_text(const TpmInfo& info) {
   std::string out;
-  auto line = [&out](std::string_view key, const std::string& value) {
-    out += fmt::format("{:<24}{}\n", key, value);
-  };
+  auto line = [&out](std::string_view key, const std::string& value) { out += fmt::format("{:<24}{}\n", key, value); };
   line("manufacturer", fmt::format("0x{:08X} \"{}\"", info.manufacturer_raw, info.manufacturer));
   for (int i = 0; i < 4; ++i) {
-    line(fmt::format("vendor string {}", i + 1), fmt::format("0x{:08X} \"{}\"", info.vendor_raw[i], info.vendor_strings[i]));
+    line(fmt::format("vendor string {}", i + 1),
+         fmt::format("0x{:08X} \"{}\"", info.vendor_raw[i], info.vendor_strings[i]));
   }
   line("firmware version", fmt::format("{} (0x{:08X} 0x{:08X})", info.firmware_version(), info.firmware_version_1,
                                        info.firmware_version_2));
@@ -156,9 +154,9 @@ std::string to_text(const TpmInfo& info) {
   line("loaded sessions", std::to_string(info.max_loaded_sessions));
   line("active sessions", std::to_string(info.max_active_sessions));
   line("transient objects", std::to_string(info.max_transient_objects));
-  line("max context size", fmt::format("{} bytes (object {}, session {})",
-                                       std::max(info.max_object_context, info.max_session_context),
-                                       info.max_object_context, info.max_session_context));
+  line("max context size",
+       fmt::format("{} bytes (object {}, session {})", std::max(info.max_object_context, info.max_session_context),
+                   info.max_object_context, info.max_session_context));
   return out;
 }
 

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "transport_limits.h"
 #include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
+#include "transport_limits.h"
 
 namespace tpmsec {
 namespace {

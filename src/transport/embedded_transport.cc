@@ -113,8 +113,8 @@ class EmbeddedTransport final : public Transport {
           return usage_error(fmt::format("embedded TPM state {}: not a directory", state_dir_));
         }
         if (!std::filesystem::is_directory(parent, ec)) {
-          return usage_error(fmt::format("embedded TPM state {}: directory {} does not exist", state_dir_,
-                                         parent.string()));
+          return usage_error(
+              fmt::format("embedded TPM state {}: directory {} does not exist", state_dir_, parent.string()));
         }
       }
       // The seeds and secrets live here: a 0700 directory (created so, or an
@@ -198,9 +198,7 @@ class EmbeddedTransport final : public Transport {
     initialized_ = false;
   }
 
-  std::string describe() const override {
-    return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_;
-  }
+  std::string describe() const override { return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_; }
   bool in_process() const override { return true; }
   bool outlives_process() const override { return !state_dir_.empty(); }
 

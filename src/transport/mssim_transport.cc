@@ -2,14 +2,14 @@
 // the TPM port, platform signals on the port after it.
 #include <fmt/format.h>
 
-#include "tpmsec/transport/mssim_protocol.h"
-#include "tpmsec/transport/socket_io.h"
 #include "startup.h"
-#include "transport_limits.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/transport/mssim_protocol.h"
+#include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
+#include "transport_limits.h"
 
 namespace tpmsec {
 namespace {
@@ -35,7 +35,8 @@ class MssimTransport final : public Transport {
   Result<Bytes> transmit(ByteView command) override {
     if (!data_.valid()) {
       if (address_.private_handles) {
-        return runtime_error(describe() + ": the connection was lost; with handles=private the server flushed its "
+        return runtime_error(describe() +
+                             ": the connection was lost; with handles=private the server flushed its "
                              "handles, so it is not reopened");
       }
       TPMSEC_ASSIGN_OR_RETURN(data_, io::connect_tcp(address_.host, address_.port, "mssim"));

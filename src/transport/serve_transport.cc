@@ -21,9 +21,9 @@
 
 #include <fmt/format.h>
 
-#include "transport_limits.h"
 #include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
+#include "transport_limits.h"
 
 namespace tpmsec {
 namespace {
@@ -61,7 +61,9 @@ Status check_peer(int fd, const ServeAddress& address) {
       "serve:path={}: the socket is served by uid {} (pid {}), not by root or {}: refusing a server another user "
       "could have planted (name its uid with serve:path={},uid=N if it is yours)",
       address.path, peer.uid, peer.pid,
-      address.uid ? fmt::format("uid {}", *address.uid) : expected ? fmt::format("tss (uid {})", *expected) : "tss",
+      address.uid ? fmt::format("uid {}", *address.uid)
+      : expected  ? fmt::format("tss (uid {})", *expected)
+                  : "tss",
       address.path));
 }
 
@@ -120,8 +122,8 @@ class ServeTransport final : public Transport {
     TPMSEC_RETURN_IF_ERROR(read_by(fd_.get(), MutableByteView(response.data(), kHeaderSize), deadline, what));
     const uint32_t size = be32(response.data() + 2);
     if (size < kHeaderSize || size > kMaxResponse) {
-      return parse_error(fmt::format("{}: a response of {} bytes (at least {}, at most {})", what, size, kHeaderSize,
-                                     kMaxResponse));
+      return parse_error(
+          fmt::format("{}: a response of {} bytes (at least {}, at most {})", what, size, kHeaderSize, kMaxResponse));
     }
     response.resize(size);
     TPMSEC_RETURN_IF_ERROR(

@@ -20,8 +20,8 @@ Result<uint32_t> send_su(Transport& transport, uint32_t command_code, uint16_t t
   TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(command));
   HeaderRead hr = read_frame_header(rsp, rsp.size());
   if (hr.check == FrameCheck::kIncomplete) {
-    return parse_error(fmt::format("the answer to command 0x{:x} is {} bytes, not a response header", command_code,
-                                   rsp.size()));
+    return parse_error(
+        fmt::format("the answer to command 0x{:x} is {} bytes, not a response header", command_code, rsp.size()));
   }
   return hr.header.code;
 }

@@ -2,13 +2,13 @@
 // (swtpm's tpm_ioctl protocol: big-endian u32 command, payload, u32 result).
 #include <fmt/format.h>
 
-#include "transport_limits.h"
-#include "tpmsec/transport/socket_io.h"
 #include "startup.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
+#include "transport_limits.h"
 
 namespace tpmsec {
 namespace {
@@ -39,7 +39,8 @@ class SwtpmTransport final : public Transport {
   Result<Bytes> transmit(ByteView command) override {
     if (!data_.valid()) {
       if (address_.private_handles) {
-        return runtime_error(describe() + ": the connection was lost; with handles=private the server flushed its "
+        return runtime_error(describe() +
+                             ": the connection was lost; with handles=private the server flushed its "
                              "handles, so it is not reopened");
       }
       TPMSEC_ASSIGN_OR_RETURN(data_, connect_data(address_));
@@ -81,8 +82,9 @@ class SwtpmTransport final : public Transport {
     // swtpm started with startup-clear sends Startup(CLEAR) itself; otherwise we do.
     TPMSEC_ASSIGN_OR_RETURN(uint32_t code, send_startup(*this, startup_type));
     if (code == rc::kInitialize && startup_type == su::kState) {
-      return runtime_error("swtpm ran Startup(CLEAR) itself after _TPM_Init (started with --flags startup-clear), so "
-                           "the TPM cannot resume");
+      return runtime_error(
+          "swtpm ran Startup(CLEAR) itself after _TPM_Init (started with --flags startup-clear), so "
+          "the TPM cannot resume");
     }
     if (code != rc::kSuccess && code != rc::kInitialize) {
       return runtime_error("Startup after _TPM_Init failed: " + describe_rc(code));

@@ -35,7 +35,8 @@ Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t 
   }
   CommandAreas a;
   a.info = find_command(hr.header.code);
-  if (!a.info) return unsupported_error(fmt::format("command code 0x{:08x} is not in the command table", hr.header.code));
+  if (!a.info)
+    return unsupported_error(fmt::format("command code 0x{:08x} is not in the command table", hr.header.code));
   Reader r(frame.subspan(kFrameHeaderBytes), kFrameHeaderBytes);
   for (int i = 0; i < a.info->handle_count; ++i) a.handles.push_back(r.u32("handle"));
   if (hr.header.tag == st::kSessions) {
@@ -56,8 +57,8 @@ Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t 
   return a;
 }
 
-Result<Bytes> write_command_frame(uint32_t code, std::span<const uint32_t> handles,
-                                  std::span<const ByteView> sessions, ByteView parameters, size_t max_size) {
+Result<Bytes> write_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> sessions,
+                                  ByteView parameters, size_t max_size) {
   Writer w(max_size, "command");
   w.u16(sessions.empty() ? st::kNoSessions : st::kSessions);
   auto size_mark = w.begin_total_size32("commandSize");

@@ -15,6 +15,8 @@ struct Name {
 };
 
 // Part 2 §6.6.3, Table 16.
+// One entry per row, as the spec's table lists them: not reflowed.
+// clang-format off
 constexpr Name kNames[] = {
     {kVer1 + 0x000, "TPM_RC_INITIALIZE"},      {kVer1 + 0x001, "TPM_RC_FAILURE"},
     {kVer1 + 0x003, "TPM_RC_SEQUENCE"},        {kVer1 + 0x00B, "TPM_RC_PRIVATE"},
@@ -65,6 +67,7 @@ constexpr Name kNames[] = {
     {kWarn + 0x021, "TPM_RC_LOCKOUT"},         {kWarn + 0x022, "TPM_RC_RETRY"},
     {kWarn + 0x023, "TPM_RC_NV_UNAVAILABLE"},
 };
+// clang-format on
 
 const char* lookup(uint32_t base) {
   for (const auto& n : kNames) {

@@ -30,8 +30,7 @@ Result<std::vector<uint32_t>> read_response_handles(ByteView frame, uint8_t hand
   return handles;
 }
 
-Result<ResponseAreas> read_response_areas(ByteView frame, uint8_t handle_count, size_t max_size,
-                                          size_t max_sessions) {
+Result<ResponseAreas> read_response_areas(ByteView frame, uint8_t handle_count, size_t max_size, size_t max_sessions) {
   ResponseAreas a;
   TPMSEC_ASSIGN_OR_RETURN(a.header, whole_response(frame, max_size));
   if (a.header.code != rc::kSuccess) {
@@ -59,8 +58,8 @@ Result<ResponseAreas> read_response_areas(ByteView frame, uint8_t handle_count, 
     AuthEntry e = read_auth_entry(entry, frame, /*command=*/false);
     if (!entry.ok() && !a.sessions.empty()) {
       // What follows the last whole entry is not one.
-      return parse_error(fmt::format("{} unexpected trailing bytes after {} session entr{}", left,
-                                     a.sessions.size(), a.sessions.size() == 1 ? "y" : "ies"));
+      return parse_error(fmt::format("{} unexpected trailing bytes after {} session entr{}", left, a.sessions.size(),
+                                     a.sessions.size() == 1 ? "y" : "ies"));
     }
     r = entry;
     a.sessions.push_back(e);

@@ -7,9 +7,9 @@ namespace {
 
 // Limits from the reference implementation's Implementation.h, rounded up so
 // that real TPMs with more PCRs or banks still parse.
-constexpr size_t kMaxPcrSelect = 32;     // sizeofSelect: 256 PCRs
-constexpr uint32_t kMaxBanks = 16;       // HASH_COUNT
-constexpr uint32_t kMaxDigests = 8;      // TPML_DIGEST
+constexpr size_t kMaxPcrSelect = 32;  // sizeofSelect: 256 PCRs
+constexpr uint32_t kMaxBanks = 16;    // HASH_COUNT
+constexpr uint32_t kMaxDigests = 8;   // TPML_DIGEST
 constexpr uint32_t kMaxCapEntries = 1024;
 constexpr size_t kMaxEccParameter = 66;  // P-521
 constexpr size_t kMaxRsaModulus = 512;   // RSA-4096
@@ -20,10 +20,20 @@ void fail_unknown(Reader& r, std::string_view what, uint16_t id) {
 
 bool has_hash_details(uint16_t scheme) {
   switch (scheme) {
-    case alg::kRsassa: case alg::kRsapss: case alg::kOaep: case alg::kEcdsa: case alg::kEcdh:
-    case alg::kHmac: case 0x001A /* ECDAA */: case 0x001B /* SM2 */: case 0x001C /* ECSCHNORR */:
-    case 0x0020 /* MGF1 */: case 0x0021 /* KDF1_SP800_56A */: case 0x0022 /* KDF2 */:
-    case 0x0007 /* KDF1_SP800_108 */: case 0x001D /* ECMQV */:
+    case alg::kRsassa:
+    case alg::kRsapss:
+    case alg::kOaep:
+    case alg::kEcdsa:
+    case alg::kEcdh:
+    case alg::kHmac:
+    case 0x001A /* ECDAA */:
+    case 0x001B /* SM2 */:
+    case 0x001C /* ECSCHNORR */:
+    case 0x0020 /* MGF1 */:
+    case 0x0021 /* KDF1_SP800_56A */:
+    case 0x0022 /* KDF2 */:
+    case 0x0007 /* KDF1_SP800_108 */:
+    case 0x001D /* ECMQV */:
       return true;
     default:
       return false;

@@ -9,8 +9,8 @@ namespace tpmsec {
 bool Reader::take(size_t n, std::string_view field, const uint8_t** out) {
   if (failed_) return false;
   if (data_.size() - pos_ < n) {
-    fail(fmt::format("truncated {}: expected {} byte{} at offset {}, have {}", field, n, n == 1 ? "" : "s",
-                     offset(), data_.size() - pos_));
+    fail(fmt::format("truncated {}: expected {} byte{} at offset {}, have {}", field, n, n == 1 ? "" : "s", offset(),
+                     data_.size() - pos_));
     return false;
   }
   *out = data_.data() + pos_;

@@ -40,23 +40,39 @@ SecretParameters secret_first_parameters(uint32_t code) {
   static constexpr SecretParameters kIn{true, false}, kOut{false, true}, kBoth{true, true};
   static constexpr Row kSecrets[] = {
       // The sensitive area of a new object: its authValue and data.
-      {cc::kCreate, kIn}, {cc::kCreatePrimary, kIn}, {cc::kCreateLoaded, kIn},
+      {cc::kCreate, kIn},
+      {cc::kCreatePrimary, kIn},
+      {cc::kCreateLoaded, kIn},
       // A private key in clear, an inner wrapper's key, a credential.
-      {cc::kLoadExternal, kIn}, {cc::kImport, kIn}, {cc::kDuplicate, kBoth},
-      {cc::kMakeCredential, kIn}, {cc::kActivateCredential, kOut},
+      {cc::kLoadExternal, kIn},
+      {cc::kImport, kIn},
+      {cc::kDuplicate, kBoth},
+      {cc::kMakeCredential, kIn},
+      {cc::kActivateCredential, kOut},
       // authValues.
-      {cc::kNvDefineSpace, kIn}, {cc::kHierarchyChangeAuth, kIn},
-      {cc::kObjectChangeAuth, kIn}, {cc::kNvChangeAuth, kIn},
-      {cc::kPcrSetAuthValue, kIn}, {cc::kHashSequenceStart, kIn},
+      {cc::kNvDefineSpace, kIn},
+      {cc::kHierarchyChangeAuth, kIn},
+      {cc::kObjectChangeAuth, kIn},
+      {cc::kNvChangeAuth, kIn},
+      {cc::kPcrSetAuthValue, kIn},
+      {cc::kHashSequenceStart, kIn},
       {cc::kHmacStart, kIn},
       // Data in and out of the TPM's protection.
-      {cc::kNvWrite, kIn}, {cc::kNvRead, kOut}, {cc::kUnseal, kOut},
-      {cc::kGetRandom, kOut}, {cc::kStirRandom, kIn},
-      {cc::kEncryptDecrypt, kOut}, {cc::kEncryptDecrypt2, kBoth},
-      {cc::kRsaEncrypt, kIn}, {cc::kRsaDecrypt, kOut},
-      {cc::kEccEncrypt, kIn}, {cc::kEccDecrypt, kOut},
+      {cc::kNvWrite, kIn},
+      {cc::kNvRead, kOut},
+      {cc::kUnseal, kOut},
+      {cc::kGetRandom, kOut},
+      {cc::kStirRandom, kIn},
+      {cc::kEncryptDecrypt, kOut},
+      {cc::kEncryptDecrypt2, kBoth},
+      {cc::kRsaEncrypt, kIn},
+      {cc::kRsaDecrypt, kOut},
+      {cc::kEccEncrypt, kIn},
+      {cc::kEccDecrypt, kOut},
       // Shared secrets.
-      {cc::kEcdhKeyGen, kOut}, {cc::kEcdhZGen, kOut}, {cc::kZGen2Phase, kOut},
+      {cc::kEcdhKeyGen, kOut},
+      {cc::kEcdhZGen, kOut},
+      {cc::kZGen2Phase, kOut},
   };
   for (const Row& row : kSecrets) {
     if (row.code == code) return row.secret;
@@ -80,7 +96,8 @@ std::string secret_in_clear(const CommandInfo& info, std::span<const Entry> sess
   if (secret.command && !decrypt && !caller_decrypts && carries_something(parameters)) {
     return "its first parameter, which no session encrypts";
   }
-  if (secret.response && !encrypt && !caller_encrypts) return "its response's first parameter, which no session encrypts";
+  if (secret.response && !encrypt && !caller_encrypts)
+    return "its response's first parameter, which no session encrypts";
   return {};
 }
 

@@ -41,9 +41,9 @@ std::optional<CommandAreas> read_caller_frame(ByteView command);
 // authorization's slot, else the first free one.
 struct SlotPlan {
   std::optional<size_t> password_slot;
-  size_t passwords = 0;         // password entries of the caller's
-  bool caller_hmac = false;     // the caller has an HMAC or policy session in it
-  bool caller_audits = false;   // ... one of which audits
+  size_t passwords = 0;        // password entries of the caller's
+  bool caller_hmac = false;    // the caller has an HMAC or policy session in it
+  bool caller_audits = false;  // ... one of which audits
 };
 // None when the wrapper's session has no place: an authorization slot the
 // caller left empty (the TPM refuses that command as it would have), or an

@@ -30,9 +30,9 @@ bool empty_key_entry(const AuthEntry& e) {
 }  // namespace
 
 void CommandWrapper::track_caller_session(uint32_t handle, uint16_t auth_hash, ByteView nonce_tpm) {
-  caller_sessions_[handle] = std::make_unique<HmacSession>(nullptr, handle, auth_hash, SymDef{}, SecretBytes(),
-                                                           Bytes(nonce_tpm.begin(), nonce_tpm.end()), Bytes(), 0,
-                                                           caller_nonce_.get());
+  caller_sessions_[handle] =
+      std::make_unique<HmacSession>(nullptr, handle, auth_hash, SymDef{}, SecretBytes(),
+                                    Bytes(nonce_tpm.begin(), nonce_tpm.end()), Bytes(), 0, caller_nonce_.get());
   keep_caller_session(handle);
 }
 
@@ -43,8 +43,8 @@ Result<HmacSession*> CommandWrapper::caller_session(uint32_t handle) {
   TPMSEC_ASSIGN_OR_RETURN(std::optional<KeptCallerSession> kept, kept_sessions_->caller_session(handle));
   if (!kept || !digest_size(kept->auth_hash)) return nullptr;
   auto& s = caller_sessions_[handle];
-  s = std::make_unique<HmacSession>(nullptr, handle, kept->auth_hash, SymDef{}, SecretBytes(), kept->nonce_tpm,
-                                    Bytes(), 0, caller_nonce_.get());
+  s = std::make_unique<HmacSession>(nullptr, handle, kept->auth_hash, SymDef{}, SecretBytes(), kept->nonce_tpm, Bytes(),
+                                    0, caller_nonce_.get());
   return s.get();
 }
 
@@ -66,7 +66,7 @@ void CommandWrapper::forget_caller_session(uint32_t handle) {
 
 Result<bool> CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
                                                    const AuthorizeInput& in) {
-  TPMSEC_ASSIGN_OR_RETURN(HmacSession* s, caller_session(handle));
+  TPMSEC_ASSIGN_OR_RETURN(HmacSession * s, caller_session(handle));
   if (!s) return false;
   // A session of the caller's that audits or encrypts itself stays the caller's.
   if (attributes & ~attr::kContinueSession) return false;
@@ -95,8 +95,8 @@ Status CommandWrapper::track_caller_entries(Pending& p, Outgoing& out) {
   for (size_t i = 0; i < sessions.size(); ++i) {
     const AuthEntry& e = sessions[i];
     if (e.handle == rh::kPasswordSession) continue;
-    TPMSEC_ASSIGN_OR_RETURN(bool verifies, caller_entry_verifies(e.handle, e.attributes, e.nonce, e.raw,
-                                                                 out.input_for(i, params, {})));
+    TPMSEC_ASSIGN_OR_RETURN(
+        bool verifies, caller_entry_verifies(e.handle, e.attributes, e.nonce, e.raw, out.input_for(i, params, {})));
     if (verifies) {
       p.caller_tracked.emplace_back(i, e.handle);
     } else if (!empty_key_entry(e)) {
@@ -108,8 +108,7 @@ Status CommandWrapper::track_caller_entries(Pending& p, Outgoing& out) {
   return ok_status();
 }
 
-Result<std::vector<Bytes>> CommandWrapper::resign_caller_entries(Pending& p, const Outgoing& out,
-                                                                 ByteView parameters) {
+Result<std::vector<Bytes>> CommandWrapper::resign_caller_entries(Pending& p, const Outgoing& out, ByteView parameters) {
   // Re-signed over the parameters as sent; the first (when it is not the
   // wrapper's) also covers the wrapper's nonceTPM for decrypt and encrypt
   // (Part 1 §19.6.5), once when one session carries both.

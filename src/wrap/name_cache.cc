@@ -109,7 +109,8 @@ void CommandWrapper::forget_names_changed_by(uint32_t code, const std::vector<ui
   if (code == cc::kNvUndefineSpace && handles.size() == 2) names_.erase(handles[1]);
   if (code == cc::kNvUndefineSpaceSpecial && !handles.empty()) names_.erase(handles[0]);
   if (changes_nv_name(code) && handles.size() == 2) names_.erase(handles[1]);
-  if (code == cc::kNvGlobalWriteLock) std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
+  if (code == cc::kNvGlobalWriteLock)
+    std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kNvIndex; });
   // A new index under a handle whose Name is still cached (defined and
   // undefined by another client, or by a Clear): its Name is the new one's.
   if (code == cc::kNvDefineSpace) {

@@ -55,9 +55,10 @@ Status CommandWrapper::make_room() {
     evicted_ = std::move(rsp.context);
     return ok_status();
   }
-  return runtime_error("the TPM's session slots are full and none holds a session of this program the command does not "
-                       "use (tpm2_getcap handles-loaded-session lists them; tpm2_flushcontext -l flushes those left "
-                       "behind)");
+  return runtime_error(
+      "the TPM's session slots are full and none holds a session of this program the command does not "
+      "use (tpm2_getcap handles-loaded-session lists them; tpm2_flushcontext -l flushes those left "
+      "behind)");
 }
 
 // After the command: the wrapper's session saved and the caller's loaded back.

@@ -49,8 +49,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
   HeaderRead hr = read_frame_header(response, kMaxFrame);
   if (hr.check != FrameCheck::kOk || hr.header.size != response.size()) {
     if (!p.passed_through) retire_session(/*may_exist=*/true);
-    return parse_error(fmt::format("the response to 0x{:x} is not a TPM response ({} bytes)", p.code,
-                                   response.size()));
+    return parse_error(fmt::format("the response to 0x{:x} is not a TPM response ({} bytes)", p.code, response.size()));
   }
   if (p.passed_through) return unwrap_passed(p, response, hr.header.code);
   if (hr.header.code != rc::kSuccess) return unwrap_error(p, response, hr.header.code);

@@ -71,9 +71,9 @@ struct CommandWrapper::Outgoing {
   wrapping::SlotPlan plan;
   std::vector<NamedHandle> named;               // the handles with their Names
   std::vector<const NamedHandle*> handle_ptrs;  // into `named`
-  bool caller_hmac = false;  // a caller's session the wrapper cannot re-sign covers the parameters
-  bool authorizes = false;   // the wrapper's session authorizes a handle (a replaced password)
-  bool decrypt = false;      // the wrapper's session encrypts the first command parameter
+  bool caller_hmac = false;                     // a caller's session the wrapper cannot re-sign covers the parameters
+  bool authorizes = false;                      // the wrapper's session authorizes a handle (a replaced password)
+  bool decrypt = false;                         // the wrapper's session encrypts the first command parameter
 
   void set_names(std::vector<NamedHandle> names) {
     named = std::move(names);

@@ -175,8 +175,7 @@ Result<Reply> NullKeyAttacker::list_with_fakes(const CommandFrame& frame, const 
   return Reply::answer(build_response(r));
 }
 
-Result<Reply> NullKeyAttacker::create_primary(const CommandFrame& frame, const ProxiedCommand& command,
-                                              Upstream& tpm) {
+Result<Reply> NullKeyAttacker::create_primary(const CommandFrame& frame, const ProxiedCommand& command, Upstream& tpm) {
   Reader r(frame.parameters);
   SensitiveCreate sensitive;
   PublicArea in_public;
@@ -226,15 +225,15 @@ Result<Reply> NullKeyAttacker::start_auth_session(const CommandFrame& frame) {
   if (!digest_bytes) return unsupported_error("session hash");
 
   // Z = x(d_key · Q_e): the same point the client computed as x(d_e · Q_key).
-  TPMSEC_ASSIGN_OR_RETURN(crypto::EcdhShared shared, crypto::ecdh_ephemeral(curve::kNistP256, q_e, private_key_.view()));
-  TPMSEC_ASSIGN_OR_RETURN(SecretBytes salt,
-                          crypto::kdfe(public_.name_alg, shared.z.view(), "SECRET", q_e.x, public_.unique_x,
-                                       8u * *digest_size(public_.name_alg)));
+  TPMSEC_ASSIGN_OR_RETURN(crypto::EcdhShared shared,
+                          crypto::ecdh_ephemeral(curve::kNistP256, q_e, private_key_.view()));
+  TPMSEC_ASSIGN_OR_RETURN(SecretBytes salt, crypto::kdfe(public_.name_alg, shared.z.view(), "SECRET", q_e.x,
+                                                         public_.unique_x, 8u * *digest_size(public_.name_alg)));
   ++counters_.salts_recovered;
   s.nonce_tpm = random_bytes(*digest_bytes);
   // Unbound (bindAuth empty): sessionKey = KDFa(authHash, salt, "ATH", nonceTPM, nonceCaller).
-  TPMSEC_ASSIGN_OR_RETURN(s.key, crypto::kdfa(s.auth_hash, salt.view(), "ATH", s.nonce_tpm, nonce_caller,
-                                              8u * *digest_bytes));
+  TPMSEC_ASSIGN_OR_RETURN(s.key,
+                          crypto::kdfa(s.auth_hash, salt.view(), "ATH", s.nonce_tpm, nonce_caller, 8u * *digest_bytes));
   uint32_t handle = next_session_++;
   Writer w;
   w.tpm2b(s.nonce_tpm, "nonceTPM");
@@ -334,8 +333,8 @@ Result<Reply> NullKeyAttacker::in_fake_sessions(const CommandFrame& frame, Upstr
     SessionEntry out;
     out.nonce = nonces[i];
     out.attributes = attrs;
-    TPMSEC_ASSIGN_OR_RETURN(out.hmac, crypto::hmac(s.auth_hash, s.key.view(),
-                                                   {rp_hash, out.nonce, e.nonce, ByteView(&attrs, 1)}));
+    TPMSEC_ASSIGN_OR_RETURN(
+        out.hmac, crypto::hmac(s.auth_hash, s.key.view(), {rp_hash, out.nonce, e.nonce, ByteView(&attrs, 1)}));
     response.sessions.push_back(std::move(out));
     s.nonce_tpm = nonces[i];
     if (!(attrs & attr::kContinueSession)) sessions_.erase(it);

@@ -62,9 +62,9 @@ struct AttackerOptions {
 };
 
 struct AttackerCounters {
-  size_t keys_substituted = 0;   // CreatePrimary answered with the attacker's key
-  size_t salts_recovered = 0;    // StartAuthSession salted to it
-  size_t responses_forged = 0;   // responses HMAC'd with a session key of the attacker's
+  size_t keys_substituted = 0;     // CreatePrimary answered with the attacker's key
+  size_t salts_recovered = 0;      // StartAuthSession salted to it
+  size_t responses_forged = 0;     // responses HMAC'd with a session key of the attacker's
   size_t extends_substituted = 0;  // PCR_Extend forwarded with substitute_digest
 };
 

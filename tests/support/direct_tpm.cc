@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "support/log_builder.h"
-#include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::testing {
 
@@ -19,7 +19,8 @@ Direct::Direct(const std::string& spec) {
 }
 
 const Bytes& client_digest() {
-  static const Bytes d = openssl_digest(alg::kSha256, as_bytes(std::string_view("tpmsec test: the client's measurement")));
+  static const Bytes d =
+      openssl_digest(alg::kSha256, as_bytes(std::string_view("tpmsec test: the client's measurement")));
   return d;
 }
 

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 
 // TPMA_NV of the EK certificate indices swtpm_setup defines (Part 2 §13.4):
 // PPWRITE | WRITEDEFINE | PPREAD | OWNERREAD | AUTHREAD | NO_DA | PLATFORMCREATE.
-constexpr uint32_t kEkCertNvAttributes = 0x00000001 | 0x00002000 | 0x00010000 | 0x00020000 | 0x00040000 |
-                                         0x02000000 | 0x40000000;
+constexpr uint32_t kEkCertNvAttributes =
+    0x00000001 | 0x00002000 | 0x00010000 | 0x00020000 | 0x00040000 | 0x02000000 | 0x40000000;
 constexpr uint32_t kNvDefineSpace = 0x12A;  // Part 3 §31.3
 constexpr uint32_t kNvWrite = 0x137;        // Part 3 §31.8
 constexpr size_t kNvWriteChunk = 512;
@@ -50,7 +50,8 @@ Status run(const std::vector<std::string>& argv) {
 
 // One command under the password session (empty password), sent as is.
 Status run_password_command(Transport& transport, uint32_t code, std::vector<uint32_t> handles, Bytes parameters) {
-  TPMSEC_ASSIGN_OR_RETURN(Bytes rsp, transport.transmit(testing::password_command(code, std::move(handles), std::move(parameters))));
+  TPMSEC_ASSIGN_OR_RETURN(
+      Bytes rsp, transport.transmit(testing::password_command(code, std::move(handles), std::move(parameters))));
   uint32_t rc = response_code_of(rsp);
   if (rc != rc::kSuccess) return runtime_error(fmt::format("command 0x{:x} failed: TPM rc 0x{:x}", code, rc));
   return ok_status();
@@ -79,10 +80,10 @@ Result<ProvisionedTpm> provision_tpm(const std::string& work_dir, const Provisio
   }
   // swtpm_localca creates its root and intermediate in statedir on first use.
   fs::path localca_conf = work / "swtpm-localca.conf";
-  TPMSEC_RETURN_IF_ERROR(write_text(localca_conf, fmt::format("statedir = {}\nsigningkey = {}\nissuercert = {}\n"
-                                                              "certserial = {}\n",
-                                                              p.ca_dir, p.signing_key, p.issuer_cert,
-                                                              (fs::path(p.ca_dir) / "certserial").string())));
+  TPMSEC_RETURN_IF_ERROR(write_text(
+      localca_conf, fmt::format("statedir = {}\nsigningkey = {}\nissuercert = {}\n"
+                                "certserial = {}\n",
+                                p.ca_dir, p.signing_key, p.issuer_cert, (fs::path(p.ca_dir) / "certserial").string())));
   fs::path setup_conf = work / "swtpm_setup.conf";
   TPMSEC_RETURN_IF_ERROR(write_text(setup_conf, fmt::format("create_certs_tool = /usr/bin/swtpm_localca\n"
                                                             "create_certs_tool_config = {}\n",
@@ -106,19 +107,46 @@ Status add_ecc_p256_ek_certificate(Tpm& tpm, const ProvisionedTpm& ca, const std
 
   fs::path der_path = fs::path(work_dir) / "ecc-p256-ek.der";
   // The attributes swtpm_localca gives its own EK certificates.
-  TPMSEC_RETURN_IF_ERROR(run({"swtpm_cert", "--tpm2", "--type", "ek", "--ecc-x", to_hex(pub.unique_x), "--ecc-y",
-                              to_hex(pub.unique_y), "--ecc-curveid", "secp256r1", "--signkey", ca.signing_key,
-                              "--issuercert", ca.issuer_cert, "--out-cert", der_path.string(), "--serial", "4242",
-                              "--days", "3650", "--tpm-manufacturer", "id:00001014", "--tpm-model", "swtpm",
-                              "--tpm-version", "id:20191023", "--tpm-spec-family", "2.0", "--tpm-spec-level", "0",
-                              "--tpm-spec-revision", "164", "--decryption"}));
+  TPMSEC_RETURN_IF_ERROR(run({"swtpm_cert",
+                              "--tpm2",
+                              "--type",
+                              "ek",
+                              "--ecc-x",
+                              to_hex(pub.unique_x),
+                              "--ecc-y",
+                              to_hex(pub.unique_y),
+                              "--ecc-curveid",
+                              "secp256r1",
+                              "--signkey",
+                              ca.signing_key,
+                              "--issuercert",
+                              ca.issuer_cert,
+                              "--out-cert",
+                              der_path.string(),
+                              "--serial",
+                              "4242",
+                              "--days",
+                              "3650",
+                              "--tpm-manufacturer",
+                              "id:00001014",
+                              "--tpm-model",
+                              "swtpm",
+                              "--tpm-version",
+                              "id:20191023",
+                              "--tpm-spec-family",
+                              "2.0",
+                              "--tpm-spec-level",
+                              "0",
+                              "--tpm-spec-revision",
+                              "164",
+                              "--decryption"}));
   TPMSEC_ASSIGN_OR_RETURN(Bytes der, read_binary(der_path));
   if (der.empty() || der.size() > kMaxEkCertificateBytes) return runtime_error("swtpm_cert wrote no certificate");
 
   Writer define;
   define.tpm2b({}, "auth");
-  marshal(define, NvPublicArea{NvPublic{kEkCertIndexEccP256, alg::kSha256, kEkCertNvAttributes, {},
-                                        static_cast<uint16_t>(der.size())}});
+  marshal(define, NvPublicArea{NvPublic{
+                      kEkCertIndexEccP256, alg::kSha256, kEkCertNvAttributes, {}, static_cast<uint16_t>(der.size())}});
   TPMSEC_ASSIGN_OR_RETURN(Bytes define_params, define.finish());
   Transport& t = tpm.transport();
   TPMSEC_RETURN_IF_ERROR(run_password_command(t, kNvDefineSpace, {rh::kPlatform}, define_params));
@@ -133,7 +161,8 @@ Status add_ecc_p256_ek_certificate(Tpm& tpm, const ProvisionedTpm& ca, const std
   return ok_status();
 }
 
-Result<KeyFiles> make_key(const std::string& dir, const std::string& name, const std::vector<std::string>& algorithm_args) {
+Result<KeyFiles> make_key(const std::string& dir, const std::string& name,
+                          const std::vector<std::string>& algorithm_args) {
   KeyFiles k{(fs::path(dir) / (name + ".key")).string(), (fs::path(dir) / (name + ".pub")).string()};
   std::vector<std::string> argv{"openssl", "genpkey", "-out", k.private_key};
   argv.insert(argv.end(), algorithm_args.begin(), algorithm_args.end());
@@ -143,7 +172,8 @@ Result<KeyFiles> make_key(const std::string& dir, const std::string& name, const
 }
 
 Result<std::string> ecc_p256_public_key_file(const std::string& dir, const std::string& name, const Public& key) {
-  if (key.type != alg::kEcc || key.curve != curve::kNistP256 || key.unique_x.size() != 32 || key.unique_y.size() != 32) {
+  if (key.type != alg::kEcc || key.curve != curve::kNistP256 || key.unique_x.size() != 32 ||
+      key.unique_y.size() != 32) {
     return usage_error("not an ECC P-256 public area");
   }
   // SubjectPublicKeyInfo (RFC 5480 §2) of id-ecPublicKey on prime256v1, then
@@ -171,8 +201,9 @@ Result<CertificateFiles> issue_certificate(const std::string& dir, const Certifi
   fs::path ext_file = base.string() + ".ext";
   TPMSEC_RETURN_IF_ERROR(write_text(ext_file, extensions));
   CertificateFiles out{base.string() + ".pem", {}};
-  std::vector<std::string> argv{"openssl", "x509", "-new", "-subj", "/CN=tpmsec test " + spec.name, "-days", "1",
-                                "-extfile", ext_file.string(), "-extensions", "ext", "-out", out.pem};
+  std::vector<std::string> argv{"openssl", "x509", "-new",     "-subj",           "/CN=tpmsec test " + spec.name,
+                                "-days",   "1",    "-extfile", ext_file.string(), "-extensions",
+                                "ext",     "-out", out.pem};
   if (spec.issuer_cert.empty()) {
     argv.insert(argv.end(), {"-key", spec.issuer_key});
   } else {
@@ -188,7 +219,7 @@ Result<CertificateFiles> issue_certificate(const std::string& dir, const Certifi
 
 Rule serve_ek_certificate(uint32_t nv_index, Bytes der, Rule next, size_t* served) {
   return [nv_index, der = std::move(der), next = std::move(next), served](const ProxiedCommand& c,
-                                                                           Upstream& tpm) -> Reply {
+                                                                          Upstream& tpm) -> Reply {
     auto f = parse_command(c.bytes);
     bool ours = f.ok() && !f->handles.empty() && f->handles.back() == nv_index &&
                 (c.code == cc::kNvReadPublic || c.code == cc::kNvRead);
@@ -197,8 +228,8 @@ Rule serve_ek_certificate(uint32_t nv_index, Bytes der, Rule next, size_t* serve
     Writer w;
     if (c.code == cc::kNvReadPublic) {
       cmd::NvReadPublic::Response rsp;
-      rsp.nv_public.nv_public = NvPublic{nv_index, alg::kSha256, kEkCertNvAttributes | nv_attr::kWritten, {},
-                                         static_cast<uint16_t>(der.size())};
+      rsp.nv_public.nv_public = NvPublic{
+          nv_index, alg::kSha256, kEkCertNvAttributes | nv_attr::kWritten, {}, static_cast<uint16_t>(der.size())};
       rsp.nv_name.bytes = compute_name(rsp.nv_public.nv_public).value();
       marshal_all(w, rsp.params());
     } else {

@@ -55,17 +55,18 @@ struct KeyFiles {
 };
 // A new key: `algorithm_args` as openssl genpkey takes them, e.g.
 // {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"}.
-Result<KeyFiles> make_key(const std::string& dir, const std::string& name, const std::vector<std::string>& algorithm_args);
+Result<KeyFiles> make_key(const std::string& dir, const std::string& name,
+                          const std::vector<std::string>& algorithm_args);
 // The PEM public key file `dir`/`name`.pub of a TPM ECC P-256 public area
 // (its point), e.g. the key an attacker substitutes for an EK.
 Result<std::string> ecc_p256_public_key_file(const std::string& dir, const std::string& name, const Public& key);
 
 struct CertificateSpec {
-  std::string name;        // writes `dir`/name.pem and name.der; also the subject's CN
-  std::string public_key;  // PEM public key certified; empty: the signer's own (self-signed)
-  std::string issuer_cert; // PEM certificate of the signer; empty: self-signed
-  std::string issuer_key;  // PEM private key that signs
-  bool ca = false;         // basicConstraints cA (always present, critical)
+  std::string name;         // writes `dir`/name.pem and name.der; also the subject's CN
+  std::string public_key;   // PEM public key certified; empty: the signer's own (self-signed)
+  std::string issuer_cert;  // PEM certificate of the signer; empty: self-signed
+  std::string issuer_key;   // PEM private key that signs
+  bool ca = false;          // basicConstraints cA (always present, critical)
   std::string key_usage = "keyEncipherment,keyAgreement";  // empty: no keyUsage extension
   std::string extended_key_usage = kEkCertificateEku;      // empty: no extendedKeyUsage extension
 };

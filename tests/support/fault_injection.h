@@ -78,15 +78,15 @@ Bytes error_response(uint32_t response_code);
 using FaultHook = std::function<Fault(size_t command_index, uint32_t command_code, ByteView command)>;
 
 struct FaultCounters {
-  size_t commands = 0;           // transmit() calls
-  size_t executed = 0;           // commands the wrapped TPM received
-  size_t faulted = 0;            // commands whose Fault was not a pass
-  size_t command_flips = 0;      // command flips applied (positions in range)
-  size_t response_flips = 0;     // response flips applied (positions in range)
-  size_t truncated = 0;          // responses truncated
-  size_t appended = 0;           // responses extended
-  size_t forged = 0;             // responses replaced by forged_response
-  size_t failed = 0;             // transmissions failed by fail_transmission
+  size_t commands = 0;        // transmit() calls
+  size_t executed = 0;        // commands the wrapped TPM received
+  size_t faulted = 0;         // commands whose Fault was not a pass
+  size_t command_flips = 0;   // command flips applied (positions in range)
+  size_t response_flips = 0;  // response flips applied (positions in range)
+  size_t truncated = 0;       // responses truncated
+  size_t appended = 0;        // responses extended
+  size_t forged = 0;          // responses replaced by forged_response
+  size_t failed = 0;          // transmissions failed by fail_transmission
 };
 
 class FaultInjectingTransport final : public Transport {

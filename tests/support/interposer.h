@@ -45,11 +45,11 @@ namespace tpmsec::testing {
 
 // One command as the interposer received it.
 struct ProxiedCommand {
-  size_t index = 0;       // every command since start(), over all connections, from 0
+  size_t index = 0;          // every command since start(), over all connections, from 0
   size_t in_connection = 0;  // this connection's commands, from 0
-  size_t connection = 0;  // client connections since start(), from 0
-  uint32_t code = 0;      // the command code of its header
-  Bytes bytes;            // the whole frame
+  size_t connection = 0;     // client connections since start(), from 0
+  uint32_t code = 0;         // the command code of its header
+  Bytes bytes;               // the whole frame
 };
 
 // The real TPM, as the rule reaches it: any number of commands per client

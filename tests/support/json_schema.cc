@@ -37,7 +37,8 @@ void check(const nlohmann::json& root, const nlohmann::json& schema, const nlohm
   }
   if (v.is_object()) {
     for (const auto& key : schema.value("required", nlohmann::json::array())) {
-      if (!v.contains(key.get<std::string>())) errors.push_back(path + ": missing required '" + key.get<std::string>() + "'");
+      if (!v.contains(key.get<std::string>()))
+        errors.push_back(path + ": missing required '" + key.get<std::string>() + "'");
     }
     if (schema.contains("properties")) {
       for (const auto& [key, sub] : schema["properties"].items()) {

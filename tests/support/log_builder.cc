@@ -13,12 +13,18 @@ namespace {
 
 const char* openssl_name(uint16_t alg) {
   switch (alg) {
-    case 0x0004: return "SHA1";
-    case 0x000B: return "SHA256";
-    case 0x000C: return "SHA384";
-    case 0x000D: return "SHA512";
-    case 0x0012: return "SM3";
-    default: return nullptr;
+    case 0x0004:
+      return "SHA1";
+    case 0x000B:
+      return "SHA256";
+    case 0x000C:
+      return "SHA384";
+    case 0x000D:
+      return "SHA512";
+    case 0x0012:
+      return "SM3";
+    default:
+      return nullptr;
   }
 }
 

@@ -31,7 +31,7 @@ std::string extended_hex(const std::string& value_hex, ByteView digest);
 
 struct ImaRecord {
   uint32_t pcr = 10;
-  std::string template_name = "ima-ng";  // "ima", "ima-ng", "ima-sig", "ima-buf"
+  std::string template_name = "ima-ng";     // "ima", "ima-ng", "ima-sig", "ima-buf"
   std::string digest_algorithm = "sha256";  // d-ng's algorithm (ignored for "ima")
   Bytes file_digest;                        // 20 bytes for "ima"
   std::string event_name;

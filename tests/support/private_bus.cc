@@ -66,7 +66,8 @@ bool PrivateBus::start(const std::vector<std::string>& extra_names, std::string*
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
-  <listen>unix:abstract=)" << dir_ << R"(/bus</listen>
+  <listen>unix:abstract=)"
+       << dir_ << R"(/bus</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow user="*"/>
@@ -85,7 +86,8 @@ bool PrivateBus::start(const std::vector<std::string>& extra_names, std::string*
     <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
           send_member="UpdateActivationEnvironment"/>
   </policy>
-  <include>)" << source_dir() << R"(/packaging/dbus/tpmsec.conf</include>
+  <include>)"
+       << source_dir() << R"(/packaging/dbus/tpmsec.conf</include>
   <policy context="default">
 )";
   for (const auto& name : extra_names) {
@@ -124,8 +126,8 @@ bool name_has_owner(const std::string& address, const std::string& name) {
       sd_bus_start(bus) >= 0) {
     sd_bus_message* reply = nullptr;
     int has = 0;
-    if (sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                           "NameHasOwner", nullptr, &reply, "s", name.c_str()) >= 0 &&
+    if (sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
+                           nullptr, &reply, "s", name.c_str()) >= 0 &&
         sd_bus_message_read(reply, "b", &has) >= 0) {
       owned = has;
     }

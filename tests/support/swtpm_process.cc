@@ -1,8 +1,8 @@
 #include "support/swtpm_process.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -107,8 +107,18 @@ bool SwtpmProcess::start() {
         ::dup2(devnull, 1);
         ::dup2(devnull, 2);
       }
-      std::vector<const char*> argv{"swtpm", "socket", "--tpm2", "--server", server.c_str(), "--ctrl", ctrl.c_str(),
-                                    "--tpmstate", state.c_str(), "--flags", "not-need-init,startup-clear", nullptr};
+      std::vector<const char*> argv{"swtpm",
+                                    "socket",
+                                    "--tpm2",
+                                    "--server",
+                                    server.c_str(),
+                                    "--ctrl",
+                                    ctrl.c_str(),
+                                    "--tpmstate",
+                                    state.c_str(),
+                                    "--flags",
+                                    "not-need-init,startup-clear",
+                                    nullptr};
       ::execvp("swtpm", const_cast<char* const*>(argv.data()));
       ::_exit(127);
     }

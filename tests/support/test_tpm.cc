@@ -13,9 +13,12 @@ SwtpmProcess* g_swtpm = nullptr;
 
 std::string kind_name(TpmKind kind) {
   switch (kind) {
-    case TpmKind::kEmbedded: return "embedded";
-    case TpmKind::kSwtpm: return "swtpm";
-    case TpmKind::kDevice: return "device";
+    case TpmKind::kEmbedded:
+      return "embedded";
+    case TpmKind::kSwtpm:
+      return "swtpm";
+    case TpmKind::kDevice:
+      return "device";
   }
   return "?";
 }

@@ -16,7 +16,8 @@ namespace {
 constexpr size_t kMaxSessions = 3;
 
 SessionEntry owned(const AuthEntry& e) {
-  return SessionEntry{e.handle, Bytes(e.nonce.begin(), e.nonce.end()), e.attributes, Bytes(e.hmac.begin(), e.hmac.end())};
+  return SessionEntry{e.handle, Bytes(e.nonce.begin(), e.nonce.end()), e.attributes,
+                      Bytes(e.hmac.begin(), e.hmac.end())};
 }
 
 void write_entry(Writer& w, const SessionEntry& e, bool with_handle) {

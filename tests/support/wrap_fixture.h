@@ -27,7 +27,8 @@ namespace tpmsec::testing {
 constexpr uint32_t kPcr = 16;
 
 inline bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() && std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
+  return !needle.empty() &&
+         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
 }
 
 // What the caller talks to: every frame through the wrapper onto the bus.

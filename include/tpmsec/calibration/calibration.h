@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tpmsec/measure/bench.h"
 #include "tpmsec/emulation/latency_profile.h"
+#include "tpmsec/measure/bench.h"
 #include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/policy/policy.h"
 #include "tpmsec/strategy_choice.h"

@@ -33,7 +33,7 @@ struct AlgtestOp {
   double avg_ms = 0;
   double min_ms = 0;
   double max_ms = 0;
-  uint64_t iterations = 0;  // successful ones
+  uint64_t iterations = 0;         // successful ones
   std::vector<double> samples_ms;  // per iteration, from detail/Perf_*.csv when present
 };
 
@@ -42,13 +42,13 @@ struct AlgtestRun {
   std::string label;  // the last three path components: VENDOR/FIRMWARE/RUN_ID
   std::string manufacturer;
   std::array<std::string, 4> vendor_strings;
-  std::string firmware;       // "7.85" from TPM_PT_FIRMWARE_VERSION_1
-  std::string firmware_full;  // performance.yaml's "Firmware version"
-  std::string device;         // performance.yaml's "Device name"
-  uint32_t loaded_sessions = 0;     // TPM_PT_HR_LOADED_MIN
-  uint32_t transient_objects = 0;   // TPM_PT_HR_TRANSIENT_MIN
-  uint32_t active_sessions_max = 0; // TPM_PT_ACTIVE_SESSIONS_MAX
-  uint32_t context_gap_max = 0;     // TPM_PT_CONTEXT_GAP_MAX
+  std::string firmware;              // "7.85" from TPM_PT_FIRMWARE_VERSION_1
+  std::string firmware_full;         // performance.yaml's "Firmware version"
+  std::string device;                // performance.yaml's "Device name"
+  uint32_t loaded_sessions = 0;      // TPM_PT_HR_LOADED_MIN
+  uint32_t transient_objects = 0;    // TPM_PT_HR_TRANSIENT_MIN
+  uint32_t active_sessions_max = 0;  // TPM_PT_ACTIVE_SESSIONS_MAX
+  uint32_t context_gap_max = 0;      // TPM_PT_CONTEXT_GAP_MAX
   std::map<std::string, AlgtestOp> ops;
 };
 

@@ -24,9 +24,9 @@
 namespace tpmsec {
 
 struct ModelOptions {
-  std::optional<uint64_t> seed;      // default: the profile's
-  std::optional<bool> tail_events;   // true: all on; false: all off; default: each event's `enabled`
-  double jitter_scale = 1.0;         // 0 turns jitter off
+  std::optional<uint64_t> seed;     // default: the profile's
+  std::optional<bool> tail_events;  // true: all on; false: all off; default: each event's `enabled`
+  double jitter_scale = 1.0;        // 0 turns jitter off
 };
 
 // One modelled command, by component (all in ms).

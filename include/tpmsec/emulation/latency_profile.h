@@ -81,10 +81,10 @@ struct TailEvent {
 // firmware version) and its bus. Strings are at most 4 bytes each, as the
 // TPM properties carry them; an empty firmware means unknown.
 struct ProfileIdentity {
-  std::string manufacturer;                  // "IFX", "STM ", "NTC"
+  std::string manufacturer;                   // "IFX", "STM ", "NTC"
   std::array<std::string, 4> vendor_strings;  // "SLB9", "670", "", ""
-  std::string firmware;                      // "7.85": TPM_PT_FIRMWARE_VERSION_1 high.low
-  std::string bus;                           // "SPI 43 MHz"
+  std::string firmware;                       // "7.85": TPM_PT_FIRMWARE_VERSION_1 high.low
+  std::string bus;                            // "SPI 43 MHz"
   std::string source;
   std::string note;
   bool operator==(const ProfileIdentity&) const = default;
@@ -107,10 +107,21 @@ struct SlotLimits {
 // (command_variant.h) yields these (and bare command names, which fall back
 // to "default").
 inline constexpr std::array<std::string_view, 15> kRequiredVariants = {
-    "PCR_Extend",         "PCR_Read",           "GetRandom",           "StartAuthSession.unsalted",
-    "StartAuthSession.ecc", "StartAuthSession.rsa", "ContextLoad.object", "ContextLoad.session",
-    "ContextSave.object", "ContextSave.session", "FlushContext",        "CreatePrimary.ecc",
-    "CreatePrimary.rsa",  "Hash",               "default",
+    "PCR_Extend",
+    "PCR_Read",
+    "GetRandom",
+    "StartAuthSession.unsalted",
+    "StartAuthSession.ecc",
+    "StartAuthSession.rsa",
+    "ContextLoad.object",
+    "ContextLoad.session",
+    "ContextSave.object",
+    "ContextSave.session",
+    "FlushContext",
+    "CreatePrimary.ecc",
+    "CreatePrimary.rsa",
+    "Hash",
+    "default",
 };
 
 struct LatencyProfile {
@@ -119,8 +130,8 @@ struct LatencyProfile {
   std::string note;  // what the profile's numbers are, in a sentence or two
   ProfileIdentity identity;
   std::map<std::string, LatencyValue> commands;  // variant -> latency
-  LatencyValue hmac_session;               // added when a command carries a non-password session
-  LatencyValue param_encryption_per_byte;  // added per encrypted parameter byte
+  LatencyValue hmac_session;                     // added when a command carries a non-password session
+  LatencyValue param_encryption_per_byte;        // added per encrypted parameter byte
   std::vector<TailEvent> tail_events;
   uint64_t seed = 0;
   SlotLimits slots;

@@ -13,10 +13,10 @@
 #include <string>
 
 #include "tpmsec/bytes.h"
-#include "tpmsec/transport/clock.h"
 #include "tpmsec/emulation/latency_model.h"
 #include "tpmsec/result.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/clock.h"
 
 namespace tpmsec {
 

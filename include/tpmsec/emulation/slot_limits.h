@@ -85,9 +85,9 @@ class SlotLimitTransport final : public Transport {
 
  private:
   struct Usage {
-    std::vector<uint32_t> loaded;  // loaded sessions (0x02…)
-    std::vector<uint32_t> saved;   // saved sessions (0x02… or 0x03…)
-    std::vector<uint32_t> objects; // transient objects (0x80…)
+    std::vector<uint32_t> loaded;   // loaded sessions (0x02…)
+    std::vector<uint32_t> saved;    // saved sessions (0x02… or 0x03…)
+    std::vector<uint32_t> objects;  // transient objects (0x80…)
   };
   // Reads the wrapped TPM's own limits once; false while it cannot answer.
   bool learn_limits();

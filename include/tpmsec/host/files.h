@@ -113,8 +113,7 @@ Status make_private_dir(const StatePath& dir);
 
 // Replaces `file` with `content`, mode 0600 whatever the umask, synced (as
 // `durability` asks), after make_private_dir() on its directory.
-Status write_private(const StatePath& file, std::string_view content,
-                     Durability durability = Durability::kHostCrash);
+Status write_private(const StatePath& file, std::string_view content, Durability durability = Durability::kHostCrash);
 
 // The content of state file `file` (at most `max_bytes`, else kParse), or
 // none when it, or a directory on its way, does not exist. Checked by the

@@ -134,12 +134,12 @@ const Sample* representative_extend(const StrategyResult& s);
 std::string clock_name(const BenchResult& r);
 
 // Reports.
-std::string bench_text(const BenchResult& r);       // the readable report (header, tables, breakdowns, recommendation)
+std::string bench_text(const BenchResult& r);  // the readable report (header, tables, breakdowns, recommendation)
 std::string function_graph(const StrategyResult& s);  // a steady-state extend in the seed's function_graph format
-nlohmann::json bench_json(const BenchResult& r);     // schema: docs/bench-json.md
-std::string bench_csv(const BenchResult& r);         // one row per sample
-nlohmann::json bench_trace(const BenchResult& r);    // Chrome trace-event JSON (opens in Perfetto)
-std::string bench_svg(const BenchResult& r);         // cost per extend by strategy, stacked by TPM command
+nlohmann::json bench_json(const BenchResult& r);      // schema: docs/bench-json.md
+std::string bench_csv(const BenchResult& r);          // one row per sample
+nlohmann::json bench_trace(const BenchResult& r);     // Chrome trace-event JSON (opens in Perfetto)
+std::string bench_svg(const BenchResult& r);          // cost per extend by strategy, stacked by TPM command
 
 // The label of a traced command in reports: "ContextLoad (null key)", "StartAuthSession (ECC salt)".
 std::string command_label(const CommandShape& shape);

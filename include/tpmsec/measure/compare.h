@@ -12,14 +12,14 @@
 #define TPMSEC_MEASURE_COMPARE_H_
 
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "tpmsec/result.h"
 #include "tpmsec/measure/statistics.h"
+#include "tpmsec/result.h"
 
 namespace tpmsec {
 

@@ -40,7 +40,7 @@ namespace tpmsec {
 struct FtraceCall {
   std::string function;  // as printed, with compiler suffixes (".isra.0") kept
   int cpu = 0;
-  size_t line = 0;       // where it starts (1-based)
+  size_t line = 0;  // where it starts (1-based)
   double duration_us = 0;
   std::optional<double> start_s;  // the abstime column of its first line, when present
   std::vector<FtraceCall> children;
@@ -60,7 +60,7 @@ struct FtraceImportOptions {
   // TPM_PT_MANUFACTURER as text ("IFX"), at most 4 characters; empty: unknown
   // (profile from-bench then refuses the result: a profile needs one).
   std::string manufacturer;
-  std::string date;   // when imported; default now (utc_timestamp())
+  std::string date;  // when imported; default now (utc_timestamp())
 };
 
 // The bench result of one or more captures of the same TPM. Every imported

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tpmsec/measure/bench.h"
-#include "tpmsec/transport/clock.h"
 #include "tpmsec/emulation/emulated_identity.h"
 #include "tpmsec/emulation/latency_profile.h"
 #include "tpmsec/emulation/latency_transport.h"
 #include "tpmsec/emulation/tpm_info_json.h"
+#include "tpmsec/measure/bench.h"
+#include "tpmsec/transport/clock.h"
 
 namespace tpmsec {
 
@@ -28,12 +28,12 @@ struct MeasuredTpm {
   std::unique_ptr<Tpm> tpm;
   TraceLog log;
   const Clock* clock = nullptr;
-  TpmInfo info;             // the real TPM's capabilities
-  nlohmann::json identity;  // as `info --json` plus "emulated"; the profile's TPM when emulating
-  std::optional<EmulatedIdentity> emulated;  // set when emulating
+  TpmInfo info;                                   // the real TPM's capabilities
+  nlohmann::json identity;                        // as `info --json` plus "emulated"; the profile's TPM when emulating
+  std::optional<EmulatedIdentity> emulated;       // set when emulating
   std::optional<LatencyProfile> latency_profile;  // the emulated profile
-  std::string profile;      // profile id, empty unless emulating
-  std::string warning;      // the profile's provenance warning, if any
+  std::string profile;                            // profile id, empty unless emulating
+  std::string warning;                            // the profile's provenance warning, if any
 };
 
 // Wraps `base` (not owned). `emulate`: a profile name or path, or empty.

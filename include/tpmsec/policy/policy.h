@@ -38,10 +38,10 @@
 #include <string_view>
 #include <vector>
 
-#include "tpmsec/text.h"
 #include "tpmsec/result.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/strategy.h"
+#include "tpmsec/text.h"
 #include "tpmsec/tpm_info.h"
 
 namespace tpmsec {
@@ -209,8 +209,8 @@ struct PolicyDecision {
   // Set when the rule chose below prevention and the floor kept prevention:
   std::optional<StrategyKind> lifted_extend;  // what the rule chose for extends
   std::optional<StrategyKind> lifted_other;   // ... for other commands
-  std::string floor_reason;     // why the rule may not lower protection here
-  std::string fallback_reason;  // how the prevention strategy was chosen ("the rule's fallback")
+  std::string floor_reason;                   // why the rule may not lower protection here
+  std::string fallback_reason;                // how the prevention strategy was chosen ("the rule's fallback")
   // The floor applied only because the identity was read without
   // authentication: reading it through an audited session may lift it.
   bool needs_audited_identity = false;

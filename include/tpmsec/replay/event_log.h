@@ -55,9 +55,9 @@ namespace tpmsec::event_log {
 
 inline constexpr uint32_t kEvNoAction = 0x00000003;
 inline constexpr uint32_t kEvEfiHcrtmEvent = 0x80000010;
-inline constexpr uint8_t kHcrtmLocality = 4;  // PCR 0's last byte after _TPM_Hash_Start
-inline constexpr size_t kMaxAlgorithms = 16;              // numberOfAlgorithms, and digests per event
-inline constexpr size_t kMaxDigestSize = 64;              // TPMU_HA: SHA-512
+inline constexpr uint8_t kHcrtmLocality = 4;               // PCR 0's last byte after _TPM_Hash_Start
+inline constexpr size_t kMaxAlgorithms = 16;               // numberOfAlgorithms, and digests per event
+inline constexpr size_t kMaxDigestSize = 64;               // TPMU_HA: SHA-512
 inline constexpr size_t kMaxEventSize = 16 * 1024 * 1024;  // eventSize of one event
 inline constexpr uint32_t kPcrCount = 32;                  // extended events name PCRs 0-31
 
@@ -107,7 +107,7 @@ struct EventLog {
   // Set when the Spec ID event's eventSize disagreed with where its
   // vendorInfo ends (the log is read as tpm2_eventlog reads it).
   std::string spec_id_note;
-  std::vector<Event> events;              // every TCG_PCR_EVENT2, EV_NO_ACTION ones included
+  std::vector<Event> events;                // every TCG_PCR_EVENT2, EV_NO_ACTION ones included
   std::optional<uint8_t> startup_locality;  // from the StartupLocality event, when present
   bool hcrtm = false;                       // PCR 0 opens with an EV_EFI_HCRTM_EVENT
 

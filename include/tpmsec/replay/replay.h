@@ -14,11 +14,11 @@
 #include <span>
 #include <vector>
 
-#include "tpmsec/replay/ima_log.h"
 #include "tpmsec/emulation/latency_profile.h"
 #include "tpmsec/measure/measured_tpm.h"
 #include "tpmsec/measure/openmetrics.h"
 #include "tpmsec/measure/statistics.h"
+#include "tpmsec/replay/ima_log.h"
 #include "tpmsec/strategy.h"
 
 namespace tpmsec {
@@ -93,8 +93,8 @@ PricedRun price_run(const ReplayRun& run, const TraceLog& log, const LatencyProf
 // per-bank list's file name, ima::bank_from_file_name).
 struct ImaWorkload {
   ima::LogFormat format = ima::LogFormat::kAscii;
-  uint16_t hash_bank = 0;            // the template-hash column's bank
-  std::optional<ima::Tail> tail;     // a partial entry at the end
+  uint16_t hash_bank = 0;                   // the template-hash column's bank
+  std::optional<ima::Tail> tail;            // a partial entry at the end
   size_t entries = 0;                       // good entries in the log
   std::map<std::string, size_t> templates;  // good entries by template name
   size_t violations = 0;

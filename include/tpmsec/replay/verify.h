@@ -80,10 +80,10 @@ Result<std::map<uint32_t, Implied>> implied_values(const event_log::EventLog* lo
                                                    uint16_t bank);
 
 enum class Verdict {
-  kMatch,      // the given value is the log's value
-  kCovered,    // IMA only: the given value is the log's after `covered` entries; the rest came later
-  kDiffers,    // anything else
-  kNotGiven,   // the values do not include this PCR
+  kMatch,     // the given value is the log's value
+  kCovered,   // IMA only: the given value is the log's after `covered` entries; the rest came later
+  kDiffers,   // anything else
+  kNotGiven,  // the values do not include this PCR
 };
 
 struct PcrResult {

@@ -95,9 +95,9 @@ using ClientId = uint64_t;
 // What one client may hold and send.
 struct ClientLimits {
   size_t max_frame_bytes = kMaxCommandBytes;  // a larger command frame is refused and the connection closed
-  int frame_timeout_ms = 5'000;  // a started frame, or an answer not read, may stall this long
-  size_t max_objects = 16;       // transient objects held at once (tpm2-abrmd: 27)
-  size_t max_sessions = 8;       // sessions held at once, loaded or saved (tpm2-abrmd: 4)
+  int frame_timeout_ms = 5'000;               // a started frame, or an answer not read, may stall this long
+  size_t max_objects = 16;                    // transient objects held at once (tpm2-abrmd: 27)
+  size_t max_sessions = 8;                    // sessions held at once, loaded or saved (tpm2-abrmd: 4)
 };
 
 // Who a client is, as the front end learned it (SO_PEERCRED for a Unix

@@ -42,10 +42,10 @@
 namespace tpmsec::server {
 
 struct ServerOptions {
-  bool isolate = true;      // per-client handle spaces; false: every client on the TPM's own handles
-  size_t max_clients = 32;  // per listener, and for add_client; a connection beyond is closed at once
+  bool isolate = true;              // per-client handle spaces; false: every client on the TPM's own handles
+  size_t max_clients = 32;          // per listener, and for add_client; a connection beyond is closed at once
   size_t max_clients_per_uid = 16;  // open connections of one peer uid (Unix sockets, add_client); beyond: closed
-  ClientLimits limits;      // for the clients the listeners accept
+  ClientLimits limits;              // for the clients the listeners accept
   std::function<void(const std::string&)> log;  // may be empty
   // Where the resource manager reads the TPM's command list (ResourceManager::start); nullptr: `tpm`.
   Transport* attributes_from = nullptr;

@@ -10,8 +10,8 @@
 namespace tpmsec::mssim {
 
 inline constexpr uint32_t kPowerOn = 1, kPowerOff = 2, kPhysPresOn = 3, kPhysPresOff = 4, kSendCommand = 8,
-                          kCancelOn = 9, kCancelOff = 10, kNvOn = 11, kNvOff = 12, kKeyCacheOn = 13,
-                          kKeyCacheOff = 14, kReset = 17, kRestart = 18, kSessionEnd = 20, kStop = 21;
+                          kCancelOn = 9, kCancelOff = 10, kNvOn = 11, kNvOff = 12, kKeyCacheOn = 13, kKeyCacheOff = 14,
+                          kReset = 17, kRestart = 18, kSessionEnd = 20, kStop = 21;
 
 }  // namespace tpmsec::mssim
 

@@ -32,11 +32,11 @@ Result<std::unique_ptr<Transport>> open_bus_transport(const TpmSpec& spec);
 // host's: $TPMSEC_TPM, else $TPM2TOOLS_TCTI (translated to tpmsec's syntax),
 // else device:/dev/tpmrm0 when it exists, else the embedded simulator.
 enum class TpmSource {
-  kTpmsecTpm,     // $TPMSEC_TPM
-  kTpm2ToolsTcti, // $TPM2TOOLS_TCTI
-  kHostDevice,    // /dev/tpmrm0 exists
-  kFallback,      // nothing named a TPM and the host has none: embedded
-  kGiven,         // a front end's flag (--tpm)
+  kTpmsecTpm,      // $TPMSEC_TPM
+  kTpm2ToolsTcti,  // $TPM2TOOLS_TCTI
+  kHostDevice,     // /dev/tpmrm0 exists
+  kFallback,       // nothing named a TPM and the host has none: embedded
+  kGiven,          // a front end's flag (--tpm)
 };
 struct DefaultTpm {
   // The TPM string. From $TPMSEC_TPM, or the tpmsec TCTI's configuration

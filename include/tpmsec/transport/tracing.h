@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/transport/clock.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/clock.h"
 
 namespace tpmsec {
 
@@ -21,14 +21,14 @@ struct CommandShape {
   uint32_t response_code = 0;
   size_t command_bytes = 0;
   size_t response_bytes = 0;
-  uint8_t session_count = 0;       // authorization sessions
-  bool hmac_session = false;       // any non-password session
-  uint8_t session_attributes = 0;  // OR of all sessions' attributes
-  uint32_t first_handle = 0;       // first handle in the handle area, if any
-  bool salted = false;             // StartAuthSession with a tpmKey
-  size_t encrypted_salt_bytes = 0; // StartAuthSession: 68 for ECC P-256, 256 for RSA-2048
-  uint32_t context_handle = 0;     // ContextLoad: savedHandle of the context; ContextSave: the handle
-  uint16_t object_type = 0;        // CreatePrimary: the inPublic template's type (TPM_ALG_ECC, TPM_ALG_RSA)
+  uint8_t session_count = 0;        // authorization sessions
+  bool hmac_session = false;        // any non-password session
+  uint8_t session_attributes = 0;   // OR of all sessions' attributes
+  uint32_t first_handle = 0;        // first handle in the handle area, if any
+  bool salted = false;              // StartAuthSession with a tpmKey
+  size_t encrypted_salt_bytes = 0;  // StartAuthSession: 68 for ECC P-256, 256 for RSA-2048
+  uint32_t context_handle = 0;      // ContextLoad: savedHandle of the context; ContextSave: the handle
+  uint16_t object_type = 0;         // CreatePrimary: the inPublic template's type (TPM_ALG_ECC, TPM_ALG_RSA)
 
   // The one rule for the salt's kind: an RSA-2048 OAEP ciphertext is 256
   // bytes, a P-256 point 68; anything from 128 bytes up is taken as RSA.

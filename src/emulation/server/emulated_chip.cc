@@ -14,9 +14,10 @@ EmulatedChip::EmulatedChip(const EmulationServerOptions& options, LatencyProfile
     : embedded_(std::move(embedded)),
       log_(std::move(log)),
       platform_(*embedded_, log_),
-      latency_(platform_,
-               LatencyModel(std::move(profile), options.means ? ModelOptions{std::nullopt, false, 0.0} : ModelOptions{}),
-               clock_),
+      latency_(
+          platform_,
+          LatencyModel(std::move(profile), options.means ? ModelOptions{std::nullopt, false, 0.0} : ModelOptions{}),
+          clock_),
       tracing_(latency_, clock_, [this](const TraceRecord& r) { traced(r); }),
       served_(options.keep_records, options.max_records) {
   if (options.real_clock) latency_.pace_in_real_time(stop);

@@ -18,9 +18,9 @@
 #include "emulation/server/platform_transport.h"
 #include "emulation/server/served_log.h"
 #include "tpmsec/emulation/emulated_identity.h"
-#include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/emulation/latency_profile.h"
 #include "tpmsec/emulation/latency_transport.h"
+#include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/transport/tracing.h"
 
 namespace tpmsec::emulation {

@@ -44,11 +44,11 @@ class EmulationServer::Impl {
     TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, static_cast<uint16_t>(o_.port + 1), ctrl_,
                                                mssim() ? "platform port" : "control port"));
     const LatencyProfile& p = chip_.profile();
-    fmt::print(stderr, "tpmsec emulate: {} ({}) on {}:{} (data) and {}:{} ({}), {} protocol, {} clock{}{}\n", p.id,
-               p.name, o_.host, o_.port, o_.host, o_.port + 1, mssim() ? "platform" : "control", protocol_name(),
-               clock_name(), o_.means ? ", at the profile's means" : "",
-               o_.private_handles ? ", private handles (each client a handle space of its own, flushed when it closes)"
-                                  : "");
+    fmt::print(
+        stderr, "tpmsec emulate: {} ({}) on {}:{} (data) and {}:{} ({}), {} protocol, {} clock{}{}\n", p.id, p.name,
+        o_.host, o_.port, o_.host, o_.port + 1, mssim() ? "platform" : "control", protocol_name(), clock_name(),
+        o_.means ? ", at the profile's means" : "",
+        o_.private_handles ? ", private handles (each client a handle space of its own, flushed when it closes)" : "");
     return ok_status();
   }
 
@@ -57,9 +57,9 @@ class EmulationServer::Impl {
   std::string totals() const { return chip_.served().totals(clock_name()); }
 
   BenchResult result() const {
-    return chip_.served().result(chip_.identity(),
-                                 fmt::format("tpmsec emulate {} ({}:{}, {} protocol, {} clock)", chip_.profile().id,
-                                             o_.host, o_.port, protocol_name(), clock_name()));
+    return chip_.served().result(
+        chip_.identity(), fmt::format("tpmsec emulate {} ({}:{}, {} protocol, {} clock)", chip_.profile().id, o_.host,
+                                      o_.port, protocol_name(), clock_name()));
   }
 
   EmulationServerStats stats() const {
@@ -144,14 +144,14 @@ class EmulationServer::Impl {
   ChipTransport chip_tpm_;
   std::shared_ptr<const server::Protocol> data_;
   std::shared_ptr<const server::Protocol> ctrl_;
-  uint8_t locality_ = 0;                    // CMD_SET_LOCALITY's, for the swtpm data channel
+  uint8_t locality_ = 0;                     // CMD_SET_LOCALITY's, for the swtpm data channel
   std::optional<uint8_t> command_locality_;  // an mssim command's own
-  std::unique_ptr<server::Server> server_;  // last: closed (its clients' handles flushed) before the chip goes
+  std::unique_ptr<server::Server> server_;   // last: closed (its clients' handles flushed) before the chip goes
 };
 
 Result<std::unique_ptr<EmulationServer>> EmulationServer::start(EmulationServerOptions options, LatencyProfile profile,
-                                                                 std::unique_ptr<Transport> tpm,
-                                                                 const std::atomic<bool>* stop) {
+                                                                std::unique_ptr<Transport> tpm,
+                                                                const std::atomic<bool>* stop) {
   if (options.port == 0 || options.port == 65535) {
     return usage_error("emulate: --port must be 1..65534 (the control port is P+1)");
   }

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "emulation/server/channel.h"
-#include "tpmsec/transport/mssim_protocol.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
+#include "tpmsec/transport/mssim_protocol.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::emulation {
@@ -28,8 +28,8 @@ class MssimTpm final : public Channel {
     const uint8_t locality = buffered[kCode];
     const uint32_t size = load_be32(buffered.data() + kCode + 1);
     if (size < kFrameHeaderBytes || size > kMaxCommandBytes || locality > 4) {
-      return Parse::refuse({}, fmt::format("malformed mssim frame (size {}, locality {}): connection closed", size,
-                                           locality));
+      return Parse::refuse(
+          {}, fmt::format("malformed mssim frame (size {}, locality {}): connection closed", size, locality));
     }
     if (buffered.size() < kHead + size) return Parse::more(kHead + size - buffered.size());
     return Parse::request();

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "tpmsec/emulation/server/emulation_server.h"
-#include "tpmsec/measure/statistics.h"
 #include "tpmsec/emulation/tpm_info_json.h"
+#include "tpmsec/measure/statistics.h"
 
 namespace tpmsec::emulation {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tpmsec/measure/bench.h"
 #include "tpmsec/emulation/emulated_identity.h"
 #include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/measure/bench.h"
 #include "tpmsec/transport/tracing.h"
 
 namespace tpmsec::emulation {

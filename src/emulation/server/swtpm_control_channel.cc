@@ -83,7 +83,8 @@ class SwtpmControl final : public Channel {
 
   Parse truncated(ByteView buffered) const override {
     if (buffered.size() < kControlCode) return Parse::refuse({}, "");
-    return Parse::refuse(result(kResultBadParameter), "control channel: truncated request: error answer, connection closed");
+    return Parse::refuse(result(kResultBadParameter),
+                         "control channel: truncated request: error answer, connection closed");
   }
 
   Served serve(ByteView request, ChipPort& chip) const override {

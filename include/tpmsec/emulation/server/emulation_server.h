@@ -46,8 +46,8 @@
 #include <memory>
 #include <string>
 
-#include "tpmsec/measure/bench.h"
 #include "tpmsec/emulation/latency_profile.h"
+#include "tpmsec/measure/bench.h"
 #include "tpmsec/result.h"
 #include "tpmsec/transport.h"
 
@@ -62,10 +62,10 @@ struct EmulationServerOptions {
   bool real_clock = true;  // wait out each modelled time; false: only account it
   bool means = false;      // every command at the profile's mean (no jitter, no tail events)
   bool private_handles = false;
-  bool quiet = false;          // no line per command (the startup line and errors stay)
-  bool keep_records = false;   // keep per-command records for result() (--json, --trace)
+  bool quiet = false;         // no line per command (the startup line and errors stay)
+  bool keep_records = false;  // keep per-command records for result() (--json, --trace)
   size_t max_records = 100'000;
-  size_t max_clients = 32;     // per port; a connection beyond is closed at once, and logged
+  size_t max_clients = 32;       // per port; a connection beyond is closed at once, and logged
   int frame_timeout_ms = 5'000;  // a started frame, or an unread answer, may stall this long
 };
 
@@ -88,8 +88,7 @@ class EmulationServer {
   // `tpm` is the embedded transport (open_embedded: its state directory
   // stays its own business). `stop` ends run() when it turns true.
   static Result<std::unique_ptr<EmulationServer>> start(EmulationServerOptions options, LatencyProfile profile,
-                                                        std::unique_ptr<Transport> tpm,
-                                                        const std::atomic<bool>* stop);
+                                                        std::unique_ptr<Transport> tpm, const std::atomic<bool>* stop);
   ~EmulationServer();
 
   // Serves until *stop, the control channel's CMD_SHUTDOWN or mssim's TPM_STOP.
