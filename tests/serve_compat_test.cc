@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/private_bus.h"
 #include "support/run_command.h"
 
 namespace tpmsec {
@@ -28,27 +29,8 @@ namespace {
 
 using testing::describe;
 using testing::run_command;
+using testing::spawn;
 namespace fs = std::filesystem;
-
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int* out_fd = nullptr) {
-  int out[2] = {-1, -1};
-  if (out_fd && ::pipe2(out, O_CLOEXEC) != 0) return -1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (out_fd) ::dup2(out[1], 1);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  if (out_fd) {
-    ::close(out[1]);
-    *out_fd = out[0];
-  }
-  return pid;
-}
 
 void stop(pid_t& pid) {
   if (pid <= 0) return;
