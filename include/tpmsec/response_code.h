@@ -63,6 +63,13 @@ bool rc_is_about_handle_or_command(uint32_t code);
 // Name) is given as the error of another command naming that handle.
 uint32_t rc_for_handle(uint32_t code, size_t index);
 
+// A format-one code (Part 2 §6.6) about handle `index` (0-based) of the
+// handle area, session `index` of the authorization area, or parameter
+// `index`: how a resource manager refuses what it will not send.
+uint32_t rc_handle_at(size_t index);                 // TPM_RC_HANDLE + handle N
+uint32_t rc_session_handle_at(size_t index);         // TPM_RC_HANDLE + session N
+uint32_t rc_parameter(uint32_t base, size_t index);  // `base` + parameter N
+
 // "TPM_RC_BAD_AUTH (session 1)", "TPM_RC_RETRY (warning)",
 // "TPM_RC_VALUE (parameter 2)", or "0x00012345 (unknown response code)".
 std::string describe_rc(uint32_t code);

@@ -27,10 +27,6 @@ bool answered_by_space(const CommandAreas& areas) {
          (type == ht::kTransient || type == ht::kHmacSession || type == ht::kPolicySession);
 }
 
-// TPM_RC_HANDLE about session `index` (0-based) of the authorization area
-// (Part 2 §6.6: format one, S set, the session's number in N).
-uint32_t rc_about_session(size_t index) { return rc::kHandle | 0x800u | static_cast<uint32_t>((index + 1) & 7) << 8; }
-
 }  // namespace
 
 ClientFront::~ClientFront() {
@@ -72,7 +68,7 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
     // refuses any handle that is not the client's.
     const uint32_t ours = shared_.wrapper->session_handle();
     for (size_t j = 0; ours != 0 && j < areas->sessions.size(); ++j) {
-      if (areas->sessions[j].handle == ours) return error_frame(rc_about_session(j));
+      if (areas->sessions[j].handle == ours) return error_frame(rc_session_handle_at(j));
     }
   }
   // The wrapper's Name cache is keyed by handle, and virtual handles are

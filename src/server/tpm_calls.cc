@@ -67,12 +67,4 @@ uint32_t saved_handle_of(ByteView context) {
   return handle;
 }
 
-uint32_t rc_handle_at(size_t index) { return rc::kHandle | static_cast<uint32_t>((index + 1) & 7) << 8; }
-uint32_t rc_session_handle_at(size_t index) {
-  return rc::kHandle | 0x800u | static_cast<uint32_t>((index + 1) & 7) << 8;
-}
-uint32_t rc_parameter(uint32_t base, size_t index) {
-  return base | 0x040u | static_cast<uint32_t>((index + 1) & 0xF) << 8;
-}
-
 }  // namespace tpmsec::server

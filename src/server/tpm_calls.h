@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "tpmsec/bytes.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec::server {
@@ -38,13 +39,6 @@ uint32_t flush_context(Transport& tpm, uint32_t handle);
 // The savedHandle of a marshalled TPMS_CONTEXT (sequence u64, savedHandle
 // u32, hierarchy u32, contextBlob TPM2B), 0 when it is not one.
 uint32_t saved_handle_of(ByteView context);
-
-// A format-one TPM_RC_HANDLE (Part 2 §6.6) about handle `index` (0-based) of
-// the handle area, session `index` of the authorization area, or parameter
-// `index`.
-uint32_t rc_handle_at(size_t index);
-uint32_t rc_session_handle_at(size_t index);
-uint32_t rc_parameter(uint32_t base, size_t index);
 
 }  // namespace tpmsec::server
 

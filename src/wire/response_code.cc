@@ -109,6 +109,16 @@ bool rc_is_about_handle_or_command(uint32_t code) {
   return !is_format1(code) || (code & 0x840) == 0;
 }
 
+uint32_t rc_handle_at(size_t index) { return rc::kHandle | static_cast<uint32_t>((index + 1) & 7) << 8; }
+
+uint32_t rc_session_handle_at(size_t index) {
+  return rc::kHandle | 0x800u | static_cast<uint32_t>((index + 1) & 7) << 8;
+}
+
+uint32_t rc_parameter(uint32_t base, size_t index) {
+  return base | 0x040u | static_cast<uint32_t>((index + 1) & 0xF) << 8;
+}
+
 uint32_t rc_for_handle(uint32_t code, size_t index) {
   constexpr uint32_t kReferenceH0 = kWarn + 0x010, kReferenceH6 = kWarn + 0x016;
   if (index > 6) return code;
