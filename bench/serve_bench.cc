@@ -48,6 +48,8 @@
 #include <string>
 #include <thread>
 
+#include "tpmsec/command_frame.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/server/server.h"
@@ -70,35 +72,26 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-template <class Body>
-Bytes frame(uint16_t tag, uint32_t code, Body body) {
-  Writer w;
-  w.u16(tag);
-  auto size = w.begin_total_size32("commandSize");
-  w.u32(code);
-  body(w);
-  w.end_size(size);
-  return *w.finish();
-}
-
 Bytes get_random_frame() {
-  return frame(st::kNoSessions, 0x17B, [](Writer& w) { w.u16(8); });
+  Writer count;
+  count.u16(8);  // bytesRequested
+  const Bytes parameters = *count.finish();
+  return *write_command_frame(cc::kGetRandom, {}, {}, parameters, kMaxCommandBytes);
 }
 
 // PCR_Extend(16, sha256) with an empty password, as tpm2_pcrextend sends it.
 Bytes pcr_extend_frame() {
-  return frame(st::kSessions, 0x182, [](Writer& w) {
-    w.u32(16);
-    auto auth = w.begin_size32("authorizationSize");
-    w.u32(rh::kPasswordSession);
-    w.u16(0);
-    w.u8(attr::kContinueSession);
-    w.u16(0);
-    w.end_size(auth);
-    w.u32(1);
-    w.u16(alg::kSha256);
-    w.bytes(Bytes(32, 0x5a));
-  });
+  const Bytes password =
+      *write_auth_entry(AuthEntry{.handle = rh::kPasswordSession, .attributes = attr::kContinueSession},
+                        /*command=*/true);
+  Writer digests;
+  digests.u32(1);
+  digests.u16(alg::kSha256);
+  digests.bytes(Bytes(32, 0x5a));
+  const Bytes parameters = *digests.finish();
+  const uint32_t pcr[] = {16};
+  const ByteView sessions[] = {password};
+  return *write_command_frame(cc::kPcrExtend, pcr, sessions, parameters, kMaxCommandBytes);
 }
 
 Bytes command(int which) { return which == 0 ? get_random_frame() : pcr_extend_frame(); }
