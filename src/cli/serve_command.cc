@@ -17,6 +17,7 @@
 #include "protection_options.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/tabrmd/tabrmd_front.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {
 namespace {
@@ -112,7 +113,8 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
     Transport& top = emulated->tracing ? static_cast<Transport&>(*emulated->tracing) : *emulated->base;
     return serve::ProtectedServer::open(std::move(request), std::make_unique<EmulatedBus>(top, *emulated->base));
   }
-  if (spec.rfind("embedded", 0) == 0) {
+  TPMSEC_ASSIGN_OR_RETURN(TpmSpec parsed, parse_transport_spec(spec));
+  if (parsed.kind == TpmKind::kEmbedded) {
     // An in-process TPM (tests, demos): the front end holds it, the library serves it.
     TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> tpm, open_transport(spec));
     return serve::ProtectedServer::open(std::move(request), std::move(tpm));
