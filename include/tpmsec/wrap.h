@@ -146,6 +146,13 @@ class CommandWrapper {
   // spaces, whose clients' virtual handles name different objects): the next
   // command naming one reads its Name again through the session.
   void forget_object_names();
+  // A caller's session that no longer exists under `handle` (flushed, ended,
+  // dropped with its client: a resource manager below says so): what the
+  // wrapper kept of it goes, so that a later session under the same handle
+  // starts from nothing. Only a session's owner may name it in a frame
+  // (the manager's admission, asked before wrap()): nothing another caller
+  // sends reaches this state.
+  void caller_session_ended(uint32_t handle) { forget_caller_session(handle); }
   // The caller's commands given to exchange() so far (a resend not counted).
   uint64_t commands() const { return commands_; }
   // Which of them (from 1) was the last the wrapper's session went on; 0

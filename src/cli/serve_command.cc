@@ -169,8 +169,10 @@ Status run_serve(const ServeOptions& o) {
   bus_front->store(nullptr);
   front.reset();
   const serve::ServeCounts c = served->counts();
-  log_line(fmt::format("stopped: {} client commands, {} session(s) started, {} answered with a resource-manager error",
-                       c.commands, c.sessions_started, c.faults));
+  log_line(fmt::format(
+      "stopped: {} client commands, {} session(s) started, {} answered with a resource-manager error, {} refused for "
+      "naming another's handle",
+      c.commands, c.sessions_started, c.faults, c.refused));
   if (o.verbose) fmt::print(stderr, "{}", served->counts_report());
   served.reset();  // the server's session flushed, on the emulated chip too
   if (emulated) report_emulated(*emulated);
