@@ -5,6 +5,7 @@
 #include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/response_frame.h"
@@ -13,18 +14,13 @@
 namespace tpmsec::serve {
 namespace {
 
-// The space answers a listing of transient objects or sessions from the
-// client's own handles (handle_space.h) when no session is on it: the answer
-// never crosses the bus, so it needs no session, and one on it would make
+// The space answers a listing of the client's own transient objects or
+// sessions (frame_fields.h, asks_own_handles) when no session is on it: the
+// answer never crosses the bus, so it needs none, and one on it would make
 // the space refuse it (a TPM's listing under an HMAC cannot be filtered).
 bool answered_by_space(const CommandAreas& areas) {
-  if (areas.info->code != cmd::GetCapability::kInfo.code || !areas.sessions.empty()) return false;
-  if (areas.parameters.size() < 8) return false;
-  const uint32_t capability = load_be32(areas.parameters.data());
-  const uint32_t property = load_be32(areas.parameters.data() + 4);
-  const uint8_t type = static_cast<uint8_t>(property >> 24);
-  return capability == cap::kHandles &&
-         (type == ht::kTransient || type == ht::kHmacSession || type == ht::kPolicySession);
+  return areas.info->code == cmd::GetCapability::kInfo.code && areas.sessions.empty() &&
+         asks_own_handles(areas.parameters);
 }
 
 }  // namespace

@@ -41,6 +41,13 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // goes out as the caller gave it.
   std::optional<CommandAreas> frame = wrapping::read_caller_frame(command);
   if (!frame) return pass_through(command, std::move(p));
+  // A listing of the caller's own handles that a resource manager below
+  // answers itself (frame_fields.h, asks_own_handles): no session could
+  // cover the answer it writes, so it goes out as the caller gave it.
+  if (p->code == cc::kGetCapability && factory_->tpm().transport().private_handles() &&
+      asks_own_handles(frame->parameters)) {
+    return pass_through(command, std::move(p));
+  }
   std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, *p->info);
   if (!plan) return pass_through(command, std::move(p));
   Outgoing out(*p->info, std::move(*frame), *plan);
