@@ -15,8 +15,9 @@
 #     server's --forget-state only when the installed tpmsec has it;
 #   - conffiles: /etc/default/tpmsec-serve and /etc/profile.d/tpmsec-server.sh;
 #   - the environment: the generator names tabrmd: (with its colon) for
-#     SYSTEMD_TPM2_DEVICE and TPM2TOOLS_TCTI, nothing in an initrd or where
-#     a value is set; the units that run before D-Bus keep /dev/tpmrm0;
+#     SYSTEMD_TPM2_DEVICE and TPM2TOOLS_TCTI and serve for TPMSEC_TPM,
+#     nothing in an initrd or where a value is set; environment.d and
+#     profile.d the same; the units that run before D-Bus keep /dev/tpmrm0;
 #   - lintian: no error, no warning.
 # Usage: deb_server_package_test.sh SOURCE_DIR
 set -euo pipefail
@@ -113,22 +114,26 @@ done
 mkdir -p "$work/x" && dpkg-deb -x "$deb" "$work/x"
 gen=$work/x/usr/lib/systemd/system-environment-generators/60-tpmsec-tpm2
 [ -x "$gen" ] || fail "no executable environment generator"
-out=$(env -u SYSTEMD_TPM2_DEVICE -u TPM2TOOLS_TCTI "$gen")
+unset_all=(env -u SYSTEMD_TPM2_DEVICE -u TPM2TOOLS_TCTI -u TPMSEC_TPM)
+out=$("${unset_all[@]}" "$gen")
 [ "$out" = "SYSTEMD_TPM2_DEVICE=tabrmd:
-TPM2TOOLS_TCTI=tabrmd:" ] || fail "the generator prints '$out'"
-out=$(SYSTEMD_TPM2_DEVICE=device:/dev/tpm1 TPM2TOOLS_TCTI=mssim "$gen")
+TPM2TOOLS_TCTI=tabrmd:
+TPMSEC_TPM=serve" ] || fail "the generator prints '$out'"
+out=$(SYSTEMD_TPM2_DEVICE=device:/dev/tpm1 TPM2TOOLS_TCTI=mssim TPMSEC_TPM=embedded "$gen")
 [ -z "$out" ] || fail "the generator overrides a value set already: '$out'"
 sed "s#/etc/initrd-release#$work/initrd-release#" "$gen" >"$work/gen-initrd" && : >"$work/initrd-release"
-out=$(env -u SYSTEMD_TPM2_DEVICE -u TPM2TOOLS_TCTI sh "$work/gen-initrd")
+out=$("${unset_all[@]}" sh "$work/gen-initrd")
 [ -z "$out" ] || fail "the generator names tabrmd: in an initrd: '$out'"
-grep -qx 'SYSTEMD_TPM2_DEVICE=${SYSTEMD_TPM2_DEVICE:-tabrmd:}' "$work/x/usr/lib/environment.d/60-tpmsec-server.conf" \
-  || fail "environment.d does not default SYSTEMD_TPM2_DEVICE to tabrmd:"
+for v in SYSTEMD_TPM2_DEVICE:tabrmd: TPM2TOOLS_TCTI:tabrmd: TPMSEC_TPM:serve; do
+  grep -qxF "${v%%:*}=\${${v%%:*}:-${v#*:}}" "$work/x/usr/lib/environment.d/60-tpmsec-server.conf" \
+    || fail "environment.d does not default ${v%%:*} to ${v#*:}"
+done
 # A login shell: the variables once tpmsec.service is there, not before.
 sh -n "$work/x/etc/profile.d/tpmsec-server.sh" || fail "profile.d script: not valid sh"
-out=$(env -u SYSTEMD_TPM2_DEVICE -u TPM2TOOLS_TCTI sh -c ". '$work/x/etc/profile.d/tpmsec-server.sh'; echo \"\${SYSTEMD_TPM2_DEVICE-unset} \${TPM2TOOLS_TCTI-unset}\"")
+out=$("${unset_all[@]}" sh -c ". '$work/x/etc/profile.d/tpmsec-server.sh'; echo \"\${SYSTEMD_TPM2_DEVICE-unset} \${TPM2TOOLS_TCTI-unset} \${TPMSEC_TPM-unset}\"")
 case $out in
-  "tabrmd: tabrmd:") [ -e /lib/systemd/system/tpmsec.service ] || fail "profile.d names tabrmd: without tpmsec.service" ;;
-  "unset unset") [ ! -e /lib/systemd/system/tpmsec.service ] || fail "profile.d names nothing with tpmsec.service" ;;
+  "tabrmd: tabrmd: serve") [ -e /lib/systemd/system/tpmsec.service ] || fail "profile.d names tabrmd: without tpmsec.service" ;;
+  "unset unset unset") [ ! -e /lib/systemd/system/tpmsec.service ] || fail "profile.d names nothing with tpmsec.service" ;;
   *) fail "profile.d sets '$out'" ;;
 esac
 for u in systemd-pcrphase-initrd systemd-pcrphase-sysinit systemd-pcrphase systemd-cryptsetup@; do
