@@ -10,6 +10,7 @@
 #include "support/test_tpm.h"
 #include "support/tpm_frames.h"
 #include "support/wrap_fixture.h"
+#include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
@@ -406,6 +407,14 @@ class PolicyPasswordTest : public WrapTrustTest {
     pub.attributes = 0x00000412;  // fixedTPM fixedParent noDA: policy only (no userWithAuth)
     return pub;
   }
+  // PolicyPassword on `session`, through the wrapper: each use of a policy
+  // session starts its policy again (Part 1 §19.7), as go-tpm does.
+  void policy_password(uint32_t session) {
+    NamedHandle s = NamedHandle::of(session);
+    const NamedHandle* handles[] = {&s};
+    auto policy = caller_->execute(*find_command(cc::kPolicyPassword), handles, {}, {});
+    EXPECT_TRUE(policy.ok()) << policy.error().message();
+  }
   // An unsalted, unbound policy session, started through the wrapper
   // (`through_wrapper`) or beside it, then PolicyPassword through it.
   uint32_t policy_password_session(bool through_wrapper) {
@@ -416,10 +425,7 @@ class PolicyPasswordTest : public WrapTrustTest {
     auto started = (through_wrapper ? *caller_ : tpm()).run(start);
     EXPECT_TRUE(started.ok()) << started.error().message();
     if (!started.ok()) return 0;
-    NamedHandle session = NamedHandle::of(started->session_handle);
-    const NamedHandle* handles[] = {&session};
-    auto policy = caller_->execute(*find_command(cc::kPolicyPassword), handles, {}, {});
-    EXPECT_TRUE(policy.ok()) << policy.error().message();
+    policy_password(started->session_handle);
     return started->session_handle;
   }
   Result<Bytes> unseal(const NamedHandle& item, uint32_t session) {
@@ -447,7 +453,8 @@ TEST_P(PolicyPasswordTest, SealAndUnsealPutNeitherThePasswordNorTheSecretOnTheBu
     auto unsealed = unseal(item, session);
     ASSERT_TRUE(unsealed.ok()) << unsealed.error().message();
     EXPECT_EQ(*unsealed, secret);
-    // Twice on one session: its nonces roll through the wrapper.
+    // Again on that session: its nonces roll through the wrapper.
+    policy_password(session);
     auto again = unseal(item, session);
     ASSERT_TRUE(again.ok()) << again.error().message();
     EXPECT_EQ(*again, secret);
@@ -485,7 +492,8 @@ TEST_P(PolicyPasswordTest, SignWithPolicyPasswordPutsNoPasswordOnTheBus) {
   sign.u16(0);
   PolicyPasswordSession s(session);
   const NamedHandle* handles[] = {&key};
-  Auth auth{&s, password()};
+  const Bytes pw = password(), wrong_pw = {'x'};
+  Auth auth{&s, pw};
   auto signed_ =
       caller_->execute(*find_command(command_code("Sign")), handles, *sign.finish(), std::span<const Auth>(&auth, 1));
   ASSERT_TRUE(signed_.ok()) << signed_.error().message();
@@ -494,8 +502,9 @@ TEST_P(PolicyPasswordTest, SignWithPolicyPasswordPutsNoPasswordOnTheBus) {
   EXPECT_EQ(counts(command_code("Sign")).passwords_replaced, 1u);
   // A wrong password fails as it would have, with the TPM's authorization
   // error for the session (TPM_RC_BAD_AUTH: the key is noDA).
+  policy_password(session);
   PolicyPasswordSession wrong_session(session);
-  Auth wrong{&wrong_session, Bytes{'x'}};
+  Auth wrong{&wrong_session, wrong_pw};
   Writer again;
   again.tpm2b(Bytes(32, 0x34), "digest");
   again.u16(alg::kNull);

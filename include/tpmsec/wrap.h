@@ -297,7 +297,8 @@ class CommandWrapper {
   // as it is.
   Bytes policy_password_as_auth_value(ByteView command);
   // A PolicyPassword, PolicyAuthValue or PolicyRestart: its session's mode
-  // once the TPM accepted it.
+  // once the TPM accepted it; a policy session that authorized a command
+  // leaves the mode (its policy starts again).
   void note_policy_password(Pending& p, ByteView command, bool as_auth_value);
   void apply_policy_password(const Pending& p);
   // The caller's entry in `slot` when its session is in PolicyPassword mode
@@ -311,7 +312,7 @@ class CommandWrapper {
   // A frame going out as the caller gave it: refused when it names a
   // re-signed PolicyPassword session (the TPM would count an authorization
   // failure), or under strict one whose password would cross in clear.
-  Status check_passed_policy_passwords(const CommandAreas& areas);
+  Status check_passed_policy_passwords(Pending& p, const CommandAreas& areas);
   // last_clear() for a command going out.
   void note_clear(const Pending& p, const Outgoing* out, std::string what);
 

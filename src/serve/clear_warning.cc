@@ -33,8 +33,8 @@ std::string clear_warning(std::string_view command, uint32_t code, const ClearNo
                                      "salted session of its own (tpm2-tools: a session started with --key-context)"
                                    : "run serve with --strict to refuse it";
   return fmt::format(
-      "<4>{} (0x{:x}) of uid {} pid {} ({}): {} crossed the bus in clear: {}; fix: {} (said once per client and "
-      "command)",
+      "<4>{} (0x{:x}) from uid {} pid {} ({}) put a secret on the bus in clear: {}; why: {}; fix: {} (told once "
+      "per client and command)",
       command, code, uid, pid, program, note.what, note.why, fix);
 }
 

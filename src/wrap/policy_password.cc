@@ -24,14 +24,13 @@ namespace tpmsec {
 
 Bytes CommandWrapper::policy_password_as_auth_value(ByteView command) {
   auto areas = read_command_areas(command, wrapping::kMaxFrame, wrapping::kMaxSessions);
-  if (!areas.ok() || areas->handles.size() != 1) return {};
+  // A session of the caller's on it (an audit session) signs the command
+  // code: the command goes out as it is.
+  if (!areas.ok() || areas->handles.size() != 1 || !areas->sessions.empty()) return {};
   const uint32_t session = areas->handles[0];
   // Started through this wrapper (its policy seen whole) and tracked.
   if (!policy_auth_value_.count(session) || !caller_sessions_.count(session)) return {};
-  std::vector<ByteView> entries;
-  for (const AuthEntry& e : areas->sessions) entries.push_back(e.raw);
-  auto frame =
-      write_command_frame(cc::kPolicyAuthValue, areas->handles, entries, areas->parameters, wrapping::kMaxFrame);
+  auto frame = write_command_frame(cc::kPolicyAuthValue, areas->handles, {}, areas->parameters, wrapping::kMaxFrame);
   return frame.ok() ? std::move(*frame) : Bytes();
 }
 
@@ -48,6 +47,14 @@ void CommandWrapper::note_policy_password(Pending& p, ByteView command, bool as_
 }
 
 void CommandWrapper::apply_policy_password(const Pending& p) {
+  // A policy session that authorized a command and continues starts its
+  // policy again (the reference code's UpdateInternalSession,
+  // SessionProcess.c: SessionResetPolicyData): no PolicyPassword, no
+  // PolicyAuthValue.
+  for (uint32_t h : p.policy_sessions_used) {
+    policy_passwords_.erase(h);
+    if (auto it = policy_auth_value_.find(h); it != policy_auth_value_.end()) it->second = false;
+  }
   if (!p.password_session) return;
   if (p.password_mode) {
     policy_passwords_[p.password_session] = *p.password_mode;
@@ -75,6 +82,7 @@ Result<bool> CommandWrapper::track_policy_password(Pending& p, const Outgoing& o
       // would count as an authorization failure.
       if (s != caller_sessions_.end() && e.nonce.size() == s->second->nonce_tpm().size() &&
           !(e.attributes & ~attr::kContinueSession)) {
+        s->second->set_attributes(e.attributes);  // continueSession as the caller sent it
         p.caller_tracked.emplace_back(slot, e.handle);
         p.policy_passwords.emplace_back(slot, SecretBytes(e.hmac));
         return true;
@@ -101,8 +109,11 @@ Result<Bytes> CommandWrapper::policy_password_response(const AuthEntry& tpm_entr
   return write_auth_entry(AuthEntry{.nonce = tpm_entry.nonce, .attributes = tpm_entry.attributes}, /*command=*/false);
 }
 
-Status CommandWrapper::check_passed_policy_passwords(const CommandAreas& areas) {
+Status CommandWrapper::check_passed_policy_passwords(Pending& p, const CommandAreas& areas) {
   for (const AuthEntry& e : areas.sessions) {
+    if ((e.handle >> 24) == ht::kPolicySession && (e.attributes & attr::kContinueSession)) {
+      p.policy_sessions_used.push_back(e.handle);
+    }
     auto mode = policy_passwords_.find(e.handle);
     if (mode == policy_passwords_.end()) continue;
     const std::string_view name = areas.info ? areas.info->name : std::string_view("a command");

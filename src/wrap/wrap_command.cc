@@ -80,7 +80,7 @@ Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pen
   // frame the codec cannot read, the TPM refuses anyway.
   std::string why;
   if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
-    TPMSEC_RETURN_IF_ERROR(check_passed_policy_passwords(*areas));
+    TPMSEC_RETURN_IF_ERROR(check_passed_policy_passwords(*p, *areas));
     if (p->info) {
       why = wrapping::secret_in_clear(*p->info, areas->sessions, areas->parameters, std::nullopt,
                                       /*decrypt=*/false, /*encrypt=*/false);
@@ -98,6 +98,9 @@ void CommandWrapper::note_caller_frame(Pending& p, const Outgoing& out) {
   p.handles = out.frame.handles;
   for (const AuthEntry& e : out.frame.sessions) {
     if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p.ending.push_back(e.handle);
+    if ((e.handle >> 24) == ht::kPolicySession && (e.attributes & attr::kContinueSession)) {
+      p.policy_sessions_used.push_back(e.handle);
+    }
   }
   p.caller_hmac = out.plan.caller_hmac;
   // The sessions this command uses keep their slots (session_room.cc).

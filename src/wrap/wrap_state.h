@@ -67,6 +67,9 @@ struct CommandWrapper::Pending {
   std::optional<PolicyPasswordMode> password_mode;
   std::vector<std::pair<size_t, SecretBytes>> policy_passwords;
   size_t clear_policy_passwords = 0;
+  // The caller's policy sessions in the session area that continue: their
+  // policy starts again when the command succeeds.
+  std::vector<uint32_t> policy_sessions_used;
 };
 
 // The caller's frame while wrap() turns it into the frame sent.
