@@ -282,11 +282,15 @@ class ServeAttackTest : public ::testing::Test {
 
   // tpmsec serve on the interposer, on the private bus and a socket whose
   // group (nogroup) lets user nobody connect, as tss lets its members.
-  void start_serve() {
+  // With `log`, its stderr goes to that file (a shell that execs serve:
+  // the pid is serve's).
+  void start_serve(const std::string& log = {}) {
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, false)) << "the bus name is still owned";
-    serve_.pid = testing::spawn({TPMSEC_CLI_PATH, "serve", "--tpm", proxy_->spec(), "--null-name", *null_name_,
-                                 "--dbus", "session", "--socket", socket_path(), "--socket-group", "nogroup"},
-                                {});
+    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",       "--tpm",          proxy_->spec(),
+                                     "--null-name",   *null_name_,   "--dbus",         "session",
+                                     "--socket",      socket_path(), "--socket-group", "nogroup"};
+    if (!log.empty()) argv.insert(argv.begin(), {"sh", "-c", "exec \"$0\" \"$@\" 2>>" + log});
+    serve_.pid = testing::spawn(argv, {});
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, true)) << "tpmsec serve never took the name";
     for (auto end = Clock::now() + kDeadline; !fs::exists(socket_path()) && Clock::now() < end;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -1180,6 +1184,60 @@ TEST_F(ServeAttackTest, ANeighboursRandomFramesFromAClientsBytesNeverReachItsSec
   EXPECT_FALSE(contains(bus(), as_bytes(secret))) << "the unsealed secret crossed the bus in clear";
   EXPECT_FALSE(contains(bus(), as_bytes(later))) << "the new object's sensitive data crossed the bus in clear";
   EXPECT_EQ(tool({"tpm2_flushcontext", path("session.ctx")}).exit_code, 0);
+
+// Issue 38, item 4: a secret that crosses the bus in clear because the
+// client's own session cannot be re-signed (tpm2-tools' -P PASSWORD with its
+// own HMAC session keyed by the password) is told to the administrator: one
+// <4> line per client and command code, naming the command, the uid, the
+// pid and the program, and the fix; not one per command.
+TEST_F(ServeAttackTest, AClearSecretIsToldOncePerClientAndCommand) {
+  const std::string index = "0x1500036", password = "nv-password-81c4";
+  // Twice NV's buffer (1024 on swtpm): tpm2_nvread reads it in two NV_Reads.
+  const std::string data(2048, 'q');
+  std::ofstream(path("nv")) << data;
+  start_serve(path("serve.log"));
+  auto def = tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(data.size()), "-a",
+                   "authread|authwrite|no_da", "-p", password});
+  ASSERT_EQ(def.exit_code, 0) << describe(def);
+  auto write = tool({"tpm2_nvwrite", index, "-P", password, "-i", path("nv")});
+  ASSERT_EQ(write.exit_code, 0) << describe(write);
+  size_t reads_before = 0;
+  for (uint32_t c : codes()) reads_before += c == kCcNvRead;
+  int out = -1;
+  const pid_t reader = testing::spawn(
+      {"tpm2_nvread", index, "-P", password, "-s", std::to_string(data.size()), "-o", path("read")}, tools_env(), &out);
+  ASSERT_GT(reader, 0);
+  char buf[256];
+  while (::read(out, buf, sizeof(buf)) > 0) {
+  }
+  ::close(out);
+  int status = 0;
+  ASSERT_EQ(::waitpid(reader, &status, 0), reader);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(slurp(path("read")), data);
+  size_t reads = 0;
+  for (uint32_t c : codes()) reads += c == kCcNvRead;
+  EXPECT_GE(reads - reads_before, 2u) << "tpm2_nvread sent one NV_Read: nothing repeated";
+  EXPECT_EQ(tool({"tpm2_nvundefine", index, "-C", "o"}).exit_code, 0);
+  EXPECT_EQ(stop_serve(), 0);
+  serve_.pid = -1;
+  expect_no_handles_left();
+
+  std::istringstream log(slurp(path("serve.log")));
+  std::vector<std::string> read_lines, write_lines;
+  for (std::string line; std::getline(log, line);) {
+    if (line.rfind("<4>tpmsec serve: ", 0) != 0) continue;
+    if (line.find("NV_Read (0x14e)") != std::string::npos) read_lines.push_back(line);
+    if (line.find("NV_Write (0x137)") != std::string::npos) write_lines.push_back(line);
+  }
+  ASSERT_EQ(read_lines.size(), 1u) << slurp(path("serve.log"));
+  const std::string& line = read_lines[0];
+  EXPECT_NE(line.find("uid 0 pid " + std::to_string(reader) + " (tpm2_nvread)"), std::string::npos) << line;
+  EXPECT_NE(line.find("put a secret on the bus in clear: its response's first parameter"), std::string::npos) << line;
+  EXPECT_NE(line.find("--strict"), std::string::npos) << line;
+  EXPECT_NE(line.find("salted session"), std::string::npos) << line;
+  EXPECT_EQ(write_lines.size(), 1u) << slurp(path("serve.log"));
+  if (!write_lines.empty()) EXPECT_NE(write_lines[0].find("(tpm2_nvwrite)"), std::string::npos) << write_lines[0];
 }
 
 }  // namespace

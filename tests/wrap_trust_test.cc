@@ -10,6 +10,7 @@
 #include "support/test_tpm.h"
 #include "support/tpm_frames.h"
 #include "support/wrap_fixture.h"
+#include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
@@ -327,6 +328,231 @@ TEST_P(StrictTest, ASecretThatWouldComeBackInClearIsRefusedBeforeItIsSent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, StrictTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
+
+// A policy session after PolicyPassword as go-tpm drives one (its
+// PolicySession after tpm2.PolicyPassword, or the legacy package's
+// UnsealWithSession): a fresh nonceCaller per command, the authValue in clear
+// in the HMAC field, the TPM's answers with an empty HMAC.
+class PolicyPasswordSession final : public Session {
+ public:
+  explicit PolicyPasswordSession(uint32_t handle) : handle_(handle) {}
+  uint32_t handle() const override { return handle_; }
+  Status begin_command() override {
+    nonce_.resize(32);  // nonceTPM's size for a SHA-256 session started with 32
+    return crypto::nonce_random().fill(nonce_);
+  }
+  Result<Bytes> authorize(const AuthorizeInput& in) override {
+    return write_auth_entry(
+        AuthEntry{.handle = handle_, .nonce = nonce_, .attributes = attr::kContinueSession, .hmac = in.auth_value},
+        /*command=*/true);
+  }
+  Status verify(const VerifyInput& in) override {
+    if (!in.auth.hmac.empty()) return integrity_error("a PolicyPassword session answered with an HMAC");
+    if (in.auth.nonce.size() != 32) return integrity_error("a nonceTPM of another size");
+    return ok_status();
+  }
+
+ private:
+  uint32_t handle_;
+  Bytes nonce_;
+};
+
+// go-tpm's seal/unseal and Sign flows with PolicyPassword (issue 38, item 3),
+// their command sequence written with the project's codec: the objects'
+// authPolicy is PolicyPassword's digest, which is PolicyAuthValue's.
+class PolicyPasswordTest : public WrapTrustTest {
+ protected:
+  static constexpr std::string_view kPassword = "policy-password-5e";
+
+  Bytes password() const { return Bytes(kPassword.begin(), kPassword.end()); }
+  static Bytes policy_digest() {
+    Writer cc;
+    cc.u32(cc::kPolicyAuthValue);  // PolicyPassword's too (Part 3 TPM2_PolicyPassword)
+    Bytes zeros(32, 0);
+    auto d = crypto::hash(alg::kSha256, {zeros, *cc.finish()});
+    return d.ok() ? *d : Bytes();
+  }
+  // The caller's primary (a password session, as go-tpm's CreatePrimary).
+  NamedHandle caller_primary() {
+    cmd::CreatePrimary p;
+    p.primary_handle = NamedHandle::of(rh::kOwner);
+    p.in_public.public_area = null_key_template(SaltKind::kEcc);
+    auto primary = caller_->run(p, {Auth::password()});
+    EXPECT_TRUE(primary.ok()) << primary.error().message();
+    return primary.ok() ? NamedHandle{primary->object_handle, primary->name.bytes} : NamedHandle{};
+  }
+  // An object under the policy, created and loaded by the caller.
+  NamedHandle caller_object(const NamedHandle& parent, Public pub, ByteView data) {
+    cmd::Create c;
+    c.parent_handle = parent;
+    c.in_sensitive.user_auth = password();
+    c.in_sensitive.data.assign(data.begin(), data.end());
+    pub.name_alg = alg::kSha256;
+    pub.auth_policy = policy_digest();
+    c.in_public.public_area = pub;
+    auto created = caller_->run(c, {Auth::password()});
+    EXPECT_TRUE(created.ok()) << created.error().message();
+    if (!created.ok()) return {};
+    cmd::Load l;
+    l.parent_handle = parent;
+    l.in_private = created->out_private;
+    l.in_public = created->out_public;
+    auto loaded = caller_->run(l, {Auth::password()});
+    EXPECT_TRUE(loaded.ok()) << loaded.error().message();
+    return loaded.ok() ? NamedHandle{loaded->object_handle, loaded->name.bytes} : NamedHandle{};
+  }
+  static Public sealed_public() {
+    Public pub;
+    pub.type = alg::kKeyedHash;
+    pub.attributes = 0x00000412;  // fixedTPM fixedParent noDA: policy only (no userWithAuth)
+    return pub;
+  }
+  // PolicyPassword on `session`, through the wrapper: each use of a policy
+  // session starts its policy again (Part 1 §19.7), as go-tpm does.
+  void policy_password(uint32_t session) {
+    NamedHandle s = NamedHandle::of(session);
+    const NamedHandle* handles[] = {&s};
+    auto policy = caller_->execute(*find_command(cc::kPolicyPassword), handles, {}, {});
+    EXPECT_TRUE(policy.ok()) << policy.error().message();
+  }
+  // An unsalted, unbound policy session, started through the wrapper
+  // (`through_wrapper`) or beside it, then PolicyPassword through it.
+  uint32_t policy_password_session(bool through_wrapper) {
+    cmd::StartAuthSession start;
+    start.nonce_caller.bytes = Bytes(32, 0x5a);
+    start.session_type = se::kPolicy;
+    start.symmetric = SymDef{};
+    auto started = (through_wrapper ? *caller_ : tpm()).run(start);
+    EXPECT_TRUE(started.ok()) << started.error().message();
+    if (!started.ok()) return 0;
+    policy_password(started->session_handle);
+    return started->session_handle;
+  }
+  Result<Bytes> unseal(const NamedHandle& item, uint32_t session) {
+    PolicyPasswordSession s(session);
+    auto r = caller_->run(cmd::Unseal{item}, {Auth{&s, password()}});
+    if (!r.ok()) return r.error();
+    return r->out_data.bytes;
+  }
+  bool bus_carried(uint32_t code) const {
+    // Responses carry a response code where commands carry theirs: none of
+    // these codes is one.
+    return std::any_of(seen_.begin(), seen_.end(), [&](const Bytes& f) { return testing::command_code_of(f) == code; });
+  }
+};
+
+TEST_P(PolicyPasswordTest, SealAndUnsealPutNeitherThePasswordNorTheSecretOnTheBus) {
+  for (bool strict : {false, true}) {
+    SCOPED_TRACE(strict ? "strict" : "not strict");
+    wrapper_->set_strict(strict);
+    seen_.clear();
+    const Bytes secret(24, strict ? 0x71 : 0x72);
+    NamedHandle parent = caller_primary();
+    NamedHandle item = caller_object(parent, sealed_public(), secret);
+    uint32_t session = policy_password_session(/*through_wrapper=*/true);
+    auto unsealed = unseal(item, session);
+    ASSERT_TRUE(unsealed.ok()) << unsealed.error().message();
+    EXPECT_EQ(*unsealed, secret);
+    // Again on that session: its nonces roll through the wrapper.
+    policy_password(session);
+    auto again = unseal(item, session);
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    EXPECT_EQ(*again, secret);
+    const Bytes bus = bus_bytes();
+    EXPECT_FALSE(contains(bus, password()));
+    EXPECT_FALSE(contains(bus, secret));
+    // PolicyPassword went out as PolicyAuthValue.
+    EXPECT_FALSE(bus_carried(cc::kPolicyPassword));
+    EXPECT_TRUE(bus_carried(cc::kPolicyAuthValue));
+    EXPECT_GE(counts(cc::kUnseal).encrypted, 2u);
+    EXPECT_EQ(counts(cc::kUnseal).passwords_left, 0u);
+    EXPECT_TRUE(wrapper_->last_clear().what.empty()) << wrapper_->last_clear().what;
+    EXPECT_TRUE(caller_->flush(session).ok());
+    EXPECT_TRUE(caller_->flush(item.handle).ok());
+    EXPECT_TRUE(caller_->flush(parent.handle).ok());
+  }
+  EXPECT_EQ(counts(cc::kUnseal).passwords_replaced, 4u);
+}
+
+TEST_P(PolicyPasswordTest, SignWithPolicyPasswordPutsNoPasswordOnTheBus) {
+  wrapper_->set_strict(true);
+  NamedHandle parent = caller_primary();
+  Public pub;
+  pub.type = alg::kKeyedHash;
+  pub.attributes = 0x00040432;  // sign fixedTPM fixedParent sensitiveDataOrigin noDA
+  pub.scheme = Scheme{alg::kHmac, alg::kSha256};
+  seen_.clear();
+  NamedHandle key = caller_object(parent, pub, {});
+  uint32_t session = policy_password_session(/*through_wrapper=*/true);
+  Writer sign;
+  sign.tpm2b(Bytes(32, 0x33), "digest");
+  sign.u16(alg::kNull);  // inScheme: the key's
+  sign.u16(0x8024);      // validation: TPM_ST_HASHCHECK, a NULL ticket
+  sign.u32(rh::kNull);
+  sign.u16(0);
+  PolicyPasswordSession s(session);
+  const NamedHandle* handles[] = {&key};
+  const Bytes pw = password(), wrong_pw = {'x'};
+  Auth auth{&s, pw};
+  auto signed_ =
+      caller_->execute(*find_command(command_code("Sign")), handles, *sign.finish(), std::span<const Auth>(&auth, 1));
+  ASSERT_TRUE(signed_.ok()) << signed_.error().message();
+  EXPECT_GT(signed_->parameters.size(), 32u);
+  EXPECT_FALSE(contains(bus_bytes(), password()));
+  EXPECT_EQ(counts(command_code("Sign")).passwords_replaced, 1u);
+  // A wrong password fails as it would have, with the TPM's authorization
+  // error for the session (TPM_RC_BAD_AUTH: the key is noDA).
+  policy_password(session);
+  PolicyPasswordSession wrong_session(session);
+  Auth wrong{&wrong_session, wrong_pw};
+  Writer again;
+  again.tpm2b(Bytes(32, 0x34), "digest");
+  again.u16(alg::kNull);
+  again.u16(0x8024);
+  again.u32(rh::kNull);
+  again.u16(0);
+  auto refused =
+      caller_->execute(*find_command(command_code("Sign")), handles, *again.finish(), std::span<const Auth>(&wrong, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(rc_base(refused.error().tpm_rc()), rc::kBadAuth) << refused.error().message();
+  EXPECT_TRUE(caller_->flush(session).ok());
+}
+
+TEST_P(PolicyPasswordTest, APasswordTheWrapperCannotResignIsRefusedUnderStrictAndCounted) {
+  const Bytes secret(24, 0x73);
+  NamedHandle parent = caller_primary();
+  NamedHandle item = caller_object(parent, sealed_public(), secret);
+  // Started beside the wrapper: it never saw its nonces.
+  uint32_t session = policy_password_session(/*through_wrapper=*/false);
+  EXPECT_TRUE(bus_carried(cc::kPolicyPassword));
+  wrapper_->set_strict(true);
+  seen_.clear();
+  auto refused = unseal(item, session);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().reason(), ErrorReason::kSecretInClear) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("PolicyPassword"), std::string::npos) << refused.error().message();
+  EXPECT_FALSE(bus_carried(cc::kUnseal));
+  EXPECT_FALSE(contains(bus_bytes(), password()));
+  EXPECT_EQ(counts(cc::kUnseal).refused, 1u);
+  // Without strict it goes out, counted and told: the password in clear,
+  // the unsealed data still encrypted by the wrapper's session.
+  wrapper_->set_strict(false);
+  auto unsealed = unseal(item, session);
+  ASSERT_TRUE(unsealed.ok()) << unsealed.error().message();
+  EXPECT_EQ(*unsealed, secret);
+  EXPECT_TRUE(contains(bus_bytes(), password()));
+  EXPECT_FALSE(contains(bus_bytes(), secret));
+  EXPECT_EQ(counts(cc::kUnseal).passwords_left, 1u);
+  EXPECT_EQ(counts(cc::kUnseal).secrets_left, 1u);
+  EXPECT_NE(wrapper_->last_clear().what.find("PolicyPassword"), std::string::npos);
+  EXPECT_NE(wrapper_->counts_report().find("Unseal 0x0000015e wrapped=1 encrypted=1 passed=0 passwords=0 "
+                                           "clear-passwords=1 refused=1 clear-secrets=1"),
+            std::string::npos)
+      << wrapper_->counts_report();
+  EXPECT_TRUE(tpm().flush(session).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransports, PolicyPasswordTest, testing::all_tpm_kinds(), testing::tpm_kind_param_name);
 
 }  // namespace
 }  // namespace tpmsec

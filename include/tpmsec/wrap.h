@@ -95,6 +95,8 @@
 
 namespace tpmsec {
 
+struct AuthEntry;      // tpmsec/command_frame.h
+struct CommandAreas;   // tpmsec/command_frame.h
 struct ResponseAreas;  // tpmsec/response_frame.h
 
 // What the wrapper did with the commands of one command code.
@@ -105,6 +107,19 @@ struct WrapCounts {
   uint64_t passwords_replaced = 0;  // a password went out as an HMAC authorization
   uint64_t passwords_left = 0;      // password slots left in clear (only one slot can be the wrapper's)
   uint64_t refused = 0;             // not sent: strict mode (set_strict()) refused it
+  uint64_t secrets_left = 0;        // sent with a secret in clear (last_clear() said why)
+};
+
+// Why the last command went out with a secret in clear (empty `what`: it
+// did not). `what` names the secret (wrap/caller_frame.h, secret_in_clear);
+// `why` says what stopped the wrapper; `callers_session` is set when that
+// was a session of the caller's own the wrapper cannot re-sign (its HMAC
+// key holds an authValue the frame does not show, as tpm2-tools' -p with
+// its own HMAC session), the case only the program can fix.
+struct ClearNote {
+  std::string what;
+  std::string why;
+  bool callers_session = false;
 };
 
 class CommandWrapper {
@@ -152,7 +167,7 @@ class CommandWrapper {
   // starts from nothing. Only a session's owner may name it in a frame
   // (the manager's admission, asked before wrap()): nothing another caller
   // sends reaches this state.
-  void caller_session_ended(uint32_t handle) { forget_caller_session(handle); }
+  void caller_session_ended(uint32_t handle);
   // The caller's commands given to exchange() so far (a resend not counted).
   uint64_t commands() const { return commands_; }
   // Which of them (from 1) was the last the wrapper's session went on; 0
@@ -160,8 +175,9 @@ class CommandWrapper {
   uint64_t last_wrapped_command() const { return last_wrapped_; }
 
   // Strict mode: a command whose secret would cross the bus in clear (a
-  // password left in a password entry, or a secret first parameter no
-  // session encrypts: wrap/caller_frame.h, secret_in_clear) is refused
+  // password left in a password entry or in a PolicyPassword session's HMAC
+  // field, or a secret first parameter no session encrypts:
+  // wrap/caller_frame.h, secret_in_clear) is refused
   // before a byte of it is sent: wrap() and exchange() return kUnsupported
   // with ErrorReason::kSecretInClear naming the command. Off by default:
   // such a command then goes out as described above, counted.
@@ -175,6 +191,10 @@ class CommandWrapper {
   // kept nonce that is stale only fails the caller's HMAC check, and the
   // command is then audited, not re-signed.
   void keep_caller_sessions_in(SessionCache* cache) { kept_sessions_ = cache; }
+
+  // Why the command last given to wrap() or exchange() went out with a
+  // secret in clear; empty `what` when it did not (or was refused).
+  const ClearNote& last_clear() const { return last_clear_; }
 
   // Per command code, since construction.
   const std::map<uint32_t, WrapCounts>& counts() const { return counts_; }
@@ -266,12 +286,51 @@ class CommandWrapper {
   // whole policy.
   bool includes_auth_value(uint32_t handle) const;
 
+  // PolicyPassword (src/wrap/policy_password.cc). A caller's policy session
+  // the wrapper saw start and tracks: its PolicyPassword goes out as
+  // PolicyAuthValue (both extend policyDigest with TPM_CC_PolicyAuthValue,
+  // Part 3 TPM2_PolicyAuthValue, TPM2_PolicyPassword), and every command
+  // the caller sends with the password in its HMAC field goes out with the
+  // HMAC that password keys; the caller gets the TPM's answer with an empty
+  // HMAC, as a PolicyPassword session's (the reference code's
+  // ComputeResponseHMAC, SessionProcess.c). Another policy session's
+  // password crosses in clear (counted; strict refuses it).
+  enum class PolicyPasswordMode : uint8_t {
+    kResigned,  // the TPM holds PolicyAuthValue: the wrapper re-signs
+    kInClear,   // the TPM holds PolicyPassword: the password crosses in clear
+    kLost,      // re-signed, but the wrapper lost the session's nonces
+  };
+  // `command` (a PolicyPassword) as PolicyAuthValue; empty when it goes out
+  // as it is.
+  Bytes policy_password_as_auth_value(ByteView command);
+  // A PolicyPassword, PolicyAuthValue or PolicyRestart: its session's mode
+  // once the TPM accepted it; a policy session that authorized a command
+  // leaves the mode (its policy starts again).
+  void note_policy_password(Pending& p, ByteView command, bool as_auth_value);
+  void apply_policy_password(const Pending& p);
+  // The caller's entry in `slot` when its session is in PolicyPassword mode
+  // (true: handled here); an error when it cannot be sent (kLost).
+  Result<bool> track_policy_password(Pending& p, const Outgoing& out, size_t slot);
+  // The caller's response entry for a re-signed PolicyPassword slot.
+  Result<Bytes> policy_password_response(const AuthEntry& tpm_entry) const;
+  // The password of a slot whose PolicyPassword the wrapper re-signs; null
+  // for any other slot.
+  const SecretBytes* policy_password_of(const Pending& p, size_t slot) const;
+  // A frame going out as the caller gave it: refused when it names a
+  // re-signed PolicyPassword session (the TPM would count an authorization
+  // failure), or under strict one whose password would cross in clear.
+  Status check_passed_policy_passwords(Pending& p, const CommandAreas& areas);
+  // last_clear() for a command going out.
+  void note_clear(const Pending& p, const Outgoing* out, std::string what);
+
   SessionFactory* factory_;
   std::unique_ptr<CallerNonce> caller_nonce_;
   std::map<uint32_t, std::unique_ptr<HmacSession>> caller_sessions_;
   // The caller's policy sessions started through this wrapper: whether
   // PolicyAuthValue put the authValue in their HMACs.
   std::map<uint32_t, bool> policy_auth_value_;
+  std::map<uint32_t, PolicyPasswordMode> policy_passwords_;
+  ClearNote last_clear_;
   SessionCache* kept_sessions_ = nullptr;
   std::unique_ptr<HmacSession> session_;
   std::map<uint32_t, Bytes> names_;  // authenticated Names of objects and NV indices

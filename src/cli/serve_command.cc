@@ -77,7 +77,12 @@ class StopSignals {
   std::thread waiter_;
 };
 
-void log_line(const std::string& line) { fmt::print(stderr, "tpmsec serve: {}\n", line); }
+// A line that starts with a syslog priority (<4>, sd-daemon(3)) keeps it
+// first, where journald reads it.
+void log_line(const std::string& line) {
+  const bool priority = line.size() > 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>';
+  fmt::print(stderr, "{}tpmsec serve: {}\n", priority ? line.substr(0, 3) : "", priority ? line.substr(3) : line);
+}
 
 // The emulated chip (--emulate) the server owns: the measured stack's top,
 // which the command keeps alive and reports on when the server ends.

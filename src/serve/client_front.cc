@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tpmsec/command_frame.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_fields.h"
@@ -59,6 +60,14 @@ void ClientFront::forget_ended_sessions() {
   for (uint32_t h : shared_.resources->take_ended_sessions()) shared_.wrapper->caller_session_ended(h);
 }
 
+void ClientFront::warn_clear(uint32_t code) {
+  if (!shared_.log || !warned_.first(code)) return;
+  const CommandInfo* info = find_command(code);
+  const server::PeerIdentity& peer = space_.peer();
+  shared_.log(clear_warning(info ? info->name : std::string_view("a command"), code, shared_.wrapper->last_clear(),
+                            peer, program_name(peer.pid.value_or(0))));
+}
+
 Result<Bytes> ClientFront::transmit(ByteView command) {
   if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);  // the server is ending
   // What the wrapper keeps under a session's handle belongs to the session
@@ -92,6 +101,7 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   forget_ended_sessions();
   if (answer.ok()) {
     if (areas.ok()) forget_foreign_handle(*areas, *answer);
+    if (!shared_.wrapper->last_clear().what.empty()) warn_clear(read_frame_header(command, command.size()).header.code);
     return answer;
   }
   const Error& e = answer.error();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "serve/clear_warning.h"
 #include "serve/routed_transport.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/serve/protected_server.h"
@@ -44,9 +45,12 @@ class ClientFront final : public Transport {
   Bytes fault(const Error& e, uint32_t rc);
   void forget_foreign_handle(const CommandAreas& areas, ByteView response);
   void forget_ended_sessions();
+  // The wrapper's last command left a secret in clear: told once per code.
+  void warn_clear(uint32_t code);
 
   server::HandleSpace& space_;
   FrontContext& shared_;
+  ClearWarnings warned_;
 };
 
 }  // namespace tpmsec::serve

@@ -94,16 +94,16 @@ Fd accept_client(const Fd& listener) {
   return fd;
 }
 
-std::optional<uint32_t> peer_uid(int fd) {
+PeerIdentity peer_identity(int fd) {
   ucred cred{};
   socklen_t len = sizeof(cred);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) return std::nullopt;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) return {};
   sockaddr_storage addr{};
   socklen_t alen = sizeof(addr);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 || addr.ss_family != AF_UNIX) {
-    return std::nullopt;
-  }
-  return cred.uid;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 || addr.ss_family != AF_UNIX) return {};
+  PeerIdentity who{cred.uid, std::nullopt};
+  if (cred.pid > 0) who.pid = static_cast<uint32_t>(cred.pid);
+  return who;
 }
 
 }  // namespace tpmsec::server

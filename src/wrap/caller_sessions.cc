@@ -60,8 +60,21 @@ void CommandWrapper::keep_caller_session(uint32_t handle) {
 void CommandWrapper::forget_caller_session(uint32_t handle) {
   caller_sessions_.erase(handle);
   policy_auth_value_.erase(handle);
+  // The TPM still holds PolicyAuthValue for a re-signed PolicyPassword:
+  // its password may no longer be sent as it is (policy_password.cc).
+  if (auto m = policy_passwords_.find(handle);
+      m != policy_passwords_.end() && m->second != PolicyPasswordMode::kInClear) {
+    m->second = PolicyPasswordMode::kLost;
+  }
   // Only a session's handle has a kept record (a flushed object has none).
   if (kept_sessions_ && ht::is_session(handle)) (void)kept_sessions_->drop_caller_session(handle);
+}
+
+void CommandWrapper::caller_session_ended(uint32_t handle) {
+  forget_caller_session(handle);
+  // Gone from the TPM, not merely lost track of: a later session under the
+  // same handle (another client's) starts with no PolicyPassword mode.
+  policy_passwords_.erase(handle);
 }
 
 Result<bool> CommandWrapper::caller_entry_verifies(uint32_t handle, uint8_t attributes, ByteView nonce, ByteView raw,
@@ -95,6 +108,8 @@ Status CommandWrapper::track_caller_entries(Pending& p, Outgoing& out) {
   for (size_t i = 0; i < sessions.size(); ++i) {
     const AuthEntry& e = sessions[i];
     if (e.handle == rh::kPasswordSession) continue;
+    TPMSEC_ASSIGN_OR_RETURN(bool policy_password, track_policy_password(p, out, i));
+    if (policy_password) continue;
     TPMSEC_ASSIGN_OR_RETURN(
         bool verifies, caller_entry_verifies(e.handle, e.attributes, e.nonce, e.raw, out.input_for(i, params, {})));
     if (verifies) {
@@ -113,10 +128,11 @@ Result<std::vector<Bytes>> CommandWrapper::resign_caller_entries(Pending& p, con
   // wrapper's) also covers the wrapper's nonceTPM for decrypt and encrypt
   // (Part 1 §19.6.5), once when one session carries both.
   std::vector<Bytes> resigned(out.frame.sessions.size());
-  if (!out.decrypt && !p.encrypts_response) return resigned;
+  if (!out.decrypt && !p.encrypts_response && p.policy_passwords.empty()) return resigned;
   p.resigned = true;
   for (auto [slot, handle] : p.caller_tracked) {
-    AuthorizeInput in = out.input_for(slot, parameters, {});
+    const SecretBytes* password = policy_password_of(p, slot);  // policy_password.cc
+    AuthorizeInput in = out.input_for(slot, parameters, password ? password->view() : ByteView());
     if (slot == 0) {
       if (out.decrypt) in.decrypt_nonce = session_->nonce_tpm();
       if (p.encrypts_response && !out.decrypt) in.encrypt_nonce = session_->nonce_tpm();
@@ -142,7 +158,9 @@ Result<std::vector<Bytes>> CommandWrapper::check_caller_responses(const Pending&
       retire_session(true);
       return st.error().with_context(std::string(info.name) + " response (the caller's session)");
     }
-    if (p.resigned) {
+    if (policy_password_of(p, slot)) {
+      TPMSEC_ASSIGN_OR_RETURN(entries[slot], policy_password_response(ce));
+    } else if (p.resigned) {
       cin.parameters = parameters;
       TPMSEC_ASSIGN_OR_RETURN(Bytes mac, s.response_hmac(cin));
       AuthEntry resigned{.nonce = ce.nonce, .attributes = ce.attributes, .hmac = mac};

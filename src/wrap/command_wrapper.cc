@@ -146,10 +146,11 @@ std::string CommandWrapper::counts_report() const {
   std::string out;
   for (const auto& [code, c] : counts_) {
     const CommandInfo* info = find_command(code);
-    out += fmt::format("{} 0x{:08x} wrapped={} encrypted={} passed={} passwords={} clear-passwords={}{}\n",
+    out += fmt::format("{} 0x{:08x} wrapped={} encrypted={} passed={} passwords={} clear-passwords={}{}{}\n",
                        info ? info->name : std::string_view("unknown"), code, c.wrapped, c.encrypted, c.passed_through,
                        c.passwords_replaced, c.passwords_left,
-                       c.refused ? fmt::format(" refused={}", c.refused) : std::string());
+                       c.refused ? fmt::format(" refused={}", c.refused) : std::string(),
+                       c.secrets_left ? fmt::format(" clear-secrets={}", c.secrets_left) : std::string());
   }
   return out;
 }

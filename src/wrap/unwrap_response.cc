@@ -157,9 +157,11 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   if (p.policy_session && policy_auth_value_.count(p.policy_session)) {
     policy_auth_value_[p.policy_session] = p.policy_auth_value;
   }
+  apply_policy_password(p);
   if (p.code == cc::kFlushContext && p.flushed) {
     tpm.foreign_flushed(p.flushed);
     forget_caller_session(p.flushed);
+    policy_passwords_.erase(p.flushed);
     callers_loaded_.erase(p.flushed);
   }
   // SequenceComplete and EventSequenceComplete end their sequence object
@@ -174,6 +176,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   for (uint32_t h : p.ending) {
     tpm.foreign_flushed(h);
     forget_caller_session(h);
+    policy_passwords_.erase(h);
     callers_loaded_.erase(h);
   }
   uint8_t count = p.info ? p.info->response_handle_count : 0;
@@ -184,6 +187,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   uint32_t h = handles->front();
   tpm.note_foreign(h);
   if (p.code == cc::kContextLoad) names_.erase(h);
+  if (p.code == cc::kStartAuthSession) policy_passwords_.erase(h);  // a new session under that handle
   if (ht::is_session(h)) callers_loaded_.insert(h);
 }
 

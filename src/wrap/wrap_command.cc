@@ -22,8 +22,13 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   if (hr.check != FrameCheck::kOk || hr.header.size != command.size()) {
     return usage_error(fmt::format("a command frame of {} bytes whose header is not a TPM command's", command.size()));
   }
+  last_clear_ = {};
+  // A PolicyPassword the wrapper re-signs goes out as PolicyAuthValue
+  // (policy_password.cc).
+  Bytes as_auth_value = hr.header.code == cc::kPolicyPassword ? policy_password_as_auth_value(command) : Bytes();
+  if (!as_auth_value.empty()) command = as_auth_value;
   auto p = std::make_unique<Pending>();
-  p->code = hr.header.code;
+  p->code = as_auth_value.empty() ? hr.header.code : cc::kPolicyAuthValue;
   p->caller_sessions = hr.header.tag == st::kSessions;
   p->info = find_command(p->code);
   counts_.try_emplace(p->code);  // every code seen is counted, a refused one too
@@ -34,6 +39,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
     }
   }
   note_policy_command(*p, command);
+  note_policy_password(*p, command, !as_auth_value.empty());
   if (!p->info || p->info->no_sessions) return pass_through(command, std::move(p));
 
   // The caller's frame (caller_frame.h): anything it gets wrong, the TPM
@@ -61,29 +67,34 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   if (need_room_) (void)make_room();
   TPMSEC_RETURN_IF_ERROR(track_caller_entries(*p, out));
   if (!plan_protection(*p, out)) return pass_through(command, std::move(p));
-  if (strict_) {
-    std::string why = wrapping::secret_in_clear(out.info, out.frame.sessions, out.frame.parameters,
-                                                out.plan.password_slot, out.decrypt, p->encrypts_response);
-    if (!why.empty()) return strict_refusal(out.info, why);
+  std::string why = wrapping::secret_in_clear(out.info, out.frame.sessions, out.frame.parameters,
+                                              out.plan.password_slot, out.decrypt, p->encrypts_response);
+  if (strict_ && why.empty() && p->clear_policy_passwords) {
+    why = "a password in a PolicyPassword session's HMAC field";
   }
+  if (strict_ && !why.empty()) return strict_refusal(out.info, why);
   forget_names_changed_by(p->code, p->handles, out.frame.parameters);
   TPMSEC_ASSIGN_OR_RETURN(Bytes sent, sign_frame(*p, out));
   count_wrapped(*p, out);
+  note_clear(*p, &out, std::move(why));
   pending_ = std::move(p);
   last_wrapped_ = commands_;
   return sent;
 }
 
 Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pending> p) {
-  if (strict_ && p->info) {
-    // Sent as the caller gave it: every secret in it crosses in clear. A
-    // frame the codec cannot read, the TPM refuses anyway.
-    if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
-      std::string why = wrapping::secret_in_clear(*p->info, areas->sessions, areas->parameters, std::nullopt,
-                                                  /*decrypt=*/false, /*encrypt=*/false);
-      if (!why.empty()) return strict_refusal(*p->info, why);
+  // Sent as the caller gave it: every secret in it crosses in clear. A
+  // frame the codec cannot read, the TPM refuses anyway.
+  std::string why;
+  if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
+    TPMSEC_RETURN_IF_ERROR(check_passed_policy_passwords(*p, *areas));
+    if (p->info) {
+      why = wrapping::secret_in_clear(*p->info, areas->sessions, areas->parameters, std::nullopt,
+                                      /*decrypt=*/false, /*encrypt=*/false);
     }
   }
+  if (strict_ && !why.empty()) return strict_refusal(*p->info, why);
+  note_clear(*p, nullptr, std::move(why));
   ++counts_[p->code].passed_through;
   p->passed_through = true;
   pending_ = std::move(p);
@@ -94,6 +105,9 @@ void CommandWrapper::note_caller_frame(Pending& p, const Outgoing& out) {
   p.handles = out.frame.handles;
   for (const AuthEntry& e : out.frame.sessions) {
     if (e.handle != rh::kPasswordSession && !(e.attributes & attr::kContinueSession)) p.ending.push_back(e.handle);
+    if ((e.handle >> 24) == ht::kPolicySession && (e.attributes & attr::kContinueSession)) {
+      p.policy_sessions_used.push_back(e.handle);
+    }
   }
   p.caller_hmac = out.plan.caller_hmac;
   // The sessions this command uses keep their slots (session_room.cc).
@@ -160,6 +174,9 @@ void CommandWrapper::count_wrapped(Pending& p, const Outgoing& out) {
   if (out.decrypt || p.encrypts_response) ++counts.encrypted;
   if (p.replaced_password) ++counts.passwords_replaced;
   counts.passwords_left += out.plan.passwords - (p.replaced_password ? 1 : 0);
+  // PolicyPassword sessions' passwords (policy_password.cc).
+  counts.passwords_replaced += p.policy_passwords.size();
+  counts.passwords_left += p.clear_policy_passwords;
   p.passed_through = false;
 }
 

@@ -9,6 +9,7 @@
 //   caller_sessions.cc   the caller's sessions the wrapper re-signs
 //   session_room.cc      session slots
 //   caller_frame.cc      what is decided from the caller's frame alone
+//   policy_password.cc   PolicyPassword sessions re-signed
 #ifndef TPMSEC_SRC_WRAP_WRAP_STATE_H_
 #define TPMSEC_SRC_WRAP_WRAP_STATE_H_
 
@@ -57,6 +58,18 @@ struct CommandWrapper::Pending {
   // PolicyRestart clears it): applied when the TPM accepted it.
   uint32_t policy_session = 0;
   bool policy_auth_value = false;
+  // PolicyPassword (policy_password.cc): a PolicyPassword, PolicyAuthValue
+  // or PolicyRestart's session and the mode it leaves (none: no longer in
+  // PolicyPassword mode), applied when the TPM accepted it; the slots whose
+  // password the wrapper turns into an HMAC, with that password; the
+  // caller's PolicyPassword entries going out in clear.
+  uint32_t password_session = 0;
+  std::optional<PolicyPasswordMode> password_mode;
+  std::vector<std::pair<size_t, SecretBytes>> policy_passwords;
+  size_t clear_policy_passwords = 0;
+  // The caller's policy sessions in the session area that continue: their
+  // policy starts again when the command succeeds.
+  std::vector<uint32_t> policy_sessions_used;
 };
 
 // The caller's frame while wrap() turns it into the frame sent.

@@ -104,9 +104,12 @@ struct ClientLimits {
 // Who a client is, as the front end learned it (SO_PEERCRED for a Unix
 // socket; D-Bus's credentials for a connection it hands over). A session a
 // client saved survives its close only for a later client of the same uid;
-// clients without one (TCP) form one group of their own.
+// clients without one (TCP) form one group of their own. The pid is only
+// informative (the log names the program): it may be reused once the client
+// is gone.
 struct PeerIdentity {
   std::optional<uint32_t> uid;
+  std::optional<uint32_t> pid;
 };
 
 class ResourceManager {
@@ -190,6 +193,7 @@ class HandleSpace final : public Transport {
   // what they create is reserve()d, not the client's.
   Transport& server_view() { return server_view_; }
   ClientId client() const { return client_; }
+  const PeerIdentity& peer() const { return peer_; }
 
  private:
   class ServerView final : public Transport {
@@ -204,6 +208,7 @@ class HandleSpace final : public Transport {
   };
   ResourceManager& manager_;
   ClientId client_;
+  PeerIdentity peer_;
   ServerView server_view_{*this};
 };
 
