@@ -106,14 +106,16 @@ size_t transact(int fd, const uint8_t* command, size_t size, uint8_t* out, size_
   return want;
 }
 
-// `count` connections through Debian's tabrmd TCTI, each answered a
-// GetRandom; how many were. Kept open (never finalized) unless `finalize`.
+// `count` (at most 16) connections through Debian's tabrmd TCTI, all open
+// at once, each asked a GetRandom; how many were answered. Then closed
+// (finalized) if `finalize`, else kept open.
 uint32_t tabrmd_connections(int count, bool finalize) {
   void* lib = ::dlopen("libtss2-tcti-tabrmd.so.0", RTLD_NOW);
   if (!lib) return 0;
   auto info = reinterpret_cast<TSS2_TCTI_INFO_FUNC>(::dlsym(lib, TSS2_TCTI_INFO_SYMBOL))();
   uint32_t served = 0;
-  for (int i = 0; i < count; ++i) {
+  TSS2_TCTI_CONTEXT* held[16] = {};
+  for (int i = 0; i < count && i < 16; ++i) {
     size_t size = 0;
     if (info->init(nullptr, &size, "bus_type=session") != 0) continue;
     auto* ctx = static_cast<TSS2_TCTI_CONTEXT*>(::calloc(1, size));
@@ -127,7 +129,10 @@ uint32_t tabrmd_connections(int count, bool finalize) {
         rc_of(r, n) == 0) {
       ++served;
     }
-    if (finalize) {
+    held[i] = ctx;
+  }
+  for (TSS2_TCTI_CONTEXT* ctx : held) {
+    if (ctx && finalize) {
       Tss2_Tcti_Finalize(ctx);
       ::free(ctx);
     }
@@ -320,7 +325,7 @@ TEST_F(ServeFairnessTest, ASessionHoarderCannotStarveAnotherUid) {
   EXPECT_EQ((*held)[1], kSessionHandles) << "the attacker was not refused by the server";
 
   auto start = victim({"tpm2_startauthsession", "--hmac-session", "-S", victim_dir() + "/v.ctx"});
-  ASSERT_EQ(start.exit_code, 0) << describe(start) << log();
+  ASSERT_EQ(start.exit_code, 0) << "the attacker held " << (*held)[0] << "\n" << describe(start) << log();
   EXPECT_NE(log().find("over its share"), std::string::npos) << log();
 
   // Over its share with the handles taken, the attacker gets no more.

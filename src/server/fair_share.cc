@@ -18,7 +18,8 @@
 //     always under its share.
 // The same rule decides when the TPM itself answers TPM_RC_SESSION_HANDLES
 // (its count and the manager's may differ: sessions nobody holds, a forged
-// property).
+// property, a chip whose property says more than it has): P is then taken
+// to be what is held, if fewer.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,8 +97,15 @@ std::optional<uint32_t> ResourceManager::Impl::admit_object(const Client& c) con
   return std::nullopt;
 }
 
-// The session handles are all taken and keep.uid (or the server) needs one.
-bool ResourceManager::Impl::make_session_room(const Keep& keep) {
+// The session handles are all taken (`tpm_full`: the TPM said so) and
+// keep.uid (or the server) needs one.
+bool ResourceManager::Impl::make_session_room(const Keep& keep, bool tpm_full) {
+  const size_t held = sessions_.size() + server_sessions_.size();
+  if (tpm_full && held >= 1 && held < pool_) {
+    note(fmt::format("space: the TPM has no session handle left with {} held: its pool is taken to be {}, not {}", held,
+                     held, pool_));
+    pool_ = held;
+  }
   if (keep.as_server) return take_from_largest(0u) || sweep_orphans(false);  // as root
   const bool under = keep.uid == 0u || sessions_of_uid(keep.uid) < fair_share(keep.uid);
   if (under && take_from_largest(keep.uid)) return true;
@@ -120,9 +128,10 @@ bool ResourceManager::Impl::flush_oldest_abandoned(const Uid& uid, const char* w
 bool ResourceManager::Impl::take_from_largest(const Uid& uid) {
   std::map<Uid, size_t> held;
   for (const auto& [h, s] : sessions_) ++held[s.uid];
+  const size_t share = fair_share(uid);  // the asking uid counted among those sharing
   const Uid* largest = nullptr;
   for (const auto& [u, n] : held) {
-    if (u == uid || u == 0u || n <= fair_share(u)) continue;
+    if (u == uid || u == 0u || n <= share) continue;
     if (!largest || n > held[*largest]) largest = &u;
   }
   if (!largest) return false;
@@ -140,7 +149,7 @@ bool ResourceManager::Impl::take_from_largest(const Uid& uid) {
   }
   if (victim == 0) return false;
   drop_session(victim, fmt::format("{} holds {} sessions, over its share of {}: its least recently used flushed for {}",
-                                   uid_text(victim_uid), held[victim_uid], fair_share(victim_uid), uid_text(uid)));
+                                   uid_text(victim_uid), held[victim_uid], share, uid_text(uid)));
   return true;
 }
 

@@ -285,7 +285,7 @@ Bytes ResourceManager::Impl::send_with_room(ByteView frame, const CommandInfo& i
       response = transmit(frame);
     } else if (base == rc::kSessionMemory && session_room && evict_session(keep)) {
       response = transmit(frame);
-    } else if (base == rc::kSessionHandles && session_room && make_session_room(keep)) {
+    } else if (base == rc::kSessionHandles && session_room && make_session_room(keep, /*tpm_full=*/true)) {
       // The TPM's active sessions are all taken: who gives way is the fair
       // shares' rule (fair_share.cc), never a uid under its share.
       response = transmit(frame);

@@ -170,7 +170,7 @@ class ResourceManager::Impl {
   size_t fair_share(const Uid& uid) const;
   std::optional<uint32_t> admit_session(const Client& c);
   std::optional<uint32_t> admit_object(const Client& c) const;
-  bool make_session_room(const Keep& keep);
+  bool make_session_room(const Keep& keep, bool tpm_full = false);
   bool flush_oldest_abandoned(const Uid& uid, const char* why);
   bool take_from_largest(const Uid& uid);
   void drop_session(uint32_t h, const std::string& why);
