@@ -397,6 +397,48 @@ TEST_F(SpaceTest, AbandonedSessionsGiveWayWhenTheTpmRunsOut) {
   EXPECT_NE(start_session(b, se::kHmac), 0u);
 }
 
+// Issue 38: the TPM's session handles shared between uids
+// (src/server/fair_share.cc). On a chip with 16 (it says 64: the manager
+// learns 16 from its first TPM_RC_SESSION_HANDLES), uid 1000 takes all 16;
+// uid 2000 then gets its share, 7 of the 15 left beside the one kept for
+// root, each taken from uid 1000, and no more; uid 1000, over its share, gets
+// none back; root still gets one.
+TEST_F(SpaceTest, NoUidHoldsMoreThanItsShareOfSessionHandlesWhileAnotherNeedsOne) {
+  SlotLimitTransport chip(*tpm_, SlotLimits{3, 3, 16, 255, "test", ""});
+  ResourceManager manager(chip, [this](const std::string& line) { log_ += line + "\n"; });
+  ASSERT_TRUE(manager.start().ok());
+  server::UidLimits limits;
+  limits.max_sessions = 64;  // only the shares stand in the way
+  manager.set_uid_limits(limits);
+  const Bytes start = [] {
+    cmd::StartAuthSession s;
+    s.nonce_caller.bytes = Bytes(32, 1);
+    Writer w;
+    marshal_all(w, s.params());
+    return plain(cmd::StartAuthSession::kInfo.code, {rh::kNull, rh::kNull}, *w.finish());
+  }();
+  std::vector<std::unique_ptr<HandleSpace>> a;
+  for (server::ClientId id = 1; id <= 3; ++id) {
+    a.push_back(std::make_unique<HandleSpace>(manager, id, ClientLimits{}, PeerIdentity{1000}));
+  }
+  size_t got_a = 0;
+  for (auto& space : a) {
+    for (int i = 0; i < 8; ++i) got_a += rc(*space, start) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(got_a, 16u);
+  HandleSpace b(manager, 10, {}, PeerIdentity{2000});
+  size_t got_b = 0;
+  uint32_t refused = 0;
+  for (int i = 0; i < 8 && (refused = rc(b, start)) == 0; ++i) ++got_b;
+  EXPECT_EQ(got_b, 7u) << log_;
+  EXPECT_EQ(refused, rc::kSessionHandles);
+  EXPECT_EQ(listed(b, ht::kFirstLoadedSession).size() + listed(b, ht::kFirstSavedSession).size(), 7u);
+  EXPECT_EQ(rc(*a[2], start), rc::kSessionHandles) << "uid 1000, over its share, got a handle back";
+  HandleSpace root(manager, 11, {}, PeerIdentity{0});
+  EXPECT_EQ(rc(root, start), 0u) << log_;
+  EXPECT_NE(log_.find("over its share"), std::string::npos) << log_;
+}
+
 // Limits per client: objects and sessions beyond them are refused with the
 // TPM's own memory codes, and nothing is left on the TPM.
 TEST_F(SpaceTest, LimitsPerClient) {

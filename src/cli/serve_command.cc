@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -31,7 +32,10 @@ struct ServeOptions {
   std::string dbus_address;
   std::string socket;
   std::string socket_group;
-  size_t max_clients = 32;
+  size_t max_clients = server::ServerOptions{}.max_clients;
+  size_t max_connections = server::ServerOptions{}.max_clients_per_uid;
+  size_t max_sessions = server::UidLimits{}.max_sessions;
+  size_t max_objects = server::UidLimits{}.max_objects;
   bool verbose = false;
 };
 
@@ -69,6 +73,7 @@ class StopSignals {
     waiter_.join();
   }
   const std::atomic<bool>& stop() const { return stop_; }
+  void request_stop() { stop_ = true; }  // any thread
 
  private:
   sigset_t set_;
@@ -139,6 +144,9 @@ Status run_serve(const ServeOptions& o) {
   request.protect.verbose = o.verbose;
   request.strict = o.strict;
   request.server.max_clients = o.max_clients;
+  request.server.max_clients_per_uid = o.max_connections;
+  request.server.uid_limits.max_sessions = o.max_sessions;
+  request.server.uid_limits.max_objects = o.max_objects;
   request.server.log = log_line;
   // The D-Bus front end frees a connection's id when the server closes it;
   // set once the front exists (the server is created first).
@@ -162,7 +170,12 @@ Status run_serve(const ServeOptions& o) {
     server::TabrmdBusOptions bus;
     bus.bus = o.dbus == "session" ? server::TabrmdBusOptions::Bus::kSession : server::TabrmdBusOptions::Bus::kSystem;
     bus.address = o.dbus_address;
-    TPMSEC_ASSIGN_OR_RETURN(front, server::TabrmdFront::start(bus, server, server::ClientLimits{}));
+    // The server decides who gets in (it may close an idle connection for a
+    // newcomer): the bus only bounds what it hands over.
+    bus.max_connections = 2 * o.max_clients;
+    // A bus failure stops the server (exit 1): its supervisor restarts it.
+    TPMSEC_ASSIGN_OR_RETURN(
+        front, server::TabrmdFront::start(bus, server, server::ClientLimits{}, [&signals] { signals.request_stop(); }));
     bus_front->store(front.get());
   }
   log_line(fmt::format("serving {}{}{}", served->protected_tpm().transport().describe(),
@@ -172,6 +185,7 @@ Status run_serve(const ServeOptions& o) {
                                           : ", socket " + o.socket));
   Status ran = server.run(signals.stop());
   bus_front->store(nullptr);
+  std::optional<Error> bus_failed = front ? front->failure() : std::nullopt;
   front.reset();
   const serve::ServeCounts c = served->counts();
   log_line(fmt::format(
@@ -181,6 +195,9 @@ Status run_serve(const ServeOptions& o) {
   if (o.verbose) fmt::print(stderr, "{}", served->counts_report());
   served.reset();  // the server's session flushed, on the emulated chip too
   if (emulated) report_emulated(*emulated);
+  if (bus_failed && ran.ok()) {
+    return runtime_error(fmt::format("the D-Bus front end failed: {}: stopped", bus_failed->message()));
+  }
   return ran;
 }
 
@@ -207,8 +224,21 @@ void register_serve(CLI::App& app, Action* action) {
                   "unless systemd passed one (tpmsec.socket)");
   sub->add_option("--socket-group", o->socket_group,
                   "The group of --socket's file, mode 0660 (default: this process's; tss as /dev/tpmrm0's)");
-  sub->add_option("--max-clients", o->max_clients, "Connections at once per front end")
+  sub->add_option("--max-clients", o->max_clients,
+                  "Connections at once per front end (the socket, D-Bus); when full, the idlest connection of the "
+                  "uid holding most gives way to another uid's")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sub->add_option("--max-connections", o->max_connections, "Connections at once per uid, every front end together")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sub->add_option("--max-sessions", o->max_sessions,
+                  "Sessions per uid (live, saved or kept after its client closed); a uid also gets at most its fair "
+                  "share of the TPM's session handles while another uid needs one")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sub->add_option("--max-transient-objects", o->max_objects, "Transient objects per uid, loaded or saved")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   sub->add_flag("-v,--verbose", o->verbose, "Say which policy rule decided, and what was wrapped per command code");
   sub->callback([o, action] { *action = [o]() -> Status { return run_serve(*o); }; });

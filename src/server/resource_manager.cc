@@ -45,11 +45,11 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
   if (info.code == kFlushContext) return flush_command(c, *areas, command, as_server);
 
   // Limits, before anything is loaded.
-  if (!as_server && info.code == kStartAuthSession && sessions_of(id) >= c.limits.max_sessions) {
-    return error_frame(rc::kSessionHandles);
+  if (!as_server && info.code == kStartAuthSession) {
+    if (std::optional<uint32_t> refusal = admit_session(c)) return error_frame(*refusal);
   }
-  if (!as_server && info.creates_handle && info.code != kStartAuthSession && c.objects.size() >= c.limits.max_objects) {
-    return error_frame(rc::kObjectMemory);
+  if (!as_server && info.creates_handle && info.code != kStartAuthSession) {
+    if (std::optional<uint32_t> refusal = admit_object(c)) return error_frame(*refusal);
   }
   if (info.extensive) {
     // It may flush objects (Part 2 §8.9, TPMA_CC.extensive): every client's
@@ -58,7 +58,7 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
     }
   }
   Bytes frame(command.begin(), command.end());
-  Keep keep;
+  Keep keep{{}, {}, c.peer.uid, as_server};
   if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server, keep)) return error_frame(*refusal);
   Bytes response = send_with_room(frame, info, keep);
   if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return error_frame(*refusal);
@@ -222,6 +222,8 @@ void ResourceManager::Impl::shutdown() {
 ResourceManager::ResourceManager(Transport& tpm, Log log) : impl_(std::make_unique<Impl>(tpm, std::move(log))) {}
 ResourceManager::~ResourceManager() { impl_->shutdown(); }
 Status ResourceManager::start(Transport* attributes_from) { return impl_->start(attributes_from); }
+void ResourceManager::set_uid_limits(UidLimits limits) { impl_->set_uid_limits(limits); }
+size_t ResourceManager::session_pool() const { return impl_->session_pool(); }
 void ResourceManager::open(ClientId client, ClientLimits limits, PeerIdentity peer) {
   impl_->open(client, limits, peer);
 }

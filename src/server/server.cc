@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "server/connection.h"
+#include "server/connection_share.h"
 #include "server/listener.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
@@ -45,6 +46,7 @@ class Server::Impl {
     if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return runtime_error("server: pipe failed");
     wake_r_ = Fd(p[0]);
     wake_w_ = Fd(p[1]);
+    rm_.set_uid_limits(o_.uid_limits);
     if (o_.isolate) TPMSEC_RETURN_IF_ERROR(rm_.start(o_.attributes_from));
     return ok_status();
   }
@@ -78,7 +80,9 @@ class Server::Impl {
       if (!peer.pid) peer.pid = seen.pid;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (handed_over_ >= o_.max_clients) {
+    // The front's limit is the loop's to apply (it may close an idle
+    // connection for this one); this bounds what waits for it.
+    if (handed_over_ >= 2 * o_.max_clients) {
       return runtime_error(fmt::format("server: {} clients handed over already: refused", handed_over_));
     }
     ++handed_over_;
@@ -92,6 +96,7 @@ class Server::Impl {
   Status run(const std::atomic<bool>& stop) {
     while (!stop.load() && !shutdown_) {
       adopt_pending();
+      std::erase_if(clients_, [](const auto& c) { return c->closed; });  // some may have made room
       std::vector<pollfd> fds{{wake_r_.get(), POLLIN, 0}};
       for (const auto& l : listeners_) fds.push_back({l->fd.get(), POLLIN, 0});
       const size_t first_client = fds.size();
@@ -124,6 +129,7 @@ class Server::Impl {
         for (size_t i = 0; i < listeners_.size(); ++i) {
           if (fds[1 + i].revents) admit(*listeners_[i]);
         }
+        std::erase_if(clients_, [](const auto& c) { return c->closed; });
       }
     }
     // The last answers (a control channel's shutdown) go out before the sockets close.
@@ -181,6 +187,7 @@ class Server::Impl {
     std::unique_ptr<Transport> front;    // ServerOptions::client_front's, above the space
     bool queued = false;
     bool closed = false;
+    int64_t active_at = 0;  // when it last sent or was answered
   };
   struct Pending {
     ClientId id;
@@ -233,24 +240,19 @@ class Server::Impl {
       taken.swap(pending_);
     }
     for (Pending& p : taken) {
-      if (!open_client(p.id, std::move(p.fd), raw_tpm_protocol(), nullptr, p.limits, p.peer)) {
+      if (!has_room(nullptr, p.peer) ||
+          !open_client(p.id, std::move(p.fd), raw_tpm_protocol(), nullptr, p.limits, p.peer)) {
+        // Refused: its front frees what it holds for it, as for a closed one.
+        if (o_.on_closed) o_.on_closed(p.id);
         std::lock_guard<std::mutex> lock(mu_);
         --handed_over_;
       }
     }
   }
 
-  // False (and the connection closed) when its peer has max_clients_per_uid open already.
+  // False (and the connection closed) when its front could not be made.
   bool open_client(ClientId id, Fd fd, std::shared_ptr<const Protocol> protocol, Listener* from, ClientLimits limits,
                    PeerIdentity peer) {
-    if (peer.uid) {
-      const size_t of_uid = static_cast<size_t>(std::count_if(
-          clients_.begin(), clients_.end(), [&](const auto& c) { return !c->closed && c->uid == peer.uid; }));
-      if (of_uid >= o_.max_clients_per_uid) {
-        log(fmt::format("uid {}: {} connections already: connection refused", *peer.uid, of_uid));
-        return false;
-      }
-    }
     const bool spaced = o_.isolate && protocol->carries_commands();
     auto c = std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced, peer.uid);
     if (spaced) {
@@ -265,6 +267,7 @@ class Server::Impl {
       }
     }
     if (from) ++from->open;
+    c->active_at = now_ns();
     clients_.push_back(std::move(c));
     return true;
   }
@@ -272,17 +275,50 @@ class Server::Impl {
   void admit(Listener& l) {
     Fd fd = accept_client(l.fd);
     if (!fd.valid()) return;
-    if (l.open >= o_.max_clients) {
-      log(fmt::format("{}: {} clients already: connection refused", l.name, l.open));
-      return;  // closed by fd's destructor
-    }
     PeerIdentity peer = peer_identity(fd.get());
+    if (!has_room(&l, peer)) return;  // closed by fd's destructor
     ClientId id;
     {
       std::lock_guard<std::mutex> lock(mu_);
       id = ++last_id_;
     }
     (void)open_client(id, std::move(fd), l.protocol, &l, o_.limits, peer);
+  }
+
+  // Room on a front (a listener; nullptr: the clients handed over) for a
+  // newcomer: when it is full, the idlest connection of the uid holding most
+  // there is closed for it (connection_share.h), else it is refused.
+  // A uid with max_clients_per_uid open already (every front) is refused.
+  bool has_room(Listener* front, const PeerIdentity& peer) {
+    if (peer.uid) {
+      const size_t of_uid = static_cast<size_t>(std::count_if(
+          clients_.begin(), clients_.end(), [&](const auto& c) { return !c->closed && c->uid == peer.uid; }));
+      if (of_uid >= o_.max_clients_per_uid) {
+        log(fmt::format("uid {}: {} connections already: connection refused", *peer.uid, of_uid));
+        return false;
+      }
+    }
+    std::vector<Client*> on;
+    std::vector<ConnectionView> views;
+    for (const auto& c : clients_) {
+      if (c->closed || c->listener != front) continue;
+      on.push_back(c.get());
+      const bool idle = !c->queued && c->conn.input().empty() && !c->conn.sending() && !c->conn.closing();
+      views.push_back({c->uid, idle, c->active_at});
+    }
+    const std::string name = front ? front->name : "the handed-over clients";
+    if (on.size() < o_.max_clients) return true;
+    std::optional<size_t> victim = connection_to_close(views, peer.uid);
+    const std::string who = peer.uid ? fmt::format("uid {}", *peer.uid) : "a client without a uid";
+    if (!victim) {
+      log(fmt::format("{}: {} clients already: {}'s connection refused", name, on.size(), who));
+      return false;
+    }
+    Client& idlest = *on[*victim];
+    log(fmt::format("{}: {} clients already: an idle connection of {} (the uid holding most) closed for {}'s", name,
+                    on.size(), idlest.uid ? fmt::format("uid {}", *idlest.uid) : "no uid", who));
+    drop(idlest);
+    return true;
   }
 
   int64_t timeout_ns(const Client& c) const { return int64_t{c.limits.frame_timeout_ms} * 1'000'000; }
@@ -304,6 +340,7 @@ class Server::Impl {
           return;
         }
         c.conn.update_deadline(now, timeout_ns(c));
+        if (!c.conn.input().empty()) c.active_at = now;
         return;
       }
       if (p.kind == Parse::Kind::kRefuse) {
@@ -311,6 +348,7 @@ class Server::Impl {
         return;
       }
       c.queued = true;
+      c.active_at = now;
       c.conn.restart_deadline();  // the server owes it now
       queue_.push_back(c.id);
       return;
@@ -334,7 +372,8 @@ class Server::Impl {
         continue;
       }
       if (served.close) c.conn.close_after_answer();
-      c.conn.update_deadline(now_ns(), timeout_ns(c));
+      c.active_at = now_ns();
+      c.conn.update_deadline(c.active_at, timeout_ns(c));
       if (c.conn.closing() && !c.conn.sending()) drop(c);
     }
   }

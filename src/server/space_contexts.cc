@@ -19,7 +19,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
                                                   bool as_server) {
   const uint32_t saved = saved_handle_of(areas.parameters);
   if (saved == 0) return error_frame(rc_parameter(rc::kSize, 0));
-  Keep keep;
+  Keep keep{{}, {}, c.peer.uid, as_server};
   if (as_server && server_sessions_.count(saved)) {
     // The server's own session, saved by the server itself (the wrapper's
     // session room): loaded, it is the manager's to swap again.
@@ -29,7 +29,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
     return response;
   }
   if (!ht::is_session(saved)) {
-    if (c.objects.size() >= c.limits.max_objects) return error_frame(rc::kObjectMemory);
+    if (std::optional<uint32_t> refusal = admit_object(c)) return error_frame(*refusal);
     Bytes response = send_with_room(command, *areas.info, keep);
     const uint32_t loaded = response_handle(response);
     if (is_transient(loaded)) {
@@ -47,7 +47,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
     // Not one a client of this server saved: the TPM decides, and what it
     // loads is the client's.
     if (reserved_.count(saved)) return error_frame(rc_parameter(rc::kHandle, 0));
-    if (sessions_of(c.id) >= c.limits.max_sessions) return error_frame(rc::kSessionHandles);
+    if (std::optional<uint32_t> refusal = admit_session(c)) return error_frame(*refusal);
     Bytes response = send_with_room(command, *areas.info, keep);
     if (response_handle(response) == saved)
       sessions_[saved] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
@@ -127,16 +127,18 @@ void ResourceManager::Impl::flush_session(uint32_t h) {
   if (r != rc::kSuccess) note(fmt::format("space: session 0x{:08x} could not be flushed ({})", h, describe_rc(r)));
 }
 
+// Kept for a later client of its uid; beyond the uid's max_abandoned, that
+// uid's oldest gives way (never another uid's).
 void ResourceManager::Impl::abandon(uint32_t h, Session& s) {
   s.owner = 0;
   s.state = State::kAbandoned;
   abandoned_.push_back(h);
-  while (abandoned_.size() > kMaxAbandoned) {
-    const uint32_t oldest = abandoned_.front();
-    abandoned_.pop_front();
-    flush_session(oldest);
-    end_session(oldest);
-  }
+  const Uid uid = s.uid;
+  size_t of_uid = static_cast<size_t>(std::count_if(abandoned_.begin(), abandoned_.end(), [&](uint32_t a) {
+    auto found = sessions_.find(a);
+    return found != sessions_.end() && found->second.uid == uid;
+  }));
+  while (of_uid-- > uid_limits_.max_abandoned) flush_oldest_abandoned(uid, "its uid's max abandoned");
 }
 
 }  // namespace tpmsec::server

@@ -26,6 +26,7 @@ Status ResourceManager::Impl::start(Transport* attributes_from) {
     property = next;
   }
   if (implemented_.empty()) return runtime_error("server: the TPM lists no command it implements");
+  read_session_pool(attributes_from ? *attributes_from : tpm_);
   return ok_status();
 }
 
@@ -284,13 +285,9 @@ Bytes ResourceManager::Impl::send_with_room(ByteView frame, const CommandInfo& i
       response = transmit(frame);
     } else if (base == rc::kSessionMemory && session_room && evict_session(keep)) {
       response = transmit(frame);
-    } else if (base == rc::kSessionHandles && session_room && !abandoned_.empty()) {
-      // The TPM's active sessions are all taken: a session abandoned by a
-      // closed client gives way first (the oldest), before a live one.
-      const uint32_t oldest = abandoned_.front();
-      abandoned_.pop_front();
-      flush_session(oldest);
-      end_session(oldest);
+    } else if (base == rc::kSessionHandles && session_room && make_session_room(keep, /*tpm_full=*/true)) {
+      // The TPM's active sessions are all taken: who gives way is the fair
+      // shares' rule (fair_share.cc), never a uid under its share.
       response = transmit(frame);
     } else if (base == rc::kContextGap && (info.code == kStartAuthSession || info.code == kContextSave)) {
       regap(keep);

@@ -1,7 +1,8 @@
 // The resource manager's state (tpmsec/server/handle_space.h), shared by
 // its files: resource_manager.cc (a client's command in and out),
 // space_slots.cc (loading, swapping out, the context gap, orphans) and
-// space_contexts.cc (ContextLoad and FlushContext of a client's own).
+// space_contexts.cc (ContextLoad and FlushContext of a client's own) and
+// fair_share.cc (per uid limits, the session handles' shares).
 #ifndef TPMSEC_SRC_SERVER_SPACE_STATE_H_
 #define TPMSEC_SRC_SERVER_SPACE_STATE_H_
 
@@ -58,6 +59,8 @@ class ResourceManager::Impl {
   std::optional<uint32_t> refusal(ClientId id, ByteView command) const;
   void close(ClientId id);
   void shutdown();
+  void set_uid_limits(UidLimits limits) { uid_limits_ = limits; }
+  size_t session_pool() const { return pool_; }
   void reserve(uint32_t h) { reserved_.insert(h); }
   void release(uint32_t h) { reserved_.erase(h); }
   void report_ended_sessions(bool on) {
@@ -106,6 +109,8 @@ class ResourceManager::Impl {
   struct Keep {
     std::set<uint32_t> objects;  // TPM handles
     std::set<uint32_t> sessions;
+    std::optional<uint32_t> uid;  // whose command (the session handles' shares)
+    bool as_server = false;
   };
 
   void note(const std::string& line) const {
@@ -157,9 +162,24 @@ class ResourceManager::Impl {
   void flush_session(uint32_t h);
   void abandon(uint32_t h, Session& s);
 
+  // Per uid (fair_share.cc).
+  using Uid = std::optional<uint32_t>;
+  void read_session_pool(Transport& from);
+  size_t sessions_of_uid(const Uid& uid) const;
+  size_t objects_of_uid(const Uid& uid) const;
+  size_t fair_share(const Uid& uid) const;
+  std::optional<uint32_t> admit_session(const Client& c);
+  std::optional<uint32_t> admit_object(const Client& c) const;
+  bool make_session_room(const Keep& keep, bool tpm_full = false);
+  bool flush_oldest_abandoned(const Uid& uid, const char* why);
+  bool take_from_largest(const Uid& uid);
+  void drop_session(uint32_t h, const std::string& why);
+
   Transport& tpm_;
   Log log_;
   std::set<uint32_t> implemented_;
+  UidLimits uid_limits_;
+  size_t pool_ = 64;  // the TPM's session handles (TPM_PT_ACTIVE_SESSIONS_MAX)
   std::map<ClientId, Client> clients_;
   std::map<uint32_t, Session> sessions_;  // by TPM handle
   std::deque<uint32_t> abandoned_;        // oldest first

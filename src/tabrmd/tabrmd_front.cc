@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -23,6 +25,7 @@ struct TabrmdFront::Impl {
   std::map<ClientId, uint64_t> bus_ids;  // the thread's own
   bool stopping = false;                 // guarded by mu
   std::optional<Error> failure;          // guarded by mu
+  std::function<void()> on_failure;
   std::thread thread;
 
   Impl(Server& s, ClientLimits l) : server(s), limits(l) {}
@@ -65,23 +68,34 @@ struct TabrmdFront::Impl {
         if (stopping) return;
       }
       pollfd fds[2] = {{bus->fd(), bus->events(), 0}, {wake_r.get(), POLLIN, 0}};
-      if (::poll(fds, 2, bus->timeout_ms()) < 0 && errno != EINTR) break;
+      if (::poll(fds, 2, bus->timeout_ms()) < 0 && errno != EINTR) {
+        fail(runtime_error(fmt::format("polling the bus: {}", std::strerror(errno))));
+        return;
+      }
       char buf[64];
       while (::read(wake_r.get(), buf, sizeof(buf)) > 0) {
       }
       free_closed();
       if (Status st = bus->process(); !st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        failure = st.error();
+        fail(st.error());
         return;
       }
     }
   }
+
+  void fail(Error e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      failure = std::move(e);
+    }
+    if (on_failure) on_failure();
+  }
 };
 
 Result<std::unique_ptr<TabrmdFront>> TabrmdFront::start(const TabrmdBusOptions& options, Server& server,
-                                                        ClientLimits limits) {
+                                                        ClientLimits limits, std::function<void()> on_failure) {
   auto impl = std::make_unique<Impl>(server, limits);
+  impl->on_failure = std::move(on_failure);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return runtime_error("tabrmd: pipe failed");
   impl->wake_r = OwnedFd(pipe_fds[0]);

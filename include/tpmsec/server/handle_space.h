@@ -41,7 +41,8 @@
 //     closes, a session it saved itself is kept ("abandoned", tpm2-abrmd's
 //     word: tpm2-tools saves a session in one process and loads it in the
 //     next, as on /dev/tpmrm0) for a later client of the same peer identity
-//     (uid) only, at most kMaxAbandoned of them (the oldest flushed first).
+//     (uid) only, at most UidLimits::max_abandoned of them per uid (that
+//     uid's oldest flushed first: one uid never flushes another's).
 //     An object context is a key sealed to its hierarchy and still needs the
 //     object's authorization: it is not bound (the kernel and tpm2-abrmd pass
 //     an object's ContextLoad through), but what a client loads is its own.
@@ -59,7 +60,18 @@
 //   - limits per client: ClientLimits::max_objects (TPM_RC_OBJECT_MEMORY
 //     beyond) and max_sessions (TPM_RC_SESSION_HANDLES beyond); every
 //     context blob is bounded by the TPM's response size, so a client holds
-//     at most (max_objects + max_sessions) * kMaxCommandBytes.
+//     at most (max_objects + max_sessions) * kMaxCommandBytes. Per uid, every
+//     client of it together (UidLimits): objects, sessions (live, saved and
+//     abandoned), abandoned sessions.
+//   - fair shares of the TPM's session handles (its TPM_PT_ACTIVE_SESSIONS_MAX,
+//     read at start(); src/server/fair_share.cc): a few are kept for root and
+//     the server's own sessions; a uid may use the rest while nobody else
+//     needs one, but when they are all taken, a uid under its fair share
+//     (what is left over the uids holding sessions, at least one) gets one
+//     from the uid holding most above its share (that uid's least recently
+//     used session flushed, abandoned ones first), and a uid at or over its
+//     share is refused (TPM_RC_SESSION_HANDLES) after its own oldest
+//     abandoned session gave way.
 //   - close(client): its loaded objects and every session it started and did
 //     not save itself are flushed (FlushContext), its saved objects' blobs
 //     dropped; shutdown() flushes every session the manager tracks,
@@ -101,6 +113,14 @@ struct ClientLimits {
   size_t max_sessions = 8;                    // sessions held at once, loaded or saved (tpm2-abrmd: 4)
 };
 
+// What one peer uid may hold at once, all its clients together (clients
+// without a uid are one group). Sessions count live, saved and abandoned.
+struct UidLimits {
+  size_t max_sessions = 32;   // TPM_RC_SESSION_HANDLES beyond
+  size_t max_objects = 64;    // transient objects, loaded or saved: TPM_RC_OBJECT_MEMORY beyond
+  size_t max_abandoned = 16;  // sessions kept after their client closed: the uid's oldest flushed beyond
+};
+
 // Who a client is, as the front end learned it (SO_PEERCRED for a Unix
 // socket; D-Bus's credentials for a connection it hands over). A session a
 // client saved survives its close only for a later client of the same uid;
@@ -114,7 +134,7 @@ struct PeerIdentity {
 
 class ResourceManager {
  public:
-  static constexpr size_t kMaxAbandoned = 16;
+  static constexpr size_t kMaxAbandoned = UidLimits{}.max_abandoned;  // per uid
   using Log = std::function<void(const std::string&)>;
 
   // `tpm` is the one TPM (it must outlive the manager); `log` gets a line
@@ -128,8 +148,14 @@ class ResourceManager {
   // tpm2_get_cc_attrs_tbl does: a command code the command table does not
   // know is sent only when the TPM does not implement it either (the TPM
   // then refuses it before reading a handle). From `attributes_from` when
-  // given (an emulated chip's unbilled bookkeeping), else from the TPM.
+  // given (an emulated chip's unbilled bookkeeping), else from the TPM; and
+  // its session handles (TPM_PT_ACTIVE_SESSIONS_MAX, 64 when not told).
   Status start(Transport* attributes_from = nullptr);
+
+  // Per uid limits (before the first client opens).
+  void set_uid_limits(UidLimits limits);
+  // The TPM's session handles (TPM_PT_ACTIVE_SESSIONS_MAX as start() read it).
+  size_t session_pool() const;
 
   void open(ClientId client, ClientLimits limits, PeerIdentity peer);
   // One command of `client`, with its virtual handles; the response as the

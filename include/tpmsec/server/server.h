@@ -25,6 +25,12 @@
 //     created) and flushes every session the server tracks.
 // Bounded memory: at most max_clients connections per listener (and for
 // add_client), each with one request and one answer buffered.
+// Fair: a peer uid has at most max_clients_per_uid connections, every front
+// together; when a front is full, a newcomer gets in by the idlest (idle:
+// nothing owed either way) connection of the uid holding most there being
+// closed, when that uid holds at least two more than the newcomer's
+// (src/server/connection_share.h); what one uid holds in the TPM is bounded
+// by uid_limits and the session handles' fair shares (handle_space.h).
 #ifndef TPMSEC_SERVER_SERVER_H_
 #define TPMSEC_SERVER_SERVER_H_
 
@@ -43,9 +49,10 @@ namespace tpmsec::server {
 
 struct ServerOptions {
   bool isolate = true;              // per-client handle spaces; false: every client on the TPM's own handles
-  size_t max_clients = 32;          // per listener, and for add_client; a connection beyond is closed at once
+  size_t max_clients = 32;          // per listener, and for add_client; beyond: room made (above) or closed at once
   size_t max_clients_per_uid = 16;  // open connections of one peer uid (Unix sockets, add_client); beyond: closed
   ClientLimits limits;              // for the clients the listeners accept
+  UidLimits uid_limits;             // what one uid may hold in the TPM (ResourceManager::set_uid_limits)
   std::function<void(const std::string&)> log;  // may be empty
   // Where the resource manager reads the TPM's command list (ResourceManager::start); nullptr: `tpm`.
   Transport* attributes_from = nullptr;
@@ -58,8 +65,9 @@ struct ServerOptions {
   // error closes the connection. Empty: the space itself.
   std::function<Result<std::unique_ptr<Transport>>(HandleSpace& space)> client_front;
   // Called on the loop's thread after a client's connection closed (for
-  // whatever reason) and its space was closed: the front end that handed it
-  // over (add_client) frees what it holds for it. May be empty.
+  // whatever reason) and its space was closed, or a handed-over one was
+  // refused: the front end that handed it over (add_client) frees what it
+  // holds for it. May be empty.
   std::function<void(ClientId)> on_closed;
 };
 

@@ -4,10 +4,14 @@
 // a TPM command. Every CreateConnection hands the server end of its socket
 // pair to Server::add_client (thread-safe) with the caller's uid as the bus
 // daemon reports it; when the server closes that client (ServerOptions::
-// on_closed, call closed()), the connection id is freed on the bus.
+// on_closed, call closed()), or refuses it, the connection id is freed on
+// the bus. When the bus fails (the daemon went away), the thread ends and
+// `on_failure` is called (on that thread): the server should stop, as
+// tpm2-abrmd does, and be restarted by its supervisor.
 #ifndef TPMSEC_TABRMD_TABRMD_FRONT_H_
 #define TPMSEC_TABRMD_TABRMD_FRONT_H_
 
+#include <functional>
 #include <memory>
 
 #include "tpmsec/result.h"
@@ -21,7 +25,7 @@ class TabrmdFront {
   // Takes the bus name (fails as TabrmdBus::open does) and starts serving.
   // `server` must outlive the front.
   static Result<std::unique_ptr<TabrmdFront>> start(const TabrmdBusOptions& options, Server& server,
-                                                    ClientLimits limits);
+                                                    ClientLimits limits, std::function<void()> on_failure = {});
   ~TabrmdFront();  // stops the bus thread and releases the name
   TabrmdFront(const TabrmdFront&) = delete;
   TabrmdFront& operator=(const TabrmdFront&) = delete;
