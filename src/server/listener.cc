@@ -94,16 +94,19 @@ Fd accept_client(const Fd& listener) {
   return fd;
 }
 
-std::optional<uint32_t> peer_uid(int fd) {
+PeerIdentity peer_identity(int fd) {
   ucred cred{};
   socklen_t len = sizeof(cred);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) return std::nullopt;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) return {};
   sockaddr_storage addr{};
   socklen_t alen = sizeof(addr);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 || addr.ss_family != AF_UNIX) {
-    return std::nullopt;
+    return {};
   }
-  return cred.uid;
+  PeerIdentity peer;
+  peer.uid = cred.uid;
+  if (cred.pid > 0) peer.pid = static_cast<uint32_t>(cred.pid);
+  return peer;
 }
 
 }  // namespace tpmsec::server

@@ -18,8 +18,8 @@ Result<Fd> listen_tcp_socket(const std::string& host, uint16_t port);
 Result<Fd> listen_unix_socket(const std::string& path, const UnixSocketOptions& options);
 // An invalid Fd when nothing was waiting.
 Fd accept_client(const Fd& listener);
-// The uid of a Unix socket's peer (SO_PEERCRED), nullopt for another socket.
-std::optional<uint32_t> peer_uid(int fd);
+// The uid and pid of a Unix socket's peer (SO_PEERCRED), neither for another socket.
+PeerIdentity peer_identity(int fd);
 
 }  // namespace tpmsec::server
 

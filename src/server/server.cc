@@ -72,7 +72,7 @@ class Server::Impl {
         ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
       return runtime_error(fmt::format("server: add_client: {}", std::strerror(errno)));
     }
-    if (!peer.uid) peer.uid = peer_uid(fd.get());
+    if (!peer.uid) peer = peer_identity(fd.get());
     std::lock_guard<std::mutex> lock(mu_);
     if (handed_over_ >= o_.max_clients) {
       return runtime_error(fmt::format("server: {} clients handed over already: refused", handed_over_));
@@ -272,7 +272,7 @@ class Server::Impl {
       log(fmt::format("{}: {} clients already: connection refused", l.name, l.open));
       return;  // closed by fd's destructor
     }
-    PeerIdentity peer{peer_uid(fd.get())};
+    PeerIdentity peer = peer_identity(fd.get());
     ClientId id;
     {
       std::lock_guard<std::mutex> lock(mu_);

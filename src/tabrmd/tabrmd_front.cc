@@ -35,6 +35,7 @@ struct TabrmdFront::Impl {
   void connection(OwnedFd fd, uint64_t id, const BusPeer& peer) {
     PeerIdentity who;
     if (peer.uid != static_cast<uid_t>(-1)) who.uid = static_cast<uint32_t>(peer.uid);
+    if (peer.pid > 0) who.pid = static_cast<uint32_t>(peer.pid);
     Result<ClientId> client = server.add_client(fd.release(), limits, who);
     if (!client.ok()) {
       bus->connection_closed(id);

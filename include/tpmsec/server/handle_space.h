@@ -103,9 +103,11 @@ struct ClientLimits {
 // Who a client is, as the front end learned it (SO_PEERCRED for a Unix
 // socket; D-Bus's credentials for a connection it hands over). A session a
 // client saved survives its close only for a later client of the same uid;
-// clients without one (TCP) form one group of their own.
+// clients without one (TCP) form one group of their own. The pid names the
+// client in the log.
 struct PeerIdentity {
   std::optional<uint32_t> uid;
+  std::optional<uint32_t> pid;
 };
 
 class ResourceManager {
