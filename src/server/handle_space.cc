@@ -3,7 +3,7 @@
 namespace tpmsec::server {
 
 HandleSpace::HandleSpace(ResourceManager& manager, ClientId client, ClientLimits limits, PeerIdentity peer)
-    : manager_(manager), client_(client) {
+    : manager_(manager), client_(client), peer_(peer) {
   manager_.open(client_, limits, peer);
 }
 

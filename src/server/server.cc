@@ -24,6 +24,7 @@
 #include "server/connection.h"
 #include "server/listener.h"
 #include "tpmsec/frame_header.h"
+#include "tpmsec/server/log_priority.h"
 #include "tpmsec/response_code.h"
 
 namespace tpmsec::server {
@@ -87,6 +88,7 @@ class Server::Impl {
 
   Status run(const std::atomic<bool>& stop) {
     while (!stop.load() && !shutdown_) {
+      if (o_.tick) o_.tick();
       adopt_pending();
       std::vector<pollfd> fds{{wake_r_.get(), POLLIN, 0}};
       for (const auto& l : listeners_) fds.push_back({l->fd.get(), POLLIN, 0});
@@ -254,7 +256,7 @@ class Server::Impl {
       if (o_.client_front) {
         auto front = o_.client_front(*c->space);
         if (!front.ok()) {
-          log("a client's front could not be made: " + front.error().message() + ": connection closed");
+          log(std::string(kLogErr) + "a client's front could not be made: " + front.error().message() + ": connection closed");
           return false;
         }
         c->front = std::move(*front);

@@ -110,6 +110,11 @@ struct PeerIdentity {
   std::optional<uint32_t> pid;
 };
 
+// "client 3, uid 1000, pid 4242 (tpm2_pcrextend)" for the log: what is
+// known of the peer, its program's name read from /proc/PID/comm now (so
+// call it while the peer is connected), non-printable bytes as '?'.
+std::string describe_peer(ClientId client, const PeerIdentity& peer);
+
 class ResourceManager {
  public:
   static constexpr size_t kMaxAbandoned = 16;
@@ -174,6 +179,7 @@ class HandleSpace final : public Transport {
   // what they create is reserve()d, not the client's.
   Transport& server_view() { return server_view_; }
   ClientId client() const { return client_; }
+  const PeerIdentity& peer() const { return peer_; }
 
  private:
   class ServerView final : public Transport {
@@ -188,6 +194,7 @@ class HandleSpace final : public Transport {
   };
   ResourceManager& manager_;
   ClientId client_;
+  PeerIdentity peer_;
   ServerView server_view_{*this};
 };
 
