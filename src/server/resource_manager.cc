@@ -207,8 +207,9 @@ void ResourceManager::Impl::close(ClientId id) {
     ++flushed;
     sessions_.erase(s);
   }
-  note(fmt::format("{}client closed (private handles: {} object(s) dropped, {} session(s) flushed, {} it saved kept): {}",
-                   kLogDebug, objects, flushed, kept, who));
+  note(fmt::format(
+      "{}client closed (private handles: {} object(s) dropped, {} session(s) flushed, {} it saved kept): {}", kLogDebug,
+      objects, flushed, kept, who));
 }
 
 void ResourceManager::Impl::shutdown() {

@@ -24,8 +24,8 @@
 #include "server/connection.h"
 #include "server/listener.h"
 #include "tpmsec/frame_header.h"
-#include "tpmsec/server/log_priority.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/server/log_priority.h"
 
 namespace tpmsec::server {
 namespace {
@@ -256,7 +256,8 @@ class Server::Impl {
       if (o_.client_front) {
         auto front = o_.client_front(*c->space);
         if (!front.ok()) {
-          log(std::string(kLogErr) + "a client's front could not be made: " + front.error().message() + ": connection closed");
+          log(std::string(kLogErr) + "a client's front could not be made: " + front.error().message() +
+              ": connection closed");
           return false;
         }
         c->front = std::move(*front);

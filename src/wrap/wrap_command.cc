@@ -81,10 +81,18 @@ Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pen
   WrapCounts& counts = counts_[p->code];
   ++counts.passed_through;
   switch (why) {
-    case PassedBecause::kNoSession: ++counts.passed_no_session; break;
-    case PassedBecause::kUnknown: ++counts.passed_unknown; break;
-    case PassedBecause::kUnreadable: ++counts.passed_unreadable; break;
-    case PassedBecause::kNoSlot: ++counts.passed_no_slot; break;
+    case PassedBecause::kNoSession:
+      ++counts.passed_no_session;
+      break;
+    case PassedBecause::kUnknown:
+      ++counts.passed_unknown;
+      break;
+    case PassedBecause::kUnreadable:
+      ++counts.passed_unreadable;
+      break;
+    case PassedBecause::kNoSlot:
+      ++counts.passed_no_slot;
+      break;
   }
   p->passed_through = true;
   pending_ = std::move(p);
