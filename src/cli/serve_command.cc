@@ -157,11 +157,19 @@ Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::S
 }
 
 // What the loop does every turn (ServerOptions::tick): the watchdog's ping,
-// and the reload a SIGHUP asked for.
+// a STATUS= line for `systemctl status` now and then, and the reload a
+// SIGHUP asked for.
 void on_tick(StopSignals& signals, ServiceNotifier& notifier, const DaemonLog& log,
              serve::ProtectedServer* const* served) {
   notifier.tick();
-  if (!*served || !signals.reload_requested()) return;
+  if (!*served) return;
+  if (notifier.status_due()) {
+    const serve::ServeCounts c = (*served)->counts();
+    notifier.notify(
+        fmt::format("STATUS=serving: {} client(s) connected, {} client commands, {} resource-manager errors",
+                    (*served)->server().stats().clients, c.commands, c.faults));
+  }
+  if (!signals.reload_requested()) return;
   notifier.notify("RELOADING=1\nSTATUS=reloading the policy");
   Result<std::string> reloaded = (*served)->reload();
   if (reloaded.ok()) {

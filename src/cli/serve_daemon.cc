@@ -68,6 +68,14 @@ void ServiceNotifier::tick() {
   notify("WATCHDOG=1");
 }
 
+bool ServiceNotifier::status_due() {
+  if (fd_ < 0) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_status_ < kStatusEvery) return false;
+  last_status_ = now;
+  return true;
+}
+
 DaemonLog::DaemonLog() : journal_(stderr_is_journal()) { g_error_priority = journal_; }
 
 void DaemonLog::server_line(const std::string& line) const {

@@ -37,12 +37,16 @@ class ServiceNotifier {
   void notify(std::string_view state);
   // WATCHDOG=1 when half the watchdog interval passed since the last ping.
   void tick();
+  // True every kStatusEvery (never without $NOTIFY_SOCKET): time for a STATUS= line.
+  bool status_due();
+  static constexpr std::chrono::seconds kStatusEvery{10};
 
  private:
   std::string address_;  // $NOTIFY_SOCKET ('@': abstract)
   int fd_ = -1;
   std::optional<std::chrono::microseconds> watchdog_;
   std::chrono::steady_clock::time_point last_ping_{};
+  std::chrono::steady_clock::time_point last_status_ = std::chrono::steady_clock::now();
 };
 
 // The serve log: "tpmsec serve: TEXT" on stderr, "<N>" before it when
