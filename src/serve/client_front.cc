@@ -56,8 +56,8 @@ void ClientFront::forget_foreign_handle(const CommandAreas& areas, ByteView resp
 Bytes ClientFront::fault(const Error& e, uint32_t rc) {
   ++shared_.counts->faults;
   if (shared_.log) {
-    shared_.log(fmt::format("{}{}: {}", server::kLogErr, server::describe_peer(space_.client(), space_.peer()),
-                            e.message()));
+    shared_.log(
+        fmt::format("{}{}: {}", server::kLogErr, server::describe_peer(space_.client(), space_.peer()), e.message()));
   }
   return error_frame(rc);
 }
