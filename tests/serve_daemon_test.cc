@@ -112,6 +112,14 @@ class Serve {
     }
     return false;
   }
+  // Until serve ended by itself (false: still running after the patience).
+  bool wait_exit() {
+    for (auto end = Clock::now() + kPatience; Clock::now() < end;) {
+      if (!alive()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
   bool alive() {
     if (pid_ <= 0) return false;
     int status = 0;
@@ -222,7 +230,8 @@ TEST_F(ServeDaemonTest, NotifiesReadyOnceServingAndPingsTheWatchdogFromItsLoop) 
   EXPECT_NE(ready.find("STATUS=serving"), std::string::npos) << ready;
   // Three pings in a row: the loop keeps pinging, not only once.
   int pings = 0;
-  while (pings < 3) {
+  for (auto end = Clock::now() + kPatience; pings < 3;) {
+    ASSERT_LT(Clock::now(), end) << "fewer than 3 watchdog pings\n" << serve.log();
     std::string d = notify.next();
     ASSERT_FALSE(d.empty()) << "watchdog pings stopped after " << pings << "\n" << serve.log();
     if (d == "WATCHDOG=1") ++pings;
@@ -326,10 +335,14 @@ TEST_F(ServeDaemonTest, SighupRereadsThePolicyAndKeepsAConnectedClient) {
 }
 
 TEST_F(ServeDaemonTest, RefusesToRunAsRootWithoutAllowRoot) {
-  CommandResult r = run_tpmsec({"serve", "--tpm", "embedded", "--dbus", "none", "--socket", path("tpm.sock")});
-  EXPECT_EQ(r.exit_code, testing::kExitUsage) << describe(r);
-  EXPECT_NE(r.err.find("--allow-root"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  Serve serve;
+  ASSERT_TRUE(serve.start(dir_, {}));
+  ASSERT_TRUE(serve.wait_exit()) << "serve ran as root without --allow-root\n" << serve.log();
+  const int status = serve.stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == testing::kExitUsage) << status;
+  const std::string err = serve.log();
+  EXPECT_NE(err.find("--allow-root"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_FALSE(std::filesystem::exists(path("tpm.sock")));
 }
 
