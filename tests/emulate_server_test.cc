@@ -630,6 +630,36 @@ TEST(EmulateServer, PrivateHandlesFlushWhatAClosingClientLeft) {
       << log;
 }
 
+// The listings a resource manager answers (frame_fields.h,
+// asks_own_handles) through tpmsec's TCTI on a private-handles server: the
+// TCTI sends them without its session, as no session could cover an answer
+// the manager writes itself, and the server's spaces answer them. Every
+// tpm2-tools command that lists handles works, as it does with no TCTI.
+TEST(EmulateServer, TheTctiLeavesAResourceManagersListingsToIt) {
+  ASSERT_TRUE(testing::have_program("tpm2_getcap")) << "tpm2-tools is not installed (scripts/quickstart installs it)";
+  EmulateServer server;
+  ASSERT_TRUE(server.start({"--clock", "virtual", "--quiet", "--private-handles"}));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("tpmsec-listing-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string tcti = fmt::format("TPM2TOOLS_TCTI={}:swtpm:host=127.0.0.1,port={},handles=private,tofu",
+                                       TPMSEC_TCTI_PATH, server.port());
+  const std::vector<std::string> env = {tcti, "TPMSEC_STATE_DIR=" + (dir / "state").string()};
+  auto tool = [&](std::vector<std::string> argv) { return run_command(argv, env); };
+  auto primary = tool({"tpm2_createprimary", "-C", "o", "-c", (dir / "p.ctx").string()});
+  ASSERT_EQ(primary.exit_code, 0) << describe(primary);
+  for (const char* kind : {"handles-transient", "handles-loaded-session", "handles-saved-session"}) {
+    auto listed = tool({"tpm2_getcap", kind});
+    EXPECT_EQ(listed.exit_code, 0) << kind << ": " << describe(listed);
+    EXPECT_EQ(listed.out, "") << kind << ": this client holds nothing between its processes";
+  }
+  // tpm2_flushcontext -t lists the transient objects, then flushes each.
+  auto flushed = tool({"tpm2_flushcontext", "-t"});
+  EXPECT_EQ(flushed.exit_code, 0) << describe(flushed);
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 // On Linux each /dev/tpmrm0 client has the TPM's three loaded-session slots
 // to itself (tpm2-space.c saves a space's sessions after each of its
 // commands and loads them before the next). With --private-handles, two

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -41,6 +42,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "support/tpm_frames.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/null_key.h"
@@ -914,6 +916,272 @@ TEST_F(ServeAttackTest, Tpm2OpensslAndSystemdCredsWorkThroughIt) {
   ASSERT_EQ(dec.exit_code, 0) << describe(dec);
   EXPECT_EQ(dec.out, secret);
   EXPECT_FALSE(contains(bus(), as_bytes(secret))) << "the credential crossed the bus in clear";
+}
+
+// --- issue 38: nothing a client sends changes what serves another ----------
+
+// A neighbour: frames sent as user nobody (group nogroup, the socket's) from
+// a forked child, one after another, each answer's response code kept
+// (0xFFFFFFFF: no answer; the child then connects again). The frames are
+// built before the fork: the child allocates nothing.
+class Neighbour {
+ public:
+  Neighbour(std::string socket, std::vector<Bytes> frames) : socket_(std::move(socket)), frames_(std::move(frames)) {}
+  ~Neighbour() { (void)finish(); }
+
+  bool start() {
+    if (::pipe(pipe_) != 0) return false;
+    pid_ = ::fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) run();
+    ::close(pipe_[1]);
+    return true;
+  }
+  // Every frame's response code, in order.
+  std::vector<uint32_t> finish() {
+    std::vector<uint32_t> codes;
+    if (pid_ <= 0) return codes;
+    uint32_t rc = 0;
+    while (::read(pipe_[0], &rc, sizeof(rc)) == static_cast<ssize_t>(sizeof(rc))) codes.push_back(rc);
+    ::close(pipe_[0]);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    return codes;
+  }
+
+ private:
+  [[noreturn]] void run() {
+    ::close(pipe_[0]);
+    static uint8_t buf[4096];
+    if (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(1);
+    int fd = connect_unix(socket_);
+    for (const Bytes& f : frames_) {
+      size_t n = fd < 0 ? 0 : transact(fd, f, buf, sizeof(buf));
+      uint32_t rc = n >= 10 ? load_be32(buf + 6) : 0xFFFFFFFFu;
+      if (n < 10) {
+        if (fd >= 0) ::close(fd);
+        fd = connect_unix(socket_);
+      }
+      if (::write(pipe_[1], &rc, sizeof(rc)) != static_cast<ssize_t>(sizeof(rc))) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+
+  std::string socket_;
+  std::vector<Bytes> frames_;
+  int pipe_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+// The handle a client's own (unsalted, unbound: tpmKey and bind TPM_RH_NULL)
+// StartAuthSession got, the last one on the bus; 0 when none.
+uint32_t clients_last_session(const std::vector<Bytes>& commands, const std::vector<Bytes>& responses) {
+  uint32_t h = 0;
+  for (size_t i = 0; i < commands.size() && i < responses.size(); ++i) {
+    const Bytes& c = commands[i];
+    if (c.size() < 18 || load_be32(c.data() + 6) != kCcStartAuthSession) continue;
+    if (load_be32(c.data() + 10) != rh::kNull || load_be32(c.data() + 14) != rh::kNull) continue;
+    if (rc_of(responses[i]) == 0 && responses[i].size() >= 14) h = load_be32(responses[i].data() + 10);
+  }
+  return h;
+}
+
+bool names_handle(const testing::CommandFrame& f, uint32_t h) {
+  if (std::find(f.handles.begin(), f.handles.end(), h) != f.handles.end()) return true;
+  return std::any_of(f.sessions.begin(), f.sessions.end(), [h](const auto& e) { return e.handle == h; });
+}
+
+// Every frame a neighbour could send naming `victim` (another client's
+// session): in each handle position of every Policy* command and of
+// ContextSave, in each slot of the authorization area with a junk HMAC,
+// as FlushContext's handle and a ContextLoad's saved handle, and each bus
+// command that carried it replayed with only its own entries left.
+std::vector<Bytes> frames_naming(uint32_t victim, const std::vector<Bytes>& seen) {
+  std::vector<Bytes> out;
+  for (const CommandInfo& c : kCommandTable) {
+    if (!c.name.starts_with("Policy") && c.code != kCcContextSave) continue;
+    for (size_t i = 0; i < c.handle_count; ++i) {
+      testing::CommandFrame f{.code = c.code};
+      for (size_t k = 0; k < c.handle_count; ++k) f.handles.push_back(k == i ? victim : rh::kOwner);
+      f.parameters = Bytes(34, 0);
+      f.parameters[1] = 32;  // a 32-byte TPM2B first: a digest, a nonce
+      out.push_back(testing::build_command(f));
+    }
+  }
+  const testing::SessionEntry junk{victim, Bytes(32, 0xa5), attr::kContinueSession, Bytes(32, 0x5a)};
+  const testing::SessionEntry password{rh::kPasswordSession, {}, attr::kContinueSession, {}};
+  for (size_t slot = 0; slot < 3; ++slot) {
+    testing::CommandFrame random{.code = kCcGetRandom, .parameters = {0x00, 0x08}};
+    testing::CommandFrame extend{.code = kCcPcrExtend, .handles = {16}, .parameters = {0, 0, 0, 0}};
+    for (size_t k = 0; k <= slot; ++k) {
+      random.sessions.push_back(k == slot ? junk : password);
+      extend.sessions.push_back(k == slot ? junk : password);
+    }
+    out.push_back(testing::build_command(random));
+    out.push_back(testing::build_command(extend));
+  }
+  out.push_back(flush_context(victim));
+  Writer context;  // TPMS_CONTEXT: sequence, savedHandle, hierarchy, contextBlob
+  context.u64(1);
+  context.u32(victim);
+  context.u32(rh::kOwner);
+  context.tpm2b(Bytes(64, 0x77), "contextBlob");
+  out.push_back(frame(st::kNoSessions, 0x161, [&](Writer& w) { w.bytes(*context.finish()); }));
+  for (const Bytes& b : seen) {
+    auto f = testing::parse_command(b);
+    if (!f.ok() || !names_handle(*f, victim)) continue;
+    std::erase_if(f->sessions, [&](const auto& e) { return e.handle != victim && e.handle != rh::kPasswordSession; });
+    out.push_back(testing::build_command(*f));
+  }
+  return out;
+}
+
+// 7. Issue 38's attack: user nobody names the first client's session once —
+// in every position a handle can take, with junk HMACs, replaying its own
+// frames — and every frame is refused; the first client's next commands
+// under that session still go out encrypted and re-signed: neither the
+// unsealed secret nor a new object's sensitive data ever crosses the bus.
+TEST_F(ServeAttackTest, ANeighbourNamingAClientsSessionNeverTurnsOffItsProtection) {
+  ASSERT_EQ(::geteuid(), 0u) << "the test runs as root (as CI does): it also runs a client as nobody";
+  const std::string secret = "neighbour-sealed-secret-7d1c", later = "neighbour-new-sensitive-e24b";
+  std::ofstream(path("secret")) << secret;
+  std::ofstream(path("later")) << later;
+  start_serve();
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}).exit_code, 0);
+  ASSERT_EQ(
+      tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r", path("s.priv")})
+          .exit_code,
+      0);
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")})
+                .exit_code,
+            0);
+  auto started = tool({"tpm2_startauthsession", "--hmac-session", "-S", path("session.ctx")});
+  ASSERT_EQ(started.exit_code, 0) << describe(started);
+  const uint32_t victim = clients_last_session(commands(), responses());
+  ASSERT_NE(victim, 0u) << "the client's StartAuthSession never crossed the bus";
+
+  std::vector<Bytes> frames = frames_naming(victim, commands());
+  ASSERT_GT(frames.size(), 40u);
+  Neighbour nobody(socket_path(), frames);
+  ASSERT_TRUE(nobody.start());
+  std::vector<uint32_t> got = nobody.finish();
+  ASSERT_EQ(got.size(), frames.size()) << "user nobody's frames were not all answered";
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NE(got[i], 0u) << "a frame naming the first client's session succeeded: " << to_hex(frames[i]);
+    EXPECT_NE(got[i], 0xFFFFFFFFu) << "no answer to " << to_hex(frames[i]);
+  }
+
+  const std::string auth = "session:" + path("session.ctx");
+  auto unseal = tool({"tpm2_unseal", "-c", path("s.ctx"), "-p", auth});
+  ASSERT_EQ(unseal.exit_code, 0) << describe(unseal);
+  EXPECT_EQ(unseal.out, secret);
+  auto create = tool({"tpm2_create", "-C", path("prim.ctx"), "-P", auth, "-i", path("later"), "-u", path("l.pub"), "-r",
+                      path("l.priv")});
+  ASSERT_EQ(create.exit_code, 0) << describe(create);
+  EXPECT_FALSE(contains(bus(), as_bytes(secret))) << "the unsealed secret crossed the bus in clear";
+  EXPECT_FALSE(contains(bus(), as_bytes(later))) << "the new object's sensitive data crossed the bus in clear";
+  EXPECT_EQ(tool({"tpm2_flushcontext", path("session.ctx")}).exit_code, 0);
+}
+
+// A frame from a client's bytes with some of it changed: a handle or a
+// session entry's handle swapped for one of `handles`, a nonce, an HMAC or
+// a parameter byte altered, or a session entry dropped. Its size stays
+// true, so the server reads it whole and answers it.
+Bytes mutated(const testing::CommandFrame& base, const std::vector<uint32_t>& handles, std::mt19937& rng) {
+  testing::CommandFrame f = base;
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  for (int changes = 1 + static_cast<int>(pick(3)); changes > 0; --changes) {
+    switch (pick(5)) {
+      case 0:
+        if (!f.handles.empty()) f.handles[pick(f.handles.size())] = handles[pick(handles.size())];
+        break;
+      case 1:
+        if (!f.sessions.empty()) f.sessions[pick(f.sessions.size())].handle = handles[pick(handles.size())];
+        break;
+      case 2:
+        if (!f.sessions.empty()) {
+          auto& e = f.sessions[pick(f.sessions.size())];
+          Bytes& field = pick(2) ? e.hmac : e.nonce;
+          if (!field.empty()) field[pick(field.size())] ^= static_cast<uint8_t>(1 + pick(255));
+        }
+        break;
+      case 3:
+        if (!f.parameters.empty()) f.parameters[pick(f.parameters.size())] ^= static_cast<uint8_t>(1 + pick(255));
+        break;
+      default:
+        if (!f.sessions.empty()) f.sessions.erase(f.sessions.begin() + static_cast<long>(pick(f.sessions.size())));
+        break;
+    }
+  }
+  return testing::build_command(f);
+}
+
+// 8. The same at random, while the first client works: user nobody sends
+// 3,000 frames built from the first client's handles, nonces and bytes as
+// the bus carried them (every command that may change the TPM for
+// everyone — NV, hierarchies, Startup and Shutdown — left out: nobody may
+// legitimately run those), while the first client unseals and creates
+// through tpm2-tools, under its own session and under the tools' own. Every
+// tool succeeds, and the bus never carries the first client's secrets.
+TEST_F(ServeAttackTest, ANeighboursRandomFramesFromAClientsBytesNeverReachItsSecrets) {
+  ASSERT_EQ(::geteuid(), 0u) << "the test runs as root (as CI does): it also runs a client as nobody";
+  const std::string secret = "random-neighbour-secret-4b8e", later = "random-neighbour-sensitive-90af";
+  std::ofstream(path("secret")) << secret;
+  std::ofstream(path("later")) << later;
+  start_serve();
+  ASSERT_EQ(tool({"tpm2_createprimary", "-C", "o", "-c", path("prim.ctx")}).exit_code, 0);
+  ASSERT_EQ(
+      tool({"tpm2_create", "-C", path("prim.ctx"), "-i", path("secret"), "-u", path("s.pub"), "-r", path("s.priv")})
+          .exit_code,
+      0);
+  ASSERT_EQ(tool({"tpm2_load", "-C", path("prim.ctx"), "-u", path("s.pub"), "-r", path("s.priv"), "-c", path("s.ctx")})
+                .exit_code,
+            0);
+  ASSERT_EQ(tool({"tpm2_startauthsession", "--hmac-session", "-S", path("session.ctx")}).exit_code, 0);
+  const std::string auth = "session:" + path("session.ctx");
+  auto first = tool({"tpm2_unseal", "-c", path("s.ctx"), "-p", auth});
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  const uint32_t victim = clients_last_session(commands(), responses());
+  ASSERT_NE(victim, 0u);
+
+  // The first client's bytes as the bus carried them, and every handle in them.
+  std::vector<testing::CommandFrame> bases;
+  std::vector<uint32_t> handles = {victim,     victim + 1, victim - 1, 0x80FF0000, 0x80FF0001,
+                                   0x80000000, 0x80000001, 0x03000000, 0x02000000};
+  for (const Bytes& b : commands()) {
+    auto f = testing::parse_command(b);
+    if (!f.ok()) continue;
+    const CommandInfo* info = find_command(f->code);
+    if (!info || info->writes_nv || info->extensive || f->code == 0x144 || f->code == 0x145) continue;
+    for (uint32_t h : f->handles) handles.push_back(h);
+    for (const auto& e : f->sessions) handles.push_back(e.handle);
+    bases.push_back(*f);
+  }
+  for (const Bytes& b : frames_naming(victim, {})) bases.push_back(*testing::parse_command(b));
+  std::mt19937 rng(38);
+  std::vector<Bytes> frames;
+  for (int i = 0; i < 3000; ++i) {
+    frames.push_back(mutated(bases[std::uniform_int_distribution<size_t>(0, bases.size() - 1)(rng)], handles, rng));
+  }
+
+  Neighbour nobody(socket_path(), frames);
+  ASSERT_TRUE(nobody.start());
+  std::vector<CommandResult> runs;
+  for (int round = 0; round < 3; ++round) {
+    runs.push_back(tool({"tpm2_unseal", "-c", path("s.ctx"), "-p", auth}));
+    runs.push_back(tool({"tpm2_unseal", "-c", path("s.ctx")}));
+    runs.push_back(tool({"tpm2_create", "-C", path("prim.ctx"), "-P", auth, "-i", path("later"), "-u", path("l.pub"),
+                         "-r", path("l.priv")}));
+  }
+  std::vector<uint32_t> got = nobody.finish();
+  EXPECT_EQ(got.size(), frames.size()) << "user nobody's frames were not all answered";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].exit_code, 0) << describe(runs[i]);
+    if (i % 3 != 2) EXPECT_EQ(runs[i].out, secret);
+  }
+  EXPECT_FALSE(contains(bus(), as_bytes(secret))) << "the unsealed secret crossed the bus in clear";
+  EXPECT_FALSE(contains(bus(), as_bytes(later))) << "the new object's sensitive data crossed the bus in clear";
+  EXPECT_EQ(tool({"tpm2_flushcontext", path("session.ctx")}).exit_code, 0);
 }
 
 }  // namespace

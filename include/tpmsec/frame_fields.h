@@ -48,6 +48,15 @@ struct HandleListing {
   std::vector<uint32_t> handles;
 };
 std::optional<HandleListing> read_handle_listing(ByteView parameters);
+
+// Whether GetCapability's command `parameters` ask for TPM_CAP_HANDLES of
+// transient objects or of sessions (loaded or saved): the listing a resource
+// manager (/dev/tpmrm0, tpm2-abrmd, tpmsec's handle spaces) answers from the
+// asking client's own handles, never the TPM's list. The one rule every
+// intermediary follows: the spaces answer it, serve's front hands it to
+// them, and a wrapper above a resource manager sends it without a session
+// (no session could cover an answer the manager writes itself).
+bool asks_own_handles(ByteView parameters);
 Result<Bytes> write_handle_listing(const HandleListing& listing);
 
 // The Name the response parameters of a name-bearing command carry (Part 3:

@@ -226,8 +226,9 @@ Status run_serve(const ServeOptions& o) {
   front.reset();
   const serve::ServeCounts c = served->counts();
   log.line(server::kLogInfo,
-           fmt::format("stopped: {} client commands, {} session(s) started, {} answered with a resource-manager error",
-                       c.commands, c.sessions_started, c.faults));
+           fmt::format("stopped: {} client commands, {} session(s) started, {} answered with a resource-manager "
+                       "error, {} refused for naming another's handle",
+                       c.commands, c.sessions_started, c.faults, c.refused));
   if (o.verbose) fmt::print(stderr, "{}", served->counts_report());
   served_ptr = nullptr;
   served.reset();  // the server's session flushed, on the emulated chip too

@@ -57,8 +57,11 @@ void print_text(const json& j) {
              c.value("dropped_for_stalling", 0));
   for (const auto& who : c["list"]) fmt::print("  {}\n", who.get<std::string>());
   const json& t = j["totals"];
-  fmt::print("commands: {} from clients, {} answered with a resource-manager error\n", t.value("client_commands", 0),
-             t.value("answered_with_a_resource_manager_error", 0));
+  fmt::print(
+      "commands: {} from clients, {} answered with a resource-manager error, {} refused for naming another's "
+      "handle\n",
+      t.value("client_commands", 0), t.value("answered_with_a_resource_manager_error", 0),
+      t.value("refused_for_naming_anothers_handle", 0));
   fmt::print("  {:<28} {:<10} {:>8} {:>9} {:>6}  {}\n", "command", "code", "wrapped", "encrypted", "clear",
              "why clear");
   for (const auto& k : j["commands"]) {

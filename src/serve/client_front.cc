@@ -5,6 +5,7 @@
 #include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/response_frame.h"
@@ -14,18 +15,13 @@
 namespace tpmsec::serve {
 namespace {
 
-// The space answers a listing of transient objects or sessions from the
-// client's own handles (handle_space.h) when no session is on it: the answer
-// never crosses the bus, so it needs no session, and one on it would make
+// The space answers a listing of the client's own transient objects or
+// sessions (frame_fields.h, asks_own_handles) when no session is on it: the
+// answer never crosses the bus, so it needs none, and one on it would make
 // the space refuse it (a TPM's listing under an HMAC cannot be filtered).
 bool answered_by_space(const CommandAreas& areas) {
-  if (areas.info->code != cmd::GetCapability::kInfo.code || !areas.sessions.empty()) return false;
-  if (areas.parameters.size() < 8) return false;
-  const uint32_t capability = load_be32(areas.parameters.data());
-  const uint32_t property = load_be32(areas.parameters.data() + 4);
-  const uint8_t type = static_cast<uint8_t>(property >> 24);
-  return capability == cap::kHandles &&
-         (type == ht::kTransient || type == ht::kHmacSession || type == ht::kPolicySession);
+  return areas.info->code == cmd::GetCapability::kInfo.code && areas.sessions.empty() &&
+         asks_own_handles(areas.parameters);
 }
 
 }  // namespace
@@ -62,19 +58,29 @@ Bytes ClientFront::fault(const Error& e, uint32_t rc) {
   return error_frame(rc);
 }
 
+void ClientFront::forget_ended_sessions() {
+  if (!shared_.resources) return;
+  for (uint32_t h : shared_.resources->take_ended_sessions()) shared_.wrapper->caller_session_ended(h);
+}
+
 Result<Bytes> ClientFront::transmit(ByteView command) {
   if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);  // the server is ending
-  auto areas = read_command_areas(command, kMaxCommandBytes);
-  if (areas.ok()) {
-    if (answered_by_space(*areas)) return space_.transmit(command);
-    // The server's session is on every client's command, put there by the
-    // wrapper: a client that names it itself is refused, as the space
-    // refuses any handle that is not the client's.
-    const uint32_t ours = shared_.wrapper->session_handle();
-    for (size_t j = 0; ours != 0 && j < areas->sessions.size(); ++j) {
-      if (areas->sessions[j].handle == ours) return error_frame(rc_session_handle_at(j));
-    }
+  // What the wrapper keeps under a session's handle belongs to the session
+  // the manager tracks under it: a session that ended (another client's,
+  // closed since) takes its state along before any frame is read.
+  forget_ended_sessions();
+  // Admission before anything acts on the frame: a handle or session that
+  // is not this client's (handle area, authorization area, a flushed or
+  // loaded context; the server's own session among them) is refused here,
+  // so no state of the wrapper, kept per session or Name, moves for a frame
+  // that names another client's (docs/serve.md, "One client cannot touch
+  // another's").
+  if (std::optional<uint32_t> refused = space_.refusal(command)) {
+    ++shared_.counts->refused;
+    return error_frame(*refused);
   }
+  auto areas = read_command_areas(command, kMaxCommandBytes);
+  if (areas.ok() && answered_by_space(*areas)) return space_.transmit(command);
   // The wrapper's Name cache is keyed by handle, and virtual handles are
   // per client: another client's Names are dropped before this one's
   // command (a read of a Name costs two commands; one client at a time,
@@ -87,6 +93,7 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   shared_.router->route_to(space_.server_view());
   Result<Bytes> answer = shared_.wrapper->exchange(space_, command);
   shared_.router->route_home();
+  forget_ended_sessions();
   if (answer.ok()) {
     if (areas.ok()) forget_foreign_handle(*areas, *answer);
     return answer;

@@ -21,6 +21,9 @@ struct FrontContext {
   Tpm* tpm = nullptr;  // the wrapper's (its factory's): its handle ledger
   RoutedTransport* router = nullptr;
   ServeCounts* counts = nullptr;
+  // The manager under every client's space: its admission and the sessions
+  // it stopped tracking (report_ended_sessions is on).
+  server::ResourceManager* resources = nullptr;
   std::function<void(const std::string&)> log;
   // The client whose virtual handles the wrapper's Name cache holds.
   server::ClientId named_for = 0;
@@ -40,6 +43,7 @@ class ClientFront final : public Transport {
  private:
   Bytes fault(const Error& e, uint32_t rc);
   void forget_foreign_handle(const CommandAreas& areas, ByteView response);
+  void forget_ended_sessions();
 
   server::HandleSpace& space_;
   FrontContext& shared_;

@@ -90,7 +90,8 @@ class ProtectedServer::Impl {
     protected_->keep(factory_.get());
     wrapper_ = std::make_unique<CommandWrapper>(*factory_);
     wrapper_->set_strict(strict_);
-    front_ = FrontContext{wrapper_.get(), &factory_->tpm(), router_, &counts_, log_};
+    server_->resources().report_ended_sessions(true);
+    front_ = FrontContext{wrapper_.get(), &factory_->tpm(), router_, &counts_, &server_->resources(), log_};
     status_ = StatusSource{protected_.get(), factory_.get(), wrapper_.get(), server_.get(), &counts_, strict_};
     status_.policy = describe_tuning(policy_origin(protect.policy), tuning);
     status_.allowed_uids = status_uids();

@@ -73,7 +73,8 @@ json commands_json(const CommandWrapper& w) {
                      {{"takes_no_session", c.passed_no_session},
                       {"unknown_code", c.passed_unknown},
                       {"unreadable_frame", c.passed_unreadable},
-                      {"no_slot_beside_the_callers", c.passed_no_slot}}},
+                      {"no_slot_beside_the_callers", c.passed_no_slot},
+                      {"own_handles_listed_by_the_server", c.passed_own_handles}}},
                     {"passwords_replaced", c.passwords_replaced},
                     {"passwords_left_in_clear", c.passwords_left},
                     {"refused_strict", c.refused}});
@@ -97,7 +98,8 @@ std::string status_json(const StatusSource& s) {
   const server::ServerStats stats = s.server ? s.server->stats() : server::ServerStats{};
   j["clients"] = {{"connected", clients.size()}, {"list", clients}, {"dropped_for_stalling", stats.dropped}};
   j["totals"] = {{"client_commands", s.counts ? s.counts->commands : 0},
-                 {"answered_with_a_resource_manager_error", s.counts ? s.counts->faults : 0}};
+                 {"answered_with_a_resource_manager_error", s.counts ? s.counts->faults : 0},
+                 {"refused_for_naming_anothers_handle", s.counts ? s.counts->refused : 0}};
   j["commands"] = s.wrapper ? commands_json(*s.wrapper) : json::array();
   return j.dump();
 }

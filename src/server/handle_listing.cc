@@ -4,6 +4,7 @@
 
 #include "server/tpm_calls.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
@@ -16,12 +17,11 @@ constexpr uint32_t kMaxCapHandles = 254;  // MAX_CAP_HANDLES for a 1024-byte cap
 std::optional<Bytes> list_handles_of_space(ByteView parameters, bool has_sessions,
                                            const std::function<SpaceListing()>& space) {
   Reader r(parameters);
-  const uint32_t capability = r.u32("capability");
+  (void)r.u32("capability");
   const uint32_t property = r.u32("property");
   const uint32_t count = r.u32("propertyCount");
-  if (!r.ok() || capability != cap::kHandles) return std::nullopt;
+  if (!r.ok() || !asks_own_handles(parameters)) return std::nullopt;
   const uint8_t type = static_cast<uint8_t>(property >> 24);
-  if (type != ht::kTransient && type != ht::kHmacSession && type != ht::kPolicySession) return std::nullopt;
   if (has_sessions) return error_frame(rc_parameter(rc::kValue, 0));
 
   SpaceListing listing = space();

@@ -104,7 +104,7 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
       const uint32_t r = load_session(h, sessions_.at(h), keep);
       if (r == rc::kSessionMemory) return r;
       if (r != rc::kSuccess) {
-        sessions_.erase(h);
+        end_session(h);
         return rc_handle_at(i);
       }
     }
@@ -124,7 +124,7 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
     const uint32_t r = load_session(h, sessions_.at(h), keep);
     if (r == rc::kSessionMemory) return r;
     if (r != rc::kSuccess) {
-      sessions_.erase(h);
+      end_session(h);
       return rc_session_handle_at(j);
     }
   }
@@ -173,7 +173,7 @@ std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const Com
 void ResourceManager::Impl::note_flushed(Client& c, const CommandAreas& areas, ByteView response) {
   if (!succeeded(response)) return;
   for (const AuthEntry& e : areas.sessions) {
-    if (!(e.attributes & attr::kContinueSession) && owns_session(c.id, e.handle)) sessions_.erase(e.handle);
+    if (!(e.attributes & attr::kContinueSession) && owns_session(c.id, e.handle)) end_session(e.handle);
   }
   if (!areas.info->flushes_handles) return;
   for (uint32_t h : areas.handles) {
@@ -205,7 +205,7 @@ void ResourceManager::Impl::close(ClientId id) {
     }
     flush_session(h);
     ++flushed;
-    sessions_.erase(s);
+    end_session(h);
   }
   note(fmt::format(
       "{}client closed (private handles: {} object(s) dropped, {} session(s) flushed, {} it saved kept): {}", kLogDebug,
@@ -231,10 +231,15 @@ Bytes ResourceManager::execute(ClientId client, ByteView command, bool as_server
   impl_->clear_lost();
   return impl_->execute(client, command, as_server);
 }
+std::optional<uint32_t> ResourceManager::refusal(ClientId client, ByteView command) const {
+  return impl_->refusal(client, command);
+}
 void ResourceManager::close(ClientId client) { impl_->close(client); }
 void ResourceManager::shutdown() { impl_->shutdown(); }
 void ResourceManager::reserve(uint32_t handle) { impl_->reserve(handle); }
 void ResourceManager::release(uint32_t handle) { impl_->release(handle); }
+void ResourceManager::report_ended_sessions(bool on) { impl_->report_ended_sessions(on); }
+std::vector<uint32_t> ResourceManager::take_ended_sessions() { return impl_->take_ended_sessions(); }
 bool ResourceManager::answer_lost() const { return impl_->lost(); }
 size_t ResourceManager::entries() const { return impl_->entries(); }
 

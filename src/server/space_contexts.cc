@@ -116,7 +116,7 @@ Bytes ResourceManager::Impl::flush_command(Client& c, const CommandAreas& areas,
     if (is_transient(h)) {
       c.objects.erase(h);
     } else {
-      sessions_.erase(h);
+      end_session(h);
     }
   }
   return response;
@@ -135,7 +135,7 @@ void ResourceManager::Impl::abandon(uint32_t h, Session& s) {
     const uint32_t oldest = abandoned_.front();
     abandoned_.pop_front();
     flush_session(oldest);
-    sessions_.erase(oldest);
+    end_session(oldest);
   }
 }
 

@@ -107,7 +107,7 @@ bool ResourceManager::Impl::evict_session(const Keep& keep) {
       return sweep_orphans(false);
     }
     if (!servers) {
-      if (!save_session(victim, sessions_.at(victim), keep)) sessions_.erase(victim);
+      if (!save_session(victim, sessions_.at(victim), keep)) end_session(victim);
       return true;
     }
     Saved saved = context_save(tpm_, victim);
@@ -290,7 +290,7 @@ Bytes ResourceManager::Impl::send_with_room(ByteView frame, const CommandInfo& i
       const uint32_t oldest = abandoned_.front();
       abandoned_.pop_front();
       flush_session(oldest);
-      sessions_.erase(oldest);
+      end_session(oldest);
       response = transmit(frame);
     } else if (base == rc::kContextGap && (info.code == kStartAuthSession || info.code == kContextSave)) {
       regap(keep);

@@ -11,6 +11,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,10 +59,16 @@ class ResourceManager::Impl {
                      clients_[id].who));
   }
   Bytes execute(ClientId id, ByteView command, bool as_server);
+  std::optional<uint32_t> refusal(ClientId id, ByteView command) const;
   void close(ClientId id);
   void shutdown();
   void reserve(uint32_t h) { reserved_.insert(h); }
   void release(uint32_t h) { reserved_.erase(h); }
+  void report_ended_sessions(bool on) {
+    report_ended_ = on;
+    ended_.clear();
+  }
+  std::vector<uint32_t> take_ended_sessions() { return std::exchange(ended_, {}); }
   size_t entries() const {
     size_t n = clients_.size() + sessions_.size() + reserved_.size();
     for (const auto& [id, c] : clients_) n += c.objects.size();
@@ -116,6 +124,10 @@ class ResourceManager::Impl {
     auto s = sessions_.find(h);
     return s != sessions_.end() && s->second.owner == id;
   }
+  // Every session the manager stops tracking goes through here.
+  void end_session(uint32_t h) {
+    if (sessions_.erase(h) && report_ended_) ended_.push_back(h);
+  }
   Bytes transmit(ByteView frame) {
     auto r = tpm_.transmit(frame);
     if (r.ok()) return std::move(*r);
@@ -137,6 +149,10 @@ class ResourceManager::Impl {
   void forget_stale(uint32_t loaded);
   uint32_t add_object(Client& c, uint32_t loaded);
 
+  // Admission (space_admission.cc).
+  std::optional<uint32_t> refusal_of(const Client& c, const CommandAreas& areas) const;
+  bool holds(const Client& c, uint32_t h) const;
+
   // A command's areas and response in the client's terms.
   std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server, Keep& keep);
   std::optional<uint32_t> map_response(Client& c, const CommandAreas& areas, Bytes& response, bool as_server);
@@ -156,6 +172,8 @@ class ResourceManager::Impl {
   std::map<uint32_t, ServerSession> server_sessions_;  // the sessions among reserved_
   uint64_t saves_ = 0;
   uint64_t tick_ = 0;
+  bool report_ended_ = false;
+  std::vector<uint32_t> ended_;  // since take_ended_sessions(), while report_ended_
 };
 
 }  // namespace tpmsec::server

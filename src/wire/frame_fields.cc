@@ -57,6 +57,15 @@ std::optional<HandleListing> read_handle_listing(ByteView parameters) {
   return out;
 }
 
+bool asks_own_handles(ByteView parameters) {
+  Reader r(parameters);
+  const uint32_t capability = r.u32("capability");
+  const uint32_t property = r.u32("property");
+  if (!r.ok() || capability != cap::kHandles) return false;
+  const uint8_t type = static_cast<uint8_t>(property >> 24);
+  return type == ht::kTransient || type == ht::kHmacSession || type == ht::kPolicySession;
+}
+
 Result<Bytes> write_handle_listing(const HandleListing& listing) {
   Writer w;
   w.u8(listing.more_data);

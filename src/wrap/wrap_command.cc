@@ -42,6 +42,13 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // goes out as the caller gave it.
   std::optional<CommandAreas> frame = wrapping::read_caller_frame(command);
   if (!frame) return pass_through(command, std::move(p), PassedBecause::kUnreadable);
+  // A listing of the caller's own handles that a resource manager below
+  // answers itself (frame_fields.h, asks_own_handles): no session could
+  // cover the answer it writes, so it goes out as the caller gave it.
+  if (p->code == cc::kGetCapability && factory_->tpm().transport().private_handles() &&
+      asks_own_handles(frame->parameters)) {
+    return pass_through(command, std::move(p), PassedBecause::kOwnHandles);
+  }
   std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, *p->info);
   if (!plan) return pass_through(command, std::move(p), PassedBecause::kNoSlot);
   Outgoing out(*p->info, std::move(*frame), *plan);
@@ -92,6 +99,9 @@ Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pen
       break;
     case PassedBecause::kNoSlot:
       ++counts.passed_no_slot;
+      break;
+    case PassedBecause::kOwnHandles:
+      ++counts.passed_own_handles;
       break;
   }
   p->passed_through = true;

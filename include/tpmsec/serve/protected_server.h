@@ -71,6 +71,7 @@ struct ServeCounts {
   uint64_t commands = 0;          // client commands through the wrapper
   uint64_t sessions_started = 0;  // the server's own sessions (1 while nothing fails)
   uint64_t faults = 0;            // answered with a resource-manager error
+  uint64_t refused = 0;           // named a handle or session not the client's: refused before the wrapper
 };
 
 class ProtectedServer {

@@ -82,6 +82,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/constants.h"
@@ -140,6 +141,14 @@ class ResourceManager {
   // command creates is the server's (reserve()d), e.g. the session a
   // wrapper above this client's space starts for it.
   Bytes execute(ClientId client, ByteView command, bool as_server = false);
+  // Admission: whether `client` may send `command` as it is. Every handle
+  // and session it names (handle area, authorization area, a FlushContext's
+  // handle, the session context a ContextLoad carries) must be the client's
+  // own; the refusal is the response code execute() would answer. Reads the
+  // manager's state and changes none of it: what stands above a space and
+  // keeps state under TPM handles (a wrapper) asks this first, so a frame
+  // refused here changes nothing for anyone.
+  std::optional<uint32_t> refusal(ClientId client, ByteView command) const;
   // The last execute() sent a command whose answer never came (the TPM's
   // transport failed; execute() answered TPM_RC_FAILURE): the TPM may have
   // run it, so a session on it may have moved on.
@@ -152,6 +161,13 @@ class ResourceManager {
   // flushed or listed for a client.
   void reserve(uint32_t handle);
   void release(uint32_t handle);
+
+  // With reporting on, the sessions the manager stopped tracking (flushed,
+  // ended by a command, dropped with their client, abandoned past the
+  // limit) since the last take: state kept above under their handles goes
+  // with them, before the TPM gives the handle to another client.
+  void report_ended_sessions(bool on);
+  std::vector<uint32_t> take_ended_sessions();
 
   // Entries held (clients, objects, sessions, abandoned): bounded, and 0
   // once every client closed and nothing was abandoned.
@@ -173,6 +189,8 @@ class HandleSpace final : public Transport {
   ~HandleSpace() override;
 
   Result<Bytes> transmit(ByteView command) override;
+  // ResourceManager::refusal for this client.
+  std::optional<uint32_t> refusal(ByteView command) const { return manager_.refusal(client_, command); }
   std::string describe() const override { return "space"; }
   bool private_handles() const override { return true; }
   // The same space for the server's own commands on this client's behalf:
