@@ -286,7 +286,7 @@ class ServeAttackTest : public ::testing::Test {
   // the pid is serve's).
   void start_serve(const std::string& log = {}) {
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, false)) << "the bus name is still owned";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",       "--tpm",          proxy_->spec(),
+    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm",          proxy_->spec(),
                                      "--null-name",   *null_name_,   "--dbus",         "session",
                                      "--socket",      socket_path(), "--socket-group", "nogroup"};
     if (!log.empty()) argv.insert(argv.begin(), {"sh", "-c", "exec \"$0\" \"$@\" 2>>" + log});
@@ -609,15 +609,16 @@ TEST_F(ServeAttackTest, ALostResponseFailsTheToolAndExtendsOnce) {
 // the anchors, exit 2, as every protected command on swtpm: exits); an
 // anchor that is not the TPM's null key is an integrity failure (exit 3).
 TEST_F(ServeAttackTest, NoAnchorOrTheWrongOneRefusesToStart) {
-  auto none = testing::run_tpmsec({"serve", "--tpm", proxy_->spec(), "--dbus", "none", "--socket", socket_path()});
+  auto none = testing::run_tpmsec(
+      {"serve", "--allow-root", "--tpm", proxy_->spec(), "--dbus", "none", "--socket", socket_path()});
   EXPECT_EQ(none.exit_code, testing::kExitUsage) << describe(none);  // the CLI's rule (README): names the options
   EXPECT_EQ(error_lines(none.err), 1) << none.err;
   EXPECT_NE(none.err.find("--null-name"), std::string::npos) << none.err;
   EXPECT_FALSE(fs::exists(socket_path()));
   std::string wrong = *null_name_;
   wrong.back() = wrong.back() == '0' ? '1' : '0';
-  auto bad = testing::run_tpmsec(
-      {"serve", "--tpm", proxy_->spec(), "--null-name", wrong, "--dbus", "none", "--socket", socket_path()});
+  auto bad = testing::run_tpmsec({"serve", "--allow-root", "--tpm", proxy_->spec(), "--null-name", wrong, "--dbus",
+                                  "none", "--socket", socket_path()});
   EXPECT_EQ(bad.exit_code, testing::kExitIntegrity) << describe(bad);
   EXPECT_EQ(error_lines(bad.err), 1) << bad.err;
   EXPECT_FALSE(fs::exists(socket_path()));

@@ -64,7 +64,8 @@ class ServeProcess {
     socket_ = dir + "/tpm.sock";
     log_ = dir + "/serve.log";
     std::vector<std::string> argv = prefix;
-    for (const char* a : {TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none", "-v", "--socket"}) {
+    for (const char* a :
+         {TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", "none", "-v", "--socket"}) {
       argv.push_back(a);
     }
     argv.push_back(socket_);

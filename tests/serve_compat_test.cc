@@ -57,7 +57,7 @@ class ServeCompatTest : public ::testing::Test {
     ::close(out);
     ASSERT_FALSE(address.empty()) << "dbus-daemon printed no address";
     bus_env_ = "DBUS_SESSION_BUS_ADDRESS=" + address;
-    serve_ = spawn({TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "session"},
+    serve_ = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", "session"},
                    {bus_env_, "TPMSEC_STATE_DIR=" + dir_ + "/state"});
     ASSERT_GT(serve_, 0);
     // Up once a tool gets an answer through it.

@@ -175,7 +175,7 @@ class TabrmdServeTest : public ::testing::Test {
     // --dbus system: the bus DBUS_SYSTEM_BUS_ADDRESS names (this private
     // one), as sd-bus and GDBus both read it: what the tools find with no
     // TCTI configured.
-    serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", kBus}, {});
+    serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", kBus}, {});
     ASSERT_TRUE(wait_for_owner(server::kTabrmdBusName, true)) << "tpmsec serve never took the name";
   }
   static void TearDownTestSuite() {
@@ -411,10 +411,10 @@ TEST_F(TabrmdServeTest, SigtermEndsTheServerAndReleasesTheName) {
   int status = serve_->stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_TRUE(wait_for_owner(server::kTabrmdBusName, false));
-  serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", kBus}, {});
+  serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", kBus}, {});
   ASSERT_TRUE(wait_for_owner(server::kTabrmdBusName, true));
   // A second server is refused the name, as tpm2-abrmd would be.
-  auto second = testing::run_tpmsec({"serve", "--tpm", "embedded", "--dbus", "session"});
+  auto second = testing::run_tpmsec({"serve", "--allow-root", "--tpm", "embedded", "--dbus", "session"});
   EXPECT_EQ(second.exit_code, 1) << describe(second);
   EXPECT_NE(second.err.find("already owned"), std::string::npos) << second.err;
 }
@@ -464,10 +464,12 @@ TEST(TabrmdServeSocketTest, BoundAndSocketActivated) {
     std::string path = std::string(tmpl) + (activated ? "/activated.sock" : "/bound.sock");
     Child serve;
     if (activated) {
-      serve.pid = spawn(
-          {"systemd-socket-activate", "-l", path, TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none"}, {});
+      serve.pid = spawn({"systemd-socket-activate", "-l", path, TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm",
+                         "embedded", "--dbus", "none"},
+                        {});
     } else {
-      serve.pid = spawn({TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none", "--socket", path}, {});
+      serve.pid = spawn(
+          {TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", "none", "--socket", path}, {});
     }
     int a = -1;
     for (auto end = Clock::now() + kDeadline; a < 0 && Clock::now() < end;) {

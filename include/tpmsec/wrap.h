@@ -103,7 +103,13 @@ struct ResponseAreas;  // tpmsec/response_frame.h
 struct WrapCounts {
   uint64_t wrapped = 0;             // the wrapper's session was on it
   uint64_t encrypted = 0;           // ... and it carried parameter encryption
-  uint64_t passed_through = 0;      // sent as the caller gave it
+  uint64_t passed_through = 0;      // sent as the caller gave it, because (one of these five):
+  uint64_t passed_no_session = 0;   //   the command takes no session (TPMA_CC, its table entry)
+  uint64_t passed_unknown = 0;      //   a command code the table does not know
+  uint64_t passed_unreadable = 0;   //   a frame the codec cannot read (the TPM refuses it)
+  uint64_t passed_no_slot = 0;      //   no place beside the caller's sessions (plan_slot: slots full, an
+                                    //   authorization left out, the caller's own audit session)
+  uint64_t passed_own_handles = 0;  //   a listing of its own handles the resource manager below answers
   uint64_t passwords_replaced = 0;  // a password went out as an HMAC authorization
   uint64_t passwords_left = 0;      // password slots left in clear (only one slot can be the wrapper's)
   uint64_t refused = 0;             // not sent: strict mode (set_strict()) refused it
@@ -221,7 +227,8 @@ class CommandWrapper {
   Error strict_refusal(const CommandInfo& info, std::string_view why);
 
   // wrap()'s steps (src/wrap/wrap_command.cc).
-  Result<Bytes> pass_through(ByteView command, std::unique_ptr<Pending> p);
+  enum class PassedBecause { kNoSession, kUnknown, kUnreadable, kNoSlot, kOwnHandles };
+  Result<Bytes> pass_through(ByteView command, std::unique_ptr<Pending> p, PassedBecause why);
   void note_caller_frame(Pending& p, const Outgoing& out);
   // Where the wrapper's session goes and what it encrypts; false when the
   // command must go out as the caller gave it.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "serve_daemon.h"
 
 namespace {
 
@@ -100,9 +101,10 @@ int exit_with(const tpmsec::Status& status) {
   if (!status.ok()) {
     const auto& e = status.error();
     if (e.kind() == tpmsec::ErrorKind::kIntegrity) {
-      fmt::print(stderr, "tpmsec: integrity failure: {}\n", e.message());
+      fmt::print(stderr, "{}tpmsec: integrity failure: {}\n", tpmsec::cli::error_line_prefix(), e.message());
     } else {
-      fmt::print(stderr, "tpmsec: {}{}\n", e.message(), tpmsec::cli::advice_for(e.reason()));
+      fmt::print(stderr, "{}tpmsec: {}{}\n", tpmsec::cli::error_line_prefix(), e.message(),
+                 tpmsec::cli::advice_for(e.reason()));
     }
     return exit_code_for(e);
   }

@@ -16,7 +16,9 @@
 
 #include "cli.h"
 #include "protection_options.h"
+#include "serve_daemon.h"
 #include "tpmsec/serve/protected_server.h"
+#include "tpmsec/server/log_priority.h"
 #include "tpmsec/tabrmd/tabrmd_front.h"
 #include "tpmsec/transport/tpm_string.h"
 
@@ -37,6 +39,7 @@ struct ServeOptions {
   size_t max_sessions = server::UidLimits{}.max_sessions;
   size_t max_objects = server::UidLimits{}.max_objects;
   bool verbose = false;
+  bool allow_root = false;
 };
 
 // The listening socket systemd passed (tpmsec.socket; sd_listen_fds(3)'s
@@ -50,19 +53,23 @@ int activation_socket() {
   return 3;
 }
 
-// SIGTERM and SIGINT end the server: blocked in every thread (before any
-// starts) and taken by one that waits for them.
+// SIGTERM and SIGINT end the server, SIGHUP asks for a reload (taken on the
+// loop's thread: reload_requested()): blocked in every thread (before any
+// starts) and taken by one that waits for them. A SIGHUP never ends serve.
 class StopSignals {
  public:
   StopSignals() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGTERM);
     sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGHUP);
     sigaddset(&set_, SIGUSR1);  // our own wake-up at the end
     ::pthread_sigmask(SIG_BLOCK, &set_, nullptr);
     waiter_ = std::thread([this] {
       int sig = 0;
-      while (::sigwait(&set_, &sig) == 0 && sig == SIGUSR1 && !done_) {
+      while (::sigwait(&set_, &sig) == 0 && !done_) {
+        if (sig == SIGHUP) reload_ = true;
+        if (sig == SIGTERM || sig == SIGINT) break;
       }
       stop_ = true;
     });
@@ -74,20 +81,16 @@ class StopSignals {
   }
   const std::atomic<bool>& stop() const { return stop_; }
   void request_stop() { stop_ = true; }  // any thread
+  // True once per SIGHUP (several before a turn of the loop are one).
+  bool reload_requested() { return reload_.exchange(false); }
 
  private:
   sigset_t set_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> reload_{false};
   std::atomic<bool> done_{false};
   std::thread waiter_;
 };
-
-// A line that starts with a syslog priority (<4>, sd-daemon(3)) keeps it
-// first, where journald reads it.
-void log_line(const std::string& line) {
-  const bool priority = line.size() > 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>';
-  fmt::print(stderr, "{}tpmsec serve: {}\n", priority ? line.substr(0, 3) : "", priority ? line.substr(3) : line);
-}
 
 // The emulated chip (--emulate) the server owns: the measured stack's top,
 // which the command keeps alive and reports on when the server ends.
@@ -132,32 +135,12 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
   return serve::ProtectedServer::open(std::move(request));
 }
 
-Status run_serve(const ServeOptions& o) {
-  const int activated = activation_socket();
-  if (o.dbus == "none" && o.socket.empty() && activated < 0) {
-    return usage_error("nothing to serve: give --dbus system|session or --socket PATH");
-  }
-  StopSignals signals;
-  serve::ServeRequest request;
-  TPMSEC_ASSIGN_OR_RETURN(request.protect, o.protection.request());
-  if (!o.policy.empty()) request.protect.policy = o.policy;
-  request.protect.verbose = o.verbose;
-  request.strict = o.strict;
-  request.server.max_clients = o.max_clients;
-  request.server.max_clients_per_uid = o.max_connections;
-  request.server.uid_limits.max_sessions = o.max_sessions;
-  request.server.uid_limits.max_objects = o.max_objects;
-  request.server.log = log_line;
-  // The D-Bus front end frees a connection's id when the server closes it;
-  // set once the front exists (the server is created first).
-  auto bus_front = std::make_shared<std::atomic<server::TabrmdFront*>>(nullptr);
-  request.server.on_closed = [bus_front](server::ClientId id) {
-    if (server::TabrmdFront* f = bus_front->load()) f->closed(id);
-  };
-  std::unique_ptr<MeasuredTpm> emulated;  // outlives the server: declared first
-  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request), emulated));
-  server::Server& server = served->server();
-
+// The front ends: the socket (systemd's, or --socket) and the D-Bus name.
+// A description of them for the start-up line.
+Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::Server& server,
+                                 std::unique_ptr<server::TabrmdFront>& front,
+                                 const std::shared_ptr<std::atomic<server::TabrmdFront*>>& bus_front,
+                                 std::function<void()> on_bus_failure) {
   if (activated >= 0) {
     TPMSEC_RETURN_IF_ERROR(server.listen_fd(activated, "the socket systemd passed"));
   } else if (!o.socket.empty()) {
@@ -165,7 +148,6 @@ Status run_serve(const ServeOptions& o) {
     socket.group = o.socket_group;
     TPMSEC_RETURN_IF_ERROR(server.listen_unix(o.socket, socket));
   }
-  std::unique_ptr<server::TabrmdFront> front;
   if (o.dbus != "none") {
     server::TabrmdBusOptions bus;
     bus.bus = o.dbus == "session" ? server::TabrmdBusOptions::Bus::kSession : server::TabrmdBusOptions::Bus::kSystem;
@@ -174,25 +156,97 @@ Status run_serve(const ServeOptions& o) {
     // newcomer): the bus only bounds what it hands over.
     bus.max_connections = 2 * o.max_clients;
     // A bus failure stops the server (exit 1): its supervisor restarts it.
-    TPMSEC_ASSIGN_OR_RETURN(
-        front, server::TabrmdFront::start(bus, server, server::ClientLimits{}, [&signals] { signals.request_stop(); }));
+    TPMSEC_ASSIGN_OR_RETURN(front,
+                            server::TabrmdFront::start(bus, server, server::ClientLimits{}, std::move(on_bus_failure)));
     bus_front->store(front.get());
   }
-  log_line(fmt::format("serving {}{}{}", served->protected_tpm().transport().describe(),
-                       o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, server::kTabrmdBusName) : "",
-                       activated >= 0     ? ", the socket systemd passed"
-                       : o.socket.empty() ? ""
-                                          : ", socket " + o.socket));
+  return fmt::format("{}{}",
+                     o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, server::kTabrmdBusName) : "",
+                     activated >= 0     ? ", the socket systemd passed"
+                     : o.socket.empty() ? ""
+                                        : ", socket " + o.socket);
+}
+
+// What the loop does every turn (ServerOptions::tick): the watchdog's ping,
+// a STATUS= line for `systemctl status` now and then, and the reload a
+// SIGHUP asked for.
+void on_tick(StopSignals& signals, ServiceNotifier& notifier, const DaemonLog& log,
+             serve::ProtectedServer* const* served) {
+  notifier.tick();
+  if (!*served) return;
+  if (notifier.status_due()) {
+    const serve::ServeCounts c = (*served)->counts();
+    notifier.notify(
+        fmt::format("STATUS=serving: {} client(s) connected, {} client commands, {} resource-manager errors",
+                    (*served)->server().stats().clients, c.commands, c.faults));
+  }
+  if (!signals.reload_requested()) return;
+  notifier.notify("RELOADING=1\nSTATUS=reloading the policy");
+  Result<std::string> reloaded = (*served)->reload();
+  if (reloaded.ok()) {
+    log.line(server::kLogInfo, "SIGHUP: " + *reloaded + "; command-line options are kept (restart to change them)");
+  } else {
+    log.line(server::kLogErr,
+             "SIGHUP: the policy was not reloaded, the running one stays: " + reloaded.error().message());
+  }
+  notifier.notify("READY=1\nSTATUS=serving");
+}
+
+Status run_serve(const ServeOptions& o) {
+  StopSignals signals;  // first: a SIGHUP from here on never ends serve
+  // tpm2-abrmd's rule: a TPM server has no business running as root (the
+  // unit runs it as tss).
+  if (::geteuid() == 0 && !o.allow_root) {
+    return usage_error("refusing to run as root: run serve as the TPM's user (tss), or give --allow-root");
+  }
+  const int activated = activation_socket();
+  if (o.dbus == "none" && o.socket.empty() && activated < 0) {
+    return usage_error("nothing to serve: give --dbus system|session or --socket PATH");
+  }
+  DaemonLog log;
+  ServiceNotifier notifier;
+  notifier.notify("STATUS=opening the TPM and starting its session");
+  serve::ServeRequest request;
+  TPMSEC_ASSIGN_OR_RETURN(request.protect, o.protection.request());
+  if (!o.policy.empty()) request.protect.policy = o.policy;
+  request.protect.verbose = o.verbose;
+  request.protect.notice = [&log](std::string_view line) { log.line("<5>", line); };
+  request.strict = o.strict;
+  request.server.max_clients = o.max_clients;
+  request.server.max_clients_per_uid = o.max_connections;
+  request.server.uid_limits.max_sessions = o.max_sessions;
+  request.server.uid_limits.max_objects = o.max_objects;
+  request.server.log = [&log](const std::string& line) { log.server_line(line); };
+  serve::ProtectedServer* served_ptr = nullptr;  // set once the server is open
+  request.server.tick = [&signals, &notifier, &log, &served_ptr] { on_tick(signals, notifier, log, &served_ptr); };
+  // The D-Bus front end frees a connection's id when the server closes it;
+  // set once the front exists (the server is created first).
+  auto bus_front = std::make_shared<std::atomic<server::TabrmdFront*>>(nullptr);
+  request.server.on_closed = [bus_front](server::ClientId id) {
+    if (server::TabrmdFront* f = bus_front->load()) f->closed(id);
+  };
+  std::unique_ptr<MeasuredTpm> emulated;  // outlives the server: declared first
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request), emulated));
+  served_ptr = served.get();
+  server::Server& server = served->server();
+  std::unique_ptr<server::TabrmdFront> front;
+  TPMSEC_ASSIGN_OR_RETURN(std::string fronts,
+                          serve_fronts(o, activated, server, front, bus_front, [&signals] { signals.request_stop(); }));
+  const std::string tpm = served->protected_tpm().transport().describe();
+  log.line(server::kLogInfo, fmt::format("serving {}{}", tpm, fronts));
+  notifier.notify(fmt::format("READY=1\nSTATUS=serving {}{}", tpm, fronts));
   Status ran = server.run(signals.stop());
+  notifier.notify("STOPPING=1\nSTATUS=stopping: flushing every client's handles and the session");
   bus_front->store(nullptr);
   std::optional<Error> bus_failed = front ? front->failure() : std::nullopt;
   front.reset();
   const serve::ServeCounts c = served->counts();
-  log_line(fmt::format(
-      "stopped: {} client commands, {} session(s) started, {} answered with a resource-manager error, {} refused for "
-      "naming another's handle",
-      c.commands, c.sessions_started, c.faults, c.refused));
+  log.line(server::kLogInfo,
+           fmt::format("stopped: {} client commands, {} session(s) started, {} answered with a resource-manager "
+                       "error, {} refused for naming another's handle",
+                       c.commands, c.sessions_started, c.faults, c.refused));
   if (o.verbose) fmt::print(stderr, "{}", served->counts_report());
+  served_ptr = nullptr;
   served.reset();  // the server's session flushed, on the emulated chip too
   if (emulated) report_emulated(*emulated);
   if (bus_failed && ran.ok()) {
@@ -241,7 +295,13 @@ void register_serve(CLI::App& app, Action* action) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   sub->add_flag("-v,--verbose", o->verbose, "Say which policy rule decided, and what was wrapped per command code");
-  sub->callback([o, action] { *action = [o]() -> Status { return run_serve(*o); }; });
+  sub->add_flag("--allow-root", o->allow_root,
+                "Run even as root (refused without it, as tpm2-abrmd refuses: the unit runs serve as tss)");
+  CLI::App* status = register_serve_status(sub, action);
+  sub->callback([o, action, status] {
+    if (status->parsed()) return;  // `serve status`: its own action
+    *action = [o]() -> Status { return run_serve(*o); };
+  });
 }
 
 }  // namespace tpmsec::cli

@@ -10,6 +10,7 @@
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/response_frame.h"
+#include "tpmsec/server/log_priority.h"
 #include "tpmsec/tpm.h"
 
 namespace tpmsec::serve {
@@ -51,7 +52,10 @@ void ClientFront::forget_foreign_handle(const CommandAreas& areas, ByteView resp
 
 Bytes ClientFront::fault(const Error& e, uint32_t rc) {
   ++shared_.counts->faults;
-  if (shared_.log) shared_.log(fmt::format("client {}: {}", space_.client(), e.message()));
+  if (shared_.log) {
+    shared_.log(
+        fmt::format("{}{}: {}", server::kLogErr, server::describe_peer(space_.client(), space_.peer()), e.message()));
+  }
   return error_frame(rc);
 }
 

@@ -7,6 +7,8 @@
 
 #include "serve/client_front.h"
 #include "serve/routed_transport.h"
+#include "serve/status_front.h"
+#include "tpmsec/null_key.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/transport/tpm_string.h"
@@ -20,6 +22,18 @@ namespace {
 // from 1 (server.cc), so this one is never a client's.
 constexpr server::ClientId kServerClient = std::numeric_limits<server::ClientId>::max();
 
+// "policy FILE: null key reload, checkpoint every 100": what the status and
+// a reload report of the policy in force.
+std::string describe_tuning(const std::string& origin, const SessionTuning& t) {
+  return fmt::format("policy {}: null key {}, checkpoint every {}", origin, null_key_load_name(t.null_key),
+                     t.checkpoint_every);
+}
+
+std::string policy_origin(const std::string& path) {
+  Result<Policy> p = load_command_policy(path);
+  return p.ok() ? p->origin : std::string("(none readable: the defaults)");
+}
+
 }  // namespace
 
 class ProtectedServer::Impl {
@@ -31,6 +45,8 @@ class ProtectedServer::Impl {
     // fronts, destroyed with the server, then find no wrapper. The server's
     // own space closes before the server that holds its manager.
     front_.wrapper = nullptr;
+    status_.wrapper = nullptr;
+    status_.factory = nullptr;
     wrapper_.reset();
     factory_.reset();
     protected_.reset();
@@ -50,7 +66,8 @@ class ProtectedServer::Impl {
     }
     options.isolate = true;  // the wrapper stands on a space per client
     options.client_front = [this](server::HandleSpace& space) -> Result<std::unique_ptr<Transport>> {
-      return std::unique_ptr<Transport>(std::make_unique<ClientFront>(space, *this->front_context()));
+      return std::unique_ptr<Transport>(
+          std::make_unique<StatusFront>(space, std::make_unique<ClientFront>(space, *this->front_context()), status_));
     };
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(*bus_, std::move(options)));
     quiet_ = true;
@@ -61,6 +78,7 @@ class ProtectedServer::Impl {
     router_ = routed.get();
 
     ProtectRequest protect = std::move(request.protect);
+    policy_path_ = protect.policy;
     // What earlier runs learnt of this TPM (capabilities, the null key's
     // context) serves this one, as for the CLI and the TCTI. The server
     // owns the TPM while it runs: no other tpmsec process's handles to track.
@@ -74,6 +92,10 @@ class ProtectedServer::Impl {
     wrapper_->set_strict(strict_);
     server_->resources().report_ended_sessions(true);
     front_ = FrontContext{wrapper_.get(), &factory_->tpm(), router_, &counts_, &server_->resources(), log_};
+    status_ = StatusSource{protected_.get(), factory_.get(), wrapper_.get(), server_.get(), &counts_, strict_};
+    status_.policy = describe_tuning(policy_origin(protect.policy), tuning);
+    status_.allowed_uids = status_uids();
+    tuning_ = tuning;
     return ok_status();
   }
 
@@ -87,7 +109,10 @@ class ProtectedServer::Impl {
   std::unique_ptr<SessionFactory> factory_;
   std::unique_ptr<CommandWrapper> wrapper_;
   FrontContext front_;
+  StatusSource status_;
+  SessionTuning tuning_;
   ServeCounts counts_;
+  std::string policy_path_;  // the request's (empty: $TPMSEC_POLICY, else the shipped one)
   bool strict_ = false;
   bool quiet_ = false;  // the log says nothing of the server's own space
   std::function<void(const std::string&)> log_;
@@ -114,6 +139,17 @@ ServeCounts ProtectedServer::counts() const {
   ServeCounts c = impl_->counts_;
   c.sessions_started = impl_->wrapper_ ? impl_->wrapper_->sessions_started() : 0;
   return c;
+}
+
+Result<std::string> ProtectedServer::reload() {
+  // A policy that does not parse is refused here, the running one kept.
+  TPMSEC_ASSIGN_OR_RETURN(Policy policy, load_command_policy(impl_->policy_path_));
+  TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, impl_->protected_->session_tuning());
+  std::string line = describe_tuning(policy.origin, tuning);
+  impl_->status_.policy = line;
+  const bool same =
+      tuning.null_key == impl_->tuning_.null_key && tuning.checkpoint_every == impl_->tuning_.checkpoint_every;
+  return line + (same ? " (as running)" : " (the running session keeps its own until the server restarts)");
 }
 
 std::string ProtectedServer::counts_report() const {

@@ -186,6 +186,7 @@ void ResourceManager::Impl::close(ClientId id) {
   if (found == clients_.end()) return;
   size_t flushed = 0, kept = 0;
   const size_t objects = found->second.objects.size();
+  const std::string who = std::move(found->second.who);
   for (auto& [v, o] : found->second.objects) {
     if (o.loaded) (void)flush_context(tpm_, o.loaded);
   }
@@ -206,8 +207,9 @@ void ResourceManager::Impl::close(ClientId id) {
     ++flushed;
     end_session(h);
   }
-  note(fmt::format("client closed (private handles: {} object(s) dropped, {} session(s) flushed, {} it saved kept)",
-                   objects, flushed, kept));
+  note(fmt::format(
+      "{}client closed (private handles: {} object(s) dropped, {} session(s) flushed, {} it saved kept): {}", kLogDebug,
+      objects, flushed, kept, who));
 }
 
 void ResourceManager::Impl::shutdown() {

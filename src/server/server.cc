@@ -26,6 +26,7 @@
 #include "server/listener.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/server/log_priority.h"
 
 namespace tpmsec::server {
 namespace {
@@ -95,6 +96,7 @@ class Server::Impl {
 
   Status run(const std::atomic<bool>& stop) {
     while (!stop.load() && !shutdown_) {
+      if (o_.tick) o_.tick();
       adopt_pending();
       std::erase_if(clients_, [](const auto& c) { return c->closed; });  // some may have made room
       std::vector<pollfd> fds{{wake_r_.get(), POLLIN, 0}};
@@ -260,7 +262,8 @@ class Server::Impl {
       if (o_.client_front) {
         auto front = o_.client_front(*c->space);
         if (!front.ok()) {
-          log("a client's front could not be made: " + front.error().message() + ": connection closed");
+          log(std::string(kLogErr) + "a client's front could not be made: " + front.error().message() +
+              ": connection closed");
           return false;
         }
         c->front = std::move(*front);

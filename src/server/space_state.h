@@ -15,12 +15,15 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "tpmsec/command.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/server/handle_space.h"
+#include "tpmsec/server/log_priority.h"
 
 namespace tpmsec::server {
 
@@ -52,8 +55,9 @@ class ResourceManager::Impl {
   bool lost() const { return lost_; }
   void clear_lost() { lost_ = false; }
   void open(ClientId id, ClientLimits limits, PeerIdentity peer) {
-    clients_[id] = Client{id, limits, peer, {}, 0};
-    note("client connected (private handles: a handle space of its own)");
+    clients_[id] = Client{id, limits, peer, {}, 0, describe_peer(id, peer)};
+    note(fmt::format("{}client connected (private handles: a handle space of its own): {}", kLogDebug,
+                     clients_[id].who));
   }
   Bytes execute(ClientId id, ByteView command, bool as_server);
   std::optional<uint32_t> refusal(ClientId id, ByteView command) const;
@@ -86,6 +90,7 @@ class ResourceManager::Impl {
     PeerIdentity peer;
     std::map<uint32_t, Object> objects;  // by virtual handle
     uint32_t next = 0;                   // the next virtual handle's number
+    std::string who;                     // describe_peer(), read at open
   };
   enum class State { kLoaded, kSavedByServer, kSavedByClient, kAbandoned };
   struct Session {

@@ -40,22 +40,23 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   }
   note_policy_command(*p, command);
   note_policy_password(*p, command, !as_auth_value.empty());
-  if (!p->info || p->info->no_sessions) return pass_through(command, std::move(p));
+  if (!p->info) return pass_through(command, std::move(p), PassedBecause::kUnknown);
+  if (p->info->no_sessions) return pass_through(command, std::move(p), PassedBecause::kNoSession);
 
   // The caller's frame (caller_frame.h): anything it gets wrong, the TPM
   // answers as before; where the wrapper's session has no place, the command
   // goes out as the caller gave it.
   std::optional<CommandAreas> frame = wrapping::read_caller_frame(command);
-  if (!frame) return pass_through(command, std::move(p));
+  if (!frame) return pass_through(command, std::move(p), PassedBecause::kUnreadable);
   // A listing of the caller's own handles that a resource manager below
   // answers itself (frame_fields.h, asks_own_handles): no session could
   // cover the answer it writes, so it goes out as the caller gave it.
   if (p->code == cc::kGetCapability && factory_->tpm().transport().private_handles() &&
       asks_own_handles(frame->parameters)) {
-    return pass_through(command, std::move(p));
+    return pass_through(command, std::move(p), PassedBecause::kOwnHandles);
   }
   std::optional<wrapping::SlotPlan> plan = wrapping::plan_slot(frame->sessions, *p->info);
-  if (!plan) return pass_through(command, std::move(p));
+  if (!plan) return pass_through(command, std::move(p), PassedBecause::kNoSlot);
   Outgoing out(*p->info, std::move(*frame), *plan);
   note_caller_frame(*p, out);
 
@@ -66,7 +67,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   // Nothing to save is no reason to fail: the TPM answers the resend.
   if (need_room_) (void)make_room();
   TPMSEC_RETURN_IF_ERROR(track_caller_entries(*p, out));
-  if (!plan_protection(*p, out)) return pass_through(command, std::move(p));
+  if (!plan_protection(*p, out)) return pass_through(command, std::move(p), PassedBecause::kUnreadable);
   std::string why = wrapping::secret_in_clear(out.info, out.frame.sessions, out.frame.parameters,
                                               out.plan.password_slot, out.decrypt, p->encrypts_response);
   if (strict_ && why.empty() && p->clear_policy_passwords) {
@@ -82,7 +83,7 @@ Result<Bytes> CommandWrapper::wrap(ByteView command) {
   return sent;
 }
 
-Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pending> p) {
+Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pending> p, PassedBecause because) {
   // Sent as the caller gave it: every secret in it crosses in clear. A
   // frame the codec cannot read, the TPM refuses anyway.
   std::string why;
@@ -95,7 +96,25 @@ Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pen
   }
   if (strict_ && !why.empty()) return strict_refusal(*p->info, why);
   note_clear(*p, nullptr, std::move(why));
-  ++counts_[p->code].passed_through;
+  WrapCounts& counts = counts_[p->code];
+  ++counts.passed_through;
+  switch (because) {
+    case PassedBecause::kNoSession:
+      ++counts.passed_no_session;
+      break;
+    case PassedBecause::kUnknown:
+      ++counts.passed_unknown;
+      break;
+    case PassedBecause::kUnreadable:
+      ++counts.passed_unreadable;
+      break;
+    case PassedBecause::kNoSlot:
+      ++counts.passed_no_slot;
+      break;
+    case PassedBecause::kOwnHandles:
+      ++counts.passed_own_handles;
+      break;
+  }
   p->passed_through = true;
   pending_ = std::move(p);
   return Bytes(command.begin(), command.end());

@@ -32,6 +32,8 @@
 // garbled one) goes back to the client as a resource-manager error
 // (TSS2_RESMGR_RC_GENERAL_FAILURE, as tpm2-abrmd answers its own failures),
 // logged with the reason; strict's refusal as TSS2_RESMGR_RC_NOT_PERMITTED.
+// In front of every client's front, the status request (tpmsec/serve/status.h)
+// is answered by the server itself.
 // Not thread-safe beyond the Server's own contract (add_client).
 #ifndef TPMSEC_SERVE_PROTECTED_SERVER_H_
 #define TPMSEC_SERVE_PROTECTED_SERVER_H_
@@ -86,6 +88,11 @@ class ProtectedServer {
   server::Server& server();
   ProtectedTpm& protected_tpm();
   ServeCounts counts() const;
+  // SIGHUP's work, on the loop's thread (ServerOptions::tick): the policy
+  // file read again and checked (an error leaves the running one in force),
+  // its decision for this TPM in the status; a line saying what was read.
+  // The running session keeps the tuning it started with.
+  Result<std::string> reload();
   // The wrapper's per-command-code report (CommandWrapper::counts_report).
   std::string counts_report() const;
 

@@ -132,6 +132,11 @@ struct PeerIdentity {
   std::optional<uint32_t> pid;
 };
 
+// "client 3, uid 1000, pid 4242 (tpm2_pcrextend)" for the log: what is
+// known of the peer, its program's name read from /proc/PID/comm now (so
+// call it while the peer is connected), non-printable bytes as '?'.
+std::string describe_peer(ClientId client, const PeerIdentity& peer);
+
 class ResourceManager {
  public:
   static constexpr size_t kMaxAbandoned = UidLimits{}.max_abandoned;  // per uid

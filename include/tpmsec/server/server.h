@@ -53,7 +53,8 @@ struct ServerOptions {
   size_t max_clients_per_uid = 16;  // open connections of one peer uid (Unix sockets, add_client); beyond: closed
   ClientLimits limits;              // for the clients the listeners accept
   UidLimits uid_limits;             // what one uid may hold in the TPM (ResourceManager::set_uid_limits)
-  std::function<void(const std::string&)> log;  // may be empty
+  // May be empty; each line begins with its priority (tpmsec/server/log_priority.h).
+  std::function<void(const std::string&)> log;
   // Where the resource manager reads the TPM's command list (ResourceManager::start); nullptr: `tpm`.
   Transport* attributes_from = nullptr;
   // What a client's commands go through above its handle space (with
@@ -69,6 +70,10 @@ struct ServerOptions {
   // refused: the front end that handed it over (add_client) frees what it
   // holds for it. May be empty.
   std::function<void(ClientId)> on_closed;
+  // Called on the loop's thread once per turn of run()'s loop (so at least
+  // every kPollMs while no TPM command runs): a daemon's watchdog ping, a
+  // reload a signal asked for. May be empty.
+  std::function<void()> tick;
 };
 
 struct UnixSocketOptions {

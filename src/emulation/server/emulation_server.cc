@@ -10,6 +10,7 @@
 
 #include "emulation/server/channel.h"
 #include "emulation/server/emulated_chip.h"
+#include "tpmsec/server/log_priority.h"
 #include "tpmsec/server/server.h"
 
 namespace tpmsec {
@@ -135,7 +136,7 @@ class EmulationServer::Impl {
   std::string clock_name() const { return o_.real_clock ? "real" : "virtual"; }
 
   void log(const std::string& line) const {
-    if (!o_.quiet) fmt::print(stderr, "tpmsec emulate: {}\n", line);
+    if (!o_.quiet) fmt::print(stderr, "tpmsec emulate: {}\n", server::split_priority(line).text);
   }
 
   EmulationServerOptions o_;
