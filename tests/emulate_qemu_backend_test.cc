@@ -263,12 +263,22 @@ TEST_F(QemuBackend, HostilePeerGetsErrorsAndTheNextConnectionIsServed) {
   EXPECT_EQ(hex(cut), "00000003");
   EXPECT_TRUE(peer_closed(ctrl));
   ::close(ctrl);
-  // And the next client (qemu started again) is served.
+  // And the next client (qemu started again) is served, a request split over two writes too.
   ctrl = connect_ctrl();
   ASSERT_GE(ctrl, 0);
   int data = -1;
   qemu_start(ctrl, data);
+  const Bytes split = {0, 0, 0, kSetLocality, 1, 0, 0, 0};
+  ASSERT_EQ(::write(ctrl, split.data(), 5), 5);
+  ASSERT_EQ(::write(ctrl, split.data() + 5, 3), 3);
+  Bytes answer(4);
+  ASSERT_TRUE(read_exact(ctrl, answer.data(), answer.size()));
+  EXPECT_EQ(hex(answer), "00000000");
   ::close(data);
+  // A stop (SIGTERM) ends the server although the control connection stays open.
+  stop_ = true;
+  loop_.join();
+  EXPECT_TRUE(status_.ok()) << status_.error().message();
   ::close(ctrl);
 }
 
