@@ -26,6 +26,12 @@ Status run(Options o) {
   if (o.protocol != "swtpm" && o.protocol != "mssim") {
     return usage_error(fmt::format("emulate: --protocol must be swtpm or mssim, got '{}'", o.protocol));
   }
+  if ((o.server.port != 0) == !o.server.ctrl_unix.empty()) {
+    return usage_error("emulate: give --port P (TCP) or --ctrl-unix PATH (qemu's tpm-emulator), one of them");
+  }
+  if (!o.server.ctrl_unix.empty() && o.protocol != "swtpm") {
+    return usage_error("emulate: --ctrl-unix speaks swtpm's control protocol, not --protocol mssim");
+  }
   TPMSEC_RETURN_IF_ERROR(check_outputs({o.json, o.trace}));
   auto profile = load_profile(o.profile);
   if (!profile.ok()) return input_file_error(profile.error());
@@ -53,10 +59,15 @@ void register_emulate(CLI::App& app, Action* action) {
       "emulate",
       "Serve a profiled TPM chip to any TPM stack: the embedded libtpms on swtpm's TCP protocol (data port P, "
       "control port P+1; tpm2-tss TCTI swtpm:host=H,port=P, tpmsec --tpm swtpm:host=H,port=P,ctrl=P+1) or mssim's, "
+      "or to a virtual machine's TPM (qemu's tpm-emulator backend, --ctrl-unix), "
       "reporting the profile's identity and taking its latency on every command");
   sub->add_option("PROFILE", o->profile, "Latency profile: a name (see tpmsec profiles) or a path")->required();
-  sub->add_option("--port", o->server.port, "Data port P; the control (swtpm) or platform (mssim) port is P+1")
-      ->required();
+  sub->add_option("--port", o->server.port, "Data port P; the control (swtpm) or platform (mssim) port is P+1");
+  sub->add_option("--ctrl-unix", o->server.ctrl_unix,
+                  "Instead of --port: swtpm's control channel on this Unix socket (created 0600), as `swtpm socket "
+                  "--ctrl type=unixio,path=PATH`, for qemu's tpm-emulator backend: -chardev "
+                  "socket,id=chrtpm,path=PATH -tpmdev emulator,id=tpm0,chardev=chrtpm -device tpm-tis,tpmdev=tpm0. "
+                  "qemu hands over the data channel (CMD_SET_DATAFD); the guest's TPM driver then talks to this chip");
   sub->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
   sub->add_option("--state", o->state,
                   "Keep the TPM's NV state in DIR (as embedded:state=DIR); default: in memory, fresh per run");

@@ -31,6 +31,10 @@ class ChipPort {
   virtual void set_locality(uint8_t locality) = 0;
   // Ends the server's loop after this request (CMD_SHUTDOWN, TPM_STOP).
   virtual void stop_serving() = 0;
+  // CMD_SET_DATAFD: the descriptor that came with the request becomes a
+  // data connection (swtpm's --ctrl type=unixio). False where none came or
+  // the channel cannot take one (TCP).
+  virtual bool attach_data_channel() { return false; }
   virtual void log(const std::string& line) = 0;
 };
 
@@ -49,7 +53,15 @@ class Channel {
   virtual bool carries_commands() const = 0;
 };
 
-std::unique_ptr<Channel> swtpm_control_channel();
+// How the control channel's requests are framed. kPacked: a locality is one
+// byte after the code (tpm2-tss's tcti-swtpm, tpmsec's swtpm transport, over
+// TCP). kStructs: the request is the whole ptm_* union of tpm_ioctl.h, as
+// qemu's tpm-emulator backend and swtpm_ioctl write it (CMD_SET_LOCALITY,
+// CMD_RESET_TPMESTABLISHED: 4 bytes), over swtpm's Unix control socket,
+// which also takes CMD_SET_DATAFD.
+enum class ControlFraming { kPacked, kStructs };
+
+std::unique_ptr<Channel> swtpm_control_channel(ControlFraming framing = ControlFraming::kPacked);
 std::unique_ptr<Channel> mssim_tpm_channel();
 std::unique_ptr<Channel> mssim_platform_channel();
 

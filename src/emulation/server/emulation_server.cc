@@ -3,13 +3,20 @@
 // its poll loop, connections, FIFO and, with private handles, a handle
 // space per data connection; what is the emulator's own is here: the chip
 // behind a Transport (commands at the locality the clients chose), and the
-// emulated platform's channels as server protocols.
+// emulated platform's channels as server protocols. With a Unix control
+// socket (qemu's tpm-emulator backend) the control channel is served on a
+// thread of its own and its data channels are handed to the server layer
+// (add_client); the chip is then guarded by one mutex.
 #include "tpmsec/emulation/server/emulation_server.h"
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <thread>
+
 #include "emulation/server/channel.h"
 #include "emulation/server/emulated_chip.h"
+#include "emulation/server/unix_control.h"
 #include "tpmsec/server/log_priority.h"
 #include "tpmsec/server/server.h"
 
@@ -41,6 +48,7 @@ class EmulationServer::Impl {
     // The TPM's command list is the driver's bookkeeping: read unbilled.
     options.attributes_from = &chip_.unbilled();
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(chip_tpm_, std::move(options)));
+    if (!o_.ctrl_unix.empty()) return start_unix();
     TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, o_.port, data_, "data port"));
     TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, static_cast<uint16_t>(o_.port + 1), ctrl_,
                                                mssim() ? "platform port" : "control port"));
@@ -53,14 +61,40 @@ class EmulationServer::Impl {
     return ok_status();
   }
 
-  Status run() { return server_->run(*stop_); }
+  Status start_unix() {
+    TPMSEC_ASSIGN_OR_RETURN(unix_ctrl_, emulation::UnixControl::bind(o_.ctrl_unix, o_.frame_timeout_ms,
+                                                                     [this](const std::string& l) { log(l); }));
+    unix_channel_ = emulation::swtpm_control_channel(emulation::ControlFraming::kStructs);
+    const LatencyProfile& p = chip_.profile();
+    fmt::print(stderr,
+               "tpmsec emulate: {} ({}) on control socket {} (swtpm --ctrl type=unixio; data channel by "
+               "CMD_SET_DATAFD), {} clock{}\n",
+               p.id, p.name, o_.ctrl_unix, clock_name(), o_.means ? ", at the profile's means" : "");
+    return ok_status();
+  }
+
+  Status run() {
+    if (!unix_ctrl_) return server_->run(*stop_);
+    loop_stop_ = false;
+    std::thread control([this] {
+      unix_ctrl_->serve([this] { return stopping(); }, *unix_channel_,
+                        [this](ByteView request, UniqueFd& fd) { return serve_control(request, fd); });
+    });
+    Status served = server_->run(loop_stop_);
+    loop_stop_ = true;  // also when the loop failed: the control thread ends within 200 ms
+    control.join();
+    return served;
+  }
 
   std::string totals() const { return chip_.served().totals(clock_name()); }
 
   BenchResult result() const {
     return chip_.served().result(
-        chip_.identity(), fmt::format("tpmsec emulate {} ({}:{}, {} protocol, {} clock)", chip_.profile().id, o_.host,
-                                      o_.port, protocol_name(), clock_name()));
+        chip_.identity(), o_.ctrl_unix.empty()
+                              ? fmt::format("tpmsec emulate {} ({}:{}, {} protocol, {} clock)", chip_.profile().id,
+                                            o_.host, o_.port, protocol_name(), clock_name())
+                              : fmt::format("tpmsec emulate {} (control socket, swtpm protocol, {} clock)",
+                                            chip_.profile().id, clock_name()));
   }
 
   EmulationServerStats stats() const {
@@ -82,6 +116,7 @@ class EmulationServer::Impl {
    public:
     explicit ChipTransport(Impl& s) : s_(s) {}
     Result<Bytes> transmit(ByteView command) override {
+      std::lock_guard<std::mutex> lock(s_.chip_mu_);
       return s_.chip_.execute(command, s_.command_locality_ ? *s_.command_locality_ : s_.locality_);
     }
     std::string describe() const override { return "emulated chip"; }
@@ -102,10 +137,10 @@ class EmulationServer::Impl {
       s_.command_locality_.reset();
       return response;
     }
-    Status tpm_init(bool delete_volatile) override { return s_.chip_.platform().tpm_init(delete_volatile); }
-    void power_off() override { s_.chip_.platform().power_off(); }
-    bool powered() const override { return s_.chip_.platform().powered(); }
-    void set_locality(uint8_t locality) override { s_.locality_ = locality; }
+    Status tpm_init(bool delete_volatile) override { return s_.platform_init(delete_volatile); }
+    void power_off() override { s_.platform_off(); }
+    bool powered() const override { return s_.platform_powered(); }
+    void set_locality(uint8_t locality) override { s_.platform_locality(locality); }
     void stop_serving() override { port_.stop_serving(); }
     void log(const std::string& line) override { port_.log(line); }
 
@@ -113,6 +148,62 @@ class EmulationServer::Impl {
     Impl& s_;
     server::ClientPort& port_;
   };
+
+  // The Unix control channel's requests (on its thread): the platform's
+  // signals under the chip's mutex, CMD_SET_DATAFD's descriptor a client
+  // of the server layer.
+  class UnixPort final : public emulation::ChipPort {
+   public:
+    UnixPort(Impl& s, UniqueFd& fd) : s_(s), fd_(fd) {}
+    Bytes execute(ByteView command) override { return execute_at(command, s_.locality_); }
+    Bytes execute_at(ByteView command, uint8_t locality) override {
+      std::lock_guard<std::mutex> lock(s_.chip_mu_);
+      return s_.chip_.execute(command, locality);
+    }
+    Status tpm_init(bool delete_volatile) override { return s_.platform_init(delete_volatile); }
+    void power_off() override { s_.platform_off(); }
+    bool powered() const override { return s_.platform_powered(); }
+    void set_locality(uint8_t locality) override { s_.platform_locality(locality); }
+    void stop_serving() override { s_.loop_stop_ = true; }
+    void log(const std::string& line) override { s_.log(line); }
+    bool attach_data_channel() override {
+      if (!fd_.valid()) return false;
+      server::ClientLimits limits;
+      limits.frame_timeout_ms = s_.o_.frame_timeout_ms;
+      auto id = s_.server_->add_client(fd_.release(), limits);
+      if (!id.ok()) s_.log("control: CMD_SET_DATAFD: " + id.error().message());
+      return id.ok();
+    }
+
+   private:
+    Impl& s_;
+    UniqueFd& fd_;
+  };
+
+  server::Served serve_control(ByteView request, UniqueFd& fd) {
+    UnixPort port(*this, fd);
+    return unix_channel_->serve(request, port);
+  }
+  bool stopping() {
+    if (stop_->load()) loop_stop_ = true;
+    return loop_stop_.load();
+  }
+  Status platform_init(bool delete_volatile) {
+    std::lock_guard<std::mutex> lock(chip_mu_);
+    return chip_.platform().tpm_init(delete_volatile);
+  }
+  void platform_off() {
+    std::lock_guard<std::mutex> lock(chip_mu_);
+    chip_.platform().power_off();
+  }
+  bool platform_powered() {
+    std::lock_guard<std::mutex> lock(chip_mu_);
+    return chip_.platform().powered();
+  }
+  void platform_locality(uint8_t locality) {
+    std::lock_guard<std::mutex> lock(chip_mu_);
+    locality_ = locality;
+  }
 
   // An emulated platform's channel as a protocol of the server layer.
   class ChannelProtocol final : public server::Protocol {
@@ -141,19 +232,26 @@ class EmulationServer::Impl {
 
   EmulationServerOptions o_;
   const std::atomic<bool>* stop_;
+  std::mutex chip_mu_;  // the chip, locality_: the server's loop and the Unix control thread
   emulation::EmulatedChip chip_;
   ChipTransport chip_tpm_;
   std::shared_ptr<const server::Protocol> data_;
   std::shared_ptr<const server::Protocol> ctrl_;
-  uint8_t locality_ = 0;                     // CMD_SET_LOCALITY's, for the swtpm data channel
-  std::optional<uint8_t> command_locality_;  // an mssim command's own
-  std::unique_ptr<server::Server> server_;   // last: closed (its clients' handles flushed) before the chip goes
+  uint8_t locality_ = 0;                               // CMD_SET_LOCALITY's, for the swtpm data channel
+  std::optional<uint8_t> command_locality_;            // an mssim command's own
+  std::unique_ptr<emulation::UnixControl> unix_ctrl_;  // --ctrl-unix: the control socket
+  std::unique_ptr<Channel> unix_channel_;
+  std::atomic<bool> loop_stop_{false};      // --ctrl-unix: ends the loop (a stop, CMD_SHUTDOWN)
+  std::unique_ptr<server::Server> server_;  // last: closed (its clients' handles flushed) before the chip goes
 };
 
 Result<std::unique_ptr<EmulationServer>> EmulationServer::start(EmulationServerOptions options, LatencyProfile profile,
                                                                 std::unique_ptr<Transport> tpm,
                                                                 const std::atomic<bool>* stop) {
-  if (options.port == 0 || options.port == 65535) {
+  if (!options.ctrl_unix.empty()) {
+    if (options.port != 0) return usage_error("emulate: --port and --ctrl-unix exclude each other");
+    if (options.protocol != ServerProtocol::kSwtpm) return usage_error("emulate: --ctrl-unix speaks swtpm's protocol");
+  } else if (options.port == 0 || options.port == 65535) {
     return usage_error("emulate: --port must be 1..65534 (the control port is P+1)");
   }
   auto impl = std::make_unique<Impl>(std::move(options), std::move(profile), std::move(tpm), stop);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/emulation/tpm_info_json.h"
 #include "tpmsec/measure/statistics.h"
@@ -23,7 +25,11 @@ bool ServedLog::add(const TraceRecord& record, const ModelledLatency& modelled) 
   it->second.ms += modelled.total_ms;
   if (!keep_) return false;
   if (records_.size() < max_records_) {
+    // The model's time, as the log line and the totals give it: the clock
+    // around the command also holds the emulator's own host time (and, on
+    // the real clock, how late the wait woke up).
     records_.push_back(record);
+    records_.back().duration_ns = std::llround(modelled.total_ms * 1e6);
     return false;
   }
   const bool first = !overflowed_;

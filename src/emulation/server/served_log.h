@@ -21,7 +21,8 @@ class ServedLog {
  public:
   ServedLog(bool keep_records, size_t max_records) : keep_(keep_records), max_records_(max_records) {}
 
-  // One served command: its trace record and what the model made of it.
+  // One served command: its trace record and what the model made of it
+  // (the record is kept with the model's duration: the TPM time exactly).
   // True the first time a record could not be kept (the caller says so once).
   bool add(const TraceRecord& record, const ModelledLatency& modelled);
 

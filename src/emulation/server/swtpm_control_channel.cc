@@ -1,7 +1,7 @@
 // swtpm's control channel (swtpm's include/swtpm/tpm_ioctl.h, "commands used
 // by the non-CUSE TPMs"): a big-endian u32 command code and its request
 // fields; the answer is the response fields, starting with a u32 result
-// (TPM 1.2 codes, as swtpm answers).
+// (TPM 1.2 codes, as swtpm answers). Framing: channel.h's ControlFraming.
 #include <optional>
 
 #include <fmt/format.h>
@@ -16,12 +16,15 @@ namespace {
 constexpr uint32_t kGetCapability = 0x01, kInit = 0x02, kShutdown = 0x03, kGetTpmEstablished = 0x04,
                    kSetLocality = 0x05, kHashStart = 0x06, kHashData = 0x07, kHashEnd = 0x08, kCancel = 0x09,
                    kStoreVolatile = 0x0a, kResetTpmEstablished = 0x0b, kStop = 0x0e, kGetConfig = 0x0f,
-                   kSetBufferSize = 0x11;
+                   kSetDataFd = 0x10, kSetBufferSize = 0x11;
 constexpr uint32_t kInitDeleteVolatile = 1;
 // PTM_CAP_* of what is implemented here.
 constexpr uint32_t kCaps = 1 /*INIT*/ | 2 /*SHUTDOWN*/ | 4 /*GET_TPMESTABLISHED*/ | 8 /*SET_LOCALITY*/ |
                            0x20 /*CANCEL_TPM_CMD*/ | 0x40 /*STORE_VOLATILE*/ | 0x80 /*RESET_TPMESTABLISHED*/ |
                            0x400 /*STOP*/ | 0x800 /*GET_CONFIG*/ | 0x2000 /*SET_BUFFERSIZE*/;
+constexpr uint32_t kCapSetDataFd = 0x1000;
+// ptm_est's response: ptm_res and the bit, padded to the union's 8 bytes.
+constexpr size_t kEstablishedAnswer = 8;
 constexpr uint32_t kResultFail = 0x09;          // TPM_FAIL
 constexpr uint32_t kResultBadParameter = 0x03;  // TPM_BAD_PARAMETER
 constexpr uint32_t kResultBadOrdinal = 0x0a;    // TPM_BAD_ORDINAL
@@ -32,7 +35,8 @@ Bytes result(uint32_t code) { return be32(code); }
 
 // The request fields' size after the code (CMD_HASH_DATA: its length field;
 // the data follow); nullopt for a code not implemented here.
-std::optional<size_t> fields_of(uint32_t code) {
+std::optional<size_t> fields_of(uint32_t code, ControlFraming framing) {
+  const bool structs = framing == ControlFraming::kStructs;
   switch (code) {
     case kInit:
     case kHashData:
@@ -40,7 +44,10 @@ std::optional<size_t> fields_of(uint32_t code) {
       return 4;
     case kSetLocality:
     case kResetTpmEstablished:
-      return 1;
+      return structs ? 4 : 1;  // ptm_loc, ptm_reset_est: a u8 in a union with the u32 result
+    case kSetDataFd:
+      if (!structs) return std::nullopt;
+      return 0;
     case kGetCapability:
     case kShutdown:
     case kGetTpmEstablished:
@@ -58,10 +65,12 @@ std::optional<size_t> fields_of(uint32_t code) {
 
 class SwtpmControl final : public Channel {
  public:
+  explicit SwtpmControl(ControlFraming framing) : framing_(framing) {}
+
   Parse parse(ByteView buffered) const override {
     if (buffered.size() < kControlCode) return Parse::more(kControlCode - buffered.size());
     const uint32_t code = load_be32(buffered.data());
-    auto fields = fields_of(code);
+    auto fields = fields_of(code, framing_);
     if (!fields) {
       // Its request fields are unknown: the framing is lost.
       return Parse::refuse(result(kResultBadOrdinal),
@@ -92,10 +101,17 @@ class SwtpmControl final : public Channel {
     const uint8_t* fields = request.data() + kControlCode;
     Writer w;
     switch (code) {
-      case kGetCapability:
+      case kGetCapability:  // ptm_cap: a u64, no result field
         w.u32(0);
-        w.u32(kCaps);
+        w.u32(framing_ == ControlFraming::kStructs ? kCaps | kCapSetDataFd : kCaps);
         break;
+      case kSetDataFd: {
+        const bool taken = chip.attach_data_channel();
+        chip.log(taken ? "control: data channel attached (CMD_SET_DATAFD)"
+                       : "control: CMD_SET_DATAFD without a stream socket: TPM_FAIL");
+        w.u32(taken ? 0 : kResultFail);
+        break;
+      }
       case kInit: {
         Status s = chip.tpm_init(load_be32(fields) & kInitDeleteVolatile);
         chip.log(s.ok() ? "control: _TPM_Init (CMD_INIT)" : "control: CMD_INIT failed: " + s.error().message());
@@ -111,7 +127,7 @@ class SwtpmControl final : public Channel {
         break;
       case kGetTpmEstablished:
         w.u32(0);
-        w.u8(0);
+        w.bytes(Bytes(kEstablishedAnswer - 4, 0));  // the bit (never set: no DRTM is modelled), padding
         break;
       case kSetLocality:
       case kResetTpmEstablished:
@@ -142,10 +158,15 @@ class SwtpmControl final : public Channel {
   }
 
   bool carries_commands() const override { return false; }
+
+ private:
+  ControlFraming framing_;
 };
 
 }  // namespace
 
-std::unique_ptr<Channel> swtpm_control_channel() { return std::make_unique<SwtpmControl>(); }
+std::unique_ptr<Channel> swtpm_control_channel(ControlFraming framing) {
+  return std::make_unique<SwtpmControl>(framing);
+}
 
 }  // namespace tpmsec::emulation

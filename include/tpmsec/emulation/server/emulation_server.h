@@ -10,6 +10,11 @@
 //     used by the non-CUSE TPMs"): a big-endian u32 command code and its
 //     request fields; the answer is the response fields, starting with a u32
 //     result.
+//   swtpm control channel on a Unix socket (ctrl_unix; `swtpm socket --ctrl
+//     type=unixio,path=S`, as qemu's tpm-emulator backend drives it, qemu's
+//     backends/tpm/tpm_emulator.c): the same commands, each request the
+//     whole ptm_* structure, and CMD_SET_DATAFD, whose SCM_RIGHTS descriptor
+//     becomes a data channel (raw frames). No TCP port then.
 //   mssim TPM port (P; tpm2-tss tcti-mssim, TpmTcpProtocol.h): u32
 //     TPM_SEND_COMMAND (8), u8 locality, u32 size, the command; answered by
 //     u32 size, the response, u32 0. TPM_SESSION_END (20) ends a connection.
@@ -57,7 +62,8 @@ enum class ServerProtocol { kSwtpm, kMssim };
 
 struct EmulationServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;  // data port P (1..65534); the control or platform port is P+1
+  uint16_t port = 0;      // data port P (1..65534); the control or platform port is P+1
+  std::string ctrl_unix;  // instead of the ports: swtpm's control channel on this Unix socket (0600)
   ServerProtocol protocol = ServerProtocol::kSwtpm;
   bool real_clock = true;  // wait out each modelled time; false: only account it
   bool means = false;      // every command at the profile's mean (no jitter, no tail events)
