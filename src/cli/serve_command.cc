@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "protection_options.h"
+#include "tpmsec/host/data_dir.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/tabrmd/tabrmd_front.h"
 #include "tpmsec/transport/tpm_string.h"
@@ -33,6 +34,9 @@ struct ServeOptions {
   std::string socket_group;
   size_t max_clients = 32;
   bool verbose = false;
+  std::string ek_roots;
+  std::string ek_intermediates;
+  bool forget_state = false;
 };
 
 // The listening socket systemd passed (tpmsec.socket; sd_listen_fds(3)'s
@@ -122,7 +126,17 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
   return serve::ProtectedServer::open(std::move(request));
 }
 
+// --forget-state: what serve pinned goes (a package's purge), nothing served.
+Status run_forget_state(const ServeOptions& o) {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
+  TPMSEC_ASSIGN_OR_RETURN(request.tpm, o.tpm.tpm_string());
+  TPMSEC_ASSIGN_OR_RETURN(std::string done, serve::forget_state(std::move(request)));
+  fmt::print("{}\n", done);
+  return ok_status();
+}
+
 Status run_serve(const ServeOptions& o) {
+  if (o.forget_state) return run_forget_state(o);
   const int activated = activation_socket();
   if (o.dbus == "none" && o.socket.empty() && activated < 0) {
     return usage_error("nothing to serve: give --dbus system|session or --socket PATH");
@@ -132,6 +146,10 @@ Status run_serve(const ServeOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(request.protect, o.protection.request());
   if (!o.policy.empty()) request.protect.policy = o.policy;
   request.protect.verbose = o.verbose;
+  if (!o.ek_roots.empty() || !o.ek_intermediates.empty()) {
+    request.protect.standing = StandingAnchor{o.ek_roots, o.ek_intermediates, kDefaultSaltKeyHandle};
+    if (o.ek_roots.empty()) request.protect.standing->ek_roots = data_dir() + "/ek-roots";
+  }
   request.strict = o.strict;
   request.server.max_clients = o.max_clients;
   request.server.log = log_line;
@@ -160,7 +178,7 @@ Status run_serve(const ServeOptions& o) {
     TPMSEC_ASSIGN_OR_RETURN(front, server::TabrmdFront::start(bus, server, server::ClientLimits{}));
     bus_front->store(front.get());
   }
-  log_line(fmt::format("serving {}{}{}", served->protected_tpm().transport().describe(),
+  log_line(fmt::format("serving {}{}{}", served->startup_line(),
                        o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, server::kTabrmdBusName) : "",
                        activated >= 0     ? ", the socket systemd passed"
                        : o.socket.empty() ? ""
@@ -203,6 +221,15 @@ void register_serve(CLI::App& app, Action* action) {
   sub->add_option("--max-clients", o->max_clients, "Connections at once per front end")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  sub->add_option("--ek-roots", o->ek_roots,
+                  "With no anchor named: the EK roots (*.pem of DIR) the TPM's EK certificate may chain to "
+                  "(default: the shipped bundle, <data>/ek-roots)");
+  sub->add_option("--ek-intermediates", o->ek_intermediates,
+                  "Intermediate CA certificates you cached, found by the file name their EK certificate's AIA gives "
+                  "(nothing is fetched)");
+  sub->add_flag("--forget-state", o->forget_state,
+                "Forget what serve pinned for the TPM (evicting the salt key only if tpmsec made it) and exit: for a "
+                "package's purge");
   sub->add_flag("-v,--verbose", o->verbose, "Say which policy rule decided, and what was wrapped per command code");
   sub->callback([o, action] { *action = [o]() -> Status { return run_serve(*o); }; });
 }

@@ -59,7 +59,10 @@ Bytes ClientFront::fault(const Error& e, uint32_t rc) {
 }
 
 Result<Bytes> ClientFront::transmit(ByteView command) {
-  if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);  // the server is ending
+  // No wrapper: the server is ending, or could not re-establish its
+  // session after a fault (it tries again now).
+  if (!shared_.wrapper && shared_.recover) shared_.recover(runtime_error("no session after the last fault"));
+  if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);
   auto areas = read_command_areas(command, kMaxCommandBytes);
   if (areas.ok()) {
     if (answered_by_space(*areas)) return space_.transmit(command);
@@ -90,7 +93,9 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   const Error& e = answer.error();
   if (e.reason() == ErrorReason::kSecretInClear) return fault(e, kResmgrNotPermitted);
   if (e.kind() == ErrorKind::kTpm) return error_frame(e.tpm_rc());
-  return fault(e, kResmgrGeneralFailure);
+  Bytes answer_frame = fault(e, kResmgrGeneralFailure);
+  if (shared_.recover) shared_.recover(e);
+  return answer_frame;
 }
 
 }  // namespace tpmsec::serve

@@ -1,12 +1,17 @@
 #include "tpmsec/serve/protected_server.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "serve/client_front.h"
 #include "serve/routed_transport.h"
+#include "tpmsec/host/data_dir.h"
+#include "tpmsec/provision.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/session_factory.h"
 #include "tpmsec/transport/tpm_string.h"
@@ -26,6 +31,7 @@ class ProtectedServer::Impl {
  public:
   explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::move(bus)) {}
   ~Impl() {
+    front_.recover = nullptr;  // ending: nothing to re-establish
     // The wrapper flushes its session through the server's own space, so
     // the manager (inside the server) must still be there; the clients'
     // fronts, destroyed with the server, then find no wrapper. The server's
@@ -66,14 +72,78 @@ class ProtectedServer::Impl {
     // owns the TPM while it runs: no other tpmsec process's handles to track.
     protect.keep = true;
     protect.track_handles = false;
+    // A server must start with no configuration and keep its anchor across
+    // reboots: with no anchor named, the standing order (protect.h).
+    if (!protect.standing) protect.standing = StandingAnchor{data_dir() + "/ek-roots", "", kDefaultSaltKeyHandle};
     TPMSEC_ASSIGN_OR_RETURN(protected_, ProtectedTpm::open(protect, std::move(routed)));
+    front_ = FrontContext{nullptr, nullptr, router_, &counts_, log_};
+    TPMSEC_RETURN_IF_ERROR(start_session());
+    front_.recover = [this](const Error& why) { recover(why); };
+    return ok_status();
+  }
+
+  // The factory and the wrapper on the resolved anchor: the server's session.
+  Status start_session() {
     TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
     TPMSEC_ASSIGN_OR_RETURN(factory_, protected_->factory(tuning));
+    // One session started and flushed now: an anchor that does not hold
+    // (a stale null_name, a kept key of another TPM) stops the server here
+    // rather than failing every client command later.
+    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<HmacSession> probe, factory_->start(attr::kContinueSession));
+    TPMSEC_RETURN_IF_ERROR(probe->flush());
     protected_->keep(factory_.get());
     wrapper_ = std::make_unique<CommandWrapper>(*factory_);
     wrapper_->set_strict(strict_);
-    front_ = FrontContext{wrapper_.get(), &factory_->tpm(), router_, &counts_, log_};
+    front_.wrapper = wrapper_.get();
+    front_.tpm = &factory_->tpm();
+    front_.named_for = 0;
     return ok_status();
+  }
+
+  // A wrapper fault (the TPM reset under the server: its session and null
+  // key gone, the kernel's null_name changed): the command in flight was
+  // answered with the fault; the anchor is resolved afresh (null_name read
+  // again, a pinned salt key checked again) and a new session started, so
+  // the next command works. A failure leaves no wrapper: the next command
+  // tries again rather than the server answering the same error forever.
+  void recover(const Error& why) {
+    if (log_)
+      log_(fmt::format("the server's session failed ({}): re-establishing its anchor and session", why.message()));
+    if (wrapper_) sessions_before_ += wrapper_->sessions_started();
+    front_.wrapper = nullptr;
+    front_.tpm = nullptr;
+    wrapper_.reset();  // flushes its session if it is still there
+    factory_.reset();
+    Status st = protected_->reanchor();
+    if (st.ok()) st = start_session();
+    if (!log_) return;
+    log_(st.ok() ? "re-established: anchor: " + protected_->anchor_description()
+                 : "not re-established, tried again at the next command: " + st.error().message());
+  }
+
+  // The one start-up line: which TPM, which anchor and what it rests on,
+  // which session, which policy rule.
+  std::string startup_line() {
+    std::string session = "none";
+    if (factory_) {
+      const SessionFactory& f = *factory_;
+      const std::string kind = f.config().salt == SaltKind::kRsa ? "RSA-2048" : "ECC P-256";
+      if (f.bound()) {
+        session = "bound to the bind secret";
+      } else if (const PersistentSaltKey* k = f.salt_key()) {
+        session = fmt::format("salted to the persistent key 0x{:08x} ({})", k->handle, kind);
+      } else if (f.ek_key()) {
+        session = fmt::format("salted to the endorsement key ({})", kind);
+      } else if (f.null_key()) {
+        session = fmt::format("salted to the null key ({})", kind);
+      } else {
+        session = "unsalted";
+      }
+      session += ", HMAC-SHA256 with audit, AES-128-CFB parameter encryption";
+      if (strict_) session += ", strict";
+    }
+    return fmt::format("TPM {}; anchor: {}; session: {}; {}", protected_->transport().describe(),
+                       protected_->anchor_description(), session, protected_->policy_rule());
   }
 
   FrontContext* front_context() { return &front_; }
@@ -88,7 +158,8 @@ class ProtectedServer::Impl {
   FrontContext front_;
   ServeCounts counts_;
   bool strict_ = false;
-  bool quiet_ = false;  // the log says nothing of the server's own space
+  bool quiet_ = false;            // the log says nothing of the server's own space
+  uint64_t sessions_before_ = 0;  // started by wrappers recover() replaced
   std::function<void(const std::string&)> log_;
 };
 
@@ -111,8 +182,36 @@ ProtectedTpm& ProtectedServer::protected_tpm() { return *impl_->protected_; }
 
 ServeCounts ProtectedServer::counts() const {
   ServeCounts c = impl_->counts_;
-  c.sessions_started = impl_->wrapper_ ? impl_->wrapper_->sessions_started() : 0;
+  c.sessions_started = impl_->sessions_before_ + (impl_->wrapper_ ? impl_->wrapper_->sessions_started() : 0);
   return c;
+}
+
+std::string ProtectedServer::startup_line() const { return impl_->startup_line(); }
+
+Result<std::string> forget_state(ProtectRequest request) {
+  request.anchor = anchor::Automatic{};
+  request.standing.reset();
+  request.keep = false;
+  request.track_handles = false;
+  request.use_provisioned = true;
+  request.host = host_state_of(request);
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<ProtectedTpm> tpm, ProtectedTpm::open(request));
+  std::vector<std::string> said;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> key, request.host->salt_key(tpm->id()));
+  if (key) {
+    TPMSEC_ASSIGN_OR_RETURN(RemovedSaltKey removed, unprovision_salt_key(*tpm));
+    const uint32_t h = removed.key.handle;
+    said.push_back(removed.evicted       ? fmt::format("evicted the salt key tpmsec made at 0x{:08x}", h)
+                   : removed.key.created ? fmt::format("the salt key tpmsec made at 0x{:08x} was already gone", h)
+                                         : fmt::format("forgot the salt key adopted at 0x{:08x}; it stays in the TPM "
+                                                       "(tpmsec did not make it)",
+                                                       h));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(ForgottenPins pins, forget_pins(tpm->transport(), request.host));
+  if (pins.ek_pin) said.push_back("forgot the EK pin");
+  if (pins.tofu_pin) said.push_back("forgot the null key's first-use pin");
+  if (said.empty()) said.push_back("nothing was pinned");
+  return fmt::format("{}: {}", pins.tpm, fmt::join(said, "; "));
 }
 
 std::string ProtectedServer::counts_report() const {
