@@ -10,10 +10,14 @@
 
 #include "serve/client_front.h"
 #include "serve/routed_transport.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/host/data_dir.h"
 #include "tpmsec/provision.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/session_factory.h"
+#include "tpmsec/tpm.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/wrap.h"
 
@@ -25,11 +29,48 @@ namespace {
 // from 1 (server.cc), so this one is never a client's.
 constexpr server::ClientId kServerClient = std::numeric_limits<server::ClientId>::max();
 
+// The platform's part for a TPM with no firmware before it (swtpm, mssim
+// after a power cycle; the kernel does it for a device): a TPM that answers
+// TPM_RC_INITIALIZE was reset and not started again, so the server sends
+// TPM2_Startup(CLEAR) as firmware would. The command in flight gets the
+// TPM's answer; the server's session went with the reset and the wrapper
+// starts another for the next command.
+class StartingBus final : public Transport {
+ public:
+  StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log)
+      : bus_(std::move(bus)), log_(log) {}
+  Result<Bytes> transmit(ByteView command) override {
+    TPMSEC_ASSIGN_OR_RETURN(Bytes response, bus_->transmit(command));
+    HeaderRead answer = read_frame_header(response, response.size());
+    if (answer.check == FrameCheck::kIncomplete || answer.header.code != rc::kInitialize) return response;
+    Tpm tpm(*bus_);
+    auto started = tpm.run(cmd::Startup{su::kClear});
+    if (*log_) {
+      (*log_)(started.ok()
+                  ? "the TPM was reset and not started: sent TPM2_Startup(CLEAR); the command in flight "
+                    "was answered TPM_RC_INITIALIZE"
+                  : "the TPM was reset and not started; TPM2_Startup(CLEAR) failed: " + started.error().message());
+    }
+    return response;
+  }
+  Status reset_tpm() override { return bus_->reset_tpm(); }
+  Status suspend_resume() override { return bus_->suspend_resume(); }
+  std::string describe() const override { return bus_->describe(); }
+  TpmSpec spec() const override { return bus_->spec(); }
+  bool in_process() const override { return bus_->in_process(); }
+  bool private_handles() const override { return bus_->private_handles(); }
+  bool outlives_process() const override { return bus_->outlives_process(); }
+
+ private:
+  std::unique_ptr<Transport> bus_;
+  std::function<void(const std::string&)>* log_;
+};
+
 }  // namespace
 
 class ProtectedServer::Impl {
  public:
-  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::move(bus)) {}
+  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::make_unique<StartingBus>(std::move(bus), &log_)) {}
   ~Impl() {
     front_.recover = nullptr;  // ending: nothing to re-establish
     // The wrapper flushes its session through the server's own space, so
