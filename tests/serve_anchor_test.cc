@@ -77,9 +77,10 @@ class Serve {
       ::execv(v[0], v.data());
       ::_exit(127);
     }
+    // Listening, and the start-up line written (it follows the listen).
     for (int i = 0; pid_ > 0 && i < 1200; ++i) {
       struct stat st {};
-      if (::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
+      if (::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && !startup_line().empty()) return true;
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

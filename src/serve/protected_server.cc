@@ -127,11 +127,6 @@ class ProtectedServer::Impl {
   Status start_session() {
     TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
     TPMSEC_ASSIGN_OR_RETURN(factory_, protected_->factory(tuning));
-    // One session started and flushed now: an anchor that does not hold
-    // (a stale null_name, a kept key of another TPM) stops the server here
-    // rather than failing every client command later.
-    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<HmacSession> probe, factory_->start(attr::kContinueSession));
-    TPMSEC_RETURN_IF_ERROR(probe->flush());
     protected_->keep(factory_.get());
     wrapper_ = std::make_unique<CommandWrapper>(*factory_);
     wrapper_->set_strict(strict_);
