@@ -319,6 +319,55 @@ TEST_F(EkCertificateTest, ChainsThroughAnIntermediateToARoot) {
   }
 }
 
+// An intermediate the bundle lacks comes only from the administrator's
+// cache, found by the file name the EK certificate's AIA caIssuers URL ends
+// in (nothing is fetched): cached under that name the chain verifies and
+// ends at the bundle's root; under another name, or with no cache, it does
+// not; and a cached certificate vouches for nothing by itself (a cache
+// holding the root, with an empty-of-it bundle, verifies nothing).
+TEST_F(EkCertificateTest, IntermediatesComeFromTheCacheTheAiaNames) {
+  auto ek = issue(
+      "ek-with-aia", {"-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"}, [](testing::CertificateSpec& c) {
+        c.issuer_cert = path("intermediate.pem");
+        c.issuer_key = path("intermediate.key");
+        c.extra_extensions = "authorityInfoAccess = caIssuers;URI:http://pki.example.invalid/ek/inter-01.crt";
+      });
+  ASSERT_TRUE(ek.ok()) << ek.error().message();
+  std::ifstream in(path("intermediate.der"), std::ios::binary);
+  ASSERT_TRUE(fs::exists(path("intermediate.der")));
+  std::string inter_der((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto verify_with = [&](const std::string& cached_name) {
+    CaBundle bundle = load(path("root.pem"));
+    if (!cached_name.empty()) {
+      Status added = bundle.add_intermediates({crypto::PemFile{"/var/cache/x/" + cached_name, inter_der}});
+      EXPECT_TRUE(added.ok()) << added.error().message();
+    }
+    return crypto::verify_ek_certificate(ek->der, bundle);
+  };
+  auto cached = verify_with("inter-01.crt");
+  ASSERT_TRUE(cached.ok()) << cached.error().message();
+  EXPECT_NE(cached->root_subject.find("tpmsec test root"), std::string::npos) << cached->root_subject;
+  for (const char* other : {"", "inter-02.crt"}) {
+    SCOPED_TRACE(std::string("cached as '") + other + "'");
+    auto r = verify_with(other);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
+  }
+  // The root in the cache is no anchor: the chain must end in the bundle.
+  CaBundle other = load(path("other-root.pem"));
+  std::ifstream root_in(path("root.der"), std::ios::binary);
+  std::string root_der((std::istreambuf_iterator<char>(root_in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(other.add_intermediates({{"inter-01.crt", inter_der}, {"root.crt", root_der}}).ok());
+  auto r = crypto::verify_ek_certificate(ek->der, other);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
+  // Something that is no certificate in the cache is named.
+  CaBundle bad = load(path("root.pem"));
+  Status junk = bad.add_intermediates({{"/cache/junk.crt", "not a certificate"}});
+  ASSERT_FALSE(junk.ok());
+  EXPECT_NE(junk.error().message().find("junk.crt"), std::string::npos);
+}
+
 // ---- The EK's public area ----
 
 // Template L-2 (EK Credential Profile §2.1.5.2) marshalled, field by field.

@@ -62,13 +62,25 @@ class CaBundle {
   // a bundle with no CA certificate at all.
   static Result<CaBundle> from_pem_files(const std::string& file_or_dir, const std::vector<PemFile>& files);
 
+  // Intermediates an administrator cached (no network at run time): each
+  // file one certificate, DER or PEM, found by its file name — the last
+  // path segment of a caIssuers URL in the Authority Information Access of
+  // the certificate being verified (RFC 5280 §4.2.2.1), followed up to four
+  // issuers deep. They are untrusted: a chain through them must still end
+  // at a CA of the bundle. A file that is no certificate is kUsage naming it.
+  Status add_intermediates(const std::vector<PemFile>& files);
+
   // How many CA certificates it holds.
   size_t size() const { return count_; }
   x509_store_st* store() const { return store_.get(); }
 
+  struct Intermediates;  // file name -> certificate (ek_certificate.cc)
+  const Intermediates* intermediates() const { return intermediates_.get(); }
+
  private:
   std::shared_ptr<x509_store_st> store_;
   size_t count_ = 0;
+  std::shared_ptr<Intermediates> intermediates_;
 };
 
 // The public key of a certificate, in TPM terms.
@@ -82,6 +94,8 @@ struct CertifiedKey {
   // point, each coordinate padded to the curve's size.
   uint16_t curve = 0;
   Bytes x, y;
+  // verify_ek_certificate: the subject of the bundle's CA the chain ended at.
+  std::string root_subject;
 };
 
 // Parses a DER certificate (as read from the TPM's NV) and verifies it

@@ -83,6 +83,8 @@ class EkKey {
 
   SaltKind kind() const { return kind_; }
   const Bytes& name() const { return name_; }
+  // The subject of the bundle's CA its certificate chained to.
+  const std::string& root_subject() const { return root_subject_; }
   const Public& public_area() const { return public_; }
   NamedHandle named(uint32_t handle) const { return {handle, name_}; }
 
@@ -94,6 +96,7 @@ class EkKey {
   SaltKind kind_ = SaltKind::kEcc;
   Public public_;
   Bytes name_;
+  std::string root_subject_;
   Context context_;
 };
 

@@ -63,7 +63,12 @@ namespace tpmsec {
 //      persistent salt key (of the kind `salt` asks for, if it asks);
 //   3. Automatic, on a device: TPM: the kernel's null_name pin
 //      (/sys/class/tpm/tpmN/null_name), when the kernel has one;
-//   4. nothing: refused on a TPM behind a bus (ErrorReason::kNoTrustAnchor),
+//   4. Automatic with ProtectRequest::standing (`tpmsec serve`, a process
+//      that owns the TPM for months and must start with no configuration),
+//      when 2 and 3 found nothing: the TPM's EK certificate chaining to a
+//      root of the shipped bundle (data/ek-roots/), else a persistent salt
+//      key pinned at first start (StandingAnchor below);
+//   5. nothing: refused on a TPM behind a bus (ErrorReason::kNoTrustAnchor),
 //      allowed in_process() (no bus, nobody to interpose).
 namespace anchor {
 struct Automatic {};
@@ -84,6 +89,26 @@ struct Tofu {};
 struct Unsalted {};
 }  // namespace anchor
 using Anchor = std::variant<anchor::Automatic, anchor::NullName, anchor::EkCa, anchor::Tofu, anchor::Unsalted>;
+
+// Step 4 of the order above, tried in this order:
+//   b. the EK certificate (ECC first, then RSA) verified against the PEM
+//      files (*.pem) of `ek_roots`, with intermediates taken only from
+//      `ek_intermediates` (a directory the administrator filled, looked up
+//      by the last path segment of the certificate's AIA caIssuers URLs; no
+//      network). No certificate, or one that does not chain, goes on to c —
+//      unless an EK was pinned for this TPM by an earlier start: then the
+//      failure is the error (what held once is not traded for less);
+//   c. the key at `salt_key_handle` (systemd-tpm2-setup's SRK where it is
+//      there, adopted), else one made there (recorded as created, so that
+//      forgetting the state evicts it and only it): trust on first start,
+//      pinned in the state directory as `tpmsec provision --salt-key` pins,
+//      so later starts take it at step 2 and check it is still the key at
+//      that handle (kIntegrity when it was swapped or evicted).
+struct StandingAnchor {
+  std::string ek_roots;
+  std::string ek_intermediates;
+  uint32_t salt_key_handle = kDefaultSaltKeyHandle;
+};
 
 // One line the library wants a person to see (a warning, a first-use pin, the
 // rule that decided). Without one, lines go to stderr prefixed "tpmsec: ".
@@ -118,6 +143,8 @@ struct ProtectRequest {
   // process keeps no record, one with private_handles() only drops stale
   // ones. A failure is a notice, never an error.
   bool track_handles = false;
+  // Step 4 of the anchor order (StandingAnchor): for `tpmsec serve`.
+  std::optional<StandingAnchor> standing;
   // Where pins, kept state and provisioned secrets are read and kept, and
   // how the host is asked for its boot id, the kernel's pin and the files
   // the request names (host_state.h). None: the state directory
@@ -196,6 +223,18 @@ class ProtectedTpm {
   // defaults when the shipped policy cannot be read; an error when the
   // request's own policy file cannot.
   Result<SessionTuning> session_tuning();
+  // What the sessions' key rests on, for a person: "kernel null_name
+  // (/sys/...)", "EK certificate (ECC P-256) chaining to CN=... of DIR",
+  // "persistent salt key 0x81000001 ... pinned at first start" ...
+  const std::string& anchor_description() const { return anchor_description_; }
+  // The policy rule that decides for this TPM: "policy FILE rule 'NAME'
+  // (line N)", or why there is none. No TPM command.
+  std::string policy_rule();
+  // Resolves the anchor again as open() did (the kernel's null_name read
+  // afresh, a pinned salt key checked again): after a TPM reset. The
+  // factories made before keep the old configuration.
+  Status reanchor();
+
   // For work that opens no session: an anchor the request named is checked
   // anyway (one CreatePrimary of the null key), never ignored.
   Status check_named_anchor();
@@ -253,6 +292,12 @@ class ProtectedTpm {
  private:
   ProtectedTpm() = default;
   Status resolve(const ProtectRequest& request);
+  // Step 4 and the checks of a standing anchor (standing_anchor.cc).
+  Status stand();
+  Status stand_on_ek_roots(bool* stood);
+  Status stand_on_first_start_key();
+  Status check_standing_salt_key();
+  void describe_anchor();
   // ProtectRequest::track_handles.
   void track_handles();
   void say(std::string_view line) const;
@@ -267,9 +312,12 @@ class ProtectedTpm {
   TpmFacts facts_;
   ProtectRequest request_;
   std::optional<SessionCache> cache_;
-  ProtectionConfig config_;           // resolved; symmetric set per use
-  bool kept_changed_key_ = false;     // keep_if_changed() kept a recreated key
-  std::optional<ProgramId> program_;  // the running program, once commands_last_run() read it
+  ProtectionConfig config_;        // resolved; symmetric set per use
+  bool kept_changed_key_ = false;  // keep_if_changed() kept a recreated key
+  std::string anchor_description_;
+  bool standing_first_start_ = false;  // stand() pinned a salt key in this run
+  std::string standing_ek_root_;       // stand() took the EK: what it rests on
+  std::optional<ProgramId> program_;   // the running program, once commands_last_run() read it
 };
 
 // ProtectedTpm::audited_pcr_reads(): one audit session, continued across reads.

@@ -69,6 +69,21 @@ Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle)
 // machine that never took ownership.
 Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t handle, SaltKind kind);
 
+// Trust on first start (`tpmsec serve` with no anchor, protect.h): the key at
+// `handle` as the TPM answers an unauthenticated ReadPublic, held to
+// check_salt_key_public and to its own name (created false: adopted, e.g.
+// systemd's SRK at 0x81000001); when the handle is empty, one made there as
+// create_salt_key makes it, checked against the template (created true). An
+// interposer present at this first start goes unnoticed; every later use is
+// held to what is pinned (check_pinned_salt_key).
+Result<PersistentSaltKey> salt_key_on_first_start(Tpm& tpm, uint32_t handle, SaltKind kind);
+
+// The key at `pinned.handle` is still the pinned one: an unauthenticated
+// ReadPublic must name it (a key evicted or swapped is kIntegrity, naming
+// both), then an audited ReadPublic through a session of `factory` (salted
+// to the pinned key) proves the TPM holds it.
+Status check_pinned_salt_key(SessionFactory& factory, const PersistentSaltKey& pinned);
+
 // EvictControl of the persistent key at `handle` (owner authorization).
 Status evict_salt_key(Tpm& tpm, const PersistentSaltKey& key);
 

@@ -174,6 +174,13 @@ class CommandWrapper {
   // (the manager's admission, asked before wrap()): nothing another caller
   // sends reaches this state.
   void caller_session_ended(uint32_t handle);
+  // The server re-resolved its anchor (a TPM reset: a new null key, a
+  // salt key checked again): the wrapper's own session is retired (flushed
+  // where it may still exist, through the old factory) and the next one
+  // comes from `factory` (which must outlive the wrapper). What it keeps of
+  // callers' sessions and of Names stays, so no client's protection is
+  // lost to a fault another caused.
+  void use_factory(SessionFactory& factory);
   // The caller's commands given to exchange() so far (a resend not counted).
   uint64_t commands() const { return commands_; }
   // Which of them (from 1) was the last the wrapper's session went on; 0

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "protection_options.h"
 #include "serve_daemon.h"
+#include "tpmsec/host/data_dir.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/server/log_priority.h"
 #include "tpmsec/tabrmd/tabrmd_front.h"
@@ -40,6 +41,9 @@ struct ServeOptions {
   size_t max_objects = server::UidLimits{}.max_objects;
   bool verbose = false;
   bool allow_root = false;
+  std::string ek_roots;
+  std::string ek_intermediates;
+  bool forget_state = false;
 };
 
 // The listening socket systemd passed (tpmsec.socket; sd_listen_fds(3)'s
@@ -192,7 +196,18 @@ void on_tick(StopSignals& signals, ServiceNotifier& notifier, const DaemonLog& l
   notifier.notify("READY=1\nSTATUS=serving");
 }
 
+// --forget-state: what serve pinned goes (a package's purge), nothing served.
+Status run_forget_state(const ServeOptions& o) {
+  TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
+  TPMSEC_ASSIGN_OR_RETURN(request.tpm, o.tpm.tpm_string());
+  TPMSEC_ASSIGN_OR_RETURN(std::string done, serve::forget_state(std::move(request)));
+  fmt::print("{}\n", done);
+  return ok_status();
+}
+
 Status run_serve(const ServeOptions& o) {
+  // A package's purge runs it as root, before anything is served.
+  if (o.forget_state) return run_forget_state(o);
   StopSignals signals;  // first: a SIGHUP from here on never ends serve
   // tpm2-abrmd's rule: a TPM server has no business running as root (the
   // unit runs it as tss).
@@ -211,6 +226,10 @@ Status run_serve(const ServeOptions& o) {
   if (!o.policy.empty()) request.protect.policy = o.policy;
   request.protect.verbose = o.verbose;
   request.protect.notice = [&log](std::string_view line) { log.line("<5>", line); };
+  if (!o.ek_roots.empty() || !o.ek_intermediates.empty()) {
+    request.protect.standing = StandingAnchor{o.ek_roots, o.ek_intermediates, kDefaultSaltKeyHandle};
+    if (o.ek_roots.empty()) request.protect.standing->ek_roots = data_dir() + "/ek-roots";
+  }
   request.strict = o.strict;
   request.server.max_clients = o.max_clients;
   request.server.max_clients_per_uid = o.max_connections;
@@ -232,9 +251,8 @@ Status run_serve(const ServeOptions& o) {
   std::unique_ptr<server::TabrmdFront> front;
   TPMSEC_ASSIGN_OR_RETURN(std::string fronts,
                           serve_fronts(o, activated, server, front, bus_front, [&signals] { signals.request_stop(); }));
-  const std::string tpm = served->protected_tpm().transport().describe();
-  log.line(server::kLogInfo, fmt::format("serving {}{}", tpm, fronts));
-  notifier.notify(fmt::format("READY=1\nSTATUS=serving {}{}", tpm, fronts));
+  log.line(server::kLogInfo, fmt::format("serving {}{}", served->startup_line(), fronts));
+  notifier.notify(fmt::format("READY=1\nSTATUS=serving {}{}", served->protected_tpm().transport().describe(), fronts));
   Status ran = server.run(signals.stop());
   notifier.notify("STOPPING=1\nSTATUS=stopping: flushing every client's handles and the session");
   bus_front->store(nullptr);
@@ -294,6 +312,15 @@ void register_serve(CLI::App& app, Action* action) {
   sub->add_option("--max-transient-objects", o->max_objects, "Transient objects per uid, loaded or saved")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  sub->add_option("--ek-roots", o->ek_roots,
+                  "With no anchor named: the EK roots (*.pem of DIR) the TPM's EK certificate may chain to "
+                  "(default: the shipped bundle, <data>/ek-roots)");
+  sub->add_option("--ek-intermediates", o->ek_intermediates,
+                  "Intermediate CA certificates you cached, found by the file name their EK certificate's AIA gives "
+                  "(nothing is fetched)");
+  sub->add_flag("--forget-state", o->forget_state,
+                "Forget what serve pinned for the TPM (evicting the salt key only if tpmsec made it) and exit: for a "
+                "package's purge");
   sub->add_flag("-v,--verbose", o->verbose, "Say which policy rule decided, and what was wrapped per command code");
   sub->add_flag("--allow-root", o->allow_root,
                 "Run even as root (refused without it, as tpm2-abrmd refuses: the unit runs serve as tss)");

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <vector>
 
 #include "crypto/openssl.h"
@@ -163,6 +164,78 @@ Result<X509Ptr> parse_der(ByteView der) {
 
 }  // namespace
 
+struct CaBundle::Intermediates {
+  std::map<std::string, X509Ptr> by_file;
+};
+
+namespace {
+
+// One certificate of an intermediates cache file: DER, else PEM.
+Result<X509Ptr> cached_certificate(const PemFile& file) {
+  const auto* p = reinterpret_cast<const unsigned char*>(file.text.data());
+  X509Ptr cert(d2i_X509(nullptr, &p, static_cast<long>(file.text.size())));
+  if (!cert) {
+    BioPtr bio(BIO_new_mem_buf(file.text.data(), static_cast<int>(file.text.size())));
+    if (bio) cert.reset(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  }
+  ERR_clear_error();
+  if (!cert) return usage_error(fmt::format("intermediate file {} is not a DER or PEM certificate", file.name));
+  return cert;
+}
+
+// The last path segment of each caIssuers URL of `cert`'s AIA.
+std::vector<std::string> ca_issuers_files(X509* cert) {
+  std::vector<std::string> out;
+  Owned<AUTHORITY_INFO_ACCESS, AUTHORITY_INFO_ACCESS_free> aia(
+      static_cast<AUTHORITY_INFO_ACCESS*>(X509_get_ext_d2i(cert, NID_info_access, nullptr, nullptr)));
+  ERR_clear_error();
+  for (int i = 0; aia && i < sk_ACCESS_DESCRIPTION_num(aia.get()); ++i) {
+    const ACCESS_DESCRIPTION* ad = sk_ACCESS_DESCRIPTION_value(aia.get(), i);
+    if (OBJ_obj2nid(ad->method) != NID_ad_ca_issuers || ad->location->type != GEN_URI) continue;
+    const ASN1_IA5STRING* uri = ad->location->d.uniformResourceIdentifier;
+    std::string url(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+                    static_cast<size_t>(ASN1_STRING_length(uri)));
+    std::string file = url.substr(url.find_last_of('/') + 1);
+    if (!file.empty() && file != "." && file != "..") out.push_back(std::move(file));
+  }
+  return out;
+}
+
+void free_stack(STACK_OF(X509) * s) { sk_X509_free(s); }
+using StackPtr = Owned<STACK_OF(X509), free_stack>;
+
+// The cached intermediates `cert`'s AIA names, and theirs, up to four deep
+// (borrowed from the cache: the stack frees only itself).
+StackPtr untrusted_chain(X509* cert, const CaBundle::Intermediates* cache) {
+  StackPtr chain(sk_X509_new_null());
+  if (!cache || !chain) return chain;
+  X509* at = cert;
+  for (int depth = 0; at && depth < 4; ++depth) {
+    X509* next = nullptr;
+    for (const std::string& file : ca_issuers_files(at)) {
+      auto found = cache->by_file.find(file);
+      if (found == cache->by_file.end()) continue;
+      sk_X509_push(chain.get(), found->second.get());
+      if (!next) next = found->second.get();
+    }
+    at = next;
+  }
+  return chain;
+}
+
+}  // namespace
+
+Status CaBundle::add_intermediates(const std::vector<PemFile>& files) {
+  auto cache = std::make_shared<Intermediates>();
+  for (const PemFile& f : files) {
+    TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, cached_certificate(f));
+    std::string name = f.name.substr(f.name.find_last_of('/') + 1);
+    cache->by_file[name] = std::move(cert);
+  }
+  intermediates_ = std::move(cache);
+  return ok_status();
+}
+
 Result<CaBundle> CaBundle::from_pem_files(const std::string& file_or_dir, const std::vector<PemFile>& files) {
   if (files.empty()) return usage_error(fmt::format("CA directory {} holds no certificate files", file_or_dir));
 
@@ -236,8 +309,9 @@ Status check_ek_profile(X509* cert, const CertifiedKey& key) {
 Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle) {
   if (bundle.store() == nullptr) return usage_error("no CA bundle loaded");
   TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, parse_der(der));
+  StackPtr untrusted = untrusted_chain(cert.get(), bundle.intermediates());
   StoreCtxPtr ctx(X509_STORE_CTX_new());
-  if (!ctx || X509_STORE_CTX_init(ctx.get(), bundle.store(), cert.get(), nullptr) != 1) {
+  if (!ctx || X509_STORE_CTX_init(ctx.get(), bundle.store(), cert.get(), untrusted.get()) != 1) {
     return internal::openssl_error("X509_STORE_CTX_init");
   }
   int verified = X509_verify_cert(ctx.get());
@@ -252,6 +326,10 @@ Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle)
   }
   TPMSEC_ASSIGN_OR_RETURN(CertifiedKey key, key_of(cert.get()));
   TPMSEC_RETURN_IF_ERROR(check_ek_profile(cert.get(), key));
+  STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx.get());
+  if (chain && sk_X509_num(chain) > 0) {
+    key.root_subject = x509_name(X509_get_subject_name(sk_X509_value(chain, sk_X509_num(chain) - 1)));
+  }
   return key;
 }
 

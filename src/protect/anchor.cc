@@ -20,8 +20,8 @@ std::string device_path_of(const Transport& transport) {
   return spec.path.empty() ? "/dev/tpm0" : spec.path;
 }
 
-// EkCa: the EKs pinned for this TPM string (ek_pin.h), and the hook that
-// pins one on its first verified use and records a kernel-pin proof.
+}  // namespace
+
 Status pin_ek(const std::shared_ptr<HostState>& host, const TpmId& tpm, const Notice& notice,
               ProtectionConfig& config) {
   // The boot matters only to a kernel pin's proof (device: TPMs).
@@ -67,6 +67,8 @@ Status pin_ek(const std::shared_ptr<HostState>& host, const TpmId& tpm, const No
   };
   return ok_status();
 }
+
+namespace {
 
 // Tofu: the pin kept this boot, else trust on this first use and keep it.
 Status pin_first_use(const std::shared_ptr<HostState>& host, const TpmId& tpm, SaltKind kind, const Notice& notice,

@@ -13,6 +13,11 @@ namespace tpmsec {
 // is not said.
 void say(const Notice& notice, std::string_view line);
 
+// EkCa: the EKs pinned for this TPM string (ek_pin.h) into `config`, and the
+// hook that pins one on its first verified use and records a kernel-pin
+// proof (anchor.cc).
+Status pin_ek(const std::shared_ptr<HostState>& host, const TpmId& tpm, const Notice& notice, ProtectionConfig& config);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_SRC_PROTECT_NOTICE_H_

@@ -96,8 +96,10 @@ Status ProtectedTpm::resolve(const ProtectRequest& request) {
                       "starts none",
                       base_->describe()));
     }
+    describe_anchor();
     return ok_status();
   }
+  TPMSEC_RETURN_IF_ERROR(stand());
   if (cache_ && !config_.bind && !config_.salt_key) {
     TPMSEC_ASSIGN_OR_RETURN(config_.kept_null_key, cache_->null_key(config_.salt ? *config_.salt : choose_salt(info_)));
   }

@@ -73,7 +73,10 @@ void ClientFront::warn_clear(uint32_t code) {
 }
 
 Result<Bytes> ClientFront::transmit(ByteView command) {
-  if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);  // the server is ending
+  // No wrapper: the server is ending, or could not re-establish its
+  // session after a fault (it tries again now).
+  if (!shared_.wrapper && shared_.recover) shared_.recover(runtime_error("no session after the last fault"));
+  if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);
   // What the wrapper keeps under a session's handle belongs to the session
   // the manager tracks under it: a session that ended (another client's,
   // closed since) takes its state along before any frame is read.
@@ -111,7 +114,11 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   const Error& e = answer.error();
   if (e.reason() == ErrorReason::kSecretInClear) return fault(e, kResmgrNotPermitted);
   if (e.kind() == ErrorKind::kTpm) return error_frame(e.tpm_rc());
-  return fault(e, kResmgrGeneralFailure);
+  Bytes answer_frame = fault(e, kResmgrGeneralFailure);
+  // A frame the wrapper could not use is the client's fault, not the
+  // session's: only a fault of the session re-establishes it.
+  if (shared_.recover && e.kind() != ErrorKind::kUsage) shared_.recover(e);
+  return answer_frame;
 }
 
 }  // namespace tpmsec::serve

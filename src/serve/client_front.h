@@ -26,6 +26,10 @@ struct FrontContext {
   // it stopped tracking (report_ended_sessions is on).
   server::ResourceManager* resources = nullptr;
   std::function<void(const std::string&)> log;
+  // Called after a wrapper fault was answered (the TPM reset under the
+  // server, say): the server re-establishes its anchor and session, so the
+  // next command works (ProtectedServer).
+  std::function<void(const Error&)> recover;
   // The client whose virtual handles the wrapper's Name cache holds.
   server::ClientId named_for = 0;
 };

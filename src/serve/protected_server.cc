@@ -1,16 +1,25 @@
 #include "tpmsec/serve/protected_server.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "serve/client_front.h"
 #include "serve/routed_transport.h"
 #include "serve/status_front.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/frame_header.h"
+#include "tpmsec/host/data_dir.h"
 #include "tpmsec/null_key.h"
+#include "tpmsec/provision.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/server/handle_space.h"
 #include "tpmsec/session_factory.h"
+#include "tpmsec/tpm.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/wrap.h"
 
@@ -34,12 +43,50 @@ std::string policy_origin(const std::string& path) {
   return p.ok() ? p->origin : std::string("(none readable: the defaults)");
 }
 
+// The platform's part for a TPM with no firmware before it (swtpm, mssim
+// after a power cycle; the kernel does it for a device): a TPM that answers
+// TPM_RC_INITIALIZE was reset and not started again, so the server sends
+// TPM2_Startup(CLEAR) as firmware would. The command in flight gets the
+// TPM's answer; the server's session went with the reset and the wrapper
+// starts another for the next command.
+class StartingBus final : public Transport {
+ public:
+  StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log)
+      : bus_(std::move(bus)), log_(log) {}
+  Result<Bytes> transmit(ByteView command) override {
+    TPMSEC_ASSIGN_OR_RETURN(Bytes response, bus_->transmit(command));
+    HeaderRead answer = read_frame_header(response, response.size());
+    if (answer.check == FrameCheck::kIncomplete || answer.header.code != rc::kInitialize) return response;
+    Tpm tpm(*bus_);
+    auto started = tpm.run(cmd::Startup{su::kClear});
+    if (*log_) {
+      (*log_)(started.ok()
+                  ? "the TPM was reset and not started: sent TPM2_Startup(CLEAR); the command in flight "
+                    "was answered TPM_RC_INITIALIZE"
+                  : "the TPM was reset and not started; TPM2_Startup(CLEAR) failed: " + started.error().message());
+    }
+    return response;
+  }
+  Status reset_tpm() override { return bus_->reset_tpm(); }
+  Status suspend_resume() override { return bus_->suspend_resume(); }
+  std::string describe() const override { return bus_->describe(); }
+  TpmSpec spec() const override { return bus_->spec(); }
+  bool in_process() const override { return bus_->in_process(); }
+  bool private_handles() const override { return bus_->private_handles(); }
+  bool outlives_process() const override { return bus_->outlives_process(); }
+
+ private:
+  std::unique_ptr<Transport> bus_;
+  std::function<void(const std::string&)>* log_;
+};
+
 }  // namespace
 
 class ProtectedServer::Impl {
  public:
-  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::move(bus)) {}
+  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::make_unique<StartingBus>(std::move(bus), &log_)) {}
   ~Impl() {
+    front_.recover = nullptr;  // ending: nothing to re-establish
     // The wrapper flushes its session through the server's own space, so
     // the manager (inside the server) must still be there; the clients'
     // fronts, destroyed with the server, then find no wrapper. The server's
@@ -84,19 +131,85 @@ class ProtectedServer::Impl {
     // owns the TPM while it runs: no other tpmsec process's handles to track.
     protect.keep = true;
     protect.track_handles = false;
+    // A server must start with no configuration and keep its anchor across
+    // reboots: with no anchor named, the standing order (protect.h).
+    if (!protect.standing) protect.standing = StandingAnchor{data_dir() + "/ek-roots", "", kDefaultSaltKeyHandle};
     TPMSEC_ASSIGN_OR_RETURN(protected_, ProtectedTpm::open(protect, std::move(routed)));
-    TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
-    TPMSEC_ASSIGN_OR_RETURN(factory_, protected_->factory(tuning));
-    protected_->keep(factory_.get());
-    wrapper_ = std::make_unique<CommandWrapper>(*factory_);
-    wrapper_->set_strict(strict_);
+    front_ = FrontContext{nullptr, nullptr, router_, &counts_, &server_->resources(), log_};
     server_->resources().report_ended_sessions(true);
-    front_ = FrontContext{wrapper_.get(), &factory_->tpm(), router_, &counts_, &server_->resources(), log_};
+    TPMSEC_RETURN_IF_ERROR(start_session());
+    front_.recover = [this](const Error& why) { recover(why); };
+    return ok_status();
+  }
+
+  // The factory and the wrapper on the resolved anchor: the server's session.
+  Status start_session() {
+    TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
+    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<SessionFactory> factory, protected_->factory(tuning));
+    protected_->keep(factory.get());
+    if (wrapper_) {
+      // Re-anchored (recover()): the same wrapper on the new factory, so what
+      // it keeps of every client's sessions (to re-sign and encrypt under
+      // them) and of Names stays; only its own session is new.
+      wrapper_->use_factory(*factory);
+    } else {
+      wrapper_ = std::make_unique<CommandWrapper>(*factory);
+      wrapper_->set_strict(strict_);
+    }
+    factory_ = std::move(factory);  // the old one goes once the wrapper let go of it
+    front_.wrapper = wrapper_.get();
+    front_.tpm = &factory_->tpm();
+    front_.named_for = 0;
+    front_.resources = &server_->resources();
     status_ = StatusSource{protected_.get(), factory_.get(), wrapper_.get(), server_.get(), &counts_, strict_};
-    status_.policy = describe_tuning(policy_origin(protect.policy), tuning);
+    status_.policy = describe_tuning(policy_origin(policy_path_), tuning);
     status_.allowed_uids = status_uids();
     tuning_ = tuning;
     return ok_status();
+  }
+
+  // A wrapper fault (the TPM reset under the server: its session and null
+  // key gone, the kernel's null_name changed): the command in flight was
+  // answered with the fault; the anchor is resolved afresh (null_name read
+  // again, a pinned salt key checked again) and a new session started, so
+  // the next command works. A failure leaves no wrapper: the next command
+  // tries again rather than the server answering the same error forever.
+  void recover(const Error& why) {
+    if (log_)
+      log_(fmt::format("the server's session failed ({}): re-establishing its anchor and session", why.message()));
+    // Until it is re-established no client command goes out: the front
+    // asks again at the next one. The wrapper itself stays (start_session).
+    front_.wrapper = nullptr;
+    Status st = protected_->reanchor();
+    if (st.ok()) st = start_session();
+    if (!log_) return;
+    log_(st.ok() ? "re-established: anchor: " + protected_->anchor_description()
+                 : "not re-established, tried again at the next command: " + st.error().message());
+  }
+
+  // The one start-up line: which TPM, which anchor and what it rests on,
+  // which session, which policy rule.
+  std::string startup_line() {
+    std::string session = "none";
+    if (factory_) {
+      const SessionFactory& f = *factory_;
+      const std::string kind = f.config().salt == SaltKind::kRsa ? "RSA-2048" : "ECC P-256";
+      if (f.bound()) {
+        session = "bound to the bind secret";
+      } else if (const PersistentSaltKey* k = f.salt_key()) {
+        session = fmt::format("salted to the persistent key 0x{:08x} ({})", k->handle, kind);
+      } else if (f.ek_key()) {
+        session = fmt::format("salted to the endorsement key ({})", kind);
+      } else if (f.null_key()) {
+        session = fmt::format("salted to the null key ({})", kind);
+      } else {
+        session = "unsalted";
+      }
+      session += ", HMAC-SHA256 with audit, AES-128-CFB parameter encryption";
+      if (strict_) session += ", strict";
+    }
+    return fmt::format("TPM {}; anchor: {}; session: {}; {}", protected_->transport().describe(),
+                       protected_->anchor_description(), session, protected_->policy_rule());
   }
 
   FrontContext* front_context() { return &front_; }
@@ -150,6 +263,34 @@ Result<std::string> ProtectedServer::reload() {
   const bool same =
       tuning.null_key == impl_->tuning_.null_key && tuning.checkpoint_every == impl_->tuning_.checkpoint_every;
   return line + (same ? " (as running)" : " (the running session keeps its own until the server restarts)");
+}
+
+std::string ProtectedServer::startup_line() const { return impl_->startup_line(); }
+
+Result<std::string> forget_state(ProtectRequest request) {
+  request.anchor = anchor::Automatic{};
+  request.standing.reset();
+  request.keep = false;
+  request.track_handles = false;
+  request.use_provisioned = true;
+  request.host = host_state_of(request);
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<ProtectedTpm> tpm, ProtectedTpm::open(request));
+  std::vector<std::string> said;
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> key, request.host->salt_key(tpm->id()));
+  if (key) {
+    TPMSEC_ASSIGN_OR_RETURN(RemovedSaltKey removed, unprovision_salt_key(*tpm));
+    const uint32_t h = removed.key.handle;
+    said.push_back(removed.evicted       ? fmt::format("evicted the salt key tpmsec made at 0x{:08x}", h)
+                   : removed.key.created ? fmt::format("the salt key tpmsec made at 0x{:08x} was already gone", h)
+                                         : fmt::format("forgot the salt key adopted at 0x{:08x}; it stays in the TPM "
+                                                       "(tpmsec did not make it)",
+                                                       h));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(ForgottenPins pins, forget_pins(tpm->transport(), request.host));
+  if (pins.ek_pin) said.push_back("forgot the EK pin");
+  if (pins.tofu_pin) said.push_back("forgot the null key's first-use pin");
+  if (said.empty()) said.push_back("nothing was pinned");
+  return fmt::format("{}: {}", pins.tpm, fmt::join(said, "; "));
 }
 
 std::string ProtectedServer::counts_report() const {

@@ -193,6 +193,7 @@ Result<EkKey> EkKey::from_certificate(Tpm& tpm, SaltKind kind, ByteView der, con
   }
   EkKey key;
   key.kind_ = kind;
+  key.root_subject_ = certified->root_subject;
   TPMSEC_ASSIGN_OR_RETURN(key.public_, ek_public_from_certificate(kind, *certified));
   TPMSEC_ASSIGN_OR_RETURN(key.name_, compute_name(key.public_));
   TPMSEC_ASSIGN_OR_RETURN(ScopedHandle handle, key.create_loaded(tpm));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
@@ -179,6 +181,80 @@ Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t hand
   }
   pinned->created = true;
   return pinned;
+}
+
+namespace {
+
+// ReadPublic of `handle` with no session: its public area and name, the name
+// held to the area; none when the handle holds nothing.
+Result<std::optional<PersistentSaltKey>> read_unauthenticated(Tpm& tpm, uint32_t handle) {
+  auto rsp = tpm.run(cmd::ReadPublic{NamedHandle::of(handle)});
+  if (!rsp.ok()) {
+    if (rc_base(rsp.error().tpm_rc()) == rc::kHandle) return std::optional<PersistentSaltKey>();
+    return rsp.error().with_context(fmt::format("ReadPublic(0x{:08x})", handle));
+  }
+  PersistentSaltKey k;
+  k.handle = handle;
+  k.public_area = rsp->out_public.public_area;
+  TPMSEC_ASSIGN_OR_RETURN(k.name, compute_name(k.public_area));
+  if (k.name != rsp->name.bytes) {
+    return integrity_error(fmt::format("the TPM reports the name {} for 0x{:08x}, but its public area hashes to {}",
+                                       to_hex(rsp->name.bytes), handle, to_hex(k.name)));
+  }
+  return std::optional<PersistentSaltKey>(std::move(k));
+}
+
+}  // namespace
+
+Result<PersistentSaltKey> salt_key_on_first_start(Tpm& tpm, uint32_t handle, SaltKind kind) {
+  TPMSEC_RETURN_IF_ERROR(check_persistent(handle));
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> found, read_unauthenticated(tpm, handle));
+  if (found) {
+    if (Status st = check_salt_key_public(found->public_area); !st.ok()) {
+      return Error(st.error().kind(),
+                   fmt::format("0x{:08x} holds a key that cannot be the salt key: {}", handle, st.error().message()));
+    }
+    return std::move(*found);
+  }
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  c.in_public.public_area = null_key_template(kind);
+  auto created = tpm.run(c, {Auth::password()});
+  if (!created.ok()) return created.error().with_context("CreatePrimary of the salt key (owner hierarchy)");
+  ScopedHandle transient(tpm, created->object_handle);
+  auto evicted =
+      tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{transient.get(), created->name.bytes}, handle},
+              {Auth::password()});
+  TPMSEC_RETURN_IF_ERROR(transient.flush());
+  if (!evicted.ok()) return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
+  TPMSEC_ASSIGN_OR_RETURN(found, read_unauthenticated(tpm, handle));
+  Status made = found ? check_made_as_asked(found->public_area, c.in_public.public_area, handle)
+                      : runtime_error(fmt::format("0x{:08x} is empty after EvictControl", handle));
+  if (!made.ok()) {
+    (void)tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle}, {Auth::password()});
+    return made.error();
+  }
+  found->created = true;
+  return std::move(*found);
+}
+
+Status check_pinned_salt_key(SessionFactory& factory, const PersistentSaltKey& pinned) {
+  TPMSEC_ASSIGN_OR_RETURN(std::optional<PersistentSaltKey> now, read_unauthenticated(factory.tpm(), pinned.handle));
+  if (!now) {
+    return integrity_error(
+        fmt::format("the pinned salt key {} is no longer at 0x{:08x} (evicted, or the TPM was cleared)",
+                    to_hex(pinned.name), pinned.handle));
+  }
+  if (now->name != pinned.name) {
+    return integrity_error(fmt::format("0x{:08x} holds the key {}, not the pinned salt key {} (swapped)", pinned.handle,
+                                       to_hex(now->name), to_hex(pinned.name)));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(PersistentSaltKey audited, pin_salt_key(factory, pinned.handle));
+  if (audited.name != pinned.name) {
+    return integrity_error(fmt::format("the TPM vouches for the key {} at 0x{:08x}, not the pinned salt key {}",
+                                       to_hex(audited.name), pinned.handle, to_hex(pinned.name)));
+  }
+  return ok_status();
 }
 
 Status evict_salt_key(Tpm& tpm, const PersistentSaltKey& key) {

@@ -67,6 +67,11 @@ Status CommandWrapper::ensure_cipher_checked() {
   return ok_status();
 }
 
+void CommandWrapper::use_factory(SessionFactory& factory) {
+  retire_session(true);
+  factory_ = &factory;
+}
+
 void CommandWrapper::retire_session(bool may_exist) {
   saved_.reset();
   if (!session_) return;

@@ -198,6 +198,7 @@ Result<CertificateFiles> issue_certificate(const std::string& dir, const Certifi
                                        spec.ca ? "TRUE" : "FALSE");
   if (!spec.key_usage.empty()) extensions += "keyUsage = critical, " + spec.key_usage + "\n";
   if (!spec.extended_key_usage.empty()) extensions += "extendedKeyUsage = " + spec.extended_key_usage + "\n";
+  if (!spec.extra_extensions.empty()) extensions += spec.extra_extensions + "\n";
   fs::path ext_file = base.string() + ".ext";
   TPMSEC_RETURN_IF_ERROR(write_text(ext_file, extensions));
   CertificateFiles out{base.string() + ".pem", {}};

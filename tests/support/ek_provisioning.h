@@ -69,6 +69,7 @@ struct CertificateSpec {
   bool ca = false;          // basicConstraints cA (always present, critical)
   std::string key_usage = "keyEncipherment,keyAgreement";  // empty: no keyUsage extension
   std::string extended_key_usage = kEkCertificateEku;      // empty: no extendedKeyUsage extension
+  std::string extra_extensions;  // more openssl extension lines, e.g. "authorityInfoAccess = caIssuers;URI:..."
 };
 struct CertificateFiles {
   std::string pem;

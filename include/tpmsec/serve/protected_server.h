@@ -34,6 +34,14 @@
 // logged with the reason; strict's refusal as TSS2_RESMGR_RC_NOT_PERMITTED.
 // In front of every client's front, the status request (tpmsec/serve/status.h)
 // is answered by the server itself.
+//
+// After a fault the server resolves its anchor afresh and starts a new
+// session (a TPM reset: null_name read again, a pinned salt key checked
+// again), so only the command in flight fails.
+//
+// The anchor: with none named, the standing order (protect.h,
+// StandingAnchor: the kernel's null_name, else the EK certificate against
+// the shipped roots <data>/ek-roots, else a salt key pinned at first start).
 // Not thread-safe beyond the Server's own contract (add_client).
 #ifndef TPMSEC_SERVE_PROTECTED_SERVER_H_
 #define TPMSEC_SERVE_PROTECTED_SERVER_H_
@@ -95,6 +103,9 @@ class ProtectedServer {
   Result<std::string> reload();
   // The wrapper's per-command-code report (CommandWrapper::counts_report).
   std::string counts_report() const;
+  // The one start-up line: "TPM <string>; anchor: <kind and what it rests
+  // on>; session: <salted to what, how>; policy <file> rule '<name>' (line N)".
+  std::string startup_line() const;
 
   class Impl;
 
@@ -102,6 +113,14 @@ class ProtectedServer {
   explicit ProtectedServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Forgets what serve pinned for the TPM `request` names (its state
+// directory: request.host, else $TPMSEC_STATE_DIR's), for a package's purge:
+// the pinned salt key — evicted from the TPM only when tpmsec made it
+// (PersistentSaltKey::created), never one it adopted such as systemd's SRK —
+// the EK and first-use pins, and what was kept of the TPM. One line saying
+// what was done.
+Result<std::string> forget_state(ProtectRequest request);
 
 }  // namespace tpmsec::serve
 

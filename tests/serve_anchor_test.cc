@@ -1,0 +1,330 @@
+// `tpmsec serve` with no anchor configured, on a TPM behind a bus (a real
+// swtpm, which publishes no null_name: a Debian 12 machine's kernel 6.1
+// publishes none either): it starts, pins a salt key at its first start (one
+// it makes, or the key already at 0x81000001, as systemd-tpm2-setup leaves
+// its SRK), keeps that pin across restarts, refuses to start (exit 3) when
+// an attacker put another key at that handle, and forgets only what it made
+// (--forget-state). With an EK certificate chaining to a root of the roots
+// bundle the EK is the anchor; to an unknown root it is not. A TPM reset
+// under a running serve costs at most the command in flight. Each start is
+// judged by its one start-up line.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/ek_provisioning.h"
+#include "support/run_command.h"
+#include "support/swtpm_process.h"
+
+namespace tpmsec {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::describe;
+using testing::run_command;
+using testing::run_tpmsec;
+
+constexpr int kExitIntegrity = 3;
+
+std::string temp_dir(const char* prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
+  return ::mkdtemp(tmpl.data()) ? tmpl : "";
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `tpmsec serve --tpm SPEC --dbus none --socket DIR/tpm.sock ARGS...`, its
+// state directory DIR/state, its stderr DIR/serve.log.
+class Serve {
+ public:
+  Serve(std::string dir, std::string tpm) : dir_(std::move(dir)), tpm_(std::move(tpm)) {}
+  ~Serve() { (void)stop(); }
+  // True once it listens; false when it exited first (exit_code() says how).
+  bool start(const std::vector<std::string>& args = {}) {
+    const std::string socket = this->socket();
+    ::unlink(socket.c_str());
+    std::vector<std::string> argv{TPMSEC_CLI_PATH, "serve", "--tpm", tpm_, "--dbus", "none", "--socket", socket};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string state = "TPMSEC_STATE_DIR=" + dir_ + "/state";
+    const std::string log = dir_ + "/serve.log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) ::dup2(fd, 2);
+      ::putenv(const_cast<char*>(state.c_str()));
+      std::vector<char*> v;
+      for (auto& a : argv) v.push_back(a.data());
+      v.push_back(nullptr);
+      ::execv(v[0], v.data());
+      ::_exit(127);
+    }
+    // Listening, and the start-up line written (it follows the listen).
+    for (int i = 0; pid_ > 0 && i < 1200; ++i) {
+      struct stat st {};
+      if (::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && !startup_line().empty()) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  std::string stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      pid_ = -1;
+    }
+    return log();
+  }
+  std::string log() const { return read_all(dir_ + "/serve.log"); }
+  // The start-up line: "tpmsec serve: serving TPM ...; anchor: ...; session: ...; policy ...".
+  std::string startup_line() const {
+    std::smatch m;
+    const std::string text = log();
+    static const std::regex re("tpmsec serve: serving TPM [^\n]*");
+    return std::regex_search(text, m, re) ? m.str() : "";
+  }
+  int exit_code() const { return exit_code_; }
+  std::string socket() const { return dir_ + "/tpm.sock"; }
+  std::string state() const { return dir_ + "/state"; }
+  // tpm2-tools through this server (the tpmsec TCTI, serve:path=).
+  CommandResult tool(std::vector<std::string> argv) const {
+    std::string tpm = "serve:path=" + socket();
+    if (::getuid() != 0) tpm += ",uid=" + std::to_string(::getuid());
+    return run_command(argv, {"TPM2TOOLS_TCTI=" + std::string(TPMSEC_TCTI_PATH) + ":" + tpm,
+                              "TPMSEC_STATE_DIR=" + dir_ + "/client-state"});
+  }
+
+ private:
+  std::string dir_, tpm_;
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+};
+
+// The name `tpmsec serve` prints for the pinned key: "name 000b...".
+std::string pinned_name(const std::string& line) {
+  std::smatch m;
+  static const std::regex re("persistent salt key 0x81000001 \\([^)]*name ([0-9a-f]{68})\\)");
+  return std::regex_search(line, m, re) ? m[1].str() : "";
+}
+
+class ServeAnchorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir("tpmsec-serve-anchor");
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    swtpm_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  void start_swtpm(const std::string& state_dir = "") {
+    swtpm_ = std::make_unique<testing::SwtpmProcess>();
+    if (!state_dir.empty()) swtpm_->use_state_dir(state_dir);
+    ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
+  }
+  // tpm2-tools straight to the swtpm (serve stopped: swtpm serves one client).
+  CommandResult direct(std::vector<std::string> argv) {
+    return run_command(argv, {"TPM2TOOLS_TCTI=" + swtpm_->tcti()});
+  }
+  bool persistent_exists(uint32_t handle) {
+    CommandResult r = direct({"tpm2_getcap", "handles-persistent"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%X", handle);
+    return r.out.find(hex) != std::string::npos;
+  }
+  // A key at 0x81000001 made with tpm2-tools, as systemd-tpm2-setup makes its
+  // SRK (an ECC P-256 restricted decryption key, AES-128 CFB), `attributes`
+  // choosing which of such keys.
+  void put_key_at_0x81000001(const std::string& attributes) {
+    const std::string ctx = dir_ + "/srk.ctx";
+    CommandResult made =
+        direct({"tpm2_createprimary", "-C", "o", "-G", "ecc256:aes128cfb", "-a", attributes, "-c", ctx});
+    ASSERT_EQ(made.exit_code, 0) << describe(made);
+    CommandResult put = direct({"tpm2_evictcontrol", "-C", "o", "-c", ctx, "0x81000001"});
+    ASSERT_EQ(put.exit_code, 0) << describe(put);
+    (void)direct({"tpm2_flushcontext", "-t"});
+  }
+  CommandResult forget_state() {
+    return run_tpmsec({"serve", "--forget-state", "--tpm", swtpm_->spec()}, {"TPMSEC_STATE_DIR=" + dir_ + "/state"});
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::SwtpmProcess> swtpm_;
+};
+
+const char kSrkAttributes[] = "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda";
+
+// First start: nothing at 0x81000001, so serve makes its key there and says
+// it trusts it on this first start; clients are served through it. The next
+// start keeps the same pin and says where it is kept; --forget-state evicts
+// the key serve made.
+TEST_F(ServeAnchorTest, NoAnchorPinsASaltKeyAtFirstStartAndKeepsIt) {
+  start_swtpm();
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  const std::string first = serve.startup_line();
+  EXPECT_NE(first.find("TPM " + swtpm_->spec() + "; anchor: persistent salt key 0x81000001 (ECC P-256, made by tpmsec"),
+            std::string::npos)
+      << serve.log();
+  EXPECT_NE(first.find("trust on first start"), std::string::npos) << first;
+  EXPECT_NE(first.find("; session: salted to the persistent key 0x81000001 (ECC P-256), HMAC-SHA256 with audit, "
+                       "AES-128-CFB parameter encryption; policy "),
+            std::string::npos)
+      << first;
+  EXPECT_NE(first.find(" rule '"), std::string::npos) << first;
+  EXPECT_NE(serve.log().find("warning: trust on first start: pinned the salt key"), std::string::npos);
+  CommandResult rnd = serve.tool({"tpm2_getrandom", "--hex", "8"});
+  EXPECT_EQ(rnd.exit_code, 0) << describe(rnd) << serve.log();
+  const std::string name = pinned_name(first);
+  ASSERT_FALSE(name.empty()) << first;
+  serve.stop();
+
+  ASSERT_TRUE(serve.start()) << serve.log();
+  const std::string second = serve.startup_line();
+  EXPECT_EQ(pinned_name(second), name) << second;
+  EXPECT_EQ(second.find("trust on first start"), std::string::npos) << second;
+  EXPECT_NE(second.find("pinned in " + serve.state()), std::string::npos) << second;
+  rnd = serve.tool({"tpm2_getrandom", "--hex", "8"});
+  EXPECT_EQ(rnd.exit_code, 0) << describe(rnd) << serve.log();
+  serve.stop();
+
+  ASSERT_TRUE(persistent_exists(0x81000001));
+  CommandResult forgot = forget_state();
+  EXPECT_EQ(forgot.exit_code, 0) << describe(forgot);
+  EXPECT_NE(forgot.out.find("evicted the salt key tpmsec made at 0x81000001"), std::string::npos) << forgot.out;
+  EXPECT_FALSE(persistent_exists(0x81000001));
+}
+
+// systemd's SRK already at 0x81000001: serve adopts it (makes nothing) and
+// --forget-state forgets the pin but leaves the key in the TPM.
+TEST_F(ServeAnchorTest, TheKeyAlreadyAt0x81000001IsAdoptedAndNeverEvicted) {
+  start_swtpm();
+  put_key_at_0x81000001(kSrkAttributes);
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  EXPECT_NE(serve.startup_line().find("anchor: persistent salt key 0x81000001 (ECC P-256, adopted"), std::string::npos)
+      << serve.log();
+  CommandResult rnd = serve.tool({"tpm2_getrandom", "--hex", "8"});
+  EXPECT_EQ(rnd.exit_code, 0) << describe(rnd) << serve.log();
+  serve.stop();
+  CommandResult forgot = forget_state();
+  EXPECT_EQ(forgot.exit_code, 0) << describe(forgot);
+  EXPECT_NE(forgot.out.find("forgot the salt key adopted at 0x81000001; it stays in the TPM"), std::string::npos)
+      << forgot.out;
+  EXPECT_TRUE(persistent_exists(0x81000001));
+}
+
+// An attacker evicts the pinned key and puts one of their own at the handle
+// (a restricted decryption key too, so only the pin tells them apart): serve
+// refuses to start, exit 3, naming both keys and how to forget the pin.
+TEST_F(ServeAnchorTest, AnotherKeyAtThePinnedHandleIsRefused) {
+  start_swtpm();
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  const std::string name = pinned_name(serve.startup_line());
+  ASSERT_FALSE(name.empty()) << serve.log();
+  serve.stop();
+  CommandResult gone = direct({"tpm2_evictcontrol", "-C", "o", "-c", "0x81000001"});
+  ASSERT_EQ(gone.exit_code, 0) << describe(gone);
+  put_key_at_0x81000001("restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth");
+
+  EXPECT_FALSE(serve.start());
+  EXPECT_EQ(serve.exit_code(), kExitIntegrity) << serve.log();
+  EXPECT_NE(serve.log().find("not the pinned salt key " + name + " (swapped)"), std::string::npos) << serve.log();
+  EXPECT_NE(serve.log().find("tpmsec serve --forget-state"), std::string::npos) << serve.log();
+  EXPECT_TRUE(serve.startup_line().empty());
+
+  // Evicted and not replaced: refused too.
+  ASSERT_EQ(direct({"tpm2_evictcontrol", "-C", "o", "-c", "0x81000001"}).exit_code, 0);
+  EXPECT_FALSE(serve.start());
+  EXPECT_EQ(serve.exit_code(), kExitIntegrity) << serve.log();
+  EXPECT_NE(serve.log().find("is no longer at 0x81000001"), std::string::npos) << serve.log();
+}
+
+// A TPM reset under a running serve (swtpm's _TPM_Init through its control
+// channel, then Startup(CLEAR)): the server's session is gone; at most the
+// command in flight fails, and the next ones work.
+TEST_F(ServeAnchorTest, ATpmResetUnderServeCostsAtMostTheCommandInFlight) {
+  start_swtpm();
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  ASSERT_EQ(serve.tool({"tpm2_getrandom", "--hex", "8"}).exit_code, 0) << serve.log();
+  for (int reset = 0; reset < 2; ++reset) {
+    SCOPED_TRACE("reset " + std::to_string(reset + 1));
+    CommandResult init =
+        run_command({"swtpm_ioctl", "--tcp", "127.0.0.1:" + std::to_string(swtpm_->ctrl_port()), "-i"});
+    ASSERT_EQ(init.exit_code, 0) << describe(init);
+    (void)serve.tool({"tpm2_getrandom", "--hex", "8"});  // may fail: in flight at the reset
+    for (int i = 0; i < 3; ++i) {
+      CommandResult r = serve.tool({"tpm2_pcrread", "sha256:16"});
+      EXPECT_EQ(r.exit_code, 0) << describe(r) << serve.log();
+    }
+  }
+  EXPECT_NE(serve.startup_line().find("anchor: persistent salt key"), std::string::npos);
+}
+
+// The EK certificate chaining to a root of the bundle (the shipped bundle's
+// layout: PEM files beside a manifest) is the anchor, named with the root it
+// rests on; the shipped roots, to which the swtpm's local CA is unknown, are
+// not: serve says why and stands on the salt key it pins.
+TEST_F(ServeAnchorTest, TheEkIsTheAnchorOnlyWhenItChainsToABundledRoot) {
+  if (!testing::have_swtpm_setup()) GTEST_FAIL() << "swtpm_setup is needed (scripts/quickstart installs it)";
+  const std::string work = dir_ + "/manufacturer";
+  fs::create_directories(work);
+  auto tpm = testing::provision_tpm(work);
+  ASSERT_TRUE(tpm.ok()) << tpm.error().message();
+  start_swtpm(tpm->state_dir);
+  const std::string roots = dir_ + "/roots";
+  fs::create_directories(roots);
+  fs::copy_file(tpm->root_cert, roots + "/Local-root.pem");
+  fs::copy_file(tpm->issuer_cert, roots + "/Local-intermediate.pem");
+  std::ofstream(roots + "/SOURCES.tsv") << "vendor\tfile\nLocal\tLocal-root.pem\n";
+
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start({"--ek-roots", roots})) << serve.log();
+  const std::string line = serve.startup_line();
+  EXPECT_NE(line.find("anchor: RSA-2048 EK certificate chaining to "), std::string::npos) << serve.log();
+  EXPECT_NE(line.find(" of " + roots + "; session: salted to the endorsement key (RSA-2048)"), std::string::npos)
+      << line;
+  CommandResult rnd = serve.tool({"tpm2_getrandom", "--hex", "8"});
+  EXPECT_EQ(rnd.exit_code, 0) << describe(rnd) << serve.log();
+  serve.stop();
+
+  // The shipped roots: the swtpm's local CA is none of them.
+  Serve shipped(dir_ + "/other", swtpm_->spec());
+  fs::create_directories(dir_ + "/other");
+  ASSERT_TRUE(shipped.start({"--ek-roots", std::string(TPMSEC_DATA_DIR) + "/ek-roots"})) << shipped.log();
+  EXPECT_NE(shipped.log().find("no EK anchor ("), std::string::npos) << shipped.log();
+  EXPECT_NE(shipped.log().find("does not verify against the CA bundle"), std::string::npos) << shipped.log();
+  EXPECT_NE(shipped.startup_line().find("anchor: persistent salt key 0x81000001"), std::string::npos) << shipped.log();
+}
+
+}  // namespace
+}  // namespace tpmsec
