@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "server/tpm_calls.h"
 #include "tpmsec/command.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
@@ -128,9 +129,15 @@ class ResourceManager::Impl {
   uint32_t load_server_session(uint32_t h, Keep& keep);
   bool save_session(uint32_t h, Session& s, const Keep& keep);
   void regap(const Keep& keep);
+  bool regap_one(uint32_t h, const Keep& keep);
   Bytes send_with_room(ByteView frame, const CommandInfo& info, const Keep& keep);
-  void forget_stale(uint32_t loaded);
   uint32_t add_object(Client& c, uint32_t loaded);
+
+  // Handles in answers, which nothing authenticates (space_answers.cc).
+  bool held(uint32_t h) const;
+  void release_unexpected(uint32_t h);
+  bool claim_handle(uint32_t h, bool for_server = false);
+  Bytes refuse_loaded(ByteView response);
 
   // A command's areas and response in the client's terms.
   std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server, Keep& keep);
@@ -141,7 +148,7 @@ class ResourceManager::Impl {
   void flush_session(uint32_t h);
   void abandon(uint32_t h, Session& s);
 
-  Transport& tpm_;
+  CommandBudget tpm_;  // the TPM, a bounded number of commands per client command
   Log log_;
   std::set<uint32_t> implemented_;
   std::map<ClientId, Client> clients_;
@@ -151,6 +158,7 @@ class ResourceManager::Impl {
   std::map<uint32_t, ServerSession> server_sessions_;  // the sessions among reserved_
   uint64_t saves_ = 0;
   uint64_t tick_ = 0;
+  bool regapping_ = false;  // regap() runs: a context gap inside it is not bridged again
 };
 
 }  // namespace tpmsec::server
