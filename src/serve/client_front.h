@@ -3,7 +3,9 @@
 #ifndef TPMSEC_SRC_SERVE_CLIENT_FRONT_H_
 #define TPMSEC_SRC_SERVE_CLIENT_FRONT_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "serve/routed_transport.h"
@@ -22,8 +24,10 @@ struct FrontContext {
   RoutedTransport* router = nullptr;
   ServeCounts* counts = nullptr;
   std::function<void(const std::string&)> log;
-  // The client whose virtual handles the wrapper's Name cache holds.
+  // The client whose virtual handles the wrapper's Name cache holds, and
+  // the others' Names of their transient objects (ClientFront::switch_object_names).
   server::ClientId named_for = 0;
+  std::map<server::ClientId, std::map<uint32_t, Bytes>> object_names;
 };
 
 class ClientFront final : public Transport {
@@ -40,6 +44,7 @@ class ClientFront final : public Transport {
  private:
   Bytes fault(const Error& e, uint32_t rc);
   void forget_foreign_handle(const CommandAreas& areas, ByteView response);
+  void switch_object_names();
 
   server::HandleSpace& space_;
   FrontContext& shared_;

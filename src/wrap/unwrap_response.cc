@@ -83,6 +83,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
 Result<Bytes> CommandWrapper::unwrap_passed(const Pending& p, ByteView response, uint32_t code) {
   if (code == rc::kSuccess) {
     note_response_handles(p, response);
+    note_saved_context(p, response);
     // The caller flushed the wrapper's session (tpm2_flushcontext -s): the
     // next command starts another. Flushed again in case the success was
     // forged; gone counts as flushed.
@@ -110,7 +111,13 @@ Result<Bytes> CommandWrapper::unwrap_error(const Pending& p, ByteView response, 
   std::optional<size_t> failed = rc_failed_session(code);
   if ((gone && *gone == p.our_slot) || (failed && *failed == p.our_slot && !p.replaced_password)) {
     // A Name may be stale (an index written by another client): read again.
-    for (uint32_t h : p.handles) names_.erase(h);
+    // Not a transient object's behind private handles (a resource manager's):
+    // its Name, authenticated, is the object's for its life, and a read now
+    // would authenticate whatever the bus swapped in under that handle.
+    const bool keep_objects = factory_->tpm().transport().private_handles();
+    for (uint32_t h : p.handles) {
+      if (!keep_objects || (h >> 24) != ht::kTransient) names_.erase(h);
+    }
   }
   if (gone && *gone == p.our_slot) {
     retire_session(true);
@@ -183,7 +190,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   if (!handles.ok()) return;
   uint32_t h = handles->front();
   tpm.note_foreign(h);
-  if (p.code == cc::kContextLoad) names_.erase(h);
+  if (p.code == cc::kContextLoad) name_loaded_context(p, h);
   if (ht::is_session(h)) callers_loaded_.insert(h);
 }
 

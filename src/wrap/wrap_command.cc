@@ -77,6 +77,13 @@ Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pen
       if (!why.empty()) return strict_refusal(*p->info, why);
     }
   }
+  // Without the wrapper's session it still changes what it changes: a
+  // Name it makes stale (an index written or redefined, a Clear) is read
+  // again before the next command that names it.
+  if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
+    forget_names_changed_by(p->code, areas->handles, areas->parameters);
+    note_context_command(*p, p->code, areas->handles, areas->parameters);
+  }
   ++counts_[p->code].passed_through;
   p->passed_through = true;
   pending_ = std::move(p);
