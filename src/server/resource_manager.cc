@@ -62,7 +62,10 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
   Keep keep;
   if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server, keep)) return error_frame(*refusal);
   Bytes response = send_with_room(frame, info, keep);
-  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return error_frame(*refusal);
+  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) {
+    lost_ = true;  // the TPM ran the command; its answer does not reach the client
+    return error_frame(*refusal);
+  }
   note_flushed(c, *areas, response);
   return response;
 }

@@ -122,6 +122,15 @@ Result<Bytes> CommandWrapper::unwrap_error(const Pending& p, ByteView response, 
   if (gone && *gone == p.our_slot) {
     retire_session(true);
     session_lost_ = true;
+  } else if (failed && *failed == p.our_slot) {
+    // The TPM refused the session's HMAC: a wrong password it replaced, or
+    // nonces out of step (an error forged over an answer the TPM gave: the
+    // TPM rolled its nonce, the wrapper did not). A new session either way,
+    // so one forged answer never leaves every later command refused; an
+    // audit-only slot's failure is the session's alone (a retry_safe command
+    // is sent again).
+    retire_session(true);
+    session_lost_ = !p.replaced_password;
   }
   return Bytes(response.begin(), response.end());
 }
