@@ -51,6 +51,7 @@
 #include "tpmsec/frame_header.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/null_key.h"
+#include "tpmsec/response_code.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/transport/tpm_string.h"
@@ -690,6 +691,40 @@ TEST_F(ServeInterposerTest, AContextLoadRewrittenOnTheBusIsRefusedByTheSavedName
   (void)a.send(with_handle(kCcFlushContext, copy));
   EXPECT_EQ(rc_of(b.send(hmac_with(b_key))), 0u) << "B's key no longer serves B";
   expect_serving();
+}
+
+// The interposer forwards a client's PCR_Extend (under the server's session:
+// the TPM rolls the session's nonce) and answers it with an error, as if the
+// TPM had refused it. The server's session is then out of step with the
+// TPM; the next clients' commands — one under the session alone (GetRandom),
+// one whose password the session replaced (HMAC) — are served all the same.
+TEST_F(ServeInterposerTest, AnErrorForgedOverARealAnswerNeverStopsTheServer) {
+  start_serve();
+  Client a(socket_path()), b(socket_path());
+  ASSERT_TRUE(a.connected() && b.connected());
+  const uint32_t b_key = b.create_key('B');
+  ASSERT_NE(b_key, 0u);
+  Writer digests;
+  digests.u32(1);
+  digests.u16(alg::kSha256);
+  digests.bytes(Bytes(32, 0x38), "digest");
+  const Bytes extend = testing::password_command(0x182, {16}, *digests.finish());
+  std::atomic<int> forged{0};
+  set_rule([&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    testing::Reply reply = testing::pass(c, tpm);
+    if (c.code == 0x182 && reply.response && rc_of(*reply.response) == 0) {
+      ++forged;
+      return testing::Reply::answer(error_frame(rc_parameter(rc::kValue, 1)));
+    }
+    return reply;
+  });
+  Bytes refused = a.send(extend);
+  set_rule(nullptr);
+  ASSERT_EQ(forged.load(), 1) << "the attack did not happen: " << to_hex(refused);
+  EXPECT_NE(rc_of(refused), 0u);
+  expect_serving();
+  EXPECT_EQ(rc_of(b.send(hmac_with(b_key))), 0u) << serve_log();
+  EXPECT_EQ(rc_of(a.send(extend)), 0u) << serve_log();
 }
 
 // --- Names changed by a command that passes through without the server's session
