@@ -493,8 +493,9 @@ TEST_F(SpaceTest, TheServersOwnSessionPassesThroughAndOutlivesTheClient) {
 // Every answer is hostile input: a bus that garbles the answers to the
 // manager's own commands (ContextSave, ContextLoad, FlushContext) and to the
 // clients' (cut short, sizes that lie, bytes appended, a wrong tag) leaves
-// it consistent: each client gets a response back, never a handle outside
-// its space, and once the clients closed nothing is kept.
+// it consistent: each client gets a response back (or, where the manager
+// refuses the answer, a lost one), never a handle outside its space, and
+// once the clients closed nothing is kept.
 TEST_F(SpaceTest, GarbledAnswersLeaveTheSpacesConsistent) {
   struct Garbling final : Transport {
     explicit Garbling(Transport& below) : below_(below) {}
@@ -551,7 +552,13 @@ TEST_F(SpaceTest, GarbledAnswersLeaveTheSpacesConsistent) {
       for (auto& client : clients) {
         for (const Bytes& frame : {primary, session}) {
           auto r = client->transmit(frame);
-          ASSERT_TRUE(r.ok());
+          // An answer the manager will not give (a new handle a record
+          // holds: a garbled FlushContext answer left it stale) is lost to
+          // the client: the command ran, what it made is flushed.
+          if (!r.ok()) {
+            EXPECT_NE(r.error().message().find("lost"), std::string::npos) << r.error().message();
+            continue;
+          }
           HeaderRead h = read_frame_header(*r, SIZE_MAX);
           if (h.check == FrameCheck::kOk && h.header.size == r->size() && h.header.code == 0 && r->size() >= 14) {
             const uint32_t handle = load_be32(r->data() + 10);

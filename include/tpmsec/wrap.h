@@ -78,6 +78,7 @@
 #define TPMSEC_WRAP_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -181,6 +182,12 @@ class CommandWrapper {
   // callers' sessions and of Names stays, so no client's protection is
   // lost to a fault another caused.
   void use_factory(SessionFactory& factory);
+  // The same Names taken out (forgotten here) and put back: a server keeps
+  // each client's apart (its virtual handles name its own objects), so that
+  // a Name the session authenticated is not read again, from whatever the
+  // TPM holds under the handle by then, because another client came between.
+  std::map<uint32_t, Bytes> take_object_names();
+  void put_object_names(std::map<uint32_t, Bytes> names);
   // The caller's commands given to exchange() so far (a resend not counted).
   uint64_t commands() const { return commands_; }
   // Which of them (from 1) was the last the wrapper's session went on; 0
@@ -251,6 +258,10 @@ class CommandWrapper {
   Result<SecretBytes> verify_response(const Pending& p, const ResponseAreas& areas);
   void hide_own_session(const Pending& p, SecretBytes& parameters);
   void note_response_handles(const Pending& p, ByteView response);
+  // Names of object contexts the caller saved (context_names.cc).
+  void note_context_command(Pending& p, uint32_t code, const std::vector<uint32_t>& handles, ByteView parameters);
+  void note_saved_context(const Pending& p, ByteView response);
+  void name_loaded_context(const Pending& p, uint32_t handle);
 
   // The name cache (src/wrap/name_cache.cc).
   Result<Bytes> name_of(uint32_t handle);
@@ -348,6 +359,10 @@ class CommandWrapper {
   SessionCache* kept_sessions_ = nullptr;
   std::unique_ptr<HmacSession> session_;
   std::map<uint32_t, Bytes> names_;  // authenticated Names of objects and NV indices
+  // The authenticated Name of the object a context the caller saved holds,
+  // by the context's SHA-256 (oldest first, bounded).
+  std::map<Bytes, Bytes> context_names_;
+  std::deque<Bytes> context_order_;
   std::unique_ptr<Pending> pending_;
   std::map<uint32_t, WrapCounts> counts_;
   uint64_t sessions_started_ = 0;

@@ -33,6 +33,7 @@ ClientFront::~ClientFront() {
     shared_.wrapper->forget_object_names();
     shared_.named_for = 0;
   }
+  shared_.object_names.erase(space_.client());
 }
 
 void ClientFront::forget_foreign_handle(const CommandAreas& areas, ByteView response) {
@@ -48,6 +49,18 @@ void ClientFront::forget_foreign_handle(const CommandAreas& areas, ByteView resp
   if (areas.info->response_handle_count != 1 || !succeeded(response) || !shared_.tpm) return;
   auto handles = read_response_handles(response, 1, kMaxCommandBytes);
   if (handles.ok() && !handles->empty()) shared_.tpm->foreign_flushed(handles->front());
+}
+
+// The wrapper's Names of transient objects are this client's from now on:
+// the last client's kept aside, this one's put back. A Name its session
+// authenticated stays its virtual handle's (an object's Name never changes),
+// so an object swapped for another on the bus while the manager had it saved
+// is refused by the TPM (cpHash), never read again and taken for its own.
+void ClientFront::switch_object_names() {
+  if (shared_.named_for != 0) shared_.object_names[shared_.named_for] = shared_.wrapper->take_object_names();
+  auto mine = shared_.object_names.extract(space_.client());
+  shared_.wrapper->put_object_names(mine.empty() ? std::map<uint32_t, Bytes>() : std::move(mine.mapped()));
+  shared_.named_for = space_.client();
 }
 
 Bytes ClientFront::fault(const Error& e, uint32_t rc) {
@@ -97,10 +110,7 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   // per client: another client's Names are dropped before this one's
   // command (a read of a Name costs two commands; one client at a time,
   // the usual case, pays nothing).
-  if (shared_.named_for != space_.client()) {
-    shared_.wrapper->forget_object_names();
-    shared_.named_for = space_.client();
-  }
+  if (shared_.named_for != space_.client()) switch_object_names();
   ++shared_.counts->commands;
   shared_.router->route_to(space_.server_view());
   Result<Bytes> answer = shared_.wrapper->exchange(space_, command);

@@ -3,7 +3,9 @@
 #ifndef TPMSEC_SRC_SERVE_CLIENT_FRONT_H_
 #define TPMSEC_SRC_SERVE_CLIENT_FRONT_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "serve/clear_warning.h"
@@ -30,8 +32,10 @@ struct FrontContext {
   // server, say): the server re-establishes its anchor and session, so the
   // next command works (ProtectedServer).
   std::function<void(const Error&)> recover;
-  // The client whose virtual handles the wrapper's Name cache holds.
+  // The client whose virtual handles the wrapper's Name cache holds, and
+  // the others' Names of their transient objects (ClientFront::switch_object_names).
   server::ClientId named_for = 0;
+  std::map<server::ClientId, std::map<uint32_t, Bytes>> object_names;
 };
 
 class ClientFront final : public Transport {
@@ -51,6 +55,7 @@ class ClientFront final : public Transport {
   void forget_ended_sessions();
   // The wrapper's last command left a secret in clear: told once per code.
   void warn_clear(uint32_t code);
+  void switch_object_names();
 
   server::HandleSpace& space_;
   FrontContext& shared_;

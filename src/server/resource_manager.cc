@@ -15,6 +15,7 @@
 namespace tpmsec::server {
 
 Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_server) {
+  tpm_.renew();  // what one command may cost the TPM (CommandBudget)
   auto found = clients_.find(id);
   if (found == clients_.end()) return error_frame(rc::kFailure);
   Client& c = found->second;
@@ -61,7 +62,10 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
   Keep keep{{}, {}, c.peer.uid, as_server};
   if (std::optional<uint32_t> refusal = map_command(c, *areas, frame, as_server, keep)) return error_frame(*refusal);
   Bytes response = send_with_room(frame, info, keep);
-  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) return error_frame(*refusal);
+  if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) {
+    lost_ = true;  // the TPM ran the command; its answer does not reach the client
+    return error_frame(*refusal);
+  }
   note_flushed(c, *areas, response);
   return response;
 }
@@ -138,8 +142,8 @@ std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const Com
                                                             bool as_server) {
   if (areas.info->response_handle_count == 1) {
     const uint32_t created = response_handle(response);
+    if (created && !claim_handle(created, as_server)) return rc::kFailure;
     if (created && as_server) {
-      if (is_transient(created)) forget_stale(created);
       reserved_.insert(created);
       if (ht::is_session(created)) server_sessions_[created] = ServerSession{{}, 0, ++tick_};
     } else if (is_transient(created)) {
@@ -182,6 +186,7 @@ void ResourceManager::Impl::note_flushed(Client& c, const CommandAreas& areas, B
 }
 
 void ResourceManager::Impl::close(ClientId id) {
+  tpm_.renew();
   auto found = clients_.find(id);
   if (found == clients_.end()) return;
   size_t flushed = 0, kept = 0;
@@ -213,12 +218,17 @@ void ResourceManager::Impl::close(ClientId id) {
 }
 
 void ResourceManager::Impl::shutdown() {
+  tpm_.renew();
   std::vector<ClientId> ids;
   for (const auto& [id, c] : clients_) ids.push_back(id);
   for (ClientId id : ids) close(id);
   for (const auto& [h, s] : sessions_) flush_session(h);
   sessions_.clear();
   abandoned_.clear();
+  // What an answer lost or forged on the bus left behind (a handle rewritten
+  // in a ContextLoad's answer: the object loaded elsewhere): nobody's now.
+  (void)sweep_orphans(true);
+  (void)sweep_orphans(false);
 }
 
 ResourceManager::ResourceManager(Transport& tpm, Log log) : impl_(std::make_unique<Impl>(tpm, std::move(log))) {}

@@ -25,6 +25,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
     // session room): loaded, it is the manager's to swap again.
     keep.sessions.insert(saved);
     Bytes response = send_with_room(command, *areas.info, keep);
+    if (succeeded(response) && response_handle(response) != saved) return refuse_loaded(response);
     if (response_handle(response) == saved) server_sessions_[saved] = ServerSession{{}, 0, ++tick_};
     return response;
   }
@@ -32,7 +33,9 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
     if (std::optional<uint32_t> refusal = admit_object(c)) return error_frame(*refusal);
     Bytes response = send_with_room(command, *areas.info, keep);
     const uint32_t loaded = response_handle(response);
+    if (succeeded(response) && !is_transient(loaded)) return refuse_loaded(response);
     if (is_transient(loaded)) {
+      if (!claim_handle(loaded)) return error_frame(rc::kFailure);
       uint32_t v = add_object(c, loaded);
       if (v == 0) {
         (void)flush_context(tpm_, loaded);
@@ -49,6 +52,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
     if (reserved_.count(saved)) return error_frame(rc_parameter(rc::kHandle, 0));
     if (std::optional<uint32_t> refusal = admit_session(c)) return error_frame(*refusal);
     Bytes response = send_with_room(command, *areas.info, keep);
+    if (succeeded(response) && response_handle(response) != saved) return refuse_loaded(response);
     if (response_handle(response) == saved)
       sessions_[saved] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
     return response;
@@ -69,10 +73,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
        ++i) {
     response = send_plain(tpm_, kContextLoad, s.context);
   }
-  if (response_handle(response) != saved) {
-    if (succeeded(response)) (void)flush_context(tpm_, response_handle(response));
-    return succeeded(response) ? error_frame(rc::kFailure) : response;
-  }
+  if (response_handle(response) != saved) return succeeded(response) ? refuse_loaded(response) : response;
   if (claimable) std::erase(abandoned_, saved);
   s.owner = c.id;
   s.uid = c.peer.uid;

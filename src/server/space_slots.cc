@@ -30,17 +30,9 @@ Status ResourceManager::Impl::start(Transport* attributes_from) {
   return ok_status();
 }
 
-// The TPM gave out `loaded` for a new object: any client's object still
-// taken to be there is not (flushed behind the manager's back: a TPM Reset,
-// Clear, HierarchyControl), and must never reach the new one.
-void ResourceManager::Impl::forget_stale(uint32_t loaded) {
-  for (auto& [id, c] : clients_) {
-    std::erase_if(c.objects, [&](const auto& o) { return o.second.loaded == loaded; });
-  }
-}
-
+// A virtual handle for `loaded`, claimed first (claim_handle); 0 when
+// the client has no number left.
 uint32_t ResourceManager::Impl::add_object(Client& c, uint32_t loaded) {
-  forget_stale(loaded);
   for (uint32_t tries = 0; tries < 0x10000; ++tries) {
     uint32_t v = kVirtualBase | (c.next++ & 0xFFFF);
     if (!c.objects.count(v)) {
@@ -68,7 +60,9 @@ bool ResourceManager::Impl::evict_object(const Keep& keep) {
   if (!victim) return sweep_orphans(true);
   Saved saved = context_save(tpm_, victim->loaded);
   if (saved.rc != rc::kSuccess) {
-    // Not there (flushed behind the manager's back): its slot is free.
+    // Not there (flushed behind the manager's back), or the answer forged:
+    // its client's no more, and its slot freed either way.
+    (void)flush_context(tpm_, victim->loaded);
     std::erase_if(owner->objects, [&](const auto& o) { return &o.second == victim; });
     return true;
   }
@@ -108,7 +102,11 @@ bool ResourceManager::Impl::evict_session(const Keep& keep) {
       return sweep_orphans(false);
     }
     if (!servers) {
-      if (!save_session(victim, sessions_.at(victim), keep)) end_session(victim);
+      if (!save_session(victim, sessions_.at(victim), keep)) {
+        // Gone, or the answer forged: its client's no more, its slot freed.
+        flush_session(victim);
+        end_session(victim);
+      }
       return true;
     }
     Saved saved = context_save(tpm_, victim);
@@ -136,7 +134,7 @@ uint32_t ResourceManager::Impl::load_server_session(uint32_t h, Keep& keep) {
     s.context.clear();
     return rc::kSuccess;
   }
-  if (l.rc == rc::kSuccess) (void)flush_context(tpm_, l.handle);
+  if (l.rc == rc::kSuccess) release_unexpected(l.handle);
   note(fmt::format("space: the server's session 0x{:08x} could not be loaded back ({})", h, describe_rc(l.rc)));
   if (rc_base(l.rc) != rc::kSessionMemory) s.context.clear();  // gone: the TPM answers its next use
   return l.rc == rc::kSuccess ? rc::kFailure : l.rc;
@@ -177,7 +175,7 @@ bool ResourceManager::Impl::sweep_orphans(bool objects) {
 
 bool ResourceManager::Impl::save_session(uint32_t h, Session& s, const Keep& keep) {
   Saved saved = context_save(tpm_, h);
-  if (rc_base(saved.rc) == rc::kContextGap) {
+  if (rc_base(saved.rc) == rc::kContextGap && !regapping_) {
     regap(keep);
     saved = context_save(tpm_, h);
   }
@@ -200,10 +198,10 @@ uint32_t ResourceManager::Impl::load_object(Object& o, Keep& keep) {
   }
   if (l.rc != rc::kSuccess) return l.rc;
   if (!is_transient(l.handle)) {
-    (void)flush_context(tpm_, l.handle);
+    release_unexpected(l.handle);
     return rc::kFailure;
   }
-  forget_stale(l.handle);
+  if (!claim_handle(l.handle)) return rc::kFailure;
   o.loaded = l.handle;
   keep.objects.insert(l.handle);
   return rc::kSuccess;
@@ -221,14 +219,18 @@ uint32_t ResourceManager::Impl::load_session(uint32_t h, Session& s, Keep& keep)
     s.state = State::kLoaded;
     return rc::kSuccess;
   }
-  if (l.rc == rc::kSuccess) (void)flush_context(tpm_, l.handle);
+  if (l.rc == rc::kSuccess) release_unexpected(l.handle);
   note(fmt::format("space: session 0x{:08x} could not be loaded back ({})", h, describe_rc(l.rc)));
   return l.rc == rc::kSuccess ? rc::kFailure : l.rc;
 }
 
 // Part 1 §30.5: the oldest saved context limits how far the TPM's context
 // counter may run ahead; loading and saving it again makes it the newest.
+// Once per call, never within itself: a context gap answered while it runs
+// (forged, or not) is not bridged again, so forged answers cannot chain it.
 void ResourceManager::Impl::regap(const Keep& keep) {
+  if (regapping_) return;
+  regapping_ = true;
   std::vector<std::pair<uint64_t, uint32_t>> saved;
   for (const auto& [h, s] : sessions_) {
     if (s.state != State::kLoaded) saved.emplace_back(s.saved_at, h);
@@ -238,35 +240,39 @@ void ResourceManager::Impl::regap(const Keep& keep) {
   }
   std::sort(saved.begin(), saved.end());
   size_t done = 0;
-  for (const auto& [at, h] : saved) {
-    if (auto server = server_sessions_.find(h); server != server_sessions_.end()) {
-      Loaded l = context_load(tpm_, server->second.context);
-      if (rc_base(l.rc) == rc::kSessionMemory && evict_session(keep)) l = context_load(tpm_, server->second.context);
-      if (l.rc != rc::kSuccess || l.handle != h) continue;
-      Saved again = context_save(tpm_, h);
-      if (again.rc != rc::kSuccess) {
-        server->second.context.clear();  // loaded after all
-        continue;
-      }
-      server->second.context = std::move(again.context);
-      server->second.saved_at = ++saves_;
-      ++done;
-      continue;
-    }
-    Session& s = sessions_.at(h);
-    Loaded l = context_load(tpm_, s.context);
-    if (rc_base(l.rc) == rc::kSessionMemory && evict_session(keep)) l = context_load(tpm_, s.context);
-    if (l.rc != rc::kSuccess || l.handle != h) continue;
-    Saved again = context_save(tpm_, h);
-    if (again.rc != rc::kSuccess) {
-      if (s.state == State::kSavedByServer) s.state = State::kLoaded;
-      continue;
-    }
-    s.context = std::move(again.context);
-    s.saved_at = ++saves_;
-    ++done;
-  }
+  for (const auto& [at, h] : saved) done += regap_one(h, keep) ? 1 : 0;
+  regapping_ = false;
   note(fmt::format("space: context gap: {} saved session(s) loaded and saved again", done));
+}
+
+// One saved session (a client's or the server's) loaded and saved again.
+bool ResourceManager::Impl::regap_one(uint32_t h, const Keep& keep) {
+  // Looked up again after every TPM call: making room may drop a session.
+  auto context_of = [&]() -> Bytes* {
+    if (auto server = server_sessions_.find(h); server != server_sessions_.end()) return &server->second.context;
+    auto s = sessions_.find(h);
+    return s != sessions_.end() && s->second.state != State::kLoaded ? &s->second.context : nullptr;
+  };
+  if (!context_of() || context_of()->empty()) return false;
+  Loaded l = context_load(tpm_, *context_of());
+  if (rc_base(l.rc) == rc::kSessionMemory && evict_session(keep) && context_of()) l = context_load(tpm_, *context_of());
+  if (l.rc != rc::kSuccess) return false;
+  if (l.handle != h || !context_of()) {
+    release_unexpected(l.handle);
+    return false;
+  }
+  Saved again = context_save(tpm_, h);
+  if (again.rc != rc::kSuccess) {
+    // Loaded after all.
+    if (auto server = server_sessions_.find(h); server != server_sessions_.end()) server->second.context.clear();
+    if (auto s = sessions_.find(h); s != sessions_.end() && s->second.state == State::kSavedByServer)
+      s->second.state = State::kLoaded;
+    return false;
+  }
+  *context_of() = std::move(again.context);
+  if (auto server = server_sessions_.find(h); server != server_sessions_.end()) server->second.saved_at = ++saves_;
+  if (auto s = sessions_.find(h); s != sessions_.end()) s->second.saved_at = ++saves_;
+  return true;
 }
 
 // Sends the command; when the TPM has no room for what it creates or

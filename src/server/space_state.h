@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "server/tpm_calls.h"
 #include "tpmsec/command.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
@@ -150,13 +151,18 @@ class ResourceManager::Impl {
   uint32_t load_server_session(uint32_t h, Keep& keep);
   bool save_session(uint32_t h, Session& s, const Keep& keep);
   void regap(const Keep& keep);
+  bool regap_one(uint32_t h, const Keep& keep);
   Bytes send_with_room(ByteView frame, const CommandInfo& info, const Keep& keep);
-  void forget_stale(uint32_t loaded);
   uint32_t add_object(Client& c, uint32_t loaded);
 
   // Admission (space_admission.cc).
   std::optional<uint32_t> refusal_of(const Client& c, const CommandAreas& areas) const;
   bool holds(const Client& c, uint32_t h) const;
+  // Handles in answers, which nothing authenticates (space_answers.cc).
+  bool held(uint32_t h) const;
+  void release_unexpected(uint32_t h);
+  bool claim_handle(uint32_t h, bool for_server = false);
+  Bytes refuse_loaded(ByteView response);
 
   // A command's areas and response in the client's terms.
   std::optional<uint32_t> map_command(Client& c, const CommandAreas& areas, Bytes& frame, bool as_server, Keep& keep);
@@ -180,7 +186,7 @@ class ResourceManager::Impl {
   bool take_from_largest(const Uid& uid);
   void drop_session(uint32_t h, const std::string& why);
 
-  Transport& tpm_;
+  CommandBudget tpm_;  // the TPM, a bounded number of commands per client command
   Log log_;
   std::set<uint32_t> implemented_;
   UidLimits uid_limits_;
@@ -194,6 +200,7 @@ class ResourceManager::Impl {
   uint64_t tick_ = 0;
   bool report_ended_ = false;
   std::vector<uint32_t> ended_;  // since take_ended_sessions(), while report_ended_
+  bool regapping_ = false;       // regap() runs: a context gap inside it is not bridged again
 };
 
 }  // namespace tpmsec::server

@@ -39,7 +39,9 @@ Saved context_save(Transport& tpm, uint32_t handle) {
   Saved out{response_code(response), {}};
   if (out.rc != rc::kSuccess) return out;
   ByteView body = ByteView(response).subspan(kFrameHeaderBytes);
-  if (saved_handle_of(body) == 0) return {rc::kFailure, {}};
+  const uint32_t saved = saved_handle_of(body);
+  const bool object = (handle >> 24) == ht::kTransient;
+  if (saved == 0 || (object ? (saved >> 24) != ht::kTransient : saved != handle)) return {rc::kFailure, {}};
   out.context.assign(body.begin(), body.end());
   return out;
 }
@@ -65,6 +67,12 @@ uint32_t saved_handle_of(ByteView context) {
   r.tpm2b("contextBlob");
   if (!r.ok() || r.remaining() != 0) return 0;
   return handle;
+}
+
+Result<Bytes> CommandBudget::transmit(ByteView command) {
+  if (left_ <= 0) return error_frame(rc::kFailure);
+  --left_;
+  return tpm_.transmit(command);
 }
 
 }  // namespace tpmsec::server

@@ -5,6 +5,7 @@
 #define TPMSEC_SRC_SERVER_TPM_CALLS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "tpmsec/bytes.h"
 #include "tpmsec/response_code.h"
@@ -28,6 +29,9 @@ struct Saved {
   uint32_t rc = 0;
   Bytes context;  // the TPMS_CONTEXT, when rc is 0
 };
+// A context whose savedHandle is not the one `handle` saves as (a session:
+// its own handle; an object: a transient handle, Part 2 §14.6) is a forged
+// answer: TPM_RC_FAILURE, nothing kept.
 Saved context_save(Transport& tpm, uint32_t handle);
 struct Loaded {
   uint32_t rc = 0;
@@ -39,6 +43,31 @@ uint32_t flush_context(Transport& tpm, uint32_t handle);
 // The savedHandle of a marshalled TPMS_CONTEXT (sequence u64, savedHandle
 // u32, hierarchy u32, contextBlob TPM2B), 0 when it is not one.
 uint32_t saved_handle_of(ByteView context);
+
+// The resource manager's way to the TPM: at most `limit` commands between
+// two renew()s (one client command and what the manager does for it), then
+// a bare TPM_RC_FAILURE answer without sending. Every answer is unauthenticated,
+// so no chain of them (a forged TPM_RC_CONTEXT_GAP, SESSION_MEMORY,
+// OBJECT_MEMORY, a listing, a success) makes the manager work without end.
+class CommandBudget final : public Transport {
+ public:
+  static constexpr int kDefaultLimit = 1024;
+  explicit CommandBudget(Transport& tpm, int limit = kDefaultLimit) : tpm_(tpm), limit_(limit), left_(limit) {}
+
+  Result<Bytes> transmit(ByteView command) override;
+  std::string describe() const override { return tpm_.describe(); }
+  TpmSpec spec() const override { return tpm_.spec(); }
+  bool in_process() const override { return tpm_.in_process(); }
+  bool outlives_process() const override { return tpm_.outlives_process(); }
+
+  void renew() { left_ = limit_; }
+  bool spent() const { return left_ <= 0; }
+
+ private:
+  Transport& tpm_;
+  int limit_;
+  int left_;
+};
 
 }  // namespace tpmsec::server
 

@@ -156,4 +156,21 @@ void CommandWrapper::forget_object_names() {
   std::erase_if(names_, [](const auto& n) { return (n.first >> 24) == ht::kTransient; });
 }
 
+std::map<uint32_t, Bytes> CommandWrapper::take_object_names() {
+  std::map<uint32_t, Bytes> out;
+  for (auto it = names_.begin(); it != names_.end();) {
+    if ((it->first >> 24) == ht::kTransient) {
+      out.insert(names_.extract(it++));
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+void CommandWrapper::put_object_names(std::map<uint32_t, Bytes> names) {
+  forget_object_names();
+  names_.merge(names);
+}
+
 }  // namespace tpmsec

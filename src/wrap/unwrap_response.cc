@@ -83,6 +83,7 @@ Result<Bytes> CommandWrapper::unwrap_checked(ByteView response) {
 Result<Bytes> CommandWrapper::unwrap_passed(const Pending& p, ByteView response, uint32_t code) {
   if (code == rc::kSuccess) {
     note_response_handles(p, response);
+    note_saved_context(p, response);
     // The caller flushed the wrapper's session (tpm2_flushcontext -s): the
     // next command starts another. Flushed again in case the success was
     // forged; gone counts as flushed.
@@ -110,11 +111,26 @@ Result<Bytes> CommandWrapper::unwrap_error(const Pending& p, ByteView response, 
   std::optional<size_t> failed = rc_failed_session(code);
   if ((gone && *gone == p.our_slot) || (failed && *failed == p.our_slot && !p.replaced_password)) {
     // A Name may be stale (an index written by another client): read again.
-    for (uint32_t h : p.handles) names_.erase(h);
+    // Not a transient object's behind private handles (a resource manager's):
+    // its Name, authenticated, is the object's for its life, and a read now
+    // would authenticate whatever the bus swapped in under that handle.
+    const bool keep_objects = factory_->tpm().transport().private_handles();
+    for (uint32_t h : p.handles) {
+      if (!keep_objects || (h >> 24) != ht::kTransient) names_.erase(h);
+    }
   }
   if (gone && *gone == p.our_slot) {
     retire_session(true);
     session_lost_ = true;
+  } else if (failed && *failed == p.our_slot) {
+    // The TPM refused the session's HMAC: a wrong password it replaced, or
+    // nonces out of step (an error forged over an answer the TPM gave: the
+    // TPM rolled its nonce, the wrapper did not). A new session either way,
+    // so one forged answer never leaves every later command refused; an
+    // audit-only slot's failure is the session's alone (a retry_safe command
+    // is sent again).
+    retire_session(true);
+    session_lost_ = !p.replaced_password;
   }
   return Bytes(response.begin(), response.end());
 }
@@ -186,7 +202,7 @@ void CommandWrapper::note_response_handles(const Pending& p, ByteView response) 
   if (!handles.ok()) return;
   uint32_t h = handles->front();
   tpm.note_foreign(h);
-  if (p.code == cc::kContextLoad) names_.erase(h);
+  if (p.code == cc::kContextLoad) name_loaded_context(p, h);
   if (p.code == cc::kStartAuthSession) policy_passwords_.erase(h);  // a new session under that handle
   if (ht::is_session(h)) callers_loaded_.insert(h);
 }

@@ -96,6 +96,13 @@ Result<Bytes> CommandWrapper::pass_through(ByteView command, std::unique_ptr<Pen
   }
   if (strict_ && !why.empty()) return strict_refusal(*p->info, why);
   note_clear(*p, nullptr, std::move(why));
+  // Without the wrapper's session it still changes what it changes: a
+  // Name it makes stale (an index written or redefined, a Clear) is read
+  // again before the next command that names it.
+  if (auto areas = read_command_areas(command, wrapping::kMaxFrame); areas.ok()) {
+    forget_names_changed_by(p->code, areas->handles, areas->parameters);
+    note_context_command(*p, p->code, areas->handles, areas->parameters);
+  }
   WrapCounts& counts = counts_[p->code];
   ++counts.passed_through;
   switch (because) {

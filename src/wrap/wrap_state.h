@@ -45,6 +45,10 @@ struct CommandWrapper::Pending {
   std::optional<SecretBytes> new_auth_value;
   std::vector<uint32_t> handles;
   uint32_t flushed = 0;  // FlushContext's flushHandle
+  // ContextSave of a transient object; ContextLoad's context, hashed
+  // (context_names.cc).
+  uint32_t saved_object = 0;
+  Bytes loaded_context;
   // The caller's sessions sent without continueSession: the TPM ends them
   // when the command succeeds (Part 1 §19.6.4), and may reuse their handles.
   std::vector<uint32_t> ending;
