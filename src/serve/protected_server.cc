@@ -159,7 +159,7 @@ class ProtectedServer::Impl {
     factory_ = std::move(factory);  // the old one goes once the wrapper let go of it
     front_.wrapper = wrapper_.get();
     front_.tpm = &factory_->tpm();
-    front_.named_for = 0;
+    // named_for stays: the wrapper (and the Names it holds for that client) is the same.
     front_.resources = &server_->resources();
     status_ = StatusSource{protected_.get(), factory_.get(), wrapper_.get(), server_.get(), &counts_, strict_};
     status_.policy = describe_tuning(policy_origin(policy_path_), tuning);
