@@ -1179,6 +1179,7 @@ TEST_F(ServeAttackTest, ANeighboursRandomFramesFromAClientsBytesNeverReachItsSec
   EXPECT_FALSE(contains(bus(), as_bytes(secret))) << "the unsealed secret crossed the bus in clear";
   EXPECT_FALSE(contains(bus(), as_bytes(later))) << "the new object's sensitive data crossed the bus in clear";
   EXPECT_EQ(tool({"tpm2_flushcontext", path("session.ctx")}).exit_code, 0);
+}
 
 // Issue 38, item 4: a secret that crosses the bus in clear because the
 // client's own session cannot be re-signed (tpm2-tools' -P PASSWORD with its
