@@ -286,9 +286,9 @@ class ServeAttackTest : public ::testing::Test {
   // the pid is serve's).
   void start_serve(const std::string& log = {}) {
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, false)) << "the bus name is still owned";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm",          proxy_->spec(),
-                                     "--null-name",   *null_name_,   "--dbus",         "session",
-                                     "--socket",      socket_path(), "--socket-group", "nogroup"};
+    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",          "--allow-root", "--tpm",   proxy_->spec(),
+                                     "--null-name",   *null_name_,      "--dbus",       "session", "--socket",
+                                     socket_path(),   "--socket-group", "nogroup"};
     if (!log.empty()) argv.insert(argv.begin(), {"sh", "-c", "exec \"$0\" \"$@\" 2>>" + log});
     serve_.pid = testing::spawn(argv, {});
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, true)) << "tpmsec serve never took the name";
