@@ -138,9 +138,11 @@ Result<PersistentSaltKey> pin_salt_key(SessionFactory& factory, uint32_t handle)
   return k;
 }
 
-Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t handle, SaltKind kind) {
-  TPMSEC_RETURN_IF_ERROR(check_persistent(handle));
-  Tpm& tpm = factory.tpm();
+namespace {
+
+// The salt key's template made a primary of the owner hierarchy and that
+// made persistent at `handle`; the transient copy flushed either way.
+Status evict_new_salt_key(Tpm& tpm, uint32_t handle, SaltKind kind) {
   cmd::CreatePrimary c;
   c.primary_handle = NamedHandle::of(rh::kOwner);
   c.in_public.public_area = null_key_template(kind);
@@ -151,14 +153,24 @@ Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t hand
       tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{transient.get(), created->name.bytes}, handle},
               {Auth::password()});
   TPMSEC_RETURN_IF_ERROR(transient.flush());
-  if (!evicted.ok()) {
-    if (rc_base(evicted.error().tpm_rc()) == rc::kNvDefined) {
+  if (!evicted.ok()) return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
+  return ok_status();
+}
+
+}  // namespace
+
+Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t handle, SaltKind kind) {
+  TPMSEC_RETURN_IF_ERROR(check_persistent(handle));
+  Tpm& tpm = factory.tpm();
+  const Public wanted = null_key_template(kind);
+  if (Status evicted = evict_new_salt_key(tpm, handle, kind); !evicted.ok()) {
+    if (evicted.error().kind() == ErrorKind::kTpm && rc_base(evicted.error().tpm_rc()) == rc::kNvDefined) {
       return usage_error(
           fmt::format("0x{:08x} already holds a key: pin it without --create, or choose another "
                       "handle",
                       handle));
     }
-    return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
+    return evicted.error();
   }
   // The CreatePrimary answer proves nothing (an interposer can have rewritten
   // the template on the way in and the public area on the way out): what
@@ -166,7 +178,7 @@ Result<PersistentSaltKey> create_salt_key(SessionFactory& factory, uint32_t hand
   // returns, the one that is pinned.
   auto pinned = pin_salt_key(factory, handle);
   Status as_asked = status_of(pinned);
-  if (pinned.ok()) as_asked = check_made_as_asked(pinned->public_area, c.in_public.public_area, handle);
+  if (pinned.ok()) as_asked = check_made_as_asked(pinned->public_area, wanted, handle);
   if (!as_asked.ok()) {
     // Nothing half-made stays behind: the key is ours, so it goes again.
     auto gone =
@@ -216,19 +228,11 @@ Result<PersistentSaltKey> salt_key_on_first_start(Tpm& tpm, uint32_t handle, Sal
     }
     return std::move(*found);
   }
-  cmd::CreatePrimary c;
-  c.primary_handle = NamedHandle::of(rh::kOwner);
-  c.in_public.public_area = null_key_template(kind);
-  auto created = tpm.run(c, {Auth::password()});
-  if (!created.ok()) return created.error().with_context("CreatePrimary of the salt key (owner hierarchy)");
-  ScopedHandle transient(tpm, created->object_handle);
-  auto evicted =
-      tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle{transient.get(), created->name.bytes}, handle},
-              {Auth::password()});
-  TPMSEC_RETURN_IF_ERROR(transient.flush());
-  if (!evicted.ok()) return evicted.error().with_context(fmt::format("EvictControl to 0x{:08x}", handle));
+  if (Status evicted = evict_new_salt_key(tpm, handle, kind); !evicted.ok()) {
+    return evicted.error();
+  }
   TPMSEC_ASSIGN_OR_RETURN(found, read_unauthenticated(tpm, handle));
-  Status made = found ? check_made_as_asked(found->public_area, c.in_public.public_area, handle)
+  Status made = found ? check_made_as_asked(found->public_area, null_key_template(kind), handle)
                       : runtime_error(fmt::format("0x{:08x} is empty after EvictControl", handle));
   if (!made.ok()) {
     (void)tpm.run(cmd::EvictControl{NamedHandle::of(rh::kOwner), NamedHandle::of(handle), handle}, {Auth::password()});
