@@ -62,7 +62,8 @@ class Serve {
   bool start(const std::vector<std::string>& args = {}) {
     const std::string socket = this->socket();
     ::unlink(socket.c_str());
-    std::vector<std::string> argv{TPMSEC_CLI_PATH, "serve", "--tpm", tpm_, "--dbus", "none", "--socket", socket};
+    std::vector<std::string> argv{TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", tpm_,
+                                  "--dbus",        "none",  "--socket",     socket};
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string state = "TPMSEC_STATE_DIR=" + dir_ + "/state";
     const std::string log = dir_ + "/serve.log";

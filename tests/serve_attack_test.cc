@@ -289,8 +289,17 @@ class ServeAttackTest : public ::testing::Test {
     std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",          "--allow-root", "--tpm",   proxy_->spec(),
                                      "--null-name",   *null_name_,      "--dbus",       "session", "--socket",
                                      socket_path(),   "--socket-group", "nogroup"};
-    if (!log.empty()) argv.insert(argv.begin(), {"sh", "-c", "exec \"$0\" \"$@\" 2>>" + log});
-    serve_.pid = testing::spawn(argv, {});
+    std::vector<std::string> env;
+    if (!log.empty()) {
+      // Its stderr to `log`, named as the journal's stream (JOURNAL_STREAM,
+      // as systemd sets it): serve then writes each line's priority.
+      std::ofstream(log).flush();
+      struct stat st {};
+      ASSERT_EQ(::stat(log.c_str(), &st), 0);
+      env.push_back("JOURNAL_STREAM=" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino));
+      argv.insert(argv.begin(), {"sh", "-c", "exec \"$0\" \"$@\" 2>>" + log});
+    }
+    serve_.pid = testing::spawn(argv, env);
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, true)) << "tpmsec serve never took the name";
     for (auto end = Clock::now() + kDeadline; !fs::exists(socket_path()) && Clock::now() < end;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -241,8 +241,9 @@ class ServeFairnessTest : public ::testing::Test {
   void start_serve(const std::vector<std::string>& limits, const testing::PrivateBus* bus = nullptr) {
     const std::string address = (bus ? bus : g_bus)->address();
     ASSERT_TRUE(testing::wait_for_owner(address, kBusName, false)) << "the bus name is still owned";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",    "--tpm",       "embedded",       "--dbus",
-                                     "session",       "--socket", socket_path(), "--socket-group", "nogroup"};
+    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",          "--allow-root", "--tpm",
+                                     "embedded",      "--dbus",         "session",      "--socket",
+                                     socket_path(),   "--socket-group", "nogroup"};
     argv.insert(argv.end(), limits.begin(), limits.end());
     if (bus) argv.insert(argv.end(), {"--dbus-address", address});
     const std::string logfile = dir_ + "/serve.log", state = "TPMSEC_STATE_DIR=" + dir_ + "/state";

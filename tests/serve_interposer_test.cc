@@ -293,8 +293,9 @@ class ServeInterposerTest : public ::testing::Test {
   // tpmsec serve on the interposer, on its socket only; its stderr in serve.log.
   void start_serve() {
     const std::string log = dir_ + "/serve.log";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve", "--tpm",    proxy_->spec(), "--null-name", *null_name_,
-                                     "--dbus",        "none",  "--socket", socket_path(),  "-v"};
+    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",       "--allow-root", "--tpm",
+                                     proxy_->spec(),  "--null-name", *null_name_,    "--dbus",
+                                     "none",          "--socket",    socket_path(),  "-v"};
     serve_pid_ = ::fork();
     if (serve_pid_ == 0) {
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -64,6 +64,7 @@ Bytes ResourceManager::Impl::execute(ClientId id, ByteView command, bool as_serv
   Bytes response = send_with_room(frame, info, keep);
   if (std::optional<uint32_t> refusal = map_response(c, *areas, response, as_server)) {
     lost_ = true;  // the TPM ran the command; its answer does not reach the client
+    orphans_possible_ = true;
     return error_frame(*refusal);
   }
   note_flushed(c, *areas, response);
@@ -227,6 +228,7 @@ void ResourceManager::Impl::shutdown() {
   abandoned_.clear();
   // What an answer lost or forged on the bus left behind (a handle rewritten
   // in a ContextLoad's answer: the object loaded elsewhere): nobody's now.
+  if (!orphans_possible_) return;
   (void)sweep_orphans(true);
   (void)sweep_orphans(false);
 }

@@ -28,6 +28,7 @@ bool ResourceManager::Impl::held(uint32_t h) const {
 // held, when the answer was forged and what it names stays its holder's.
 void ResourceManager::Impl::release_unexpected(uint32_t h) {
   if (h == 0) return;
+  orphans_possible_ = true;
   if (held(h)) {
     note(fmt::format("space: an answer named 0x{:08x}, which another holds: left alone", h));
     return;
@@ -56,6 +57,7 @@ bool ResourceManager::Impl::claim_handle(uint32_t h, bool for_server) {
     taken |= std::erase_if(c.objects, [&](const auto& o) { return o.second.loaded == h; }) > 0;
   }
   if (!taken) return true;
+  orphans_possible_ = true;
   note(fmt::format("space: an answer named 0x{:08x}, a client's, as a new one: dropped, refused", h));
   (void)flush_context(tpm_, h);
   return false;

@@ -138,9 +138,14 @@ class ResourceManager::Impl {
     auto r = tpm_.transmit(frame);
     if (r.ok()) return std::move(*r);
     lost_ = true;
+    orphans_possible_ = true;
     return error_frame(rc::kFailure);
   }
   bool lost_ = false;  // lost()
+  // An answer was lost, refused or named a handle it should not have: the
+  // TPM may hold what nobody does, swept at shutdown (only then: a server
+  // that saw nothing of the kind sends nothing more when it ends).
+  bool orphans_possible_ = false;
 
   // Slots.
   bool evict_object(const Keep& keep);
