@@ -16,11 +16,6 @@
 
 namespace tpmsec::serve {
 
-// The program of process `pid` as the kernel names it (/proc/PID/comm: at
-// most 15 bytes, set by the program itself, so only informative), its
-// unprintable bytes replaced; "?" when it cannot be read.
-std::string program_name(uint32_t pid);
-
 // The warning line for `command` (its name and code).
 std::string clear_warning(std::string_view command, uint32_t code, const ClearNote& note,
                           const server::PeerIdentity& peer, std::string_view program);

@@ -81,8 +81,9 @@ void ClientFront::warn_clear(uint32_t code) {
   if (!shared_.log || !warned_.first(code)) return;
   const CommandInfo* info = find_command(code);
   const server::PeerIdentity& peer = space_.peer();
+  const std::string program = server::program_of(peer.pid.value_or(0));
   shared_.log(clear_warning(info ? info->name : std::string_view("a command"), code, shared_.wrapper->last_clear(),
-                            peer, program_name(peer.pid.value_or(0))));
+                            peer, program.empty() ? "?" : program));
 }
 
 Result<Bytes> ClientFront::transmit(ByteView command) {

@@ -136,6 +136,9 @@ struct PeerIdentity {
 // known of the peer, its program's name read from /proc/PID/comm now (so
 // call it while the peer is connected), non-printable bytes as '?'.
 std::string describe_peer(ClientId client, const PeerIdentity& peer);
+// The program name of process `pid` (/proc/PID/comm, printable ASCII only),
+// empty when it cannot be read.
+std::string program_of(uint32_t pid);
 
 class ResourceManager {
  public:
