@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "support/fault_injection.h"
 #include "support/run_command.h"
@@ -932,10 +933,26 @@ class SocketBus {
 // In a file of this process's own: ctest runs the test's variants (and other
 // tests writing policies) at the same time, and a policy file another process
 // is rewriting may be read half-written.
+// The files go when the process ends (a test process runs one test).
+class PolicyFiles {
+ public:
+  ~PolicyFiles() {
+    for (const auto& p : paths_) std::filesystem::remove(p);
+  }
+  std::string write(const std::string& name, std::string_view text) {
+    std::string path = fmt::format("{}/{}-{}", ::testing::TempDir(), ::getpid(), name);
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
 std::string write_policy(const std::string& name, std::string_view text) {
-  std::string path = fmt::format("{}/{}-{}", ::testing::TempDir(), ::getpid(), name);
-  std::ofstream(path) << text;
-  return path;
+  static PolicyFiles files;
+  return files.write(name, text);
 }
 
 // The same attack through the tpmsec binary: the CLI reaches the TPM over a
@@ -1125,7 +1142,7 @@ TEST(PolicyCli, ShowExplainsTheDecisionForEachProfile) {
 }
 
 TEST(PolicyCli, ShowUsesMeasurementsFromABenchResult) {
-  std::string json = ::testing::TempDir() + "/policy-bench.json";
+  const std::string json = write_policy("policy-bench.json", "");  // the bench result, removed with the policies
   auto b = run_tpmsec({"bench", "--emulate", "slb9673", "--iterations", "3", "--no-primitives", "--json", json});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   // The embedded TPM (IBM) matches no named rule; its measured figures (those

@@ -580,6 +580,17 @@ class InProcessServer {
     }
     return false;
   }
+  // The ids of the first n connections: a client's CreateConnection returns
+  // once the reply is sent, before the server's thread records the new
+  // connection (on_connection runs after the send), so a test that reads the
+  // ids right after a client opens must wait for them.
+  std::vector<uint64_t> ids_once(size_t n) {
+    for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
+      if (auto seen = ids(); seen.size() >= n) return seen;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return ids();
+  }
 
  private:
   struct Client {
@@ -656,7 +667,7 @@ TEST(TabrmdBusTest, ConnectionsAreCountedLimitedAndFreedWhenTheClientHangsUp) {
   ASSERT_TRUE(server.wait_for_open(0));
   TabrmdTcti d(in_process_conf());
   ASSERT_TRUE(d.ok()) << std::hex << d.init_rc();
-  auto ids = server.ids();
+  auto ids = server.ids_once(3);
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_NE(ids[0], ids[1]);
   // Who the client is comes from the bus daemon: this process.
@@ -696,7 +707,7 @@ TEST(TabrmdBusTest, AnotherPeerCannotCancelOrSetTheLocalityOfAConnection) {
   ASSERT_TRUE(server.ok());
   TabrmdTcti t(in_process_conf());
   ASSERT_TRUE(t.ok()) << std::hex << t.init_rc();
-  auto ids = server.ids();
+  auto ids = server.ids_once(1);
   ASSERT_EQ(ids.size(), 1u);
   std::string id = std::to_string(ids[0]);
   for (const std::vector<std::string>& call :

@@ -1,8 +1,8 @@
 // The one way tpmsec replaces a file (reports and state alike): a temporary
 // file created O_CREAT|O_EXCL|O_NOFOLLOW beside the name, then renamed over
 // it. include/tpmsec/host/files.h says which files go this way.
-#ifndef TPMSEC_SRC_COMMON_FILE_REPLACE_H_
-#define TPMSEC_SRC_COMMON_FILE_REPLACE_H_
+#ifndef TPMSEC_SRC_HOST_FILE_REPLACE_H_
+#define TPMSEC_SRC_HOST_FILE_REPLACE_H_
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -74,4 +74,4 @@ int replace_at(int dir_fd, const std::string& name, std::string_view content, co
 
 }  // namespace tpmsec::files::internal
 
-#endif  // TPMSEC_SRC_COMMON_FILE_REPLACE_H_
+#endif  // TPMSEC_SRC_HOST_FILE_REPLACE_H_

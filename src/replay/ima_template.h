@@ -1,8 +1,8 @@
 // The IMA templates tpmsec reads: their field layouts, decoding each field from
 // either log rendering, and rebuilding the template data the kernel hashed.
 // Internal to src/replay; the public API is tpmsec/replay/ima_log.h.
-#ifndef TPMSEC_REPLAY_IMA_TEMPLATE_H_
-#define TPMSEC_REPLAY_IMA_TEMPLATE_H_
+#ifndef TPMSEC_SRC_REPLAY_IMA_TEMPLATE_H_
+#define TPMSEC_SRC_REPLAY_IMA_TEMPLATE_H_
 
 #include <optional>
 #include <span>
@@ -67,4 +67,4 @@ inline constexpr size_t kHashSizes[] = {20, 32, 48, 64};
 
 }  // namespace tpmsec::ima::internal
 
-#endif  // TPMSEC_REPLAY_IMA_TEMPLATE_H_
+#endif  // TPMSEC_SRC_REPLAY_IMA_TEMPLATE_H_

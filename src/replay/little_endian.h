@@ -1,7 +1,7 @@
 // Little-endian reads on the bounds-checked Reader, for the Linux and UEFI
 // logs (the TPM wire format itself is big-endian: wire.h).
-#ifndef TPMSEC_REPLAY_LITTLE_ENDIAN_H_
-#define TPMSEC_REPLAY_LITTLE_ENDIAN_H_
+#ifndef TPMSEC_SRC_REPLAY_LITTLE_ENDIAN_H_
+#define TPMSEC_SRC_REPLAY_LITTLE_ENDIAN_H_
 
 #include <cstdint>
 #include <string_view>
@@ -27,4 +27,4 @@ inline void append_le32(Bytes& out, uint32_t v) {
 
 }  // namespace tpmsec::replay_internal
 
-#endif  // TPMSEC_REPLAY_LITTLE_ENDIAN_H_
+#endif  // TPMSEC_SRC_REPLAY_LITTLE_ENDIAN_H_

@@ -1,6 +1,6 @@
 // Quoting hostile text in error messages.
-#ifndef TPMSEC_REPLAY_PRINTABLE_H_
-#define TPMSEC_REPLAY_PRINTABLE_H_
+#ifndef TPMSEC_SRC_REPLAY_PRINTABLE_H_
+#define TPMSEC_SRC_REPLAY_PRINTABLE_H_
 
 #include <string>
 #include <string_view>
@@ -13,4 +13,4 @@ std::string printable(std::string_view text, size_t max = 64);
 
 }  // namespace tpmsec::replay_internal
 
-#endif  // TPMSEC_REPLAY_PRINTABLE_H_
+#endif  // TPMSEC_SRC_REPLAY_PRINTABLE_H_

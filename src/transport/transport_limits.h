@@ -1,7 +1,7 @@
 // What the transports that talk to another process or a device wait for and
 // accept, in one place.
-#ifndef TPMSEC_SRC_TRANSPORT_LIMITS_H_
-#define TPMSEC_SRC_TRANSPORT_LIMITS_H_
+#ifndef TPMSEC_SRC_TRANSPORT_TRANSPORT_LIMITS_H_
+#define TPMSEC_SRC_TRANSPORT_TRANSPORT_LIMITS_H_
 
 #include <cstddef>
 
@@ -14,4 +14,4 @@ inline constexpr size_t kMaxResponse = 64 * 1024;
 
 }  // namespace tpmsec::transport_limits
 
-#endif  // TPMSEC_SRC_TRANSPORT_LIMITS_H_
+#endif  // TPMSEC_SRC_TRANSPORT_TRANSPORT_LIMITS_H_

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -75,6 +76,25 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
   return result;
 }
 
+namespace {
+
+// This test program's own state directory, removed when the program ends
+// (by the program, never by a child it forked that exits normally).
+const std::string& test_state_dir() {
+  struct Dir {
+    pid_t owner = ::getpid();
+    std::string path = ::testing::TempDir() + "tpmsec-state-" + std::to_string(owner);
+    ~Dir() {
+      std::error_code ignored;
+      if (::getpid() == owner) std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+}  // namespace
+
 CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector<std::string>& env,
                          const std::string* input) {
   std::vector<std::string> argv{TPMSEC_CLI_PATH};
@@ -84,9 +104,7 @@ CommandResult run_tpmsec(const std::vector<std::string>& args, const std::vector
   std::vector<std::string> full_env = env;
   bool has_state = false;
   for (const auto& e : env) has_state = has_state || e.rfind("TPMSEC_STATE_DIR=", 0) == 0;
-  if (!has_state) {
-    full_env.push_back("TPMSEC_STATE_DIR=" + ::testing::TempDir() + "tpmsec-state-" + std::to_string(::getpid()));
-  }
+  if (!has_state) full_env.push_back("TPMSEC_STATE_DIR=" + test_state_dir());
   // Never the machine's own TPM either: without --tpm the CLI would take
   // TPM2TOOLS_TCTI or /dev/tpmrm0 where the test machine has them. A test
   // of that choice names the variables itself (TPMSEC_TPM= unsets it).

@@ -27,8 +27,8 @@
 // server's. It runs in the server's poll loop (PollSource) and never waits
 // for a client; it waits for the bus daemon only, for a caller's credentials
 // and (at most 5 s) for the bus socket to take a CreateConnection reply.
-#ifndef TPMSEC_SERVER_TABRMD_BUS_H_
-#define TPMSEC_SERVER_TABRMD_BUS_H_
+#ifndef TPMSEC_TABRMD_TABRMD_BUS_H_
+#define TPMSEC_TABRMD_TABRMD_BUS_H_
 
 #include <sys/types.h>
 
@@ -131,4 +131,4 @@ class TabrmdBus : public PollSource {
 
 }  // namespace tpmsec::server
 
-#endif  // TPMSEC_SERVER_TABRMD_BUS_H_
+#endif  // TPMSEC_TABRMD_TABRMD_BUS_H_
