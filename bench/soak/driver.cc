@@ -136,9 +136,15 @@ void Driver::launch_tool(uid_t uid) {
   }
   pid_t pid = ::fork();
   if (pid == 0) {
-    int null = ::open("/dev/null", O_WRONLY);
+    // Its output dropped, its errors kept (tools.log in the working directory, --keep).
+    int null = ::open("/dev/null", O_WRONLY),
+        log = ::open((dir_ + "/tools.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(null, 1);
-    ::dup2(null, 2);
+    ::dup2(log, 2);
+    std::string line = "uid " + std::to_string(uid) + ":";
+    for (const auto& a : argv) line += " " + a;
+    line += "\n";
+    (void)!::write(2, line.data(), line.size());
     if (::setgroups(0, nullptr) != 0 || ::setgid(kNogroup) != 0 || ::setuid(uid) != 0) ::_exit(126);
     ::setenv("TPM2TOOLS_TCTI", "tabrmd:bus_type=session", 1);
     ::setenv("HOME", home.c_str(), 1);
@@ -220,8 +226,9 @@ void Driver::drain_saved_sessions() {
 }
 
 Sample Driver::sample(bool idle) {
-  (void)idle;
+  auto held = idle ? rig_.only_client() : nullptr;
   Sample s;
+  s.quiet = !idle || held != nullptr;
   s.rss_kib = rig_.rss_kib();
   s.fds = rig_.open_fds();
   if (auto h = rig_.tpm_handles()) {

@@ -31,6 +31,7 @@ struct Sample {
   long rss_kib = -1, fds = -1;
   TpmHandles handles;
   bool handles_read = false;
+  bool quiet = true;  // an idle sample: serve counted no client but the bench's own
 };
 
 struct Tally {

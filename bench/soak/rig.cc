@@ -17,6 +17,8 @@
 #include <fstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "soak/frames.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/serve/status.h"
@@ -223,6 +225,18 @@ std::string Rig::status() {
   if (!answer) return {};
   auto json = serve::read_status_response(*answer);
   return json.ok() ? *json : std::string();
+}
+
+std::unique_ptr<Connection> Rig::only_client() {
+  auto conn = connect_socket(socket());
+  for (auto end = Clock::now() + std::chrono::seconds(60); conn && Clock::now() < end;) {
+    auto answer = conn->transact(serve::status_request());
+    auto json = answer ? serve::read_status_response(*answer) : Result<std::string>(std::string());
+    auto status = nlohmann::json::parse(json.ok() ? *json : std::string(), nullptr, false);
+    if (status.is_object() && status["clients"].value("connected", 0) == 1) return conn;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return nullptr;
 }
 
 bool Rig::reset_tpm() {

@@ -46,6 +46,10 @@ class Rig {
   std::optional<TpmHandles> tpm_handles();
   // serve status --json, asked over the socket as root; empty when refused.
   std::string status();
+  // A connection of the bench's own, once serve counts no other client (every
+  // closed one seen closed): held open while serve is sampled idle, so both
+  // idle samples count the same one connection. nullptr after 60 s.
+  std::unique_ptr<Connection> only_client();
 
   // _TPM_Init (swtpm's CMD_INIT): the TPM loses every session and object and
   // answers TPM_RC_INITIALIZE until someone sends Startup.

@@ -92,6 +92,7 @@ bool verdict(Rig& rig, const Driver& driver, const SoakOptions& o, long max_grow
   if (!e.handles_read || beyond(e.handles, own) != 0) failed.push_back("handles left in the TPM at the end");
   if (!after.handles_read || after.handles.total() != 0)
     failed.push_back("handles left in the TPM after serve stopped");
+  if (!w.quiet || !e.quiet) failed.push_back("serve still counted a closed client after 60 s");
   if (t.unanswered || t.refused) failed.push_back("clients unanswered or refused");
   if (t.sent < o.commands / 2) failed.push_back("fewer than half the commands were sent");
   if (t.resets_failed) failed.push_back("a TPM reset failed");
