@@ -37,6 +37,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/exited_peer.h"
 #include "support/interposer.h"
 #include "support/private_bus.h"
 #include "support/run_command.h"
@@ -756,16 +757,17 @@ TEST_F(ServeAttackTest, ClientsThatDieMidCommandLeaveNothingBehind) {
   victim.pid = -1;
   set_rule(nullptr);
 
-  // Raw clients on the socket: one sends a header that promises a 64-byte
-  // command and 4 bytes of it, and dies; one starts a session and dies
-  // before reading the answer.
+  // Raw clients on the socket, each a process that is gone (its space is
+  // its connection's): one sends a header that promises a 64-byte command
+  // and 4 bytes of it, and dies; one starts a session and dies before
+  // reading the answer.
   {
-    int half = connect_unix(socket_path());
+    int half = testing::connect_from_exited_process(socket_path());
     ASSERT_GE(half, 0);
     Bytes header = {0x80, 0x01, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x01, 0x7b, 0x00, 0x08, 0x00, 0x00};
     ASSERT_EQ(::send(half, header.data(), header.size(), MSG_NOSIGNAL), static_cast<ssize_t>(header.size()));
     ::close(half);
-    int unread = connect_unix(socket_path());
+    int unread = testing::connect_from_exited_process(socket_path());
     ASSERT_GE(unread, 0);
     Bytes start = start_auth_session(0x00);
     ASSERT_EQ(::send(unread, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
