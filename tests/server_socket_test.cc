@@ -502,5 +502,64 @@ TEST(ServerSocket, AProgramConnectingPerCommandKeepsItsHandlesUntilItExits) {
   std::filesystem::remove_all(dir);
 }
 
+// A uid keeps at most max_clients_per_uid spaces of processes that hold no
+// connection: three programs that each made two objects and hold no
+// connection, with room for two; the first's space ends (its objects
+// flushed), the others' stay until they are killed.
+TEST(ServerSocket, AUidKeepsAtMostMaxConnectionsSpacesWithoutAConnection) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ServerOptions options;
+  options.max_clients_per_uid = 2;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) {
+    int report[2];
+    ASSERT_EQ(::pipe(report), 0);
+    s.pause();  // forked with this thread alone
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      per_command_client(path, report[1]);
+      char wait = 0;
+      ::close(hold[1]);
+      (void)!::read(hold[0], &wait, 1);  // lives until killed
+      ::_exit(0);
+    }
+    children.push_back(child);
+    ::close(report[1]);
+    s.resume();
+    uint8_t got[9] = {0};
+    ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+    ::close(report[0]);
+    EXPECT_EQ(got[0], 1) << "client " << i << " failed";
+    s.settle();  // its last connection's close seen
+    s.resume();
+  }
+  const server::ServerStats kept = s.pause();
+  EXPECT_EQ(kept.spaces, 2u);
+  // The manager's entries: the two spaces and their four objects (loaded or
+  // saved: libtpms has three slots).
+  EXPECT_EQ(kept.handle_entries, 6u);
+  s.resume();
+  for (pid_t child : children) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
+  ::close(hold[0]);
+  ::close(hold[1]);
+  for (int i = 0; i < 200 && s.pause().spaces > 0; ++i) {
+    s.resume();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(s.pause().spaces, 0u);
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tpmsec
