@@ -37,6 +37,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/exited_peer.h"
 #include "support/interposer.h"
 #include "support/private_bus.h"
 #include "support/run_command.h"
@@ -66,7 +67,7 @@ constexpr const char* kBusName = "com.intel.tss2.Tabrmd";
 constexpr uint32_t kCcStartAuthSession = 0x176, kCcPcrExtend = 0x182, kCcUnseal = 0x15E, kCcNvRead = 0x14E,
                    kCcNvWrite = 0x137, kCcFlushContext = 0x165, kCcCreatePrimary = 0x131, kCcGetRandom = 0x17B,
                    kCcContextSave = 0x162, kCcPolicyGetDigest = 0x189, kCcPolicyCommandCode = 0x16C,
-                   kCcGetCapability = 0x17A;
+                   kCcGetCapability = 0x17A, kCcCreate = 0x153;
 constexpr uint32_t kNobody = 65534;  // user nobody, group nogroup (Debian)
 
 bool contains(ByteView haystack, ByteView needle) {
@@ -313,6 +314,11 @@ class ServeAttackTest : public ::testing::Test {
     return status;
   }
   static std::vector<std::string> tools_env() { return {"TPM2TOOLS_TCTI=tabrmd:bus_type=session"}; }
+  // systemd's TPM as the package sets it for every service and shell
+  // (packaging/tpm2-env/), its system bus the private one serve is on.
+  static std::vector<std::string> shipped_systemd_env() {
+    return {"SYSTEMD_TPM2_DEVICE=tabrmd:", "DBUS_SYSTEM_BUS_ADDRESS=" + g_bus->address()};
+  }
   static CommandResult tool(const std::vector<std::string>& argv) { return run_command(argv, tools_env()); }
   // tpm2-tools' own swtpm TCTI, straight to the TPM (only while serve is stopped).
   static std::string direct() { return swtpm_->tcti(); }
@@ -756,16 +762,17 @@ TEST_F(ServeAttackTest, ClientsThatDieMidCommandLeaveNothingBehind) {
   victim.pid = -1;
   set_rule(nullptr);
 
-  // Raw clients on the socket: one sends a header that promises a 64-byte
-  // command and 4 bytes of it, and dies; one starts a session and dies
-  // before reading the answer.
+  // Raw clients on the socket, each a process that is gone (its space is
+  // its connection's): one sends a header that promises a 64-byte command
+  // and 4 bytes of it, and dies; one starts a session and dies before
+  // reading the answer.
   {
-    int half = connect_unix(socket_path());
+    int half = testing::connect_from_exited_process(socket_path());
     ASSERT_GE(half, 0);
     Bytes header = {0x80, 0x01, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x01, 0x7b, 0x00, 0x08, 0x00, 0x00};
     ASSERT_EQ(::send(half, header.data(), header.size(), MSG_NOSIGNAL), static_cast<ssize_t>(header.size()));
     ::close(half);
-    int unread = connect_unix(socket_path());
+    int unread = testing::connect_from_exited_process(socket_path());
     ASSERT_GE(unread, 0);
     Bytes start = start_auth_session(0x00);
     ASSERT_EQ(::send(unread, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
@@ -911,17 +918,52 @@ TEST_F(ServeAttackTest, Tpm2OpensslAndSystemdCredsWorkThroughIt) {
                              "sha256", "-in", path("msg"), "-sigfile", path("sig")});
   EXPECT_EQ(verify.exit_code, 0) << describe(verify);
 
-  // systemd 252 loads libtss2-tcti-<driver>.so.0 for --tpm2-device=DRIVER:CONF.
+  // systemd 252 reads SYSTEMD_TPM2_DEVICE=DRIVER:CONF when no --tpm2-device
+  // is given, and loads libtss2-tcti-DRIVER.so.0: the value the package
+  // ships, `tabrmd:` (the system bus, which DBUS_SYSTEM_BUS_ADDRESS names
+  // here: the private bus serve is on).
   const std::string secret = "serve-credential-3a9d0f";
   std::ofstream(path("plain")) << secret;
-  const std::string device = "--tpm2-device=tabrmd:bus_type=session";
-  auto enc = run_command(
-      {"systemd-creds", "encrypt", "--with-key=tpm2", device, "--name=tpmsec-serve", path("plain"), path("cred")});
+  const size_t from = commands().size();
+  auto enc =
+      run_command({"systemd-creds", "encrypt", "--with-key=tpm2", "--name=tpmsec-serve", path("plain"), path("cred")},
+                  shipped_systemd_env());
   ASSERT_EQ(enc.exit_code, 0) << describe(enc);
-  auto dec = run_command({"systemd-creds", "decrypt", device, "--name=tpmsec-serve", path("cred"), "-"});
+  auto dec = run_command({"systemd-creds", "decrypt", "--name=tpmsec-serve", path("cred"), "-"}, shipped_systemd_env());
   ASSERT_EQ(dec.exit_code, 0) << describe(dec);
   EXPECT_EQ(dec.out, secret);
   EXPECT_FALSE(contains(bus(), as_bytes(secret))) << "the credential crossed the bus in clear";
+  // Through serve: the TPM behind it sealed the key (Create) and unsealed it.
+  std::vector<uint32_t> since = codes();
+  since.erase(since.begin(), since.begin() + static_cast<std::ptrdiff_t>(from));
+  EXPECT_NE(std::find(since.begin(), since.end(), kCcCreate), since.end()) << "no Create reached the TPM";
+  EXPECT_NE(std::find(since.begin(), since.end(), kCcUnseal), since.end()) << "no Unseal reached the TPM";
+}
+
+// 7. systemd-cryptenroll --tpm2-device=auto with the device the package
+// ships (SYSTEMD_TPM2_DEVICE=tabrmd:) enrolls a LUKS2 image through serve:
+// the volume key is sealed (Create) by the TPM behind it, and the image
+// gets its systemd-tpm2 token.
+TEST_F(ServeAttackTest, SystemdCryptenrollEnrollsThroughItWithTheShippedDevice) {
+  start_serve();
+  const std::string image = path("volume.img");
+  std::ofstream(image).close();
+  fs::resize_file(image, 20 << 20);
+  const std::string passphrase = "volume-passphrase";
+  auto format = run_command({"cryptsetup", "luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2",
+                             "--pbkdf-force-iterations", "1000", "--key-file=-", image},
+                            {}, &passphrase);
+  ASSERT_EQ(format.exit_code, 0) << describe(format);
+  const size_t from = commands().size();
+  std::vector<std::string> env = shipped_systemd_env();
+  env.push_back("PASSWORD=" + passphrase);
+  auto enroll = run_command({"systemd-cryptenroll", "--tpm2-device=auto", "--tpm2-pcrs=", image}, env);
+  ASSERT_EQ(enroll.exit_code, 0) << describe(enroll);
+  auto dump = run_command({"cryptsetup", "luksDump", image});
+  EXPECT_NE(dump.out.find("systemd-tpm2"), std::string::npos) << describe(dump);
+  std::vector<uint32_t> since = codes();
+  since.erase(since.begin(), since.begin() + static_cast<std::ptrdiff_t>(from));
+  EXPECT_NE(std::find(since.begin(), since.end(), kCcCreate), since.end()) << "no Create reached the TPM";
 }
 
 // --- issue 38: nothing a client sends changes what serves another ----------

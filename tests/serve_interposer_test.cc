@@ -24,7 +24,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +41,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/exited_peer.h"
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
@@ -169,19 +169,6 @@ Bytes name_in_read_public(ByteView r) {
   return rd.ok() ? Bytes(name.begin(), name.end()) : Bytes();
 }
 
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // One command over a connected socket, its whole response (empty when the
 // connection failed or no answer came within the deadline); sent again while
 // the TPM answers TPM_RC_RETRY, as a TSS does.
@@ -206,10 +193,11 @@ Bytes transact(int fd, ByteView command) {
   }
 }
 
-// A raw client: its own connection, so its own handle space.
+// A raw client: its own connection, made by a process that is gone, so its
+// own handle space (support/exited_peer.h).
 class Client {
  public:
-  explicit Client(const std::string& socket) : fd_(connect_unix(socket)) {}
+  explicit Client(const std::string& socket) : fd_(testing::connect_from_exited_process(socket)) {}
   ~Client() {
     if (fd_ >= 0) ::close(fd_);
   }

@@ -43,6 +43,7 @@ using testing::CommandFrame;
 using testing::response_code_of;
 
 const Bytes kGetRandom8 = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x7b, 0, 8};
+constexpr uint32_t kHandle1 = 0x18B;  // TPM_RC_HANDLE for the first handle (+ TPM_RC_H + TPM_RC_1)
 
 // A typed command's parameters, marshalled as Tpm::run would.
 template <class C>
@@ -208,7 +209,11 @@ TEST(ServerSocket, RawUnixSocketClientWritesOneCommandAndReadsOneResponse) {
   ASSERT_EQ(response_code_of(created), 0u);
   EXPECT_EQ(load_be32(created.data() + 10) >> 16, 0x80FFu);  // a virtual handle
   ::close(fd);
-  s.settle();
+  // This process lives on, and its space with its primary (they follow the
+  // process, not the connection) until the server ends.
+  EXPECT_EQ(s.settle().spaces, 1u);
+  EXPECT_EQ(s.on_tpm().size(), 1u);
+  s.destroy();
   EXPECT_TRUE(s.on_tpm().empty());
   std::filesystem::remove_all(dir);
 }
@@ -254,11 +259,15 @@ TEST(ServerSocket, AddClientTakesAConnectedSocketWithItsLimits) {
 // Clients that end in the middle of a command: one closes after half a
 // frame, one is killed (SIGKILL) while the server waits for the rest of its
 // frame. Each had a primary key and a session: nothing is left on the TPM.
+// A space per connection (as the D-Bus front's), so the connection this
+// process closes takes its handles along.
 TEST(ServerSocket, ClientsThatDieMidCommandLeaveNothing) {
   const std::string dir = temp_dir();
   const std::string path = dir + "/tpmrm.sock";
   RunningServer s;
-  ASSERT_TRUE(s.start());
+  ServerOptions options;
+  options.spaces_follow_processes = false;
+  ASSERT_TRUE(s.start(options));
   ASSERT_TRUE(s.server().listen_unix(path).ok());
   s.resume();
   const Bytes primary = primary_command();
@@ -367,6 +376,189 @@ TEST(ServerSocket, ClientFrontSitsAboveTheSpace) {
   EXPECT_EQ(fronts.load(), 1);
   EXPECT_EQ(seen.load(), 2);
   EXPECT_TRUE(s.on_tpm().empty());
+}
+
+// tpmutil's EmulatorReadWriteCloser, as go-tpm's OpenTPM(path) uses it on
+// a socket (go-tpm tpmutil/run_emu.go; tpmutil.RunCommand reads into 4096
+// bytes): Write dials a new connection and writes the command, Read reads
+// once and closes. A Transport so that Tpm runs typed commands through it.
+class PerCommandSocket final : public Transport {
+ public:
+  explicit PerCommandSocket(std::string path) : path_(std::move(path)) {}
+  Result<Bytes> transmit(ByteView command) override {
+    const int fd = connect_unix(path_);
+    if (fd < 0) return runtime_error("connect failed");
+    Bytes out;
+    if (::write(fd, command.data(), command.size()) == static_cast<ssize_t>(command.size())) {
+      uint8_t buf[4096];
+      const ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n > 0) out.assign(buf, buf + n);
+    }
+    ::close(fd);
+    if (out.size() < 10) return runtime_error("no answer");
+    return out;
+  }
+  std::string describe() const override { return "per-command socket"; }
+  bool private_handles() const override { return true; }
+
+ private:
+  std::string path_;
+};
+
+// In a child process: a primary, a sealed object created and loaded under
+// it and unsealed, each command on a connection of its own. Written to
+// `out`: 1 and the two handles on success, else 0.
+void per_command_client(const std::string& path, int out) {
+  PerCommandSocket socket(path);
+  Tpm tpm(socket);
+  const Bytes secret = {'g', 'o', '-', 't', 'p', 'm'};
+  cmd::CreatePrimary primary;
+  primary.primary_handle = NamedHandle::of(rh::kOwner);
+  primary.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto parent = tpm.run(primary, {Auth::password()});
+  cmd::Create create;
+  create.in_sensitive.data = secret;
+  Public& p = create.in_public.public_area;
+  p.type = alg::kKeyedHash;
+  p.name_alg = alg::kSha256;
+  p.attributes = object_attr::kFixedTpm | object_attr::kFixedParent | object_attr::kUserWithAuth;
+  p.scheme = Scheme{alg::kNull, 0, 0};
+  uint8_t report[9] = {0};
+  if (parent.ok()) {
+    create.parent_handle = NamedHandle::of(parent->object_handle);
+    auto created = tpm.run(create, {Auth::password()});
+    auto loaded = created.ok() ? tpm.run(cmd::Load{create.parent_handle, created->out_private, created->out_public},
+                                         {Auth::password()})
+                               : Result<cmd::Load::Response>(created.error());
+    auto unsealed = loaded.ok() ? tpm.run(cmd::Unseal{NamedHandle::of(loaded->object_handle)}, {Auth::password()})
+                                : Result<cmd::Unseal::Response>(loaded.error());
+    if (unsealed.ok() && unsealed->out_data.bytes == secret) {
+      report[0] = 1;
+      store_be32(report + 1, parent->object_handle);
+      store_be32(report + 5, loaded->object_handle);
+    }
+  }
+  (void)!::write(out, report, sizeof(report));
+}
+
+// A program that connects once per command (go-tpm's OpenTPM on the
+// socket) keeps its objects for as long as its process lives: CreatePrimary,
+// Create, Load and Unseal on four connections work. Another process of the
+// same uid has a space of its own and cannot use them; once the program is
+// killed, the TPM (read past the server) holds none of its handles.
+TEST(ServerSocket, AProgramConnectingPerCommandKeepsItsHandlesUntilItExits) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  // Forked while the server's loop is stopped: the child is this thread
+  // alone, free to allocate.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    per_command_client(path, report[1]);
+    char wait = 0;
+    ::close(hold[1]);
+    (void)!::read(hold[0], &wait, 1);  // lives until killed
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  ::close(hold[0]);
+  s.resume();
+  uint8_t got[9] = {0};
+  ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+  ::close(report[0]);
+  EXPECT_EQ(got[0], 1) << "the per-command client failed";
+  const uint32_t key = load_be32(got + 5);
+  server::ServerStats stats = s.settle();  // its last connection's close seen
+  EXPECT_EQ(stats.clients, 0u);
+  EXPECT_EQ(stats.spaces, 1u);
+  EXPECT_EQ(s.on_tpm().size(), 2u);  // its primary and its loaded object
+  s.resume();
+  // This process, the same uid: its own space, in which the key is no handle.
+  PerCommandSocket other(path);
+  Tpm tpm(other);
+  auto read = tpm.run(cmd::ReadPublic{NamedHandle::of(key)});
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().tpm_rc(), kHandle1);
+  auto unseal = tpm.run(cmd::Unseal{NamedHandle::of(key)}, {Auth::password()});
+  ASSERT_FALSE(unseal.ok());
+  EXPECT_EQ(unseal.error().tpm_rc(), kHandle1);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(hold[1]);
+  // Until the server saw it exit (at most 10 s): only this process's space is left.
+  for (int i = 0; i < 200 && s.pause().spaces > 1; ++i) {
+    s.resume();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(s.pause().spaces, 1u);
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+// A uid keeps at most max_clients_per_uid spaces of processes that hold no
+// connection: three programs that each made two objects and hold no
+// connection, with room for two; the first's space ends (its objects
+// flushed), the others' stay until they are killed.
+TEST(ServerSocket, AUidKeepsAtMostMaxConnectionsSpacesWithoutAConnection) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ServerOptions options;
+  options.max_clients_per_uid = 2;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) {
+    int report[2];
+    ASSERT_EQ(::pipe(report), 0);
+    s.pause();  // forked with this thread alone
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      per_command_client(path, report[1]);
+      char wait = 0;
+      ::close(hold[1]);
+      (void)!::read(hold[0], &wait, 1);  // lives until killed
+      ::_exit(0);
+    }
+    children.push_back(child);
+    ::close(report[1]);
+    s.resume();
+    uint8_t got[9] = {0};
+    ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+    ::close(report[0]);
+    EXPECT_EQ(got[0], 1) << "client " << i << " failed";
+    s.settle();  // its last connection's close seen
+    s.resume();
+  }
+  const server::ServerStats kept = s.pause();
+  EXPECT_EQ(kept.spaces, 2u);
+  // The manager's entries: the two spaces and their four objects (loaded or
+  // saved: libtpms has three slots).
+  EXPECT_EQ(kept.handle_entries, 6u);
+  s.resume();
+  for (pid_t child : children) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
+  ::close(hold[0]);
+  ::close(hold[1]);
+  for (int i = 0; i < 200 && s.pause().spaces > 0; ++i) {
+    s.resume();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(s.pause().spaces, 0u);
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

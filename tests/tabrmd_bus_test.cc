@@ -252,6 +252,57 @@ TEST_F(TabrmdServeTest, NoTctiConfiguredReachesTheServerOnTheSystemBus) {
   EXPECT_EQ(random.out.size(), 16u);
 }
 
+// tpm2-pkcs11 (Debian's libtpm2-pkcs11-1) with no TCTI of its own
+// (TPM2_PKCS11_TCTI unset) and nothing set but what the package ships
+// (packaging/tpm2-env/60-tpmsec-server.conf, read by the shell as
+// environment.d would): tpm2-tss's loader finds the server on the system
+// bus. p11tool (gnutls-bin) initializes a token (C_InitToken: a primary key
+// made persistent, the SO's wrapping key sealed under it); the token's
+// primary is then listed by the served TPM (nothing else is a TPM here: no
+// /dev/tpmrm0).
+TEST_F(TabrmdServeTest, Tpm2Pkcs11WithNoTctiReachesTheServer) {
+  auto persistent = [] {
+    auto r = run_command({"tpm2_getcap", "handles-persistent"}, tools_env());
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    return r.out;
+  };
+  const std::string before = persistent();
+  char tmpl[] = "/tmp/tpmsec-pkcs11-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(tmpl));
+  const std::string store = tmpl;
+  const std::string shipped = std::string(TPMSEC_DATA_DIR) + "/../packaging/tpm2-env/60-tpmsec-server.conf";
+  std::string module;  // /usr/lib/<multiarch>/pkcs11/libtpm2_pkcs11.so
+  for (const auto& dir : std::filesystem::directory_iterator("/usr/lib")) {
+    const auto candidate = dir.path() / "pkcs11/libtpm2_pkcs11.so";
+    if (std::filesystem::exists(candidate)) module = candidate;
+  }
+  ASSERT_FALSE(module.empty()) << "libtpm2-pkcs11-1 is not installed (scripts/quickstart test installs it)";
+  auto p11tool = [&](std::vector<std::string> args) {
+    // The shell reads the shipped file as environment.d would, then runs p11tool.
+    std::vector<std::string> argv = {"env", "-u", "TPM2_PKCS11_TCTI", "-u", "TPM2TOOLS_TCTI", "-u", "TCTI"};
+    argv.insert(argv.end(), {"-u", "DBUS_SESSION_BUS_ADDRESS", "sh", "-c", "set -a; . \"$0\"; set +a; exec \"$@\""});
+    argv.insert(argv.end(), {shipped, "p11tool", "--provider", module});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, {"TPM2_PKCS11_STORE=" + store, "GNUTLS_SO_PIN=12345678"});
+  };
+  auto init = p11tool({"--initialize", "--label=tpmsec", "pkcs11:manufacturer=IBM;token="});
+  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  auto listed = p11tool({"--list-tokens"});
+  ASSERT_EQ(listed.exit_code, 0) << describe(listed);
+  EXPECT_NE(listed.out.find("token=tpmsec"), std::string::npos) << listed.out;
+  const std::string after = persistent();
+  EXPECT_GT(after.size(), before.size()) << "the token's primary key is not on the served TPM: " << after;
+  // The rest of the suite finds the TPM as it was.
+  std::istringstream lines(after);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string handle = line.substr(line.find("0x"));
+    if (before.find(handle) != std::string::npos) continue;
+    auto evict = run_command({"tpm2_evictcontrol", "-C", "o", "-c", handle}, tools_env());
+    EXPECT_EQ(evict.exit_code, 0) << describe(evict);
+  }
+  std::filesystem::remove_all(store);
+}
+
 TEST_F(TabrmdServeTest, TwoToolsAtOnce) {
   // Two clients whose connections are open together: each gets its answers.
   std::vector<std::thread> threads;

@@ -24,6 +24,8 @@
 #include "server/connection.h"
 #include "server/connection_share.h"
 #include "server/listener.h"
+#include "server/peer_process.h"
+#include "server/process_spaces.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/server/log_priority.h"
@@ -40,7 +42,8 @@ int64_t now_ns() {
 
 class Server::Impl {
  public:
-  Impl(Transport& tpm, ServerOptions options) : tpm_(tpm), o_(std::move(options)), rm_(tpm, o_.log) {}
+  Impl(Transport& tpm, ServerOptions options)
+      : tpm_(tpm), o_(std::move(options)), rm_(tpm, o_.log), spaces_(o_.max_clients_per_uid, o_.log) {}
 
   Status start() {
     int p[2];
@@ -52,9 +55,11 @@ class Server::Impl {
     return ok_status();
   }
 
-  Status listen(Result<Fd> fd, std::shared_ptr<const Protocol> protocol, std::string name, std::string bound = "") {
+  Status listen(Result<Fd> fd, std::shared_ptr<const Protocol> protocol, std::string name, std::string bound = "",
+                bool unix_socket = false) {
     if (!fd.ok()) return fd.error();
     auto l = std::make_unique<Listener>();
+    l->per_process = unix_socket && o_.spaces_follow_processes;
     l->fd = std::move(*fd);
     l->protocol = std::move(protocol);
     l->name = std::move(name);
@@ -106,10 +111,13 @@ class Server::Impl {
         short events = c->conn.sending() ? POLLOUT : (c->queued ? 0 : POLLIN);
         fds.push_back({c->conn.fd(), events, 0});
       }
+      const size_t first_process = fds.size();
+      spaces_.watch(fds);
       int ready = ::poll(fds.data(), fds.size(), queue_.empty() ? poll_timeout_ms() : 0);
       if (ready < 0 && errno != EINTR)
         return runtime_error(fmt::format("server: poll failed: {}", std::strerror(errno)));
       if (ready > 0 && fds[0].revents) drain_wake();
+      if (ready > 0) spaces_.note_exits(fds, first_process);
       const int64_t now = now_ns();
       // Open clients first, in the order they came: a close a client sent
       // before another connected is handled before that one's commands.
@@ -142,6 +150,7 @@ class Server::Impl {
   void close_all() {
     for (const auto& c : clients_) drop(*c);
     clients_.clear();
+    spaces_.clear();  // the processes that hold no connection: what they hold is flushed
     queue_.clear();
     std::lock_guard<std::mutex> lock(mu_);
     for (Pending& p : pending_) {
@@ -156,6 +165,7 @@ class Server::Impl {
     s.clients = clients_.size();
     s.dropped = dropped_;
     s.commands = commands_;
+    s.spaces = spaces_.size();
     s.handle_entries = rm_.entries();
     return s;
   }
@@ -169,24 +179,23 @@ class Server::Impl {
     std::shared_ptr<const Protocol> protocol;
     std::string name;
     size_t open = 0;
-    std::string bound;  // a socket file this server made: removed when the listener goes
+    std::string bound;         // a socket file this server made: removed when the listener goes
+    bool per_process = false;  // a Unix socket front: a connection joins its peer process's space
     ~Listener() {
       if (!bound.empty()) ::unlink(bound.c_str());
     }
   };
   struct Client {
-    Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim, bool s,
+    Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim,
            std::optional<uint32_t> u)
-        : id(i), conn(std::move(fd)), protocol(std::move(p)), listener(l), limits(lim), spaced(s), uid(u) {}
+        : id(i), conn(std::move(fd)), protocol(std::move(p)), listener(l), limits(lim), uid(u) {}
     ClientId id;
     Connection conn;
     std::shared_ptr<const Protocol> protocol;
     Listener* listener;  // nullptr: handed over (add_client)
     ClientLimits limits;
-    bool spaced;
     std::optional<uint32_t> uid;
-    std::unique_ptr<HandleSpace> space;  // spaced: its handle space
-    std::unique_ptr<Transport> front;    // ServerOptions::client_front's, above the space
+    SharedSpace* shared = nullptr;  // its handle space (spaces_'s), with isolate; maybe another connection's too
     bool queued = false;
     bool closed = false;
     int64_t active_at = 0;  // when it last sent or was answered
@@ -204,7 +213,8 @@ class Server::Impl {
     Port(Impl& s, Client& c) : s_(s), c_(c) {}
     Bytes execute(ByteView command) override {
       ++s_.commands_;
-      Transport& to = c_.front ? *c_.front : c_.space ? static_cast<Transport&>(*c_.space) : s_.tpm_;
+      SharedSpace* sp = c_.shared;
+      Transport& to = !sp ? s_.tpm_ : sp->front ? *sp->front : static_cast<Transport&>(*sp->space);
       auto r = to.transmit(command);
       return r.ok() ? std::move(*r) : error_frame(rc::kFailure);
     }
@@ -256,23 +266,52 @@ class Server::Impl {
   bool open_client(ClientId id, Fd fd, std::shared_ptr<const Protocol> protocol, Listener* from, ClientLimits limits,
                    PeerIdentity peer) {
     const bool spaced = o_.isolate && protocol->carries_commands();
-    auto c = std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, spaced, peer.uid);
+    auto c = std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, peer.uid);
     if (spaced) {
-      c->space = std::make_unique<HandleSpace>(rm_, id, limits, peer);
-      if (o_.client_front) {
-        auto front = o_.client_front(*c->space);
-        if (!front.ok()) {
-          log(std::string(kLogErr) + "a client's front could not be made: " + front.error().message() +
-              ": connection closed");
-          return false;
-        }
-        c->front = std::move(*front);
-      }
+      c->shared = space_for(id, c->conn.fd(), from && from->per_process, limits, peer);
+      if (!c->shared) return false;
+      ++c->shared->connections;
     }
     if (from) ++from->open;
     c->active_at = now_ns();
     clients_.push_back(std::move(c));
     return true;
+  }
+
+  // The handle space of connection `id`: its peer process's when it has
+  // one already (`per_process`), else a new one, with its front; nullptr
+  // when the front could not be made.
+  SharedSpace* space_for(ClientId id, int fd, bool per_process, ClientLimits limits, const PeerIdentity& peer) {
+    auto made = std::make_unique<SharedSpace>();
+    made->id = id;
+    if (per_process) {
+      PeerProcess process = peer_process(fd, peer);
+      if (process.key) {
+        if (SharedSpace* joined = spaces_.find(*process.key)) {
+          log(fmt::format("{}{}: joins the handle space of client {} (the same process)", kLogDebug,
+                          describe_peer(id, peer), joined->id));
+          return joined;
+        }
+        if (!process.exit.valid()) {
+          log(fmt::format("{}{}: no pidfd ({}): its handle space ends with its last connection", kLogDebug,
+                          describe_peer(id, peer), process.why));
+        }
+      }
+      made->process = process.key;
+      made->exit = std::move(process.exit);
+    }
+    made->space = std::make_unique<HandleSpace>(rm_, id, limits, peer);
+    if (o_.client_front) {
+      auto front = o_.client_front(*made->space);
+      if (!front.ok()) {
+        log(std::string(kLogErr) + "a client's front could not be made: " + front.error().message() +
+            ": connection closed");
+        return nullptr;
+      }
+      made->front = std::move(*front);
+    }
+    made->active_at = now_ns();
+    return &spaces_.add(std::move(made));
   }
 
   void admit(Listener& l) {
@@ -408,8 +447,10 @@ class Server::Impl {
   void drop(Client& c) {
     if (c.closed) return;
     c.closed = true;
-    c.front.reset();  // first: it may flush what it holds through the space
-    c.space.reset();  // closes the client's space
+    // Its space ends with it unless its process lives on (process_spaces.h):
+    // the front first, which may flush what it holds through the space.
+    if (c.shared) spaces_.leave(*c.shared, now_ns());
+    c.shared = nullptr;
     if (o_.on_closed) o_.on_closed(c.id);
     if (c.listener) {
       --c.listener->open;
@@ -422,6 +463,7 @@ class Server::Impl {
   Transport& tpm_;
   ServerOptions o_;
   ResourceManager rm_;
+  ProcessSpaces spaces_;  // after rm_: destroyed first, so what the spaces hold is flushed
   Fd wake_r_, wake_w_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<Client>> clients_;
@@ -448,7 +490,7 @@ Server::~Server() {
 }
 
 Status Server::listen_unix(const std::string& path, const UnixSocketOptions& socket) {
-  return impl_->listen(listen_unix_socket(path, socket), raw_tpm_protocol(), path, path);
+  return impl_->listen(listen_unix_socket(path, socket), raw_tpm_protocol(), path, path, true);
 }
 
 Status Server::listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
@@ -469,7 +511,7 @@ Status Server::listen_fd(int raw, std::string name) {
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
     return runtime_error(fmt::format("server: {}: {}", name, std::strerror(errno)));
   }
-  return impl_->listen(std::move(fd), raw_tpm_protocol(), std::move(name));
+  return impl_->listen(std::move(fd), raw_tpm_protocol(), std::move(name), "", true);
 }
 
 Result<ClientId> Server::add_client(int fd, ClientLimits limits, PeerIdentity peer) {

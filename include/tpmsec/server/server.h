@@ -18,7 +18,8 @@
 //     checked from the header before the body is read), and a client that
 //     stops in the middle of a frame or does not read its answer for
 //     frame_timeout_ms is dropped. A closed, dropped or crashed client's
-//     handles are flushed at once.
+//     handles are flushed at once; on a Unix socket front (with
+//     spaces_follow_processes), once its process exited too.
 //   - stop: run() returns within kPollMs of *stop turning true (SIGTERM);
 //     the clients stay connected (run() may be called again) until the
 //     Server is destroyed, which closes every client (flushing what each
@@ -48,7 +49,15 @@
 namespace tpmsec::server {
 
 struct ServerOptions {
-  bool isolate = true;              // per-client handle spaces; false: every client on the TPM's own handles
+  bool isolate = true;  // per-client handle spaces; false: every client on the TPM's own handles
+  // With isolate, a connection of a Unix socket front (listen_unix,
+  // listen_fd) joins the handle space of its peer process (uid, pid and
+  // start time from SO_PEERCRED and /proc), which lives until that process
+  // exited and its last connection closed (a pidfd polled in the loop; with
+  // none, until its last connection closed): a program that connects once
+  // per command keeps its handles. False, or another front: a space per
+  // connection, ending with it.
+  bool spaces_follow_processes = true;
   size_t max_clients = 32;          // per listener, and for add_client; beyond: room made (above) or closed at once
   size_t max_clients_per_uid = 16;  // open connections of one peer uid (Unix sockets, add_client); beyond: closed
   ClientLimits limits;              // for the clients the listeners accept
@@ -83,6 +92,7 @@ struct UnixSocketOptions {
 
 struct ServerStats {
   size_t clients = 0;         // open connections
+  size_t spaces = 0;          // handle spaces: one per connection, or per peer process (spaces_follow_processes)
   uint64_t dropped = 0;       // connections dropped for stalling
   uint64_t commands = 0;      // client commands served
   size_t handle_entries = 0;  // ResourceManager::entries()
