@@ -3,6 +3,7 @@
  * response) in nanoseconds, one line per command:
  *
  *   rtt_client TO COMMAND N [WARMUP]
+ *   rtt_client relay PATH HOST:PORT
  *
  * TO       tcp:HOST:PORT   raw TPM frames on a TCP socket (swtpm's data port:
  *                          `tpmsec emulate --protocol swtpm`)
@@ -13,6 +14,12 @@
  * COMMAND  random          TPM2_GetRandom(8), no session
  *          extend          TPM2_PCR_Extend(16, one SHA-256 digest) under the password
  * N        commands timed; WARMUP (default 50) more are sent first, untimed.
+ *
+ * relay: the least any process between a client and the TPM can do, for the
+ * floor row of bench/rtt: listens on the Unix socket PATH and, for one client
+ * at a time, passes each command frame to the TPM's TCP data port and its
+ * response back (blocking reads and writes, no poll: four system calls and
+ * two context switches per command). Runs until killed.
  *
  * Both raw paths write the frame with one write() and read until the
  * response's header size is in, as a TSS does on /dev/tpmrm0. Exit 1 with one
@@ -86,6 +93,42 @@ static int connect_unix(const char* path) {
 
 static uint32_t be32(const uint8_t* p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | p[2] << 8 | p[3]; }
 
+/* Reads one frame (header size) from s into buf; its size, or 0 at the end. */
+static size_t read_frame(int s, uint8_t* buf, size_t cap) {
+  size_t got = 0, want = 10;
+  while (got < want) {
+    ssize_t n = read(s, buf + got, cap - got);
+    if (n <= 0) return 0;
+    got += (size_t)n;
+    if (got >= 10) want = be32(buf + 2);
+    if (want < 10 || want > cap) return 0;
+  }
+  return got;
+}
+
+static void relay(const char* path, const char* tpm_at) {
+  int tpm = connect_tcp(tpm_at);
+  if (tpm < 0) die("relay: cannot connect to the TPM");
+  struct sockaddr_un a = {0};
+  a.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof(a.sun_path)) die("relay: path too long");
+  strcpy(a.sun_path, path);
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (l < 0 || bind(l, (struct sockaddr*)&a, sizeof(a)) != 0 || listen(l, 4) != 0) die("relay: cannot listen");
+  uint8_t buf[4096];
+  for (;;) {
+    int c = accept(l, NULL, NULL);
+    if (c < 0) continue;
+    size_t n;
+    while ((n = read_frame(c, buf, sizeof(buf))) > 0) {
+      if (write(tpm, buf, n) != (ssize_t)n) die("relay: write to the TPM failed");
+      if ((n = read_frame(tpm, buf, sizeof(buf))) == 0) die("relay: the TPM did not answer");
+      if (write(c, buf, n) != (ssize_t)n) break;
+    }
+    close(c);
+  }
+}
+
 /* One command, one response; the response code. */
 static uint32_t round_trip(const uint8_t* cmd, size_t len) {
   uint8_t rsp[4096];
@@ -131,6 +174,10 @@ static void open_target(const char* to) {
 }
 
 int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "relay") == 0) {
+    relay(argv[2], argv[3]);
+    return 1;
+  }
   if (argc < 4 || argc > 5) {
     fprintf(stderr, "usage: rtt_client TO random|extend N [WARMUP]\n");
     return 2;
