@@ -312,8 +312,8 @@ class Server::Impl {
     for (const auto& c : clients_) {
       if (c->closed || c->listener != front) continue;
       on.push_back(c.get());
-      const bool idle = !c->queued && c->conn.input().empty() && !c->conn.buffered() && !c->conn.sending() &&
-                        !c->conn.closing();
+      const bool idle =
+          !c->queued && c->conn.input().empty() && !c->conn.buffered() && !c->conn.sending() && !c->conn.closing();
       views.push_back({c->uid, idle, c->active_at});
     }
     const std::string name = front ? front->name : "the handed-over clients";

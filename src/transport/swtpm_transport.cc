@@ -20,7 +20,7 @@ constexpr uint32_t kCtrlInit = 2;  // CMD_INIT in swtpm's tpm_ioctl.h
 // The data channel, its reads bounded by kTimeoutMs each (read_frame).
 Result<io::Fd> connect_data(const SwtpmAddress& address) {
   TPMSEC_ASSIGN_OR_RETURN(io::Fd fd, !address.path.empty() ? io::connect_unix(address.path, "swtpm")
-                                                            : io::connect_tcp(address.host, address.port, "swtpm"));
+                                                           : io::connect_tcp(address.host, address.port, "swtpm"));
   TPMSEC_RETURN_IF_ERROR(io::set_receive_timeout(fd.get(), kTimeoutMs, "swtpm"));
   return fd;
 }
