@@ -7,11 +7,6 @@
 #ifndef TPMSEC_SRC_CRYPTO_SHA256_H_
 #define TPMSEC_SRC_CRYPTO_SHA256_H_
 
-// SHA256_Init/Update/Final are deprecated in OpenSSL 3.0 in favour of EVP,
-// not removed; this file is the one user.
-#ifndef OPENSSL_SUPPRESS_DEPRECATED
-#define OPENSSL_SUPPRESS_DEPRECATED
-#endif
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
@@ -20,6 +15,13 @@
 #include "tpmsec/bytes.h"
 
 namespace tpmsec::crypto::internal {
+
+// SHA256_Init/Update/Final are deprecated in OpenSSL 3.0 in favour of EVP,
+// not removed; this class is their one user. (A pragma, not
+// OPENSSL_SUPPRESS_DEPRECATED: in a unity batch another file's OpenSSL
+// header may come first.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 inline constexpr size_t kSha256Bytes = 32;
 inline constexpr size_t kSha256Block = 64;
@@ -44,6 +46,7 @@ class Sha256 {
  private:
   SHA256_CTX ctx_;
 };
+#pragma GCC diagnostic pop
 
 }  // namespace tpmsec::crypto::internal
 
