@@ -218,6 +218,37 @@ TEST(ServerSocket, RawUnixSocketClientWritesOneCommandAndReadsOneResponse) {
   std::filesystem::remove_all(dir);
 }
 
+// The server reads what a socket has at once (one system call for a
+// request that arrived whole) and hands the protocol only as much as it asks
+// for: a client that writes three commands in one write gets three answers,
+// in order, each its own, although the socket has nothing more to say after
+// the first read.
+TEST(ServerSocket, CommandsWrittenTogetherAreServedOneByOne) {
+  const std::string dir = temp_dir();
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(s.server().listen_unix(path, {}).ok());
+  s.resume();
+  int fd = connect_unix(path);
+  ASSERT_GE(fd, 0);
+  const Bytes get_random16 = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x7b, 0, 16};
+  Bytes three = kGetRandom8;
+  three.insert(three.end(), get_random16.begin(), get_random16.end());
+  three.insert(three.end(), kGetRandom8.begin(), kGetRandom8.end());
+  ASSERT_EQ(::write(fd, three.data(), three.size()), static_cast<ssize_t>(three.size()));
+  for (size_t random_bytes : {8u, 16u, 8u}) {
+    Bytes r = read_response(fd);
+    ASSERT_EQ(r.size(), 12 + random_bytes);  // empty: not answered within 10 s
+    EXPECT_EQ(response_code_of(r), 0u);
+    EXPECT_EQ(size_t{r[10]} << 8 | r[11], random_bytes);
+  }
+  ::close(fd);
+  s.settle();
+  std::filesystem::remove_all(dir);
+}
+
 // A socket the caller connected (the D-Bus front end's socketpair end),
 // handed over with its limits: served like a listener's client; a frame
 // above its limit is refused (TPM_RC_COMMAND_SIZE) and the connection

@@ -1,5 +1,7 @@
 // Digests: one-shot hash() on a per-thread context, and the incremental Hasher.
 #include "crypto/openssl.h"
+#include "crypto/sha256.h"
+#include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 
 namespace tpmsec::crypto {
@@ -8,6 +10,13 @@ using internal::md_for;
 using internal::openssl_error;
 
 Result<Bytes> hash(uint16_t hash_alg, std::initializer_list<ByteView> parts) {
+  if (hash_alg == alg::kSha256) {
+    internal::Sha256 h;
+    h.update(parts);
+    Bytes out(internal::kSha256Bytes);
+    h.finish(out.data());
+    return out;
+  }
   TPMSEC_ASSIGN_OR_RETURN(const EVP_MD* md, md_for(hash_alg));
   TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, internal::thread_md_ctx(hash_alg));
   if (EVP_DigestInit_ex2(ctx, md, nullptr) != 1) return openssl_error("EVP_DigestInit_ex2");

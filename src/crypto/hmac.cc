@@ -3,16 +3,20 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 
 namespace tpmsec::crypto {
 namespace internal {
 
 HmacKey::~HmacKey() {
-  OPENSSL_cleanse(ipad_, sizeof(ipad_));
-  OPENSSL_cleanse(opad_, sizeof(opad_));
+  // Only a block's worth was written (the rest is still zero).
+  const size_t written = std::min(block_size_, kMaxBlockSize);
+  OPENSSL_cleanse(ipad_, written);
+  OPENSSL_cleanse(opad_, written);
 }
 
 Status HmacKey::init(uint16_t hash_alg, ByteView key) {
@@ -40,11 +44,28 @@ Status HmacKey::init(uint16_t hash_alg, ByteView key) {
     opad_[i] ^= key[i];
   }
   OPENSSL_cleanse(hashed_key, sizeof(hashed_key));
+  if (hash_alg == alg::kSha256) {
+    inner_ = Sha256();
+    inner_.update(ipad_, kSha256Block);
+    outer_ = Sha256();
+    outer_.update(opad_, kSha256Block);
+  }
+  return ok_status();
+}
+
+Status HmacKey::mac_sha256(std::initializer_list<ByteView> parts, uint8_t* out) const {
+  Sha256 inner = inner_;
+  inner.update(parts);
+  inner.finish(out);  // inner digest, overwritten below
+  Sha256 outer = outer_;
+  outer.update(out, kSha256Bytes);
+  outer.finish(out);
   return ok_status();
 }
 
 Status HmacKey::mac(std::initializer_list<ByteView> parts, uint8_t* out) const {
   if (md_ == nullptr) return usage_error("HMAC key not initialised");
+  if (hash_alg_ == alg::kSha256) return mac_sha256(parts, out);
   TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, thread_md_ctx(hash_alg_));
   unsigned int size = 0;
   bool ok = EVP_DigestInit_ex2(ctx, md_, nullptr) == 1 && EVP_DigestUpdate(ctx, ipad_, block_size_) == 1;

@@ -4,29 +4,34 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace tpmsec::server {
 
 Connection::Read Connection::read(size_t n) {
-  const size_t had = in_.size();
-  in_.resize(had + n);
-  ssize_t got;
-  do {
-    got = ::recv(fd_.get(), in_.data() + had, n, 0);
-  } while (got < 0 && errno == EINTR);
-  in_.resize(had + (got > 0 ? static_cast<size_t>(got) : 0));
-  if (got > 0) {
+  if (!buffered()) {
+    if (!ahead_) ahead_ = std::make_unique<uint8_t[]>(kReadAhead);
+    ssize_t got;
+    do {
+      got = ::recv(fd_.get(), ahead_.get(), kReadAhead, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got == 0) return Read::kClosed;
+    if (got < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Read::kWouldBlock : Read::kClosed;
+    ahead_begin_ = 0;
+    ahead_end_ = static_cast<size_t>(got);
     // On TCP, ACK at once, as a chip answers at once: tpm2-tss's mssim TCTI writes a
     // command's header and body separately, and with Nagle on its side the
     // body waits for the header's ACK, which Linux delays (~40 ms) unless
-    // asked. TCP_QUICKACK does not stick (tcp(7)): set after every read.
+    // asked. TCP_QUICKACK does not stick (tcp(7)): set after every read. A
+    // Unix socket refuses it once and is not asked again.
     int one = 1;
-    ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
-    return Read::kMore;
+    if (tcp_ && ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one)) != 0) tcp_ = false;
   }
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Read::kWouldBlock;
-  return Read::kClosed;
+  const size_t take = std::min(n, ahead_end_ - ahead_begin_);
+  in_.insert(in_.end(), ahead_.get() + ahead_begin_, ahead_.get() + ahead_begin_ + take);
+  ahead_begin_ += take;
+  return Read::kMore;
 }
 
 bool Connection::send(ByteView answer) {

@@ -113,7 +113,7 @@ class Server::Impl {
       }
       const size_t first_process = fds.size();
       spaces_.watch(fds);
-      int ready = ::poll(fds.data(), fds.size(), queue_.empty() ? poll_timeout_ms() : 0);
+      int ready = ::poll(fds.data(), fds.size(), queue_.empty() && !read_ahead() ? poll_timeout_ms() : 0);
       if (ready < 0 && errno != EINTR)
         return runtime_error(fmt::format("server: poll failed: {}", std::strerror(errno)));
       if (ready > 0 && fds[0].revents) drain_wake();
@@ -127,7 +127,7 @@ class Server::Impl {
         const short revents = ready > 0 ? fds[first_client + i].revents : 0;
         if (revents & POLLOUT) {
           if (!c.conn.flush()) drop(c);
-        } else if ((revents & (POLLIN | POLLHUP | POLLERR)) && !c.queued) {
+        } else if (((revents & (POLLIN | POLLHUP | POLLERR)) || c.conn.buffered()) && !c.queued) {
           read_request(c, now);
         }
         if (!c.closed && !c.queued && c.conn.deadline() && *c.conn.deadline() <= now) stalled(c);
@@ -239,6 +239,12 @@ class Server::Impl {
     return static_cast<int>((wait + 999'999) / 1'000'000);
   }
 
+  // A client has sent more than its last request already: the loop reads it without waiting.
+  bool read_ahead() const {
+    return std::any_of(clients_.begin(), clients_.end(),
+                       [](const auto& c) { return !c->queued && !c->closed && c->conn.buffered(); });
+  }
+
   void drain_wake() {
     char buf[64];
     while (::read(wake_r_.get(), buf, sizeof(buf)) > 0) {
@@ -345,7 +351,8 @@ class Server::Impl {
     for (const auto& c : clients_) {
       if (c->closed || c->listener != front) continue;
       on.push_back(c.get());
-      const bool idle = !c->queued && c->conn.input().empty() && !c->conn.sending() && !c->conn.closing();
+      const bool idle =
+          !c->queued && c->conn.input().empty() && !c->conn.buffered() && !c->conn.sending() && !c->conn.closing();
       views.push_back({c->uid, idle, c->active_at});
     }
     const std::string name = front ? front->name : "the handed-over clients";

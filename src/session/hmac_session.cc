@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "tpmsec/response_code.h"
 #include "tpmsec/salt.h"
 
@@ -95,7 +97,12 @@ Result<std::unique_ptr<HmacSession>> HmacSession::start(Tpm& tpm, const SessionO
   }
   auto session =
       std::make_unique<HmacSession>(&tpm, owned.release(), options.auth_hash, options.symmetric, std::move(session_key),
-                                    nonce_tpm, options.bind ? options.bind->name : Bytes(), options.attributes, &rng);
+                                    nonce_tpm, options.bind ? options.bind->name : Bytes(), options.attributes,
+                                    // Null: each command's nonceCaller from nonce_random(), as
+                                    // SessionOptions::random says (the system RNG, rng, drew the
+                                    // start's nonce and salt; per command it cost a RAND_bytes and
+                                    // OpenSSL's getpid() system call).
+                                    options.random);
   session->nonce_caller_ = c.nonce_caller.bytes;
   return session;
 }
@@ -136,7 +143,13 @@ Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {
   // A session bound to the entity it authorizes leaves the authValue out:
   // it is already in the session key (Part 1 §19.6.11).
   bool bound_to_entity = !bind_name_.empty() && in.entity && in.entity->name == bind_name_;
-  last_hmac_key_ = key_with(bound_to_entity ? ByteView() : in.auth_value);
+  // sessionKey || authValue into the last key's buffer: no allocation once
+  // it has the size (resize() wipes a buffer it outgrows).
+  const ByteView auth = trim_auth_value(bound_to_entity ? ByteView() : in.auth_value);
+  last_hmac_key_.resize(session_key_.size() + auth.size());
+  uint8_t* key = last_hmac_key_.data();
+  if (!session_key_.empty()) std::memcpy(key, session_key_.view().data(), session_key_.size());
+  if (!auth.empty()) std::memcpy(key + session_key_.size(), auth.data(), auth.size());
   sent_attributes_ = attributes_;
   uint8_t attrs = sent_attributes_;
   // The decrypt and encrypt sessions' nonces come before sessionAttributes

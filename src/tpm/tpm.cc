@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -72,7 +73,10 @@ Result<CipherSessions> check_command(const CommandInfo& info, std::span<const Na
 // carries decrypt or encrypt (Part 1 §19.6.5).
 Result<Bytes> frame_command(const CommandInfo& info, std::span<const NamedHandle* const> handles, ByteView parameters,
                             std::span<const Auth> auths, CipherSessions cipher) {
-  std::vector<Bytes> entries;
+  // At most 3 sessions (check_command) and 3 handles (the command table):
+  // the areas on the stack, no allocation of their own.
+  if (handles.size() > 3) return usage_error(fmt::format("{}: at most 3 handles per command", info.name));
+  std::array<Bytes, 3> entries;
   for (size_t i = 0; i < auths.size(); ++i) {
     AuthorizeInput in;
     in.info = &info;
@@ -86,13 +90,14 @@ Result<Bytes> frame_command(const CommandInfo& info, std::span<const NamedHandle
         in.encrypt_nonce = auths[cipher.encrypt].session->nonce_tpm();
       }
     }
-    TPMSEC_ASSIGN_OR_RETURN(Bytes entry, auths[i].session->authorize(in));
-    entries.push_back(std::move(entry));
+    TPMSEC_ASSIGN_OR_RETURN(entries[i], auths[i].session->authorize(in));
   }
-  std::vector<uint32_t> numbers;
-  for (const NamedHandle* h : handles) numbers.push_back(h->handle);
-  std::vector<ByteView> views(entries.begin(), entries.end());
-  auto frame = write_command_frame(info.code, numbers, views, parameters, kMaxCommandBytes);
+  std::array<uint32_t, 3> numbers{};
+  for (size_t i = 0; i < handles.size(); ++i) numbers[i] = handles[i]->handle;
+  std::array<ByteView, 3> views;
+  for (size_t i = 0; i < auths.size(); ++i) views[i] = entries[i];
+  auto frame = write_command_frame(info.code, std::span(numbers).first(handles.size()),
+                                   std::span(views).first(auths.size()), parameters, kMaxCommandBytes);
   if (!frame.ok()) return frame.error().with_context(std::string(info.name));
   return frame;
 }
@@ -376,12 +381,16 @@ Result<RawResponse> Tpm::execute_once(const CommandInfo& info, std::span<const N
                                       const Bytes& parameters_in, std::span<const Auth> auths) {
   TPMSEC_ASSIGN_OR_RETURN(CipherSessions cipher, check_command(info, handles, auths));
   for (const Auth& a : auths) TPMSEC_RETURN_IF_ERROR(a.session->begin_command());
-  // Parameter encryption comes first: cpHash covers the parameters as sent.
-  Bytes parameters = parameters_in;
+  // Parameter encryption comes first: cpHash covers the parameters as sent
+  // (a copy encrypted; without it the caller's parameters as they are).
+  Bytes encrypted;
+  ByteView parameters = parameters_in;
   if (cipher.decrypt >= 0) {
-    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(parameters, info.name));
+    encrypted = parameters_in;
+    TPMSEC_ASSIGN_OR_RETURN(MutableByteView data, first_parameter_data(encrypted, info.name));
     const Auth& a = auths[cipher.decrypt];
     TPMSEC_RETURN_IF_ERROR(a.session->encrypt_parameter(data, a.auth_value));
+    parameters = encrypted;
   }
   // A command that does not fit is refused here: nothing reaches the transport.
   TPMSEC_ASSIGN_OR_RETURN(Bytes command, frame_command(info, handles, parameters, auths, cipher));

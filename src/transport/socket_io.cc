@@ -5,13 +5,17 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "tpmsec/wire.h"
 
 namespace tpmsec::io {
 
@@ -87,6 +91,43 @@ Status read_exact(int fd, MutableByteView out, int timeout_ms, const std::string
     done += static_cast<size_t>(n);
   }
   return ok_status();
+}
+
+Status set_receive_timeout(int fd, int timeout_ms, const std::string& what) {
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
+    return runtime_error(fmt::format("cannot set a receive timeout on {}: {}", what, std::strerror(errno)));
+  }
+  return ok_status();
+}
+
+Result<Bytes> read_frame(int fd, size_t max, const std::string& what) {
+  constexpr size_t kHeader = 10;
+  constexpr size_t kFirstRead = 4096;  // most responses; a larger one grows to its size
+  Bytes frame(std::min(max, kFirstRead));
+  size_t done = 0;
+  size_t want = kHeader;
+  while (done < want) {
+    ssize_t n = ::recv(fd, frame.data() + done, frame.size() - done, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return runtime_error(fmt::format("{} did not answer in time", what));
+      return runtime_error(fmt::format("cannot read from {}: {}", what, std::strerror(errno)));
+    }
+    if (n == 0) return runtime_error(fmt::format("{} closed the connection", what));
+    done += static_cast<size_t>(n);
+    if (done < kHeader) continue;
+    want = load_be32(frame.data() + 2);
+    if (want < kHeader || want > max) {
+      return parse_error(fmt::format("{} sent a response header with size {}", what, want));
+    }
+    if (done > want) {
+      return parse_error(fmt::format("{} sent {} bytes after a {}-byte response", what, done - want, want));
+    }
+    if (frame.size() < want) frame.resize(want);
+  }
+  frame.resize(want);
+  return frame;
 }
 
 }  // namespace tpmsec::io

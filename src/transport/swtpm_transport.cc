@@ -17,9 +17,12 @@ using transport_limits::kMaxResponse;
 using transport_limits::kTimeoutMs;
 constexpr uint32_t kCtrlInit = 2;  // CMD_INIT in swtpm's tpm_ioctl.h
 
+// The data channel, its reads bounded by kTimeoutMs each (read_frame).
 Result<io::Fd> connect_data(const SwtpmAddress& address) {
-  if (!address.path.empty()) return io::connect_unix(address.path, "swtpm");
-  return io::connect_tcp(address.host, address.port, "swtpm");
+  TPMSEC_ASSIGN_OR_RETURN(io::Fd fd, !address.path.empty() ? io::connect_unix(address.path, "swtpm")
+                                                           : io::connect_tcp(address.host, address.port, "swtpm"));
+  TPMSEC_RETURN_IF_ERROR(io::set_receive_timeout(fd.get(), kTimeoutMs, "swtpm"));
+  return fd;
 }
 
 class SwtpmTransport final : public Transport {
@@ -112,15 +115,7 @@ class SwtpmTransport final : public Transport {
   Result<Bytes> exchange(ByteView command) {
     const std::string what = "swtpm";
     TPMSEC_RETURN_IF_ERROR(io::write_all(data_.get(), command, what));
-    Bytes response(10);
-    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), response, kTimeoutMs, what));
-    uint32_t size = load_be32(response.data() + 2);
-    if (size < 10 || size > kMaxResponse) {
-      return parse_error(fmt::format("swtpm sent a response header with size {}", size));
-    }
-    response.resize(size);
-    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), MutableByteView(response).subspan(10), kTimeoutMs, what));
-    return response;
+    return io::read_frame(data_.get(), kMaxResponse, what);
   }
 
   SwtpmAddress address_;
