@@ -210,6 +210,33 @@ TEST(FtraceImport, GeneratedMultiExtendCapture) {
   EXPECT_DOUBLE_EQ(primitive(*r, "GetRandom (HMAC session)")->tpm_ms.median, 5.0);
 }
 
+// Linux 6.12.118 with CONFIG_TCG_TPM2_HMAC (bench/kernel/build-hmac, its
+// trace under bench/kernel/run): tpm2_start_auth_session runs on every extend
+// but returns at once while the session is active, sending nothing. That is
+// the resident session, not one started per extend.
+TEST(FtraceImport, ASessionStartThatSendsNothingIsResident) {
+  const std::string text =
+      "# tracer: function_graph\n#\n"
+      " 0)               |  tpm2_pcr_extend() {\n"
+      " 0)   6.753 us    |    tpm2_start_auth_session();\n"
+      " 0) + 16.231 us   |    tpm_buf_append_hmac_session();\n"
+      " 0) + 43.633 us   |    tpm_buf_fill_hmac_session();\n"
+      " 0) * 27492.40 us |    tpm_transmit_cmd();\n"
+      " 0) + 73.389 us   |    tpm_buf_check_hmac_response();\n"
+      " 0) * 27850.68 us |  }\n";
+  auto c = parse_function_graph(text, "hmac-6.12.txt");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  auto r = bench_from_ftrace({*c}, FtraceImportOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->strategies.size(), 1u);
+  EXPECT_EQ(r->strategies[0].kind, StrategyKind::kResident);
+  EXPECT_DOUBLE_EQ(r->strategies[0].tpm_commands_per_extend, 1.0);
+  const PrimitiveResult* hmac = primitive(*r, "PCR_Extend (HMAC session)");
+  ASSERT_NE(hmac, nullptr);
+  EXPECT_DOUBLE_EQ(hmac->tpm_ms.median, 27.4924);
+  EXPECT_EQ(primitive(*r, "StartAuthSession (ECC salt)"), nullptr);
+}
+
 struct Malformed {
   const char* name;
   std::string text;

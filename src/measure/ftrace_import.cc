@@ -118,7 +118,9 @@ void walk(const FtraceCall& c, double offset_us, const std::string& owner, Opera
     walk(child, child_offset, child_owner, op);
     child_offset += child.duration_us;
   }
-  if (session_start) {
+  if (session_start && op.commands.size() > first) {
+    // A tpm2_start_auth_session that sent nothing found the session already
+    // active (Linux 6.12.y: chip->auth kept across extends): resident.
     op.session_started = true;
     label_session_start(op.commands, first);
   }

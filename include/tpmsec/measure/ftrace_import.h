@@ -10,8 +10,9 @@
 // turns every tpm_transmit_cmd into a TPM command with a duration and every
 // tpm2_pcr_extend into an extend of the strategy the kernel used:
 //
-//   tpm2_start_auth_session inside          -> per-command (Linux 6.10)
-//   HMAC helpers (fill/check) but no start   -> resident (Linux 6.12)
+//   tpm2_start_auth_session inside, sending -> per-command (Linux 6.10)
+//   HMAC helpers (fill/check), no start or   -> resident (Linux 6.12: its
+//     a start that sent nothing                 start returns while a session is active)
 //   neither                                  -> plain
 //
 // Inside tpm2_start_auth_session the three transmits are ContextLoad (null
