@@ -1,6 +1,7 @@
 // The commands a resource manager sends on its own (ContextSave,
-// ContextLoad, FlushContext), framed with the core's Writer and their
-// answers read within the frame's own bounds: every answer is hostile input.
+// ContextLoad, FlushContext), framed and their answers read by the core's
+// frame codec (command_frame.h, response_frame.h) within the frame's own
+// bounds: every answer is hostile input.
 #ifndef TPMSEC_SRC_SERVER_TPM_CALLS_H_
 #define TPMSEC_SRC_SERVER_TPM_CALLS_H_
 
@@ -39,10 +40,6 @@ struct Loaded {
 };
 Loaded context_load(Transport& tpm, ByteView context);
 uint32_t flush_context(Transport& tpm, uint32_t handle);
-
-// The savedHandle of a marshalled TPMS_CONTEXT (sequence u64, savedHandle
-// u32, hierarchy u32, contextBlob TPM2B), 0 when it is not one.
-uint32_t saved_handle_of(ByteView context);
 
 // The resource manager's way to the TPM: at most `limit` commands between
 // two renew()s (one client command and what the manager does for it), then
