@@ -4,6 +4,7 @@
 
 #include "startup.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
@@ -112,15 +113,8 @@ class SwtpmTransport final : public Transport {
   Result<Bytes> exchange(ByteView command) {
     const std::string what = "swtpm";
     TPMSEC_RETURN_IF_ERROR(io::write_all(data_.get(), command, what));
-    Bytes response(10);
-    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), response, kTimeoutMs, what));
-    uint32_t size = load_be32(response.data() + 2);
-    if (size < 10 || size > kMaxResponse) {
-      return parse_error(fmt::format("swtpm sent a response header with size {}", size));
-    }
-    response.resize(size);
-    TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), MutableByteView(response).subspan(10), kTimeoutMs, what));
-    return response;
+    return read_stream_frame([&](MutableByteView into) { return io::read_exact(data_.get(), into, kTimeoutMs, what); },
+                             kMaxResponse, what);
   }
 
   SwtpmAddress address_;
