@@ -12,8 +12,12 @@
 
 #include "support/run_command.h"
 #include "testing/transport_doubles.h"
+#include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/emulation/latency_transport.h"
+#include "tpmsec/emulation/slot_limits.h"
 #include "tpmsec/tpm_config.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/clock.h"
 #include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
@@ -203,6 +207,16 @@ TEST(TransportSpec, AnOpenedTransportKnowsItsSpec) {
   EXPECT_EQ((*opened)->spec().kind, TpmKind::kEmbedded);
   testing::RecordingTransport recorded(**opened);
   EXPECT_EQ(recorded.spec().kind, TpmKind::kEmbedded);
+  // Every decorator is a TransportDecorator, whose spec() is final: the
+  // emulation's (a chip's slots, its latency model) forward it too.
+  SlotLimitTransport slots(**opened, SlotLimits{});
+  EXPECT_EQ(slots.spec().kind, TpmKind::kEmbedded);
+  VirtualClock clock;
+  LatencyProfile profile;
+  profile.id = "test";
+  LatencyTransport emulated(**opened, LatencyModel(profile), clock);
+  EXPECT_EQ(emulated.spec().kind, TpmKind::kEmbedded);
+  EXPECT_EQ(emulated.describe(), "embedded emulating test") << "the text is added to, the spec is the TPM's";
   // A transport no TPM string opened names no kind.
   testing::ScriptedTransport scripted("device:/dev/tpm0");
   EXPECT_EQ(scripted.spec().kind, TpmKind::kNone);

@@ -98,18 +98,15 @@ class StopSignals {
 
 // The emulated chip (--emulate) the server owns: the measured stack's top,
 // which the command keeps alive and reports on when the server ends.
-class EmulatedBus final : public Transport {
+class EmulatedBus final : public TransportDecorator {
  public:
-  explicit EmulatedBus(Transport& top, const Transport& base) : top_(top), base_(base) {}
+  explicit EmulatedBus(Transport& top, Transport& base) : TransportDecorator(base, Traffic::kObserves), top_(top) {}
   Result<Bytes> transmit(ByteView command) override { return top_.transmit(command); }
-  std::string describe() const override { return base_.describe(); }
-  TpmSpec spec() const override { return base_.spec(); }
-  bool in_process() const override { return base_.in_process(); }
-  bool outlives_process() const override { return base_.outlives_process(); }
+  // The measured stack is the server's own: nothing keeps handles apart in it.
+  bool private_handles() const override { return false; }
 
  private:
   Transport& top_;
-  const Transport& base_;
 };
 
 void report_emulated(const MeasuredTpm& m) {

@@ -60,7 +60,7 @@ uint32_t flush_context(Transport& tpm, uint32_t handle) {
 Result<Bytes> CommandBudget::transmit(ByteView command) {
   if (left_ <= 0) return error_frame(rc::kFailure);
   --left_;
-  return tpm_.transmit(command);
+  return inner().transmit(command);
 }
 
 }  // namespace tpmsec::server

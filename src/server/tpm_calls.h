@@ -46,22 +46,21 @@ uint32_t flush_context(Transport& tpm, uint32_t handle);
 // a bare TPM_RC_FAILURE answer without sending. Every answer is unauthenticated,
 // so no chain of them (a forged TPM_RC_CONTEXT_GAP, SESSION_MEMORY,
 // OBJECT_MEMORY, a listing, a success) makes the manager work without end.
-class CommandBudget final : public Transport {
+class CommandBudget final : public TransportDecorator {
  public:
   static constexpr int kDefaultLimit = 1024;
-  explicit CommandBudget(Transport& tpm, int limit = kDefaultLimit) : tpm_(tpm), limit_(limit), left_(limit) {}
+  explicit CommandBudget(Transport& tpm, int limit = kDefaultLimit)
+      : TransportDecorator(tpm, Traffic::kObserves), limit_(limit), left_(limit) {}
 
   Result<Bytes> transmit(ByteView command) override;
-  std::string describe() const override { return tpm_.describe(); }
-  TpmSpec spec() const override { return tpm_.spec(); }
-  bool in_process() const override { return tpm_.in_process(); }
-  bool outlives_process() const override { return tpm_.outlives_process(); }
+  // The manager's own commands: nothing between them and the TPM keeps
+  // their handles apart.
+  bool private_handles() const override { return false; }
 
   void renew() { left_ = limit_; }
   bool spent() const { return left_ <= 0; }
 
  private:
-  Transport& tpm_;
   int limit_;
   int left_;
 };
