@@ -306,7 +306,7 @@ void register_replay(CLI::App& app, Action* action) {
   ima->excludes(ev);
   o->tpm.add_to(sub, /*state_changing=*/true);
   o->strategy.add_to(sub);
-  o->tpm.takes_policy = true;
+  o->tpm.applies.policy = true;
   o->protection.add_to(sub, o->tpm);
   sub->add_option("--pcr", o->pcr, "IMA: the PCR every entry is extended into (16 or 23; others need --force-pcr)")
       ->check(CLI::Range(0, 23))

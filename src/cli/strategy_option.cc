@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "protection_options.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec::cli {
@@ -30,16 +31,9 @@ Status StrategyOption::apply_to(ProtectRequest& request) const {
 }
 
 Status apply_policy_option(const std::string& policy, ProtectRequest& request) {
-  if (policy.empty()) return ok_status();
   // The request may carry the TPM string's policy= item (ProtectionOptions):
   // two policies are a usage error, not a silent choice.
-  if (!request.policy.empty() && request.policy != policy) {
-    return usage_error(
-        fmt::format("--policy {} and policy={} of the TPM string (--tpm, TPMSEC_TPM or "
-                    "TPM2TOOLS_TCTI) disagree",
-                    policy, request.policy));
-  }
-  request.policy = policy;
+  TPMSEC_ASSIGN_OR_RETURN(request.policy, flag_or_item("--policy", policy, "policy", request.policy, "the TPM string"));
   return ok_status();
 }
 

@@ -23,6 +23,8 @@ Result<TpmSpec> parse_transport_spec(std::string_view spec);
 // The embedded and swtpm transports start the TPM (Startup) if it needs it.
 // (tpmsec_transport_open: links the embedded TPM, hence libtpms.)
 Result<std::unique_ptr<Transport>> open_transport(std::string_view spec);
+// The same for a TPM string parsed already (a front end resolves its TPM once).
+Result<std::unique_ptr<Transport>> open_transport(const TpmSpec& spec);
 // The same for a TPM behind a bus only (device:, swtpm:, mssim:, serve:); embedded is
 // kUsage. What the protect path and the TCTI use: no libtpms.
 Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view spec);
