@@ -29,7 +29,7 @@ std::optional<SessionCache> session_cache_for(const Transport& base, bool keep, 
   if (!host) host = host_state_of(ProtectRequest{});
   auto boot = host->boot_id();
   if (!boot.ok()) return std::nullopt;
-  return SessionCache(std::move(host), TpmId::of(base.describe()), *boot);
+  return SessionCache(std::move(host), tpm_id_of(base), *boot);
 }
 
 ProtectedTpm::~ProtectedTpm() = default;
@@ -113,7 +113,7 @@ void ProtectedTpm::track_handles() {
     say("warning: handles are not recorded: " + boot.error().message());
     return;
   }
-  TpmId id = TpmId::of(base_->describe());
+  TpmId id = tpm_id_of(*base_);
   auto stale = flush_stale_handles(*tpm_, *request_.host, id, *boot);
   if (!stale.ok()) {
     say("warning: what an ended process left on the TPM is not flushed: " + stale.error().message());
@@ -264,7 +264,7 @@ Result<std::unique_ptr<PolicyView>> ProtectedTpm::policy_view(const MeasuredFact
   return view;
 }
 
-TpmId ProtectedTpm::id() const { return TpmId::of(base_->describe()); }
+TpmId ProtectedTpm::id() const { return tpm_id_of(*base_); }
 
 Result<std::unique_ptr<ExtendStream>> ProtectedTpm::extend_stream(const ExtendPlan& plan, StreamOptions options) {
   options.protection = tuned(plan.tuning);

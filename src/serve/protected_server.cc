@@ -281,7 +281,7 @@ Result<std::string> forget_state(ProtectRequest request) {
                                                        "(tpmsec did not make it)",
                                                        h));
   }
-  TPMSEC_ASSIGN_OR_RETURN(ForgottenPins pins, forget_pins(tpm->transport(), request.host));
+  TPMSEC_ASSIGN_OR_RETURN(ForgottenPins pins, forget_pins(tpm->id(), request.host));
   if (pins.ek_pin) said.push_back("forgot the EK pin");
   if (pins.tofu_pin) said.push_back("forgot the null key's first-use pin");
   if (said.empty()) said.push_back("nothing was pinned");

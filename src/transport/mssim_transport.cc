@@ -54,7 +54,7 @@ class MssimTransport final : public Transport {
     return power_cycle(su::kState);
   }
 
-  std::string describe() const override { return fmt::format("mssim:host={},port={}", address_.host, address_.port); }
+  std::string describe() const override { return tpm_string_of(address_); }
   bool private_handles() const override { return address_.private_handles; }
 
   // Power on and NV on (no-ops for a simulator already on), then Startup(CLEAR)

@@ -99,11 +99,7 @@ class ServeTransport final : public Transport {
     return out;
   }
 
-  std::string describe() const override {
-    std::string text = "serve:path=" + address_.path;
-    if (address_.uid) text += fmt::format(",uid={}", *address_.uid);
-    return text;
-  }
+  std::string describe() const override { return tpm_string_of(address_); }
   // The server gives each connection a handle space of its own and flushes
   // it when the connection closes (tpmsec/server/server.h).
   bool private_handles() const override { return true; }

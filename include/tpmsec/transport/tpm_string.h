@@ -12,12 +12,24 @@
 #include <string_view>
 
 #include "tpmsec/result.h"
+#include "tpmsec/tpm_id.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
 
 // Parses a TPM string; errors are kUsage and name the problem.
 Result<TpmSpec> parse_transport_spec(std::string_view spec);
+
+// The TPM string the transport `spec` names describes itself by (its
+// describe(), transports.h), rendered without opening it.
+std::string tpm_string_of(const TpmSpec& spec);
+// Which TPM `spec` names, as host state keys it (tpm_id.h): from its TPM
+// string's rendering, never from a connection.
+TpmId tpm_id_of(const TpmSpec& spec);
+// Which TPM is behind `transport`: its spec's (decorators forward it), or,
+// for a transport no TPM string opened (kNone: a test's double, a device
+// handed over as a descriptor), the text it describes itself by.
+TpmId tpm_id_of(const Transport& transport);
 
 // Opens the transport a TPM string names; its spec() is the parsed string.
 // The embedded and swtpm transports start the TPM (Startup) if it needs it.
