@@ -188,6 +188,14 @@ Result<SessionTuning> ProtectedTpm::session_tuning() {
   return d.tuning;
 }
 
+Result<ProtectedTpm::Sessions> ProtectedTpm::open_sessions() {
+  Sessions out;
+  TPMSEC_ASSIGN_OR_RETURN(out.tuning, session_tuning());
+  TPMSEC_ASSIGN_OR_RETURN(out.factory, factory(out.tuning));
+  keep(out.factory.get());
+  return out;
+}
+
 Status ProtectedTpm::check_named_anchor() {
   if (std::holds_alternative<anchor::Automatic>(request_.anchor) ||
       std::holds_alternative<anchor::Unsalted>(request_.anchor)) {

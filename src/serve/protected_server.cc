@@ -139,9 +139,9 @@ class ProtectedServer::Impl {
 
   // The factory and the wrapper on the resolved anchor: the server's session.
   Status start_session() {
-    TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
-    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<SessionFactory> factory, protected_->factory(tuning));
-    protected_->keep(factory.get());
+    TPMSEC_ASSIGN_OR_RETURN(ProtectedTpm::Sessions sessions, protected_->open_sessions());
+    std::unique_ptr<SessionFactory>& factory = sessions.factory;
+    const SessionTuning& tuning = sessions.tuning;
     if (wrapper_) {
       // Re-anchored (recover()): the same wrapper on the new factory, so what
       // it keeps of every client's sessions (to re-sign and encrypt under
