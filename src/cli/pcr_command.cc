@@ -109,7 +109,7 @@ Result<ExtendArgs> check_pcr_extend_args(const PcrOptions& o) {
     choice.strategy = o.protect == "hmac" ? "per-command" : "plain";
   }
   TPMSEC_ASSIGN_OR_RETURN(a.request, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(choice.apply_to(a.request));
+  TPMSEC_RETURN_IF_ERROR(choice.apply_to(a.request, o.protection.items_origin()));
   if (o.recover && !a.batch) return usage_error("--recover is for a batch (DIGEST -)");
   if (o.recover && a.request.strategy == StrategyKind::kPlain) {
     return usage_error("--recover needs a preventing strategy: plain cannot learn whether an extend landed");

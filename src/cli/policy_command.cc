@@ -156,7 +156,7 @@ void print_detection(const PolicyDecision& d, const std::optional<StrategyCosts>
 // words it.
 Status run_show(const ShowOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, request));
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, o.protection.items_origin(), request));
   std::optional<MeasuredFacts> measured;
   if (!o.measurements.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o.measurements));

@@ -42,6 +42,11 @@ void ProtectionOptions::add_null_name_to(CLI::App* sub, const char* help) {
   null_name_option = sub->add_option("--null-name", null_name, help);
 }
 
+std::string ProtectionOptions::items_origin() const {
+  if (!tpm || !tpm->resolved().ok()) return "the TPM string";
+  return std::string(tpm->resolved()->chosen.origin());
+}
+
 bool ProtectionOptions::anchor_given() const {
   return (null_name_option && null_name_option->count() > 0) || tofu || !ek_ca.empty();
 }

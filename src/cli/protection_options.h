@@ -46,6 +46,10 @@ struct ProtectionOptions {
   Result<ProtectRequest> request() const;
   // True when the user named an anchor (--null-name, --ek-ca or --tofu).
   bool anchor_given() const;
+  // Where the TPM string's items came from, for flag_or_item()'s message
+  // ("--tpm", "TPMSEC_TPM", "TPM2TOOLS_TCTI"; "the TPM string" before one
+  // is resolved).
+  std::string items_origin() const;
 };
 
 // The one rule for a flag and the TPM string's item that give the same

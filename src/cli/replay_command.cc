@@ -76,7 +76,7 @@ Status check_target_pcr(const ReplayCliOptions& o) {
 // decided by the protect path (protect.h) on the measured TPM.
 Result<std::pair<StrategyKind, ProtectionConfig>> plan(const ReplayCliOptions& o, MeasuredTpm& tpm) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(o.strategy.apply_to(request));
+  TPMSEC_RETURN_IF_ERROR(o.strategy.apply_to(request, o.protection.items_origin()));
   TPMSEC_ASSIGN_OR_RETURN(auto protect, ProtectedTpm::adopt(request, *tpm.base, *tpm.tpm, tpm.info, facts_of(tpm)));
   TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
   ProtectionConfig protection = protect->protection();

@@ -219,7 +219,7 @@ Status run_serve(const ServeOptions& o) {
   notifier.notify("STATUS=opening the TPM and starting its session");
   serve::ServeRequest request;
   TPMSEC_ASSIGN_OR_RETURN(request.protect, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, request.protect));
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, o.protection.items_origin(), request.protect));
   request.protect.verbose = o.verbose;
   request.protect.notice = [&log](std::string_view line) { log.line("<5>", line); };
   if (!o.ek_roots.empty() || !o.ek_intermediates.empty()) {

@@ -19,21 +19,21 @@ void StrategyOption::add_to(CLI::App* sub) {
   sub->add_flag("-v,--verbose", verbose, "Say on stderr which policy rule chose the strategy, and why");
 }
 
-Status StrategyOption::apply_to(ProtectRequest& request) const {
+Status StrategyOption::apply_to(ProtectRequest& request, std::string_view items_from) const {
   if (!strategy.empty()) {
     auto kind = parse_strategy(strategy);
     if (!kind.ok()) return usage_error(kind.error().message());
     request.strategy = *kind;
   }
-  TPMSEC_RETURN_IF_ERROR(apply_policy_option(policy, request));
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(policy, items_from, request));
   request.verbose = verbose;
   return ok_status();
 }
 
-Status apply_policy_option(const std::string& policy, ProtectRequest& request) {
+Status apply_policy_option(const std::string& policy, std::string_view items_from, ProtectRequest& request) {
   // The request may carry the TPM string's policy= item (ProtectionOptions):
   // two policies are a usage error, not a silent choice.
-  TPMSEC_ASSIGN_OR_RETURN(request.policy, flag_or_item("--policy", policy, "policy", request.policy, "the TPM string"));
+  TPMSEC_ASSIGN_OR_RETURN(request.policy, flag_or_item("--policy", policy, "policy", request.policy, items_from));
   return ok_status();
 }
 
