@@ -62,21 +62,16 @@ class ScriptedTransport final : public Transport {
 // Passes every command to the transport it wraps and shows each exchange to
 // an observer; keeps the command codes. It alters nothing, so an in-process
 // TPM stays in process.
-class RecordingTransport final : public Transport {
+class RecordingTransport final : public TransportDecorator {
  public:
   using Observer = std::function<void(ByteView command, const Result<Bytes>& response)>;
 
   explicit RecordingTransport(Transport& inner, Observer observe = nullptr)
-      : inner_(&inner), observe_(std::move(observe)) {}
+      : TransportDecorator(inner, Traffic::kObserves), inner_(&inner), observe_(std::move(observe)) {}
 
   Result<Bytes> transmit(ByteView command) override;
   Status reset_tpm() override { return inner_->reset_tpm(); }
   Status suspend_resume() override { return inner_->suspend_resume(); }
-  std::string describe() const override { return inner_->describe(); }
-  TpmSpec spec() const override { return inner_->spec(); }
-  bool in_process() const override { return inner_->in_process(); }
-  bool private_handles() const override { return inner_->private_handles(); }
-  bool outlives_process() const override { return inner_->outlives_process(); }
 
   // The command code of every command transmitted, in order.
   const std::vector<uint32_t>& codes() const { return codes_; }
@@ -91,21 +86,21 @@ class RecordingTransport final : public Transport {
 // Hands each command to a callback with the transport it wraps: the callback
 // decides what the client gets (forward, rewrite the response, forge one,
 // time or gate the TPM's work). Not in_process(): it can alter traffic.
-class InterposingTransport final : public Transport {
+class InterposingTransport final : public TransportDecorator {
  public:
   using Interpose = std::function<Result<Bytes>(ByteView command, Transport& inner)>;
 
   // `suffix` is appended to the inner transport's describe() ("+rewrite").
   InterposingTransport(Transport& inner, Interpose interpose, std::string suffix = "")
-      : inner_(&inner), interpose_(std::move(interpose)), suffix_(std::move(suffix)) {}
+      : TransportDecorator(inner, Traffic::kAlters),
+        inner_(&inner),
+        interpose_(std::move(interpose)),
+        suffix_(std::move(suffix)) {}
 
   Result<Bytes> transmit(ByteView command) override { return interpose_(command, *inner_); }
   Status reset_tpm() override { return inner_->reset_tpm(); }
   Status suspend_resume() override { return inner_->suspend_resume(); }
   std::string describe() const override { return inner_->describe() + suffix_; }
-  TpmSpec spec() const override { return inner_->spec(); }
-  bool private_handles() const override { return inner_->private_handles(); }
-  bool outlives_process() const override { return inner_->outlives_process(); }
 
   Transport& inner() { return *inner_; }
 

@@ -341,6 +341,20 @@ TEST(Cli, HelpOnEveryCommand) {
   }
 }
 
+// serve applies the TPM string's policy= (it is not named as ignored) and
+// holds --policy to the rule every command follows: both given and unlike
+// is one usage line naming both, before anything is served or opened.
+TEST(Cli, ServeHoldsPolicyAndItsItemToTheOneRule) {
+  auto r = run_tpmsec({"serve", "--allow-root", "--dbus", "none", "--socket", "/nonexistent/tpmsec.sock", "--tpm",
+                       "embedded,policy=/nonexistent/a.toml", "--policy", "/nonexistent/b.toml"});
+  EXPECT_EQ(r.exit_code, testing::kExitUsage) << r.err;
+  EXPECT_NE(r.err.find("--policy /nonexistent/b.toml and --tpm's policy=/nonexistent/a.toml disagree"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("ignores policy="), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(Cli, SwtpmInfoJsonReportsIbm) {
   testing::SwtpmProcess swtpm;
   if (!swtpm.start()) GTEST_SKIP() << swtpm.error();

@@ -1,5 +1,5 @@
 // The frame codec (tpmsec/command_frame.h, tpmsec/response_frame.h,
-// tpmsec/frame_fields.h): what it writes it reads back field for field; it
+// tpmsec/frame_fields.h, tpmsec/frame_rewrite.h): what it writes it reads back field for field; it
 // refuses every truncated, oversized or inconsistent frame; and the frames
 // the reference TPM (the embedded libtpms) exchanges with Tpm::run, read by
 // it and written back, are the same bytes.
@@ -15,6 +15,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
+#include "tpmsec/frame_rewrite.h"
 #include "tpmsec/hmac_session.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/response_frame.h"
@@ -236,6 +237,72 @@ TEST(FrameFields, ContextFlushAndListing) {
   Bytes properties = *bytes;
   properties[4] = 0x06;  // TPM_CAP_TPM_PROPERTIES
   EXPECT_FALSE(read_handle_listing(properties).has_value());
+}
+
+TEST(FrameFields, WholeContext) {
+  Bytes context = {0, 0, 0, 0, 0, 0, 0, 9, 0x02, 0x00, 0x00, 0x01, 0x40, 0, 0, 7, 0x00, 0x02, 0xaa, 0xbb};
+  EXPECT_EQ(whole_context_saved_handle(context), 0x02000001u);
+  for (size_t n = 0; n < context.size(); ++n) EXPECT_EQ(whole_context_saved_handle(ByteView(context).first(n)), 0u);
+  Bytes longer = context;
+  longer.push_back(0);
+  EXPECT_EQ(whole_context_saved_handle(longer), 0u) << "a byte past the context";
+}
+
+// The handles an intermediary rewrites land where the codec reads them, and
+// nothing is written where the frame has no such field.
+TEST(FrameRewrite, HandlesWhereTheCodecReadsThem) {
+  const uint32_t handles[] = {0x80000001, 0x80000002};
+  Bytes command = *write_command_frame(cc::kPolicySecret, handles, {}, Bytes{0, 0, 0, 0}, kMax);
+  ASSERT_TRUE(rewrite_handle(command, 1, 0x80ffffff).ok());
+  auto areas = read_command_areas(command, kMax);
+  ASSERT_TRUE(areas.ok()) << areas.error().message();
+  EXPECT_EQ(areas->handles, (std::vector<uint32_t>{0x80000001, 0x80ffffff}));
+  const Bytes before = command;
+  EXPECT_FALSE(rewrite_handle(command, 1 + command.size() / 4, 1).ok()) << "past the frame";
+  EXPECT_FALSE(rewrite_handle(MutableByteView(command).first(command.size() - 1), 0, 1).ok()) << "not framed";
+  EXPECT_EQ(command, before);
+
+  Bytes response = sample_response(0);
+  ASSERT_TRUE(rewrite_handle(response, 0, 0x80abcdef).ok());
+  EXPECT_EQ(read_response_handles(response, 1, kMax)->front(), 0x80abcdefu);
+
+  Bytes flush = *write_command_frame(cc::kFlushContext, {}, {}, be32(0x80000003), kMax);
+  ASSERT_TRUE(rewrite_flush_handle(flush, 0x80000004).ok());
+  EXPECT_EQ(read_flush_handle(read_command_areas(flush, kMax)->parameters), 0x80000004u);
+  EXPECT_FALSE(rewrite_flush_handle(command, 1).ok()) << "not a FlushContext";
+  EXPECT_EQ(command, before);
+}
+
+// A frame off a stream: the header, then what its size says; a size below the
+// header's or above the limit is refused before more is read.
+TEST(FrameHeader, ReadStreamFrame) {
+  Bytes stream = error_frame(rc::kFailure);
+  stream.push_back(0x77);  // the next frame's first byte: never read
+  size_t at = 0;
+  auto reader = [&](MutableByteView into) -> Status {
+    if (stream.size() - at < into.size()) return runtime_error("closed");
+    std::copy_n(stream.begin() + static_cast<ptrdiff_t>(at), into.size(), into.begin());
+    at += into.size();
+    return ok_status();
+  };
+  auto frame = read_stream_frame(reader, kMax, "test");
+  ASSERT_TRUE(frame.ok()) << frame.error().message();
+  EXPECT_EQ(*frame, error_frame(rc::kFailure));
+  EXPECT_EQ(at, kFrameHeaderBytes);
+
+  stream = sample_response(1);
+  at = 0;
+  auto whole = read_stream_frame(reader, kMax, "test");
+  ASSERT_TRUE(whole.ok()) << whole.error().message();
+  EXPECT_EQ(*whole, stream);
+  at = 0;
+  auto small = read_stream_frame(reader, stream.size() - 1, "test");
+  ASSERT_FALSE(small.ok()) << "above the limit";
+  EXPECT_EQ(small.error().kind(), ErrorKind::kParse);
+  EXPECT_EQ(at, kFrameHeaderBytes) << "nothing read past the header";
+  stream = {0x80, 0x01, 0, 0, 0, 9, 0, 0, 0, 0};
+  at = 0;
+  EXPECT_FALSE(read_stream_frame(reader, kMax, "test").ok()) << "below the header's own size";
 }
 
 TEST(FrameFields, NameInResponse) {

@@ -54,7 +54,7 @@ TEST_F(ProvisionTest, ABindSecretIsKeptUsedAndRemoved) {
     ASSERT_FALSE(again.ok());
     EXPECT_EQ(again.error().kind(), ErrorKind::kUsage);
     EXPECT_NE(again.error().message().find("already provisioned"), std::string::npos) << again.error().message();
-    ProvisionStatus status = provision_status((*tpm)->transport(), host_);
+    ProvisionStatus status = provision_status(tpm_id_of((*tpm)->transport()), host_);
     ASSERT_TRUE(status.bind_secret.ok());
     ASSERT_TRUE(status.bind_secret->has_value());
     EXPECT_EQ((*status.bind_secret)->nv_index, kDefaultBindIndex);
@@ -79,7 +79,7 @@ TEST_F(ProvisionTest, ABindSecretIsKeptUsedAndRemoved) {
     ASSERT_TRUE(removed.ok()) << removed.error().message();
     EXPECT_EQ(removed->nv_index, kDefaultBindIndex);
     EXPECT_FALSE(removed->index_was_gone);
-    auto status = provision_status((*tpm)->transport(), host_);
+    auto status = provision_status(tpm_id_of((*tpm)->transport()), host_);
     ASSERT_TRUE(status.bind_secret.ok());
     EXPECT_FALSE(status.bind_secret->has_value());
     // Nothing left to remove.

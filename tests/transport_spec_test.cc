@@ -6,14 +6,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "support/run_command.h"
 #include "testing/transport_doubles.h"
+#include "tpmsec/emulation/latency_model.h"
+#include "tpmsec/emulation/latency_transport.h"
+#include "tpmsec/emulation/slot_limits.h"
 #include "tpmsec/tpm_config.h"
 #include "tpmsec/transport.h"
+#include "tpmsec/transport/clock.h"
 #include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
@@ -203,9 +209,65 @@ TEST(TransportSpec, AnOpenedTransportKnowsItsSpec) {
   EXPECT_EQ((*opened)->spec().kind, TpmKind::kEmbedded);
   testing::RecordingTransport recorded(**opened);
   EXPECT_EQ(recorded.spec().kind, TpmKind::kEmbedded);
+  // Every decorator is a TransportDecorator, whose spec() is final: the
+  // emulation's (a chip's slots, its latency model) forward it too.
+  SlotLimitTransport slots(**opened, SlotLimits{});
+  EXPECT_EQ(slots.spec().kind, TpmKind::kEmbedded);
+  VirtualClock clock;
+  LatencyProfile profile;
+  profile.id = "test";
+  LatencyTransport emulated(**opened, LatencyModel(profile), clock);
+  EXPECT_EQ(emulated.spec().kind, TpmKind::kEmbedded);
+  EXPECT_EQ(emulated.describe(), "embedded emulating test") << "the text is added to, the spec is the TPM's";
   // A transport no TPM string opened names no kind.
   testing::ScriptedTransport scripted("device:/dev/tpm0");
   EXPECT_EQ(scripted.spec().kind, TpmKind::kNone);
+}
+
+// A TPM's identity (TpmId, what host state keys it by) from its TPM string,
+// without opening it: the text the transport would describe itself by,
+// rendered by the same function (transports.h).
+TEST(TransportSpec, ATpmStringsIdentityNeedsNoConnection) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"swtpm:port=2321", "swtpm:host=localhost,port=2321"},
+      {"swtpm:host=127.0.0.1,port=02321,handles=private,ctrlhost=h", "swtpm:host=127.0.0.1,port=2321"},
+      {"swtpm:path=/run/swtpm.sock,ctrlpath=/run/ctrl.sock", "swtpm:path=/run/swtpm.sock,ctrlpath=/run/ctrl.sock"},
+      {"swtpm:host=h,port=7,ctrl=8", "swtpm:host=h,port=7,ctrl=8"},
+      {"mssim:host=127.0.0.1", "mssim:host=127.0.0.1,port=2321"},
+      {"device", "device:/dev/tpm0"},
+      {"device:/dev/tpmrm0", "device:/dev/tpmrm0"},
+      {"serve", "serve:path=/run/tpmsec/tpm.sock"},
+      {"serve:path=/tmp/s,uid=1000", "serve:path=/tmp/s,uid=1000"},
+      {"embedded", "embedded"},
+      {"embedded:state=/tmp/x", "embedded:state=/tmp/x"},
+  };
+  for (const auto& [text, id] : cases) {
+    SCOPED_TRACE(text);
+    auto spec = parse_transport_spec(text);
+    ASSERT_TRUE(spec.ok()) << spec.error().message();
+    EXPECT_EQ(tpm_string_of(*spec), id);
+    EXPECT_EQ(tpm_id_of(*spec).key, TpmId::of(id).key);
+  }
+  // An opened transport: its spec's identity is the one it describes.
+  auto opened = open_transport("embedded");
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ(tpm_id_of(**opened).text, (*opened)->describe());
+  testing::InterposingTransport interposed(
+      **opened, [](ByteView c, Transport& inner) { return inner.transmit(c); }, "+rewrite");
+  EXPECT_EQ(tpm_id_of(interposed).text, "embedded") << "a decorator's text is not the TPM's identity";
+  testing::ScriptedTransport scripted("a double");
+  EXPECT_EQ(tpm_id_of(scripted).text, "a double") << "no TPM string: what it describes";
+}
+
+// Forgetting pins needs the TPM's identity only: nothing listens at port 1.
+TEST(TransportSpec, ForgettingTalksToNoTpm) {
+  std::string dir = ::testing::TempDir() + "tpmsec-forget-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string state = dir + "/state";
+  auto r = run_tpmsec({"null-key", "--forget", "--tpm", "swtpm:host=127.0.0.1,port=1"}, {"TPMSEC_STATE_DIR=" + state});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.err.find("no --tofu pin kept for swtpm:host=127.0.0.1,port=1"), std::string::npos) << describe(r);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TransportSpec, MssimParsesWithItsPorts) {

@@ -37,6 +37,11 @@ std::optional<ByteView> read_start_auth_session_nonce(ByteView parameters);
 // savedHandle): the handle the context was saved from.
 std::optional<uint32_t> read_context_saved_handle(ByteView parameters);
 
+// The savedHandle of exactly one marshalled TPMS_CONTEXT (a context blob a
+// resource manager keeps or is handed: ContextSave's response parameters,
+// ContextLoad's command parameters), 0 when the bytes are not exactly one.
+uint32_t whole_context_saved_handle(ByteView context);
+
 // FlushContext's flushHandle (Part 3 §28.4: a parameter, not a handle).
 std::optional<uint32_t> read_flush_handle(ByteView parameters);
 

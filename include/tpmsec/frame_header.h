@@ -8,8 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string_view>
 
 #include "tpmsec/bytes.h"
+#include "tpmsec/result.h"
 
 namespace tpmsec {
 
@@ -39,6 +42,16 @@ HeaderRead read_frame_header(ByteView bytes, size_t max_size);
 // True when `response` is a whole response frame (its size as its header
 // says) that answers TPM_RC_SUCCESS.
 bool succeeded(ByteView response);
+
+// A frame off a stream (a TPM's data channel, a server's socket): its
+// header's kFrameHeaderBytes first, then the rest its size says. `read`
+// fills exactly the bytes it is given, or fails (its error is returned).
+// kParse, nothing more read, when the size is below the header's own or
+// above `max_size`; the tag is the reader of the whole frame's to judge (a
+// TPM answers a TPM 1.2 tag with TPM_ST_RSP_COMMAND). `who` names the
+// stream in the error. The one stream framing of the transports.
+Result<Bytes> read_stream_frame(const std::function<Status(MutableByteView)>& read, size_t max_size,
+                                std::string_view who);
 
 // A bare response header carrying `response_code` (TPM_ST_NO_SESSIONS, 10
 // bytes): how a TPM answers a command it refuses.

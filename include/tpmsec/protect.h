@@ -223,6 +223,15 @@ class ProtectedTpm {
   // defaults when the shipped policy cannot be read; an error when the
   // request's own policy file cannot.
   Result<SessionTuning> session_tuning();
+  // A long-lived front end's sessions (the TCTI's, serve's): the factory on
+  // the policy's tuning (session_tuning(), factory()), what it learnt kept
+  // for the next process (keep()). One sequence, so the front ends cannot
+  // drift apart.
+  struct Sessions {
+    SessionTuning tuning;
+    std::unique_ptr<SessionFactory> factory;
+  };
+  Result<Sessions> open_sessions();
   // What the sessions' key rests on, for a person: "kernel null_name
   // (/sys/...)", "EK certificate (ECC P-256) chaining to CN=... of DIR",
   // "persistent salt key 0x81000001 ... pinned at first start" ...

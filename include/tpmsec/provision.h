@@ -20,6 +20,7 @@
 #include "tpmsec/protect.h"
 #include "tpmsec/result.h"
 #include "tpmsec/salt_key.h"
+#include "tpmsec/tpm_id.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
@@ -60,26 +61,27 @@ struct RemovedSaltKey {
 };
 Result<RemovedSaltKey> unprovision_salt_key(ProtectedTpm& tpm);
 
-// What is provisioned for the TPM behind `base` in `host` (none: the state
-// directory), and where each is kept; an error reading one is its own.
+// What is provisioned for the TPM `id` (tpm_id_of(), tpm_string.h) in `host`
+// (none: the state directory), and where each is kept; an error reading one
+// is its own. No TPM is asked.
 struct ProvisionStatus {
   Result<std::optional<BindSecret>> bind_secret;
   std::string bind_secret_file;
   Result<std::optional<PersistentSaltKey>> salt_key;
   std::string salt_key_file;
 };
-ProvisionStatus provision_status(const Transport& base, std::shared_ptr<HostState> host = nullptr);
+ProvisionStatus provision_status(const TpmId& id, std::shared_ptr<HostState> host = nullptr);
 
-// Forgets the trust-first-use and EK pins of the TPM behind `base` and what
+// Forgets the trust-first-use and EK pins of the TPM `id` and what
 // one-shot processes kept of it (after a TPM reset the operator caused, or a
 // replaced TPM), in `host` (none: the state directory). Sends nothing to
-// the TPM.
+// the TPM: it needs none (a TPM string's id is known without opening it).
 struct ForgottenPins {
   std::string tpm;
   bool tofu_pin = false;
   bool ek_pin = false;
 };
-Result<ForgottenPins> forget_pins(const Transport& base, std::shared_ptr<HostState> host = nullptr);
+Result<ForgottenPins> forget_pins(const TpmId& id, std::shared_ptr<HostState> host = nullptr);
 
 }  // namespace tpmsec
 

@@ -50,6 +50,7 @@ ProtectRequest request_of(const TpmConfig& config);
 // kUsage naming the variable.
 struct ChosenTpm {
   std::string spec;  // the TPM string, items removed (config.tpm)
+  TpmSpec parsed;    // what it names, parsed once here: nothing parses it again
   TpmSource source = TpmSource::kFallback;
   TpmConfig config;  // its items (none for a plain TPM string)
   // $TPM2TOOLS_TCTI named the tpmsec TCTI (tpmsec:CONFIG or its library

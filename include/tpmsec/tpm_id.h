@@ -1,6 +1,8 @@
 // Which TPM host state is kept for (host_state.h): the TPM string a transport
 // describes itself by (Transport::describe(), transport.h), and the key a
-// store files it under, computed here once.
+// store files it under, computed here once. Made from a parsed TPM string
+// (tpm_id_of(TpmSpec), tpmsec/transport/tpm_string.h), which renders that
+// text as the transport would, without opening it.
 #ifndef TPMSEC_TPM_ID_H_
 #define TPMSEC_TPM_ID_H_
 

@@ -79,7 +79,8 @@ class Transport {
 
   // What the TPM string this transport was opened from names, parsed once
   // by its opener (tpm_string.h); kind kNone for a transport no TPM string
-  // opened. Decorators forward it. Read this, never describe()'s text.
+  // opened. Decorators forward it (TransportDecorator). Read this, never
+  // describe()'s text.
   virtual TpmSpec spec() const { return spec_; }
   // Set by the opener that parsed the string.
   void set_spec(TpmSpec spec) { spec_ = std::move(spec); }
@@ -106,6 +107,39 @@ class Transport {
 
  private:
   TpmSpec spec_;
+};
+
+// A transport in front of another (tracing, a latency model or a chip's
+// slots, a command budget, an interposer, a server's view of its bus): which
+// TPM it is -- its TPM string (describe()), what that string names (spec(),
+// final here), whether a resource manager keeps its handles apart, whether
+// it outlives the process -- is the inner transport's, forwarded here so no
+// decorator can forget one. A decorator overrides describe() only to add to
+// the text, private_handles() only when it is itself the resource manager.
+// in_process() is forwarded only by a decorator that watches the TPM or is
+// part of it (kObserves: tracing, the latency model and the chip's slots, a
+// resource manager's command budget); one an attacker could stand in, or
+// that answers for the TPM (kAlters: an interposer, a fault injector,
+// serve's status front), is never in process. Platform control
+// (reset_tpm(), suspend_resume()) is not forwarded unless a decorator says
+// so: it belongs to whoever owns the TPM.
+class TransportDecorator : public Transport {
+ public:
+  enum class Traffic { kObserves, kAlters };
+  TransportDecorator(Transport& inner, Traffic traffic) : inner_(&inner), traffic_(traffic) {}
+
+  std::string describe() const override { return inner_->describe(); }
+  TpmSpec spec() const final { return inner_->spec(); }
+  bool in_process() const override { return traffic_ == Traffic::kObserves && inner_->in_process(); }
+  bool private_handles() const override { return inner_->private_handles(); }
+  bool outlives_process() const override { return inner_->outlives_process(); }
+
+ protected:
+  Transport& inner() const { return *inner_; }
+
+ private:
+  Transport* inner_;
+  Traffic traffic_;
 };
 
 }  // namespace tpmsec

@@ -70,30 +70,25 @@ void print_success_notes() {
   for (const std::string& line : success_notes()) fmt::print(stderr, "{}", line);
 }
 
-Result<ChosenTpm> TpmOption::chosen_default(bool note) const {
+Result<ChosenTpm> TpmOption::chosen_default() const {
   Result<ChosenTpm> d = chosen_tpm();
   if (d.ok() || emulate.empty()) return d;
-  if (note) {
-    fmt::print(stderr,
-               "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
-               "the embedded TPM\n",
-               std::getenv("TPM2TOOLS_TCTI"), emulate);
-  }
+  fmt::print(stderr,
+             "tpmsec: note: ignoring TPM2TOOLS_TCTI={} (a TCTI tpmsec does not speak): --emulate {} runs on "
+             "the embedded TPM\n",
+             std::getenv("TPM2TOOLS_TCTI"), emulate);
   ChosenTpm embedded;
   embedded.spec = embedded.config.tpm = "embedded";
   embedded.source = TpmSource::kTpmsecTpm;
+  TPMSEC_ASSIGN_OR_RETURN(embedded.parsed, parse_transport_spec(embedded.spec));
   return embedded;
-}
-
-Result<ChosenTpm> TpmOption::chosen() const {
-  if (!spec.empty()) return given_tpm(spec);
-  return chosen_default(false);
 }
 
 namespace {
 
 // The items of `d` a command does not apply: named, never dropped silently.
-void note_ignored_items(const ChosenTpm& d, bool takes_protection, bool takes_policy) {
+void note_ignored_items(const ChosenTpm& d, AppliedItems applies) {
+  const bool takes_protection = applies.protection;
   const TpmConfig& c = d.config;
   std::vector<std::string> ignored;
   if (!takes_protection) {
@@ -103,7 +98,7 @@ void note_ignored_items(const ChosenTpm& d, bool takes_protection, bool takes_po
     if (!c.salt.empty()) ignored.push_back("salt=");
   }
   std::vector<std::string> why;
-  if (!c.policy.empty() && !takes_policy) {
+  if (!c.policy.empty() && !applies.policy) {
     ignored.push_back("policy=");
     if (takes_protection) why.push_back("this command applies no policy");
   }
@@ -129,25 +124,52 @@ void note_ignored_items(const ChosenTpm& d, bool takes_protection, bool takes_po
 
 }  // namespace
 
-Result<std::string> TpmOption::tpm_string() const {
+Result<ResolvedTpm> TpmOption::resolve() const {
+  ResolvedTpm out;
   if (!spec.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(ChosenTpm given, given_tpm(spec));
-    note_ignored_items(given, takes_protection, takes_policy);
-    return given.spec;
+    TPMSEC_ASSIGN_OR_RETURN(out.chosen, given_tpm(spec));
+    note_ignored_items(out.chosen, applies);
+    out.tpm = out.chosen.spec;
+    out.spec = out.chosen.parsed;
+    return out;
   }
-  TPMSEC_ASSIGN_OR_RETURN(ChosenTpm d, chosen_default(true));
+  TPMSEC_ASSIGN_OR_RETURN(out.chosen, chosen_default());
+  const ChosenTpm& d = out.chosen;
   // --emulate names a chip of its own: the host's TPM behind another chip's
   // model would be neither, so only a TPM the environment names replaces the
   // embedded one there.
-  if (!emulate.empty() && d.source == TpmSource::kHostDevice) return std::string("embedded");
-  note_ignored_items(d, takes_protection, takes_policy);
+  if (!emulate.empty() && d.source == TpmSource::kHostDevice) {
+    out.tpm = "embedded";
+    TPMSEC_ASSIGN_OR_RETURN(out.spec, parse_transport_spec(out.tpm));
+    return out;
+  }
+  note_ignored_items(d, applies);
   if (d.unnamed_simulator() && changes_state && emulate.empty()) {
     note_on_success(
         fmt::format("tpmsec: note: no TPM named (--tpm, TPMSEC_TPM, TPM2TOOLS_TCTI) and no {}: this ran "
                     "on the embedded simulator, not on a TPM of this host\n",
                     kHostTpmDevice));
   }
-  return d.spec;
+  out.tpm = d.spec;
+  out.spec = d.parsed;
+  return out;
+}
+
+const Result<ResolvedTpm>& TpmOption::resolved() const {
+  if (!resolved_) resolved_.emplace(resolve());
+  return *resolved_;
+}
+
+Result<std::string> TpmOption::tpm_string() const {
+  const Result<ResolvedTpm>& r = resolved();
+  if (!r.ok()) return r.error();
+  return r->tpm;
+}
+
+Result<ChosenTpm> TpmOption::chosen() const {
+  const Result<ResolvedTpm>& r = resolved();
+  if (!r.ok()) return r.error();
+  return r->chosen;
 }
 
 OpenTpm::OpenTpm() = default;
@@ -174,8 +196,9 @@ OpenTpm::~OpenTpm() {
 }
 
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) {
-  TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
-  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(spec, option.emulate));
+  const Result<ResolvedTpm>& tpm = option.resolved();
+  if (!tpm.ok()) return tpm.error();
+  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(tpm->spec, option.emulate));
   if (!m->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", m->warning);
   return m;
 }
@@ -186,8 +209,9 @@ namespace {
 // gives what earlier runs kept of its capabilities and keeps them.
 Result<OpenTpm> open_measured_stack(const TpmOption& option, bool keep) {
   OpenTpm out;
-  TPMSEC_ASSIGN_OR_RETURN(std::string spec, option.tpm_string());
-  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(spec));
+  const Result<ResolvedTpm>& tpm = option.resolved();
+  if (!tpm.ok()) return tpm.error();
+  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(tpm->spec));
   std::optional<SessionCache> cache = session_cache_for(*out.base, keep);
   TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(cache));
   TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,35 +77,55 @@ void print_success_notes();
 
 // --tpm and --emulate on a subcommand: the TPM string and an optional
 // latency profile to emulate.
+// The protection items of a TPM string (tpm_config.h) a command applies,
+// declared in this one struct by each command: an item it applies counts as
+// the flag of its name (one rule where both are given: flag_or_item(),
+// protection_options.h); one it does not is named on stderr, never dropped.
+struct AppliedItems {
+  // null-name=, ek-ca=, tofu, salt=: the command takes the protection
+  // options (ProtectionOptions::add_to sets it).
+  bool protection = false;
+  // policy=: the command follows a policy (--policy, $TPMSEC_POLICY).
+  bool policy = false;
+};
+
+// The TPM a command uses, resolved once (TpmOption::resolved()).
+struct ResolvedTpm {
+  ChosenTpm chosen;  // the TPM and its items, as given or as the host's is chosen
+  std::string tpm;   // the TPM string the command opens (tpm_string())
+  TpmSpec spec;      // what `tpm` names
+};
+
 struct TpmOption {
   std::string spec;  // --tpm, items and all; empty: the default (chosen_tpm())
   std::string emulate;
   bool changes_state = false;  // the command changes TPM state (PCRs, NV, persistent keys)
-  // The command takes the protection options (ProtectionOptions::add_to):
-  // the protection items of its TPM string (tpm_config.h) count as its flags.
-  bool takes_protection = false;
-  // The command applies a policy (--policy, $TPMSEC_POLICY): the TPM
-  // string's policy= counts as --policy; elsewhere it is named as ignored.
-  bool takes_policy = false;
+  AppliedItems applies;
   // `state_changing`: when the embedded simulator stands in for a TPM nobody
   // named, the command says so on stderr (tpm_string()).
   void add_to(CLI::App* sub, bool state_changing = false);
-  // The TPM string of --tpm, else of the host's TPM as tpm2-tools picks it
-  // (tpm_config.h, chosen_tpm()), its protection items split off; with
-  // --emulate, /dev/tpmrm0 is not picked: the embedded TPM plays the
-  // profile's chip unless the environment names another. The protection
-  // items this command does not apply are named on stderr.
+  // The TPM this command uses, resolved at the first call and the same at
+  // every later one: --tpm, else the host's TPM as tpm2-tools picks it
+  // (tpm_config.h, chosen_tpm()), its protection items split off and its
+  // TPM string parsed once; with --emulate, /dev/tpmrm0 is not picked: the
+  // embedded TPM plays the profile's chip unless the environment names
+  // another. The protection items this command does not apply are named on
+  // stderr then, once.
+  const Result<ResolvedTpm>& resolved() const;
+  // resolved()'s TPM string.
   Result<std::string> tpm_string() const;
-  // The TPM and its items (tpm_config.h) — of --tpm, $TPMSEC_TPM or
+  // resolved()'s TPM and items (tpm_config.h) — of --tpm, $TPMSEC_TPM or
   // $TPM2TOOLS_TCTI=tpmsec:… alike, one grammar.
   Result<ChosenTpm> chosen() const;
 
  private:
+  Result<ResolvedTpm> resolve() const;
+  mutable std::optional<Result<ResolvedTpm>> resolved_;
   // chosen_tpm(), except that with --emulate a $TPM2TOOLS_TCTI tpmsec does
   // not speak (tabrmd, set for tpm2-tools host-wide) leaves the embedded TPM
   // playing the chip, with a note, instead of a usage error: an emulation
-  // needs no TPM of the host. `note`: say so (once per run: tpm_string()).
-  Result<ChosenTpm> chosen_default(bool note) const;
+  // needs no TPM of the host.
+  Result<ChosenTpm> chosen_default() const;
 };
 
 // An open TPM. Protected (open_protected): the protect path's one way in,

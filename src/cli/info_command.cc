@@ -31,7 +31,7 @@ void register_info(CLI::App& app, Action* action) {
         fmt::print("{:<24}{}\n{}", "transport", open.transport().describe(), text);
         // What `tpmsec provision` kept for protected commands here.
         if (open.transport().outlives_process()) {
-          const ProvisionStatus kept = provision_status(open.transport());
+          const ProvisionStatus kept = provision_status(tpm_id_of(open.transport()));
           const auto& bind = kept.bind_secret;
           fmt::print("{:<24}{}\n", "bind secret",
                      !bind.ok() ? bind.error().message()

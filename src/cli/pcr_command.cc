@@ -45,10 +45,9 @@ struct PcrTarget {
 
 // A kernel TPM device: its PCRs 0-15 are what verifiers trust.
 bool is_device_spec(const TpmOption& tpm) {
-  auto chosen = tpm.chosen();
-  if (!chosen.ok()) return false;  // the usage error comes when the TPM is opened
-  auto spec = parse_transport_spec(chosen->spec);
-  return spec.ok() && spec->kind == TpmKind::kDevice;
+  const Result<ResolvedTpm>& resolved = tpm.resolved();
+  // An error comes when the TPM is opened. The TPM chosen, as it was named.
+  return resolved.ok() && resolved->chosen.parsed.kind == TpmKind::kDevice;
 }
 
 // `request` resolved on the TPM (open_protected); request.keep: use what
@@ -110,7 +109,7 @@ Result<ExtendArgs> check_pcr_extend_args(const PcrOptions& o) {
     choice.strategy = o.protect == "hmac" ? "per-command" : "plain";
   }
   TPMSEC_ASSIGN_OR_RETURN(a.request, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(choice.apply_to(a.request));
+  TPMSEC_RETURN_IF_ERROR(choice.apply_to(a.request, o.protection.items_origin()));
   if (o.recover && !a.batch) return usage_error("--recover is for a batch (DIGEST -)");
   if (o.recover && a.request.strategy == StrategyKind::kPlain) {
     return usage_error("--recover needs a preventing strategy: plain cannot learn whether an extend landed");
@@ -300,7 +299,7 @@ void add_pcr_extend(CLI::App* pcr, Action* action) {
                   "--strategy plain (tpm.disable_pcr_integrity=1)")
       ->check(CLI::IsMember({"hmac", "none"}));
   extend->strategy.add_to(ext);
-  extend->tpm.takes_policy = true;
+  extend->tpm.applies.policy = true;
   extend->protection.add_to(ext, extend->tpm);
   ext->add_option("DIGEST", extend->digest,
                   "Digest as hex, the bank's size (64 hex digits for sha256); - reads one digest per line from "

@@ -156,7 +156,7 @@ void print_detection(const PolicyDecision& d, const std::optional<StrategyCosts>
 // words it.
 Status run_show(const ShowOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, request));
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, o.protection.items_origin(), request));
   std::optional<MeasuredFacts> measured;
   if (!o.measurements.empty()) {
     TPMSEC_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(o.measurements));
@@ -181,7 +181,7 @@ void register_show(CLI::App* policy, Action* action) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* sub = policy->add_subcommand("show", "The TPM's identity, the rule that matches it, the decision and why");
   o->tpm.add_to(sub);
-  o->tpm.takes_policy = true;
+  o->tpm.applies.policy = true;
   o->protection.add_to(sub, o->tpm);
   sub->add_option("--policy", o->policy, "Policy file (default: $TPMSEC_POLICY or data/policy/default.toml)");
   sub->add_option("--measurements", o->measurements,

@@ -9,7 +9,7 @@ namespace tpmsec::cli {
 
 void ProtectionOptions::add_to(CLI::App* sub, TpmOption& tpm_option) {
   tpm = &tpm_option;
-  tpm_option.takes_protection = true;
+  tpm_option.applies.protection = true;
   sub->add_option("--salt", salt,
                   "Salt the session to the null key with ecc (P-256 ECDH, as Linux), rsa (RSA-2048 OAEP), or auto "
                   "(ecc unless the TPM lacks P-256)")
@@ -40,6 +40,11 @@ void ProtectionOptions::add_to(CLI::App* sub, TpmOption& tpm_option) {
 
 void ProtectionOptions::add_null_name_to(CLI::App* sub, const char* help) {
   null_name_option = sub->add_option("--null-name", null_name, help);
+}
+
+std::string ProtectionOptions::items_origin() const {
+  if (!tpm || !tpm->resolved().ok()) return "the TPM string";
+  return std::string(tpm->resolved()->chosen.origin());
 }
 
 bool ProtectionOptions::anchor_given() const {
@@ -79,19 +84,24 @@ Result<ProtectRequest> ProtectionOptions::request() const {
     }
     ProtectRequest given = request_of(items);
     if (items.anchor()) r.anchor = given.anchor;
-    if (!items.salt.empty()) {
-      if (salt != "auto" && salt != items.salt) {
-        return usage_error(fmt::format("--salt {} and {}'s salt={} disagree", salt, from, items.salt));
-      }
-      salt_kind = items.salt;
-    }
-    r.policy = items.policy;  // StrategyOption::apply_to refuses a --policy unlike it
+    TPMSEC_ASSIGN_OR_RETURN(std::string agreed,
+                            flag_or_item("--salt", salt == "auto" ? "" : salt, "salt", items.salt, from));
+    if (!agreed.empty()) salt_kind = agreed;
+    r.policy = items.policy;  // apply_policy_option() holds a --policy to the same rule
   }
   if (salt_kind == "ecc") r.salt = SaltKind::kEcc;
   if (salt_kind == "rsa") r.salt = SaltKind::kRsa;
   // Unsalted sessions have no salt key: an anchor for one is moot.
   if (unsalted) r.anchor = anchor::Unsalted{};
   return r;
+}
+
+Result<std::string> flag_or_item(std::string_view flag, const std::string& flag_value, std::string_view item,
+                                 const std::string& item_value, std::string_view from) {
+  if (!flag_value.empty() && !item_value.empty() && flag_value != item_value) {
+    return usage_error(fmt::format("{} {} and {}'s {}={} disagree", flag, flag_value, from, item, item_value));
+  }
+  return flag_value.empty() ? item_value : flag_value;
 }
 
 }  // namespace tpmsec::cli

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "tpmsec/protect.h"
 #include "tpmsec/session_factory.h"
@@ -45,7 +46,18 @@ struct ProtectionOptions {
   Result<ProtectRequest> request() const;
   // True when the user named an anchor (--null-name, --ek-ca or --tofu).
   bool anchor_given() const;
+  // Where the TPM string's items came from, for flag_or_item()'s message
+  // ("--tpm", "TPMSEC_TPM", "TPM2TOOLS_TCTI"; "the TPM string" before one
+  // is resolved).
+  std::string items_origin() const;
 };
+
+// The one rule for a flag and the TPM string's item that give the same
+// thing (--salt and salt=, --policy and policy=; AppliedItems, cli.h):
+// either alone is taken (empty: not given); both, unlike, are kUsage in one
+// line naming both: "FLAG VALUE and FROM's ITEM=VALUE disagree".
+Result<std::string> flag_or_item(std::string_view flag, const std::string& flag_value, std::string_view item,
+                                 const std::string& item_value, std::string_view from);
 
 }  // namespace tpmsec::cli
 

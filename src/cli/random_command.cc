@@ -86,9 +86,10 @@ void register_null_key(CLI::App& app, Action* action) {
     *action = [o]() -> Status {
       if (o->forget) {
         if (o->protection.anchor_given()) return usage_error("--forget takes no --null-name");
-        TPMSEC_ASSIGN_OR_RETURN(std::string spec, o->tpm.tpm_string());
-        TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, open_transport(spec));
-        TPMSEC_ASSIGN_OR_RETURN(ForgottenPins forgot, forget_pins(*t));
+        // By the TPM string's identity alone: `null-key --forget` opens no TPM.
+        const Result<ResolvedTpm>& tpm = o->tpm.resolved();
+        if (!tpm.ok()) return tpm.error();
+        TPMSEC_ASSIGN_OR_RETURN(ForgottenPins forgot, forget_pins(tpm_id_of(tpm->spec)));
         fmt::print(stderr, "tpmsec: {} for {}\n", forgot.tofu_pin ? "forgot the --tofu pin" : "no --tofu pin kept",
                    forgot.tpm);
         if (forgot.ek_pin) fmt::print(stderr, "tpmsec: forgot the --ek-ca EK pin for {}\n", forgot.tpm);

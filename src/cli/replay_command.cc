@@ -76,7 +76,7 @@ Status check_target_pcr(const ReplayCliOptions& o) {
 // decided by the protect path (protect.h) on the measured TPM.
 Result<std::pair<StrategyKind, ProtectionConfig>> plan(const ReplayCliOptions& o, MeasuredTpm& tpm) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
-  TPMSEC_RETURN_IF_ERROR(o.strategy.apply_to(request));
+  TPMSEC_RETURN_IF_ERROR(o.strategy.apply_to(request, o.protection.items_origin()));
   TPMSEC_ASSIGN_OR_RETURN(auto protect, ProtectedTpm::adopt(request, *tpm.base, *tpm.tpm, tpm.info, facts_of(tpm)));
   TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
   ProtectionConfig protection = protect->protection();
@@ -306,7 +306,7 @@ void register_replay(CLI::App& app, Action* action) {
   ima->excludes(ev);
   o->tpm.add_to(sub, /*state_changing=*/true);
   o->strategy.add_to(sub);
-  o->tpm.takes_policy = true;
+  o->tpm.applies.policy = true;
   o->protection.add_to(sub, o->tpm);
   sub->add_option("--pcr", o->pcr, "IMA: the PCR every entry is extended into (16 or 23; others need --force-pcr)")
       ->check(CLI::Range(0, 23))

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "protection_options.h"
 #include "serve_daemon.h"
+#include "strategy_option.h"
 #include "tpmsec/host/data_dir.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/server/log_priority.h"
@@ -98,18 +99,15 @@ class StopSignals {
 
 // The emulated chip (--emulate) the server owns: the measured stack's top,
 // which the command keeps alive and reports on when the server ends.
-class EmulatedBus final : public Transport {
+class EmulatedBus final : public TransportDecorator {
  public:
-  explicit EmulatedBus(Transport& top, const Transport& base) : top_(top), base_(base) {}
+  explicit EmulatedBus(Transport& top, Transport& base) : TransportDecorator(base, Traffic::kObserves), top_(top) {}
   Result<Bytes> transmit(ByteView command) override { return top_.transmit(command); }
-  std::string describe() const override { return base_.describe(); }
-  TpmSpec spec() const override { return base_.spec(); }
-  bool in_process() const override { return base_.in_process(); }
-  bool outlives_process() const override { return base_.outlives_process(); }
+  // The measured stack is the server's own: nothing keeps handles apart in it.
+  bool private_handles() const override { return false; }
 
  private:
   Transport& top_;
-  const Transport& base_;
 };
 
 void report_emulated(const MeasuredTpm& m) {
@@ -121,8 +119,9 @@ void report_emulated(const MeasuredTpm& m) {
 
 Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& o, serve::ServeRequest request,
                                                             std::unique_ptr<MeasuredTpm>& emulated) {
-  TPMSEC_ASSIGN_OR_RETURN(std::string spec, o.tpm.tpm_string());
-  request.protect.tpm = spec;
+  const Result<ResolvedTpm>& tpm = o.tpm.resolved();
+  if (!tpm.ok()) return tpm.error();
+  request.protect.tpm = tpm->tpm;
   if (!o.tpm.emulate.empty()) {
     // A chip played by the embedded TPM (or the TPM named) behind the
     // profile's latency model: the front end holds it, the library serves it.
@@ -130,13 +129,10 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
     Transport& top = emulated->tracing ? static_cast<Transport&>(*emulated->tracing) : *emulated->base;
     return serve::ProtectedServer::open(std::move(request), std::make_unique<EmulatedBus>(top, *emulated->base));
   }
-  TPMSEC_ASSIGN_OR_RETURN(TpmSpec parsed, parse_transport_spec(spec));
-  if (parsed.kind == TpmKind::kEmbedded) {
-    // An in-process TPM (tests, demos): the front end holds it, the library serves it.
-    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> tpm, open_transport(spec));
-    return serve::ProtectedServer::open(std::move(request), std::move(tpm));
-  }
-  return serve::ProtectedServer::open(std::move(request));
+  // Every TPM, the in-process one (tests, demos) as any other: opened here,
+  // served by the library.
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> opened, open_transport(tpm->spec));
+  return serve::ProtectedServer::open(std::move(request), std::move(opened));
 }
 
 // The front ends: the socket (systemd's, or --socket) and the D-Bus name.
@@ -223,7 +219,7 @@ Status run_serve(const ServeOptions& o) {
   notifier.notify("STATUS=opening the TPM and starting its session");
   serve::ServeRequest request;
   TPMSEC_ASSIGN_OR_RETURN(request.protect, o.protection.request());
-  if (!o.policy.empty()) request.protect.policy = o.policy;
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(o.policy, o.protection.items_origin(), request.protect));
   request.protect.verbose = o.verbose;
   request.protect.notice = [&log](std::string_view line) { log.line("<5>", line); };
   if (!o.ek_roots.empty() || !o.ek_intermediates.empty()) {
@@ -282,6 +278,7 @@ void register_serve(CLI::App& app, Action* action) {
       "Own the TPM and serve every program, tpmsec's protected session on each command: tpm2-abrmd's D-Bus "
       "interface and a Unix socket (a resource manager: a handle space per client)");
   o->tpm.add_to(sub, /*state_changing=*/true);
+  o->tpm.applies.policy = true;
   o->protection.add_to(sub, o->tpm);
   sub->add_option("--policy", o->policy, "The policy file (default: $TPMSEC_POLICY, else the shipped one)");
   sub->add_flag("--strict", o->strict,

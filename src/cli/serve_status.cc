@@ -74,7 +74,7 @@ void print_text(const json& j) {
 Status run_status(const StatusOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(TpmSpec spec, parse_transport_spec(o.tpm));
   if (spec.kind != TpmKind::kServe) return usage_error(fmt::format("--tpm {}: not a tpmsec server (serve:...)", o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> server, open_transport(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> server, open_transport(spec));
   TPMSEC_ASSIGN_OR_RETURN(Bytes answer, server->transmit(serve::status_request()));
   Result<std::string> text = serve::read_status_response(answer);
   if (!text.ok()) return runtime_error(fmt::format("{}: {}", server->describe(), text.error().message()));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "protection_options.h"
 #include "tpmsec/text.h"
 
 namespace tpmsec::cli {
@@ -18,28 +19,21 @@ void StrategyOption::add_to(CLI::App* sub) {
   sub->add_flag("-v,--verbose", verbose, "Say on stderr which policy rule chose the strategy, and why");
 }
 
-Status StrategyOption::apply_to(ProtectRequest& request) const {
+Status StrategyOption::apply_to(ProtectRequest& request, std::string_view items_from) const {
   if (!strategy.empty()) {
     auto kind = parse_strategy(strategy);
     if (!kind.ok()) return usage_error(kind.error().message());
     request.strategy = *kind;
   }
-  TPMSEC_RETURN_IF_ERROR(apply_policy_option(policy, request));
+  TPMSEC_RETURN_IF_ERROR(apply_policy_option(policy, items_from, request));
   request.verbose = verbose;
   return ok_status();
 }
 
-Status apply_policy_option(const std::string& policy, ProtectRequest& request) {
-  if (policy.empty()) return ok_status();
+Status apply_policy_option(const std::string& policy, std::string_view items_from, ProtectRequest& request) {
   // The request may carry the TPM string's policy= item (ProtectionOptions):
   // two policies are a usage error, not a silent choice.
-  if (!request.policy.empty() && request.policy != policy) {
-    return usage_error(
-        fmt::format("--policy {} and policy={} of the TPM string (--tpm, TPMSEC_TPM or "
-                    "TPM2TOOLS_TCTI) disagree",
-                    policy, request.policy));
-  }
-  request.policy = policy;
+  TPMSEC_ASSIGN_OR_RETURN(request.policy, flag_or_item("--policy", policy, "policy", request.policy, items_from));
   return ok_status();
 }
 

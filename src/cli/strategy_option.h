@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tpmsec/protect.h"
@@ -23,13 +24,15 @@ struct StrategyOption {
   // Puts the choice into `request` (protect.h, whose plan_extends() decides
   // and says on stderr what a weak strategy gives up, which rule the floor
   // overruled and, with --verbose, the rule and the facts it rests on);
-  // kUsage for an unknown strategy.
-  Status apply_to(ProtectRequest& request) const;
+  // kUsage for an unknown strategy. `items_from`: where the TPM string's
+  // items came from (ProtectionOptions::items_origin()).
+  Status apply_to(ProtectRequest& request, std::string_view items_from) const;
 };
 
-// --policy FILE into `request`, which may already name $TPM2TOOLS_TCTI's
-// policy= (ProtectionOptions::request()): another file is kUsage.
-Status apply_policy_option(const std::string& policy, ProtectRequest& request);
+// --policy FILE into `request`, which may already name the TPM string's
+// policy= (ProtectionOptions::request()), given in `items_from`: another file
+// is kUsage (flag_or_item(), protection_options.h).
+Status apply_policy_option(const std::string& policy, std::string_view items_from, ProtectRequest& request);
 
 // "all" or a comma-separated list of strategy names.
 Result<std::vector<StrategyKind>> parse_strategy_list(const std::string& text);

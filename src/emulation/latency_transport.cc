@@ -14,7 +14,7 @@ constexpr int64_t kPaceSliceNs = 50'000'000;  // a stop is noticed within 50 ms
 }  // namespace
 
 LatencyTransport::LatencyTransport(Transport& inner, LatencyModel model, VirtualClock& clock)
-    : inner_(inner),
+    : TransportDecorator(inner, Traffic::kObserves),
       slots_(std::make_unique<SlotLimitTransport>(inner, model.profile().slots)),
       model_(std::move(model)),
       clock_(clock) {}
@@ -51,6 +51,6 @@ Result<Bytes> LatencyTransport::transmit(ByteView command) {
   return response;
 }
 
-std::string LatencyTransport::describe() const { return inner_.describe() + " emulating " + model_.profile().id; }
+std::string LatencyTransport::describe() const { return inner().describe() + " emulating " + model_.profile().id; }
 
 }  // namespace tpmsec

@@ -31,7 +31,7 @@ uint32_t lower(uint32_t profile, uint32_t own) { return profile != 0 && (own == 
 }  // namespace
 
 SlotLimitTransport::SlotLimitTransport(Transport& inner, SlotLimits limits)
-    : inner_(inner), profile_(std::move(limits)) {}
+    : TransportDecorator(inner, Traffic::kObserves), profile_(std::move(limits)) {}
 
 uint64_t SlotLimitTransport::refusals(uint32_t code) const {
   auto it = refused_.find(code);
@@ -41,7 +41,7 @@ uint64_t SlotLimitTransport::refusals(uint32_t code) const {
 uint64_t SlotLimitTransport::counter_start() const { return uint64_t{loaded_max_} + 1; }
 
 Status SlotLimitTransport::reset_tpm() {
-  Status st = inner_.reset_tpm();
+  Status st = inner().reset_tpm();
   saved_at_.clear();
   if (learned_) counter_ = counter_start();
   return st;
@@ -50,7 +50,7 @@ Status SlotLimitTransport::reset_tpm() {
 Result<std::vector<uint32_t>> SlotLimitTransport::list(uint32_t first) {
   // The TPM's own listing, through the command pipeline (not the chip's
   // clients: these stand for what its firmware knows, and are not billed).
-  Tpm tpm(inner_);
+  Tpm tpm(inner());
   auto listed = tpm.list_handles(first);
   if (!listed.ok()) return runtime_error("slot limits: the TPM did not list its handles: " + listed.error().message());
   return std::move(*listed);
@@ -75,7 +75,7 @@ Result<SlotLimitTransport::Usage> SlotLimitTransport::usage(bool sessions, bool 
 bool SlotLimitTransport::learn_limits() {
   if (learned_) return true;
   // TPM_PT_HR_TRANSIENT_MIN .. TPM_PT_CONTEXT_GAP_MAX.
-  Tpm tpm(inner_);
+  Tpm tpm(inner());
   auto r = tpm.run(
       cmd::GetCapability{cap::kTpmProperties, pt::kHrTransientMin, pt::kContextGapMax - pt::kHrTransientMin + 1});
   if (!r.ok()) return false;
@@ -207,7 +207,7 @@ Result<Bytes> SlotLimitTransport::transmit(ByteView command) {
     ++refused_[code];
     return error_frame(code);
   }
-  TPMSEC_ASSIGN_OR_RETURN(Bytes response, inner_.transmit(command));
+  TPMSEC_ASSIGN_OR_RETURN(Bytes response, inner().transmit(command));
   observe(command, response);
   return response;
 }

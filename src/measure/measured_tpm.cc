@@ -49,6 +49,11 @@ Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::str
 }
 
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const std::string& spec, const std::string& emulate) {
+  TPMSEC_ASSIGN_OR_RETURN(TpmSpec parsed, parse_transport_spec(spec));
+  return open_measured_tpm(parsed, emulate);
+}
+
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmSpec& spec, const std::string& emulate) {
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> base, open_transport(spec));
   TPMSEC_ASSIGN_OR_RETURN(auto m, measure_tpm(*base, emulate));
   m->owned_base = std::move(base);

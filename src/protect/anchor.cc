@@ -9,6 +9,7 @@
 #include "tpmsec/host/file_host_state.h"
 #include "tpmsec/host_state.h"
 #include "tpmsec/protect.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 namespace {
@@ -142,7 +143,7 @@ Result<ProtectionConfig> resolve_protection(const ProtectRequest& request, const
     return config;
   }
   const std::shared_ptr<HostState> host = host_state_of(request);
-  const TpmId tpm = TpmId::of(transport.describe());
+  const TpmId tpm = tpm_id_of(transport);
   config.unsalted = std::holds_alternative<anchor::Unsalted>(request.anchor);
   config.salt = request.salt;
   if (config.salt == SaltKind::kEcc && !info.ecc_p256) {

@@ -29,7 +29,7 @@ std::optional<SessionCache> session_cache_for(const Transport& base, bool keep, 
   if (!host) host = host_state_of(ProtectRequest{});
   auto boot = host->boot_id();
   if (!boot.ok()) return std::nullopt;
-  return SessionCache(std::move(host), TpmId::of(base.describe()), *boot);
+  return SessionCache(std::move(host), tpm_id_of(base), *boot);
 }
 
 ProtectedTpm::~ProtectedTpm() = default;
@@ -113,7 +113,7 @@ void ProtectedTpm::track_handles() {
     say("warning: handles are not recorded: " + boot.error().message());
     return;
   }
-  TpmId id = TpmId::of(base_->describe());
+  TpmId id = tpm_id_of(*base_);
   auto stale = flush_stale_handles(*tpm_, *request_.host, id, *boot);
   if (!stale.ok()) {
     say("warning: what an ended process left on the TPM is not flushed: " + stale.error().message());
@@ -186,6 +186,14 @@ Result<SessionTuning> ProtectedTpm::session_tuning() {
   PolicyDecision d = decide(*p, facts_);
   if (request_.verbose && d.rule) print_tuning(request_.notice, *p, *d.rule, d.tuning);
   return d.tuning;
+}
+
+Result<ProtectedTpm::Sessions> ProtectedTpm::open_sessions() {
+  Sessions out;
+  TPMSEC_ASSIGN_OR_RETURN(out.tuning, session_tuning());
+  TPMSEC_ASSIGN_OR_RETURN(out.factory, factory(out.tuning));
+  keep(out.factory.get());
+  return out;
 }
 
 Status ProtectedTpm::check_named_anchor() {
@@ -264,7 +272,7 @@ Result<std::unique_ptr<PolicyView>> ProtectedTpm::policy_view(const MeasuredFact
   return view;
 }
 
-TpmId ProtectedTpm::id() const { return TpmId::of(base_->describe()); }
+TpmId ProtectedTpm::id() const { return tpm_id_of(*base_); }
 
 Result<std::unique_ptr<ExtendStream>> ProtectedTpm::extend_stream(const ExtendPlan& plan, StreamOptions options) {
   options.protection = tuned(plan.tuning);

@@ -6,6 +6,7 @@
 
 #include "tpmsec/response_code.h"
 #include "tpmsec/session_cache.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 namespace {
@@ -98,16 +99,14 @@ Result<RemovedSaltKey> unprovision_salt_key(ProtectedTpm& tpm) {
   return out;
 }
 
-ProvisionStatus provision_status(const Transport& base, std::shared_ptr<HostState> host) {
+ProvisionStatus provision_status(const TpmId& id, std::shared_ptr<HostState> host) {
   if (!host) host = host_state_of(ProtectRequest{});
-  const TpmId id = TpmId::of(base.describe());
   return ProvisionStatus{host->bind_secret(id), host->where(StateRecord::kBindSecret, id), host->salt_key(id),
                          host->where(StateRecord::kSaltKey, id)};
 }
 
-Result<ForgottenPins> forget_pins(const Transport& base, std::shared_ptr<HostState> host) {
+Result<ForgottenPins> forget_pins(const TpmId& id, std::shared_ptr<HostState> host) {
   if (!host) host = host_state_of(ProtectRequest{});
-  const TpmId id = TpmId::of(base.describe());
   ForgottenPins out{id.text};
   TPMSEC_ASSIGN_OR_RETURN(out.tofu_pin, host->erase(StateRecord::kNullKeyPin, id));
   TPMSEC_ASSIGN_OR_RETURN(out.ek_pin, host->erase(StateRecord::kEkPin, id));

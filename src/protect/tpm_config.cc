@@ -83,10 +83,13 @@ std::string_view ChosenTpm::origin() const {
 
 namespace {
 
-// `text` split into its TPM string and items, the TPM string checked.
-Result<TpmConfig> split_checked(std::string_view text) {
+// `text` split into its TPM string and items, the TPM string parsed
+// (`parsed`, when it names one).
+Result<TpmConfig> split_checked(std::string_view text, TpmSpec& parsed) {
   TPMSEC_ASSIGN_OR_RETURN(TpmConfig config, parse_tpm_config(text));
-  if (!config.tpm.empty()) TPMSEC_RETURN_IF_ERROR(status_of(parse_transport_spec(config.tpm)));
+  if (!config.tpm.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(parsed, parse_transport_spec(config.tpm));
+  }
   return config;
 }
 
@@ -99,7 +102,7 @@ Result<ChosenTpm> choose_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti,
   out.tcti = d.tpmsec_tcti;
   if (d.tpmsec_tcti || d.source == TpmSource::kTpmsecTpm) {
     // Strings a user wrote in the grammar: the TPM string and items.
-    Result<TpmConfig> config = split_checked(d.spec);
+    Result<TpmConfig> config = split_checked(d.spec, out.parsed);
     if (!config.ok()) {
       const char* value = d.tpmsec_tcti ? tpm2tools_tcti : tpmsec_tpm;
       return usage_error(fmt::format("{}={}: {}", out.origin(), value, config.error().message()));
@@ -115,6 +118,9 @@ Result<ChosenTpm> choose_tpm(const char* tpmsec_tpm, const char* tpm2tools_tcti,
     out.config.tpm = d.spec;
   }
   out.spec = out.config.tpm;
+  if (out.parsed.kind == TpmKind::kNone) {
+    TPMSEC_ASSIGN_OR_RETURN(out.parsed, parse_transport_spec(out.spec));
+  }
   return out;
 }
 
@@ -125,7 +131,7 @@ Result<ChosenTpm> chosen_tpm() {
 Result<ChosenTpm> given_tpm(std::string_view text) {
   ChosenTpm out;
   out.source = TpmSource::kGiven;
-  TPMSEC_ASSIGN_OR_RETURN(out.config, split_checked(text));
+  TPMSEC_ASSIGN_OR_RETURN(out.config, split_checked(text, out.parsed));
   if (out.config.tpm.empty()) return usage_error(fmt::format("'{}' names no TPM", text));
   out.spec = out.config.tpm;
   return out;

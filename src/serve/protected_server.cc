@@ -49,10 +49,10 @@ std::string policy_origin(const std::string& path) {
 // TPM2_Startup(CLEAR) as firmware would. The command in flight gets the
 // TPM's answer; the server's session went with the reset and the wrapper
 // starts another for the next command.
-class StartingBus final : public Transport {
+class StartingBus final : public TransportDecorator {
  public:
   StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log)
-      : bus_(std::move(bus)), log_(log) {}
+      : TransportDecorator(*bus, Traffic::kObserves), bus_(std::move(bus)), log_(log) {}
   Result<Bytes> transmit(ByteView command) override {
     TPMSEC_ASSIGN_OR_RETURN(Bytes response, bus_->transmit(command));
     HeaderRead answer = read_frame_header(response, response.size());
@@ -69,11 +69,6 @@ class StartingBus final : public Transport {
   }
   Status reset_tpm() override { return bus_->reset_tpm(); }
   Status suspend_resume() override { return bus_->suspend_resume(); }
-  std::string describe() const override { return bus_->describe(); }
-  TpmSpec spec() const override { return bus_->spec(); }
-  bool in_process() const override { return bus_->in_process(); }
-  bool private_handles() const override { return bus_->private_handles(); }
-  bool outlives_process() const override { return bus_->outlives_process(); }
 
  private:
   std::unique_ptr<Transport> bus_;
@@ -144,9 +139,9 @@ class ProtectedServer::Impl {
 
   // The factory and the wrapper on the resolved anchor: the server's session.
   Status start_session() {
-    TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, protected_->session_tuning());
-    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<SessionFactory> factory, protected_->factory(tuning));
-    protected_->keep(factory.get());
+    TPMSEC_ASSIGN_OR_RETURN(ProtectedTpm::Sessions sessions, protected_->open_sessions());
+    std::unique_ptr<SessionFactory>& factory = sessions.factory;
+    const SessionTuning& tuning = sessions.tuning;
     if (wrapper_) {
       // Re-anchored (recover()): the same wrapper on the new factory, so what
       // it keeps of every client's sessions (to re-sign and encrypt under
@@ -286,7 +281,7 @@ Result<std::string> forget_state(ProtectRequest request) {
                                                        "(tpmsec did not make it)",
                                                        h));
   }
-  TPMSEC_ASSIGN_OR_RETURN(ForgottenPins pins, forget_pins(tpm->transport(), request.host));
+  TPMSEC_ASSIGN_OR_RETURN(ForgottenPins pins, forget_pins(tpm->id(), request.host));
   if (pins.ek_pin) said.push_back("forgot the EK pin");
   if (pins.tofu_pin) said.push_back("forgot the null key's first-use pin");
   if (said.empty()) said.push_back("nothing was pinned");

@@ -14,15 +14,13 @@
 
 namespace tpmsec::serve {
 
-class RoutedTransport final : public Transport {
+class RoutedTransport final : public TransportDecorator {
  public:
-  RoutedTransport(Transport& bus, Transport& own) : bus_(bus), own_(own), to_(&own) {}
+  // The TPM is the bus's; its commands are routed (in process as the bus is:
+  // the spaces they pass alter no answer of the TPM's).
+  RoutedTransport(Transport& bus, Transport& own) : TransportDecorator(bus, Traffic::kObserves), own_(own), to_(&own) {}
 
   Result<Bytes> transmit(ByteView command) override { return to_->transmit(command); }
-  std::string describe() const override { return bus_.describe(); }
-  TpmSpec spec() const override { return bus_.spec(); }
-  bool in_process() const override { return bus_.in_process(); }
-  bool outlives_process() const override { return bus_.outlives_process(); }
   // Every command goes through a handle space: the server is this TPM's
   // resource manager, so the handle ledger takes no baseline and sweeps
   // nothing (handle_ledger.h).
@@ -33,7 +31,6 @@ class RoutedTransport final : public Transport {
   void route_home() { to_ = &own_; }
 
  private:
-  Transport& bus_;
   Transport& own_;
   Transport* to_;
 };

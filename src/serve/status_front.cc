@@ -113,7 +113,7 @@ std::set<uint32_t> status_uids() {
 }
 
 StatusFront::StatusFront(server::HandleSpace& space, std::unique_ptr<Transport> inner, StatusSource& source)
-    : space_(space), inner_(std::move(inner)), source_(source) {
+    : TransportDecorator(*inner, Traffic::kAlters), space_(space), inner_(std::move(inner)), source_(source) {
   source_.clients[space_.client()] = server::describe_peer(space_.client(), space_.peer());
 }
 

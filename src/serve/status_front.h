@@ -40,13 +40,13 @@ std::string status_json(const StatusSource& source);
 // root, this process's uid, and tss's when the system has that user.
 std::set<uint32_t> status_uids();
 
-class StatusFront final : public Transport {
+class StatusFront final : public TransportDecorator {
  public:
   StatusFront(server::HandleSpace& space, std::unique_ptr<Transport> inner, StatusSource& source);
   ~StatusFront() override;
 
   Result<Bytes> transmit(ByteView command) override;
-  std::string describe() const override { return inner_->describe(); }
+  // The client's handle space is in front of every TPM command.
   bool private_handles() const override { return true; }
 
  private:

@@ -7,6 +7,7 @@
 #include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/response_frame.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::server {
@@ -39,16 +40,9 @@ std::optional<Bytes> list_handles_of_space(ByteView parameters, bool has_session
   const bool more = out.size() > limit;
   if (more) out.resize(limit);
 
-  Writer w(kMaxCommandBytes, "response");
-  w.u16(st::kNoSessions);
-  auto size = w.begin_total_size32("responseSize");
-  w.u32(rc::kSuccess);
-  w.u8(more ? 1 : 0);
-  w.u32(cap::kHandles);
-  w.count(out.size(), "handles", kMaxCapHandles);
-  for (uint32_t h : out) w.u32(h);
-  w.end_size(size);
-  auto response = w.finish();
+  auto listed = write_handle_listing(HandleListing{static_cast<uint8_t>(more ? 1 : 0), std::move(out)});
+  if (!listed.ok()) return error_frame(rc::kFailure);
+  auto response = write_response_frame(rc::kSuccess, {}, *listed, {}, kMaxCommandBytes);
   if (!response.ok()) return error_frame(rc::kFailure);
   return std::move(*response);
 }

@@ -10,6 +10,9 @@
 #include "server/handle_listing.h"
 #include "server/space_state.h"
 #include "server/tpm_calls.h"
+#include "tpmsec/frame_fields.h"
+#include "tpmsec/frame_rewrite.h"
+#include "tpmsec/response_frame.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::server {
@@ -103,7 +106,7 @@ std::optional<uint32_t> ResourceManager::Impl::map_command(Client& c, const Comm
         c.objects.erase(o);
         return rc_handle_at(i);
       }
-      store_be32(frame.data() + kFrameHeaderBytes + 4 * i, o->second.loaded);
+      if (!rewrite_handle(frame, i, o->second.loaded).ok()) return rc_handle_at(i);
     } else if (ht::is_session(h)) {
       if (!owns_session(c.id, h)) return rc_handle_at(i);
       const uint32_t r = load_session(h, sessions_.at(h), keep);
@@ -153,15 +156,17 @@ std::optional<uint32_t> ResourceManager::Impl::map_response(Client& c, const Com
         (void)flush_context(tpm_, created);
         return rc::kObjectMemory;
       }
-      store_be32(response.data() + kFrameHeaderBytes, v);
+      if (!rewrite_handle(response, 0, v).ok()) return rc::kFailure;
     } else if (ht::is_session(created)) {
       sessions_[created] = Session{c.id, c.peer.uid, State::kLoaded, {}, {}, 0, ++tick_};
     }
   }
   if (areas.info->code == kContextSave && succeeded(response) && !areas.handles.empty()) {
     auto s = sessions_.find(areas.handles[0]);
-    Bytes context(response.begin() + kFrameHeaderBytes, response.end());
-    if (s != sessions_.end() && s->second.owner == c.id && saved_handle_of(context) == s->first) {
+    auto saved = read_response_areas(response, 0, response.size());
+    Bytes context;
+    if (saved.ok() && saved->sessions.empty()) context.assign(saved->parameters.begin(), saved->parameters.end());
+    if (s != sessions_.end() && s->second.owner == c.id && whole_context_saved_handle(context) == s->first) {
       // Saved by its client: the TPM holds it saved; bound to this client.
       s->second.state = State::kSavedByClient;
       s->second.context = context;

@@ -43,7 +43,7 @@ std::optional<uint32_t> ResourceManager::Impl::refusal_of(const Client& c, const
     if ((is_transient(*h) || ht::is_session(*h)) && !holds(c, *h)) return rc_parameter(rc::kHandle, 0);
   }
   if (areas.info->code == kContextLoad) {
-    const uint32_t saved = saved_handle_of(areas.parameters);
+    const uint32_t saved = whole_context_saved_handle(areas.parameters);
     if (saved == 0) return rc_parameter(rc::kSize, 0);
     if (reserved_.count(saved)) return rc_parameter(rc::kHandle, 0);
     auto s = sessions_.find(saved);

@@ -7,6 +7,8 @@
 
 #include "server/space_state.h"
 #include "server/tpm_calls.h"
+#include "tpmsec/frame_fields.h"
+#include "tpmsec/frame_rewrite.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/wire.h"
 
@@ -17,7 +19,7 @@ namespace tpmsec::server {
 // object's is the client's to load, within its limit.
 Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas& areas, ByteView command,
                                                   bool as_server) {
-  const uint32_t saved = saved_handle_of(areas.parameters);
+  const uint32_t saved = whole_context_saved_handle(areas.parameters);
   if (saved == 0) return error_frame(rc_parameter(rc::kSize, 0));
   Keep keep{{}, {}, c.peer.uid, as_server};
   if (as_server && server_sessions_.count(saved)) {
@@ -41,7 +43,7 @@ Bytes ResourceManager::Impl::context_load_command(Client& c, const CommandAreas&
         (void)flush_context(tpm_, loaded);
         return error_frame(rc::kObjectMemory);
       }
-      store_be32(response.data() + kFrameHeaderBytes, v);
+      if (!rewrite_handle(response, 0, v).ok()) return error_frame(rc::kFailure);
     }
     return response;
   }
@@ -106,7 +108,7 @@ Bytes ResourceManager::Impl::flush_command(Client& c, const CommandAreas& areas,
       c.objects.erase(o);
       return error_frame(rc::kSuccess);  // FlushContext's answer: a bare success header
     }
-    store_be32(frame.data() + frame.size() - 4, o->second.loaded);
+    if (!rewrite_flush_handle(frame, o->second.loaded).ok()) return error_frame(rc_parameter(rc::kSize, 0));
   } else if (ht::is_session(h)) {
     if (!owns_session(c.id, h)) return error_frame(rc_parameter(rc::kHandle, 0));
   } else {

@@ -1,7 +1,9 @@
 #include "server/tpm_calls.h"
 
+#include "tpmsec/command_frame.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/response_frame.h"
@@ -10,13 +12,7 @@
 namespace tpmsec::server {
 
 Bytes send_plain(Transport& tpm, uint32_t code, ByteView parameters) {
-  Writer w(kMaxCommandBytes, "command");
-  w.u16(st::kNoSessions);
-  auto size = w.begin_total_size32("commandSize");
-  w.u32(code);
-  w.bytes(parameters, "parameters");
-  w.end_size(size);
-  auto command = w.finish();
+  auto command = write_command_frame(code, {}, {}, parameters, kMaxCommandBytes);
   if (!command.ok()) return error_frame(rc::kFailure);
   auto response = tpm.transmit(*command);
   if (!response.ok()) return error_frame(rc::kFailure);
@@ -38,11 +34,13 @@ Saved context_save(Transport& tpm, uint32_t handle) {
   Bytes response = send_plain(tpm, cmd::ContextSave::kInfo.code, be32(handle));
   Saved out{response_code(response), {}};
   if (out.rc != rc::kSuccess) return out;
-  ByteView body = ByteView(response).subspan(kFrameHeaderBytes);
-  const uint32_t saved = saved_handle_of(body);
+  auto areas = read_response_areas(response, 0, response.size());
+  const uint32_t saved = areas.ok() ? whole_context_saved_handle(areas->parameters) : 0;
   const bool object = (handle >> 24) == ht::kTransient;
-  if (saved == 0 || (object ? (saved >> 24) != ht::kTransient : saved != handle)) return {rc::kFailure, {}};
-  out.context.assign(body.begin(), body.end());
+  if (saved == 0 || !areas->sessions.empty() || (object ? (saved >> 24) != ht::kTransient : saved != handle)) {
+    return {rc::kFailure, {}};
+  }
+  out.context.assign(areas->parameters.begin(), areas->parameters.end());
   return out;
 }
 
@@ -59,20 +57,10 @@ uint32_t flush_context(Transport& tpm, uint32_t handle) {
   return response_code(send_plain(tpm, cmd::FlushContext::kInfo.code, be32(handle)));
 }
 
-uint32_t saved_handle_of(ByteView context) {
-  Reader r(context);
-  r.u64("sequence");
-  uint32_t handle = r.u32("savedHandle");
-  r.u32("hierarchy");
-  r.tpm2b("contextBlob");
-  if (!r.ok() || r.remaining() != 0) return 0;
-  return handle;
-}
-
 Result<Bytes> CommandBudget::transmit(ByteView command) {
   if (left_ <= 0) return error_frame(rc::kFailure);
   --left_;
-  return tpm_.transmit(command);
+  return inner().transmit(command);
 }
 
 }  // namespace tpmsec::server

@@ -1,6 +1,7 @@
 // The commands a resource manager sends on its own (ContextSave,
-// ContextLoad, FlushContext), framed with the core's Writer and their
-// answers read within the frame's own bounds: every answer is hostile input.
+// ContextLoad, FlushContext), framed and their answers read by the core's
+// frame codec (command_frame.h, response_frame.h) within the frame's own
+// bounds: every answer is hostile input.
 #ifndef TPMSEC_SRC_SERVER_TPM_CALLS_H_
 #define TPMSEC_SRC_SERVER_TPM_CALLS_H_
 
@@ -40,31 +41,26 @@ struct Loaded {
 Loaded context_load(Transport& tpm, ByteView context);
 uint32_t flush_context(Transport& tpm, uint32_t handle);
 
-// The savedHandle of a marshalled TPMS_CONTEXT (sequence u64, savedHandle
-// u32, hierarchy u32, contextBlob TPM2B), 0 when it is not one.
-uint32_t saved_handle_of(ByteView context);
-
 // The resource manager's way to the TPM: at most `limit` commands between
 // two renew()s (one client command and what the manager does for it), then
 // a bare TPM_RC_FAILURE answer without sending. Every answer is unauthenticated,
 // so no chain of them (a forged TPM_RC_CONTEXT_GAP, SESSION_MEMORY,
 // OBJECT_MEMORY, a listing, a success) makes the manager work without end.
-class CommandBudget final : public Transport {
+class CommandBudget final : public TransportDecorator {
  public:
   static constexpr int kDefaultLimit = 1024;
-  explicit CommandBudget(Transport& tpm, int limit = kDefaultLimit) : tpm_(tpm), limit_(limit), left_(limit) {}
+  explicit CommandBudget(Transport& tpm, int limit = kDefaultLimit)
+      : TransportDecorator(tpm, Traffic::kObserves), limit_(limit), left_(limit) {}
 
   Result<Bytes> transmit(ByteView command) override;
-  std::string describe() const override { return tpm_.describe(); }
-  TpmSpec spec() const override { return tpm_.spec(); }
-  bool in_process() const override { return tpm_.in_process(); }
-  bool outlives_process() const override { return tpm_.outlives_process(); }
+  // The manager's own commands: nothing between them and the TPM keeps
+  // their handles apart.
+  bool private_handles() const override { return false; }
 
   void renew() { left_ = limit_; }
   bool spent() const { return left_ <= 0; }
 
  private:
-  Transport& tpm_;
   int limit_;
   int left_;
 };

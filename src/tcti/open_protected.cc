@@ -19,9 +19,8 @@ Result<ProtectedSessions> open_protected(ProtectRequest request) {
   if (out.tpm->served()) return out;
   // Its sessions run as the policy tunes them for this chip (the null key
   // reloaded, or recreated where that is faster), as the CLI's do.
-  TPMSEC_ASSIGN_OR_RETURN(SessionTuning tuning, out.tpm->session_tuning());
-  TPMSEC_ASSIGN_OR_RETURN(out.factory, out.tpm->factory(tuning));
-  out.tpm->keep(out.factory.get());
+  TPMSEC_ASSIGN_OR_RETURN(ProtectedTpm::Sessions sessions, out.tpm->open_sessions());
+  out.factory = std::move(sessions.factory);
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include "tcti/open_protected.h"
 #include "tcti/tcti_config.h"
 #include "tpmsec/command_table.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/host/files.h"
 #include "tpmsec/wrap.h"
 
@@ -98,10 +99,6 @@ TSS2_RC rc_for(const Error& e) {
   return TSS2_TCTI_RC_GENERAL_FAILURE;
 }
 
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
 TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) noexcept try {
   State* s = state_of(ctx);
   if (!s) return TSS2_TCTI_RC_BAD_CONTEXT;
@@ -116,7 +113,8 @@ TSS2_RC transmit(TSS2_TCTI_CONTEXT* ctx, size_t size, const uint8_t* command) no
   } else {
     // The command code, for log=: a frame too short for one is the
     // server's to refuse.
-    if (size >= 10) ++s->passed[be32(command + 6)];
+    HeaderRead h = read_frame_header(ByteView(command, size), size);
+    if (h.check != FrameCheck::kIncomplete) ++s->passed[h.header.code];
     out = s->tpm.tpm->transport().transmit(ByteView(command, size));
   }
   if (!out.ok() && out.error().kind() == ErrorKind::kUsage) return TSS2_TCTI_RC_BAD_VALUE;  // not a command frame

@@ -65,7 +65,7 @@ class DeviceTransport final : public Transport {
     return response;
   }
 
-  std::string describe() const override { return "device:" + label_; }
+  std::string describe() const override { return device_tpm_string(label_); }
   bool private_handles() const override { return private_handles_; }
 
  private:

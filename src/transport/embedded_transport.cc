@@ -198,7 +198,7 @@ class EmbeddedTransport final : public Transport {
     initialized_ = false;
   }
 
-  std::string describe() const override { return state_dir_.empty() ? "embedded" : "embedded:state=" + state_dir_; }
+  std::string describe() const override { return embedded_tpm_string(state_dir_); }
   bool in_process() const override { return true; }
   bool outlives_process() const override { return !state_dir_.empty(); }
 

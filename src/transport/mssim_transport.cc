@@ -4,6 +4,7 @@
 
 #include "startup.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transport/mssim_protocol.h"
 #include "tpmsec/transport/socket_io.h"
@@ -53,7 +54,7 @@ class MssimTransport final : public Transport {
     return power_cycle(su::kState);
   }
 
-  std::string describe() const override { return fmt::format("mssim:host={},port={}", address_.host, address_.port); }
+  std::string describe() const override { return tpm_string_of(address_); }
   bool private_handles() const override { return address_.private_handles; }
 
   // Power on and NV on (no-ops for a simulator already on), then Startup(CLEAR)
@@ -111,14 +112,15 @@ class MssimTransport final : public Transport {
     uint8_t size_be[4];
     TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), size_be, kTimeoutMs, what));
     uint32_t size = load_be32(size_be);
-    if (size < 10 || size > kMaxResponse) {
+    if (size < kFrameHeaderBytes || size > kMaxResponse) {
       return parse_error(fmt::format("mssim server sent a response of size {}", size));
     }
     Bytes response(size);
     TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), response, kTimeoutMs, what));
-    if (load_be32(response.data() + 2) != size) {
-      return parse_error(fmt::format("mssim server framed {} bytes around a response whose header says {}", size,
-                                     load_be32(response.data() + 2)));
+    const uint32_t framed = read_frame_header(response, kMaxResponse).header.size;
+    if (framed != size) {
+      return parse_error(
+          fmt::format("mssim server framed {} bytes around a response whose header says {}", size, framed));
     }
     uint8_t ack[4];
     TPMSEC_RETURN_IF_ERROR(io::read_exact(data_.get(), ack, kTimeoutMs, what));

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "tpmsec/frame_header.h"
 #include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
 #include "transport_limits.h"
@@ -30,8 +31,6 @@ namespace {
 
 using transport_limits::kMaxResponse;
 using transport_limits::kTimeoutMs;
-
-constexpr size_t kHeaderSize = 10;  // tag (2), size (4), response code (4)
 
 // The tss user's uid, when the host has one (Debian's tpm2-tss package and
 // tpmsec.service's User=tss).
@@ -88,10 +87,6 @@ Status read_by(int fd, MutableByteView out, std::chrono::steady_clock::time_poin
   return ok_status();
 }
 
-uint32_t be32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
 class ServeTransport final : public Transport {
  public:
   ServeTransport(io::Fd fd, ServeAddress address) : fd_(std::move(fd)), address_(std::move(address)) {}
@@ -104,11 +99,7 @@ class ServeTransport final : public Transport {
     return out;
   }
 
-  std::string describe() const override {
-    std::string text = "serve:path=" + address_.path;
-    if (address_.uid) text += fmt::format(",uid={}", *address_.uid);
-    return text;
-  }
+  std::string describe() const override { return tpm_string_of(address_); }
   // The server gives each connection a handle space of its own and flushes
   // it when the connection closes (tpmsec/server/server.h).
   bool private_handles() const override { return true; }
@@ -118,17 +109,8 @@ class ServeTransport final : public Transport {
     const std::string what = describe();
     TPMSEC_RETURN_IF_ERROR(io::write_all(fd_.get(), command, what));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
-    Bytes response(kHeaderSize);
-    TPMSEC_RETURN_IF_ERROR(read_by(fd_.get(), MutableByteView(response.data(), kHeaderSize), deadline, what));
-    const uint32_t size = be32(response.data() + 2);
-    if (size < kHeaderSize || size > kMaxResponse) {
-      return parse_error(
-          fmt::format("{}: a response of {} bytes (at least {}, at most {})", what, size, kHeaderSize, kMaxResponse));
-    }
-    response.resize(size);
-    TPMSEC_RETURN_IF_ERROR(
-        read_by(fd_.get(), MutableByteView(response.data() + kHeaderSize, size - kHeaderSize), deadline, what));
-    return response;
+    return read_stream_frame([&](MutableByteView into) { return read_by(fd_.get(), into, deadline, what); },
+                             kMaxResponse, what);
   }
 
   io::Fd fd_;

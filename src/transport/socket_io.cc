@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "tpmsec/wire.h"
+#include "tpmsec/frame_header.h"
 
 namespace tpmsec::io {
 
@@ -102,11 +102,10 @@ Status set_receive_timeout(int fd, int timeout_ms, const std::string& what) {
 }
 
 Result<Bytes> read_frame(int fd, size_t max, const std::string& what) {
-  constexpr size_t kHeader = 10;
   constexpr size_t kFirstRead = 4096;  // most responses; a larger one grows to its size
   Bytes frame(std::min(max, kFirstRead));
   size_t done = 0;
-  size_t want = kHeader;
+  size_t want = kFrameHeaderBytes;
   while (done < want) {
     ssize_t n = ::recv(fd, frame.data() + done, frame.size() - done, 0);
     if (n < 0) {
@@ -116,11 +115,14 @@ Result<Bytes> read_frame(int fd, size_t max, const std::string& what) {
     }
     if (n == 0) return runtime_error(fmt::format("{} closed the connection", what));
     done += static_cast<size_t>(n);
-    if (done < kHeader) continue;
-    want = load_be32(frame.data() + 2);
-    if (want < kHeader || want > max) {
-      return parse_error(fmt::format("{} sent a response header with size {}", what, want));
+    if (done < kFrameHeaderBytes) continue;
+    // The size from the codec's header reader; the tag is the reader of the
+    // whole frame's to judge, as read_stream_frame leaves it.
+    HeaderRead header = read_frame_header(ByteView(frame.data(), done), max);
+    if (header.check == FrameCheck::kBadSize) {
+      return parse_error(fmt::format("{} sent a response header with size {}", what, header.header.size));
     }
+    want = header.header.size;
     if (done > want) {
       return parse_error(fmt::format("{} sent {} bytes after a {}-byte response", what, done - want, want));
     }

@@ -4,6 +4,7 @@
 
 #include "startup.h"
 #include "tpmsec/constants.h"
+#include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/transport/socket_io.h"
 #include "tpmsec/transport/transports.h"
@@ -103,13 +104,7 @@ class SwtpmTransport final : public Transport {
   // handles=private says how the server treats connections, not which TPM
   // it is, so it is left out; a transport reopened from this string lists
   // handles as on a shared TPM, which is always safe.
-  std::string describe() const override {
-    std::string s = address_.path.empty() ? fmt::format("swtpm:host={},port={}", address_.host, address_.port)
-                                          : "swtpm:path=" + address_.path;
-    if (address_.ctrl_port) s += fmt::format(",ctrl={}", address_.ctrl_port);
-    if (!address_.ctrl_path.empty()) s += ",ctrlpath=" + address_.ctrl_path;
-    return s;
-  }
+  std::string describe() const override { return tpm_string_of(address_); }
 
  private:
   Result<Bytes> exchange(ByteView command) {

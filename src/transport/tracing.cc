@@ -58,7 +58,7 @@ CommandShape shape_of(ByteView command, ByteView response) {
 
 Result<Bytes> TracingTransport::transmit(ByteView command) {
   int64_t start = clock_.now_ns();
-  auto response = inner_.transmit(command);
+  auto response = inner().transmit(command);
   int64_t end = clock_.now_ns();
   TraceRecord rec;
   rec.shape = shape_of(command, response.ok() ? ByteView(*response) : ByteView());

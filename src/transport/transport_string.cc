@@ -126,6 +126,47 @@ Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view text) {
   return open_bus_transport(spec);
 }
 
+namespace {
+
+// The addresses a parsed TPM string names (its values were checked by the
+// parser).
+uint16_t port_or(const TpmSpec& spec, const char* key, uint16_t fallback) {
+  if (!spec.options.count(key)) return fallback;
+  auto port = parse_port(key, spec.option(key));
+  return port.ok() ? *port : fallback;
+}
+
+MssimAddress mssim_address_of(const TpmSpec& spec) {
+  MssimAddress m;
+  m.host = spec.option("host", "localhost");
+  m.port = port_or(spec, "port", m.port);
+  m.private_handles = spec.options.count("handles") != 0;
+  return m;
+}
+
+SwtpmAddress swtpm_address_of(const TpmSpec& spec) {
+  SwtpmAddress a;
+  a.host = spec.option("host", "localhost");
+  a.path = spec.option("path");
+  a.port = port_or(spec, "port", a.port);
+  a.ctrl_port = port_or(spec, "ctrl", 0);
+  a.ctrl_path = spec.option("ctrlpath");
+  a.ctrl_host = spec.option("ctrlhost");
+  a.private_handles = spec.options.count("handles") != 0;
+  return a;
+}
+
+ServeAddress serve_address_of(const TpmSpec& spec) {
+  ServeAddress a;
+  a.path = spec.path.empty() ? kServeSocket : spec.path;
+  if (spec.options.count("uid")) {
+    if (auto uid = parse_uid(spec.option("uid")); uid.ok()) a.uid = *uid;
+  }
+  return a;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Transport>> open_bus_transport(const TpmSpec& spec) {
   if (spec.kind == TpmKind::kEmbedded) {
     return usage_error("embedded: is an in-process TPM: this program opens only device:, swtpm: and mssim: TPMs");
@@ -134,29 +175,60 @@ Result<std::unique_ptr<Transport>> open_bus_transport(const TpmSpec& spec) {
   if (spec.kind == TpmKind::kDevice) {
     opened = open_device(spec.path);
   } else if (spec.kind == TpmKind::kMssim) {
-    MssimAddress m;
-    m.host = spec.option("host", "localhost");
-    if (spec.options.count("port")) m.port = *parse_port("port", spec.option("port"));
-    m.private_handles = spec.options.count("handles") != 0;
-    opened = open_mssim(m);
+    opened = open_mssim(mssim_address_of(spec));
   } else if (spec.kind == TpmKind::kSwtpm) {
-    SwtpmAddress a;
-    a.host = spec.option("host", "localhost");
-    a.path = spec.option("path");
-    if (spec.options.count("port")) a.port = *parse_port("port", spec.option("port"));
-    if (spec.options.count("ctrl")) a.ctrl_port = *parse_port("ctrl", spec.option("ctrl"));
-    a.ctrl_path = spec.option("ctrlpath");
-    a.ctrl_host = spec.option("ctrlhost");
-    a.private_handles = spec.options.count("handles") != 0;
-    opened = open_swtpm(a);
+    opened = open_swtpm(swtpm_address_of(spec));
   } else if (spec.kind == TpmKind::kServe) {
-    ServeAddress a;
-    a.path = spec.path.empty() ? kServeSocket : spec.path;
-    if (spec.options.count("uid")) a.uid = *parse_uid(spec.option("uid"));
-    opened = open_serve(a);
+    opened = open_serve(serve_address_of(spec));
   }
   if (opened.ok()) (*opened)->set_spec(spec);
   return opened;
+}
+
+std::string tpm_string_of(const SwtpmAddress& a) {
+  std::string s = a.path.empty() ? fmt::format("swtpm:host={},port={}", a.host, a.port) : "swtpm:path=" + a.path;
+  if (a.ctrl_port) s += fmt::format(",ctrl={}", a.ctrl_port);
+  if (!a.ctrl_path.empty()) s += ",ctrlpath=" + a.ctrl_path;
+  return s;
+}
+
+std::string tpm_string_of(const MssimAddress& a) { return fmt::format("mssim:host={},port={}", a.host, a.port); }
+
+std::string tpm_string_of(const ServeAddress& a) {
+  std::string text = "serve:path=" + a.path;
+  if (a.uid) text += fmt::format(",uid={}", *a.uid);
+  return text;
+}
+
+std::string device_tpm_string(const std::string& path) { return "device:" + path; }
+
+std::string embedded_tpm_string(const std::string& state_dir) {
+  return state_dir.empty() ? "embedded" : "embedded:state=" + state_dir;
+}
+
+std::string tpm_string_of(const TpmSpec& spec) {
+  switch (spec.kind) {
+    case TpmKind::kEmbedded:
+      return embedded_tpm_string(spec.option("state"));
+    case TpmKind::kSwtpm:
+      return tpm_string_of(swtpm_address_of(spec));
+    case TpmKind::kMssim:
+      return tpm_string_of(mssim_address_of(spec));
+    case TpmKind::kDevice:
+      return device_tpm_string(spec.path);
+    case TpmKind::kServe:
+      return tpm_string_of(serve_address_of(spec));
+    case TpmKind::kNone:
+      break;
+  }
+  return "";
+}
+
+TpmId tpm_id_of(const TpmSpec& spec) { return TpmId::of(tpm_string_of(spec)); }
+
+TpmId tpm_id_of(const Transport& transport) {
+  const TpmSpec spec = transport.spec();
+  return spec.kind == TpmKind::kNone ? TpmId::of(transport.describe()) : tpm_id_of(spec);
 }
 
 namespace {

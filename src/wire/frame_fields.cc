@@ -35,6 +35,15 @@ std::optional<uint32_t> read_context_saved_handle(ByteView parameters) {
   return handle;
 }
 
+uint32_t whole_context_saved_handle(ByteView context) {
+  Reader r(context);
+  r.u64("TPMS_CONTEXT.sequence");
+  const uint32_t handle = r.u32("TPMS_CONTEXT.savedHandle");
+  r.u32("TPMS_CONTEXT.hierarchy");
+  r.tpm2b("TPMS_CONTEXT.contextBlob");
+  return r.ok() && r.remaining() == 0 ? handle : 0;
+}
+
 std::optional<uint32_t> read_flush_handle(ByteView parameters) {
   Reader r(parameters);
   uint32_t handle = r.u32("flushHandle");

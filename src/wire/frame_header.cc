@@ -1,5 +1,7 @@
 #include "tpmsec/frame_header.h"
 
+#include <fmt/format.h>
+
 #include "tpmsec/constants.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/wire.h"
@@ -20,6 +22,21 @@ HeaderRead read_frame_header(ByteView bytes, size_t max_size) {
     out.check = FrameCheck::kOk;
   }
   return out;
+}
+
+Result<Bytes> read_stream_frame(const std::function<Status(MutableByteView)>& read, size_t max_size,
+                                std::string_view who) {
+  Bytes frame(kFrameHeaderBytes);
+  TPMSEC_RETURN_IF_ERROR(read(frame));
+  // The fields are read whatever the check says; only the size decides here.
+  const uint32_t size = read_frame_header(frame, max_size).header.size;
+  if (size < kFrameHeaderBytes || size > max_size) {
+    return parse_error(
+        fmt::format("{} sent a frame of {} bytes (at least {}, at most {})", who, size, kFrameHeaderBytes, max_size));
+  }
+  frame.resize(size);
+  TPMSEC_RETURN_IF_ERROR(read(MutableByteView(frame).subspan(kFrameHeaderBytes)));
+  return frame;
 }
 
 bool succeeded(ByteView response) {

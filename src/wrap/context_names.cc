@@ -12,7 +12,7 @@
 #include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
-#include "tpmsec/frame_header.h"
+#include "tpmsec/response_frame.h"
 #include "tpmsec/wrap.h"
 #include "wrap/wrap_state.h"
 
@@ -36,12 +36,15 @@ void CommandWrapper::note_context_command(Pending& p, uint32_t code, const std::
   if (code == cc::kContextLoad) p.loaded_context = context_digest(parameters);
 }
 
-// ContextSave's answer: the TPMS_CONTEXT after the header.
+// ContextSave's answer: the TPMS_CONTEXT, its parameters (without a
+// session area).
 void CommandWrapper::note_saved_context(const Pending& p, ByteView response) {
-  if (!p.saved_object || response.size() <= kFrameHeaderBytes) return;
+  if (!p.saved_object) return;
+  auto saved = read_response_areas(response, 0, response.size());
+  if (!saved.ok() || !saved->sessions.empty() || saved->parameters.empty()) return;
   auto name = names_.find(p.saved_object);
   if (name == names_.end()) return;
-  Bytes digest = context_digest(response.subspan(kFrameHeaderBytes));
+  Bytes digest = context_digest(saved->parameters);
   if (digest.empty() || !context_names_.emplace(digest, name->second).second) return;
   context_order_.push_back(std::move(digest));
   if (context_order_.size() > kMaxContextNames) {

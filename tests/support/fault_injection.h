@@ -89,10 +89,10 @@ struct FaultCounters {
   size_t failed = 0;          // transmissions failed by fail_transmission
 };
 
-class FaultInjectingTransport final : public Transport {
+class FaultInjectingTransport final : public TransportDecorator {
  public:
   explicit FaultInjectingTransport(Transport& inner, FaultHook hook = nullptr)
-      : inner_(&inner), hook_(std::move(hook)) {}
+      : TransportDecorator(inner, Traffic::kAlters), inner_(&inner), hook_(std::move(hook)) {}
 
   Result<Bytes> transmit(ByteView command) override;
   // Forwarded to the wrapped transport; not subject to faults.
@@ -100,9 +100,8 @@ class FaultInjectingTransport final : public Transport {
   Status suspend_resume() override { return inner_->suspend_resume(); }
   // The wrapped transport's description with "+faults" appended.
   std::string describe() const override { return inner_->describe() + "+faults"; }
-  // Not in_process(): it alters traffic. Who shares the TPM is unchanged.
-  bool private_handles() const override { return inner_->private_handles(); }
-  bool outlives_process() const override { return inner_->outlives_process(); }
+  // Not in_process(): it alters traffic (Traffic::kAlters). Who shares the
+  // TPM is unchanged.
 
   // Replaces the hook (nullptr: pass everything through).
   void set_hook(FaultHook hook) { hook_ = std::move(hook); }

@@ -33,7 +33,7 @@ namespace tpmsec {
 // (slot_limits.h): a refused command is answered with the chip's error code
 // and modelled like any other answer.
 class SlotLimitTransport;
-class LatencyTransport final : public Transport {
+class LatencyTransport final : public TransportDecorator {
  public:
   LatencyTransport(Transport& inner, LatencyModel model, VirtualClock& clock);
   ~LatencyTransport() override;
@@ -43,9 +43,6 @@ class LatencyTransport final : public Transport {
   Status suspend_resume() override;
   // inner's description + " emulating PROFILE".
   std::string describe() const override;
-  bool in_process() const override { return inner_.in_process(); }
-  bool private_handles() const override { return inner_.private_handles(); }
-  bool outlives_process() const override { return inner_.outlives_process(); }
 
   LatencyModel& model() { return model_; }
   const LatencyModel& model() const { return model_; }
@@ -66,7 +63,6 @@ class LatencyTransport final : public Transport {
   }
 
  private:
-  Transport& inner_;
   std::unique_ptr<SlotLimitTransport> slots_;
   LatencyModel model_;
   VirtualClock& clock_;

@@ -61,18 +61,14 @@
 
 namespace tpmsec {
 
-class SlotLimitTransport final : public Transport {
+class SlotLimitTransport final : public TransportDecorator {
  public:
   SlotLimitTransport(Transport& inner, SlotLimits limits);
 
   Result<Bytes> transmit(ByteView command) override;
   // A TPM Reset also resets the context counter.
   Status reset_tpm() override;
-  Status suspend_resume() override { return inner_.suspend_resume(); }
-  std::string describe() const override { return inner_.describe(); }
-  bool in_process() const override { return inner_.in_process(); }
-  bool private_handles() const override { return inner_.private_handles(); }
-  bool outlives_process() const override { return inner_.outlives_process(); }
+  Status suspend_resume() override { return inner().suspend_resume(); }
 
   // The limits in force here (0: not enforced here, the wrapped TPM's own
   // apply), known once a command that could be refused was seen.
@@ -103,7 +99,6 @@ class SlotLimitTransport final : public Transport {
   bool gap_at_max(const std::vector<uint32_t>& saved) const;
   uint64_t counter_start() const;
 
-  Transport& inner_;
   SlotLimits profile_;
   SlotLimits enforced_;
   bool learned_ = false;

@@ -43,6 +43,8 @@ Result<std::unique_ptr<MeasuredTpm>> measure_tpm(Transport& base, const std::str
                                                  const TpmInfo* known_info = nullptr);
 // Opens the TPM string `spec` and wraps it.
 Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const std::string& spec, const std::string& emulate);
+// The same for a TPM string a front end parsed already.
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmSpec& spec, const std::string& emulate);
 
 }  // namespace tpmsec
 

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tpmsec/result.h"
+#include "tpmsec/tpm_id.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec {
@@ -19,10 +20,23 @@ namespace tpmsec {
 // Parses a TPM string; errors are kUsage and name the problem.
 Result<TpmSpec> parse_transport_spec(std::string_view spec);
 
+// The TPM string the transport `spec` names describes itself by (its
+// describe(), transports.h), rendered without opening it.
+std::string tpm_string_of(const TpmSpec& spec);
+// Which TPM `spec` names, as host state keys it (tpm_id.h): from its TPM
+// string's rendering, never from a connection.
+TpmId tpm_id_of(const TpmSpec& spec);
+// Which TPM is behind `transport`: its spec's (decorators forward it), or,
+// for a transport no TPM string opened (kNone: a test's double, a device
+// handed over as a descriptor), the text it describes itself by.
+TpmId tpm_id_of(const Transport& transport);
+
 // Opens the transport a TPM string names; its spec() is the parsed string.
 // The embedded and swtpm transports start the TPM (Startup) if it needs it.
 // (tpmsec_transport_open: links the embedded TPM, hence libtpms.)
 Result<std::unique_ptr<Transport>> open_transport(std::string_view spec);
+// The same for a TPM string parsed already (a front end resolves its TPM once).
+Result<std::unique_ptr<Transport>> open_transport(const TpmSpec& spec);
 // The same for a TPM behind a bus only (device:, swtpm:, mssim:, serve:); embedded is
 // kUsage. What the protect path and the TCTI use: no libtpms.
 Result<std::unique_ptr<Transport>> open_bus_transport(std::string_view spec);

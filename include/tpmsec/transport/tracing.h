@@ -53,23 +53,17 @@ struct TraceRecord {
   int64_t duration_ns = 0;
 };
 
-class TracingTransport final : public Transport {
+class TracingTransport final : public TransportDecorator {
  public:
   using Sink = std::function<void(const TraceRecord&)>;
   TracingTransport(Transport& inner, const Clock& clock, Sink sink)
-      : inner_(inner), clock_(clock), sink_(std::move(sink)) {}
+      : TransportDecorator(inner, Traffic::kObserves), clock_(clock), sink_(std::move(sink)) {}
 
   Result<Bytes> transmit(ByteView command) override;
-  Status reset_tpm() override { return inner_.reset_tpm(); }
-  Status suspend_resume() override { return inner_.suspend_resume(); }
-  std::string describe() const override { return inner_.describe(); }
-  TpmSpec spec() const override { return inner_.spec(); }
-  bool in_process() const override { return inner_.in_process(); }
-  bool private_handles() const override { return inner_.private_handles(); }
-  bool outlives_process() const override { return inner_.outlives_process(); }
+  Status reset_tpm() override { return inner().reset_tpm(); }
+  Status suspend_resume() override { return inner().suspend_resume(); }
 
  private:
-  Transport& inner_;
   const Clock& clock_;
   Sink sink_;
 };

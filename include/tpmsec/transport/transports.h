@@ -79,6 +79,18 @@ struct ServeAddress {
 };
 Result<std::unique_ptr<Transport>> open_serve(const ServeAddress& address);
 
+// The TPM string each transport describes itself by (Transport::describe()),
+// rendered once, here, from what it was opened with: the transports call
+// these, and tpm_string_of(TpmSpec) (tpm_string.h) renders a TPM string the
+// same way without opening it, so a TPM's identity (TpmId, host state's key)
+// is known before, or without, a connection. handles=private and ctrlhost=
+// say how to reach the server, not which TPM it is: left out.
+std::string tpm_string_of(const SwtpmAddress& address);
+std::string tpm_string_of(const MssimAddress& address);
+std::string tpm_string_of(const ServeAddress& address);
+std::string device_tpm_string(const std::string& path);
+std::string embedded_tpm_string(const std::string& state_dir);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_TRANSPORT_TRANSPORTS_H_

@@ -12,16 +12,15 @@
 
 namespace tpmsec::emulation {
 
-class PlatformTransport final : public Transport {
+class PlatformTransport final : public TransportDecorator {
  public:
   using Log = std::function<void(const std::string&)>;
-  PlatformTransport(Transport& embedded, Log log) : embedded_(embedded), log_(std::move(log)) {}
+  PlatformTransport(Transport& embedded, Log log)
+      : TransportDecorator(embedded, Traffic::kObserves), embedded_(embedded), log_(std::move(log)) {}
 
   Result<Bytes> transmit(ByteView command) override;
   Status reset_tpm() override { return embedded_.reset_tpm(); }
   Status suspend_resume() override { return embedded_.suspend_resume(); }
-  std::string describe() const override { return embedded_.describe(); }
-  bool in_process() const override { return embedded_.in_process(); }
 
   // _TPM_Init (power on or reset), the volatile state dropped when asked.
   Status tpm_init(bool delete_volatile);
