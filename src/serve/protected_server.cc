@@ -48,15 +48,18 @@ std::string policy_origin(const std::string& path) {
 // TPM_RC_INITIALIZE was reset and not started again, so the server sends
 // TPM2_Startup(CLEAR) as firmware would. The command in flight gets the
 // TPM's answer; the server's session went with the reset and the wrapper
-// starts another for the next command.
+// starts another for the next command; every client's objects and sessions
+// went too, and `reset` (the resource manager's tpm_was_reset) forgets them.
 class StartingBus final : public Transport {
  public:
-  StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log)
-      : bus_(std::move(bus)), log_(log) {}
+  StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log,
+              std::function<void()>* reset)
+      : bus_(std::move(bus)), log_(log), reset_(reset) {}
   Result<Bytes> transmit(ByteView command) override {
     TPMSEC_ASSIGN_OR_RETURN(Bytes response, bus_->transmit(command));
     HeaderRead answer = read_frame_header(response, response.size());
     if (answer.check == FrameCheck::kIncomplete || answer.header.code != rc::kInitialize) return response;
+    if (*reset_) (*reset_)();  // started or not, what the TPM held is gone
     Tpm tpm(*bus_);
     auto started = tpm.run(cmd::Startup{su::kClear});
     if (*log_) {
@@ -78,13 +81,15 @@ class StartingBus final : public Transport {
  private:
   std::unique_ptr<Transport> bus_;
   std::function<void(const std::string&)>* log_;
+  std::function<void()>* reset_;
 };
 
 }  // namespace
 
 class ProtectedServer::Impl {
  public:
-  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::make_unique<StartingBus>(std::move(bus), &log_)) {}
+  explicit Impl(std::unique_ptr<Transport> bus)
+      : bus_(std::make_unique<StartingBus>(std::move(bus), &log_, &tpm_reset_)) {}
   ~Impl() {
     front_.recover = nullptr;  // ending: nothing to re-establish
     // The wrapper flushes its session through the server's own space, so
@@ -97,6 +102,7 @@ class ProtectedServer::Impl {
     wrapper_.reset();
     factory_.reset();
     protected_.reset();
+    tpm_reset_ = nullptr;  // the manager goes with the server
     quiet_ = true;  // the server's own space is no client: its open and close are not news
     own_.reset();
     server_.reset();
@@ -117,6 +123,7 @@ class ProtectedServer::Impl {
           std::make_unique<StatusFront>(space, std::make_unique<ClientFront>(space, *this->front_context()), status_));
     };
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(*bus_, std::move(options)));
+    tpm_reset_ = [this] { server_->resources().tpm_was_reset(); };
     quiet_ = true;
     own_ = std::make_unique<server::HandleSpace>(server_->resources(), kServerClient, server::ClientLimits{},
                                                  server::PeerIdentity{});
@@ -229,6 +236,7 @@ class ProtectedServer::Impl {
   bool strict_ = false;
   bool quiet_ = false;  // the log says nothing of the server's own space
   std::function<void(const std::string&)> log_;
+  std::function<void()> tpm_reset_;  // StartingBus saw a reset: the manager forgets what it destroyed
 };
 
 Result<std::unique_ptr<ProtectedServer>> ProtectedServer::open(ServeRequest request) {

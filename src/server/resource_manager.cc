@@ -243,13 +243,25 @@ void ResourceManager::open(ClientId client, ClientLimits limits, PeerIdentity pe
 }
 Bytes ResourceManager::execute(ClientId client, ByteView command, bool as_server) {
   impl_->clear_lost();
-  return impl_->execute(client, command, as_server);
+  impl_->enter();
+  Bytes response = impl_->execute(client, command, as_server);
+  impl_->leave();
+  return response;
 }
 std::optional<uint32_t> ResourceManager::refusal(ClientId client, ByteView command) const {
   return impl_->refusal(client, command);
 }
-void ResourceManager::close(ClientId client) { impl_->close(client); }
-void ResourceManager::shutdown() { impl_->shutdown(); }
+void ResourceManager::close(ClientId client) {
+  impl_->enter();
+  impl_->close(client);
+  impl_->leave();
+}
+void ResourceManager::shutdown() {
+  impl_->enter();
+  impl_->shutdown();
+  impl_->leave();
+}
+void ResourceManager::tpm_was_reset() { impl_->tpm_was_reset(); }
 void ResourceManager::reserve(uint32_t handle) { impl_->reserve(handle); }
 void ResourceManager::release(uint32_t handle) { impl_->release(handle); }
 void ResourceManager::report_ended_sessions(bool on) { impl_->report_ended_sessions(on); }
