@@ -3,14 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdint>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "serve/client_front.h"
 #include "serve/routed_transport.h"
 #include "serve/status_front.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/host/data_dir.h"
@@ -41,6 +44,29 @@ std::string describe_tuning(const std::string& origin, const SessionTuning& t) {
 std::string policy_origin(const std::string& path) {
   Result<Policy> p = load_command_policy(path);
   return p.ok() ? p->origin : std::string("(none readable: the defaults)");
+}
+
+// Part 3 §29.1: TPMS_TIME_INFO, whose TPMS_CLOCK_INFO counts the TPM's
+// resets (resetCount: each TPM Reset, a TPM2_Startup(CLEAR) not after a
+// TPM2_Shutdown(STATE)).
+struct ReadClock {
+  static constexpr const CommandInfo& kInfo = command_info<cc::kReadClock>();
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    uint64_t time = 0, clock = 0;
+    uint32_t reset_count = 0, restart_count = 0;
+    uint8_t safe = 0;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(time, clock, reset_count, restart_count, safe); }
+  };
+};
+// The TPM's resetCount, none when it does not answer it.
+std::optional<uint32_t> read_reset_count(Transport& bus) {
+  Tpm tpm(bus);
+  auto r = tpm.run(ReadClock{});
+  if (!r.ok()) return std::nullopt;
+  return r->reset_count;
 }
 
 // The platform's part for a TPM with no firmware before it (swtpm, mssim
@@ -103,7 +129,7 @@ class ProtectedServer::Impl {
     factory_.reset();
     protected_.reset();
     tpm_reset_ = nullptr;  // the manager goes with the server
-    quiet_ = true;  // the server's own space is no client: its open and close are not news
+    quiet_ = true;         // the server's own space is no client: its open and close are not news
     own_.reset();
     server_.reset();
   }
@@ -123,7 +149,11 @@ class ProtectedServer::Impl {
           std::make_unique<StatusFront>(space, std::make_unique<ClientFront>(space, *this->front_context()), status_));
     };
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(*bus_, std::move(options)));
-    tpm_reset_ = [this] { server_->resources().tpm_was_reset(); };
+    tpm_reset_ = [this] {
+      server_->resources().tpm_was_reset();
+      reset_told_ = true;
+    };
+    reset_count_ = read_reset_count(*bus_);
     quiet_ = true;
     own_ = std::make_unique<server::HandleSpace>(server_->resources(), kServerClient, server::ClientLimits{},
                                                  server::PeerIdentity{});
@@ -187,11 +217,27 @@ class ProtectedServer::Impl {
     // Until it is re-established no client command goes out: the front
     // asks again at the next one. The wrapper itself stays (start_session).
     front_.wrapper = nullptr;
+    note_unseen_reset();
     Status st = protected_->reanchor();
     if (st.ok()) st = start_session();
     if (!log_) return;
     log_(st.ok() ? "re-established: anchor: " + protected_->anchor_description()
                  : "not re-established, tried again at the next command: " + st.error().message());
+  }
+
+  // A reset the bus did not see (the TPM started by someone else, as
+  // firmware or a kernel does) flushed every client's objects and sessions
+  // too: told by the TPM's resetCount, read at open and here. A restart or
+  // resume (restartCount) is left alone: what it keeps is not the server's
+  // to judge, and a resume keeps sessions.
+  void note_unseen_reset() {
+    std::optional<uint32_t> now = read_reset_count(*bus_);
+    if (now && reset_count_ && *now != *reset_count_ && !reset_told_) {
+      if (log_) log_(fmt::format("the TPM was reset under the server (resetCount {} -> {})", *reset_count_, *now));
+      server_->resources().tpm_was_reset();
+    }
+    if (now) reset_count_ = now;
+    reset_told_ = false;
   }
 
   // The one start-up line: which TPM, which anchor and what it rests on,
@@ -236,7 +282,9 @@ class ProtectedServer::Impl {
   bool strict_ = false;
   bool quiet_ = false;  // the log says nothing of the server's own space
   std::function<void(const std::string&)> log_;
-  std::function<void()> tpm_reset_;  // StartingBus saw a reset: the manager forgets what it destroyed
+  std::function<void()> tpm_reset_;      // StartingBus saw a reset: the manager forgets what it destroyed
+  std::optional<uint32_t> reset_count_;  // the TPM's, as last read (note_unseen_reset)
+  bool reset_told_ = false;              // the manager was told of a reset since it was read
 };
 
 Result<std::unique_ptr<ProtectedServer>> ProtectedServer::open(ServeRequest request) {

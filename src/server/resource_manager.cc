@@ -234,7 +234,10 @@ void ResourceManager::Impl::shutdown() {
 }
 
 ResourceManager::ResourceManager(Transport& tpm, Log log) : impl_(std::make_unique<Impl>(tpm, std::move(log))) {}
-ResourceManager::~ResourceManager() { impl_->shutdown(); }
+ResourceManager::~ResourceManager() {
+  impl_->enter();  // a reset seen while it flushes forgets nothing under its loops
+  impl_->shutdown();
+}
 Status ResourceManager::start(Transport* attributes_from) { return impl_->start(attributes_from); }
 void ResourceManager::set_uid_limits(UidLimits limits) { impl_->set_uid_limits(limits); }
 size_t ResourceManager::session_pool() const { return impl_->session_pool(); }

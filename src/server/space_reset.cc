@@ -31,9 +31,10 @@ void ResourceManager::Impl::forget_reset() {
   // Whatever the TPM holds that nobody does (a command in flight at the
   // reset, answered after it) is swept when the TPM is full and at shutdown.
   orphans_possible_ = true;
-  note(fmt::format("{}the TPM was reset: forgot {} object(s) and {} session(s) of {} client(s), unflushed (the reset "
-                   "flushed them)",
-                   kLogWarning, objects, sessions, clients_.size()));
+  note(
+      fmt::format("{}the TPM was reset: forgot every client's {} object(s) and {} session(s), unflushed (the reset "
+                  "flushed them)",
+                  kLogWarning, objects, sessions));
 }
 
 }  // namespace tpmsec::server
