@@ -6,8 +6,9 @@
 // an attacker put another key at that handle, and forgets only what it made
 // (--forget-state). With an EK certificate chaining to a root of the roots
 // bundle the EK is the anchor; to an unknown root it is not. A TPM reset
-// under a running serve costs at most the command in flight. Each start is
-// judged by its one start-up line.
+// under a running serve costs at most the command in flight, and what the
+// reset destroyed is no client's any more. Each start is judged by its one
+// start-up line.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -28,6 +29,11 @@
 #include "support/ek_provisioning.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/commands.h"
+#include "tpmsec/null_key.h"
+#include "tpmsec/response_code.h"
+#include "tpmsec/tpm.h"
+#include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {
 namespace {
@@ -112,6 +118,14 @@ class Serve {
   }
   int exit_code() const { return exit_code_; }
   std::string socket() const { return dir_ + "/tpm.sock"; }
+  // A client of its own on the socket, connected while it lives (the tpmsec TCTI's transport).
+  std::unique_ptr<Transport> client() const {
+    std::string spec = "serve:path=" + socket();
+    if (::getuid() != 0) spec += ",uid=" + std::to_string(::getuid());
+    auto t = open_transport(spec);
+    EXPECT_TRUE(t.ok()) << t.error().message();
+    return t.ok() ? std::move(*t) : nullptr;
+  }
   std::string state() const { return dir_ + "/state"; }
   // tpm2-tools through this server (the tpmsec TCTI, serve:path=).
   CommandResult tool(std::vector<std::string> argv) const {
@@ -289,6 +303,65 @@ TEST_F(ServeAnchorTest, ATpmResetUnderServeCostsAtMostTheCommandInFlight) {
     }
   }
   EXPECT_NE(serve.startup_line().find("anchor: persistent salt key"), std::string::npos);
+}
+
+// A null-hierarchy primary (ECC P-256, the null key's template) in `tpm`'s
+// space: its handle, or the response code that refused it.
+Result<uint32_t> null_primary(Transport& tpm) {
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kNull);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  TPMSEC_ASSIGN_OR_RETURN(auto made, Tpm(tpm).run(c, {Auth::password()}));
+  return made.object_handle;
+}
+
+// The reset destroyed what client A held, and serve forgets it without a
+// flush: client B's new primary, which the TPM puts where A's first object
+// was, is B's (not refused as A's, 0xb0001); A's old handles (B's first
+// virtual handle is the same number) are refused as handles it never held,
+// never answered with B's object; nothing is left once both left.
+TEST_F(ServeAnchorTest, ATpmResetUnderServeForgetsEveryClientsObjectsAndSessions) {
+  start_swtpm();
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  std::unique_ptr<Transport> a = serve.client();
+  ASSERT_TRUE(a);
+  Result<uint32_t> a_first = null_primary(*a);
+  ASSERT_TRUE(a_first.ok()) << a_first.error().message() << serve.log();
+  ASSERT_TRUE(null_primary(*a).ok()) << serve.log();
+  cmd::StartAuthSession start;
+  start.nonce_caller.bytes = Bytes(32, 0x5A);
+  auto a_session = Tpm(*a).run(start);
+  ASSERT_TRUE(a_session.ok()) << a_session.error().message() << serve.log();
+
+  CommandResult init = run_command({"swtpm_ioctl", "--tcp", "127.0.0.1:" + std::to_string(swtpm_->ctrl_port()), "-i"});
+  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  (void)Tpm(*a).run(cmd::ReadPublic{NamedHandle::of(*a_first)});                     // in flight at the reset: may fail
+  ASSERT_EQ(serve.tool({"tpm2_pcrread", "sha256:16"}).exit_code, 0) << serve.log();  // serve's session again
+
+  std::unique_ptr<Transport> b = serve.client();
+  ASSERT_TRUE(b);
+  Result<uint32_t> b_first = null_primary(*b);
+  ASSERT_TRUE(b_first.ok()) << b_first.error().message() << serve.log();
+  EXPECT_EQ(*b_first, *a_first) << "each space numbers its objects from the same first virtual handle";
+  auto b_reads = Tpm(*b).run(cmd::ReadPublic{NamedHandle::of(*b_first)});
+  EXPECT_TRUE(b_reads.ok()) << b_reads.error().message() << serve.log();
+  EXPECT_EQ(serve.log().find("as a new one: dropped, refused"), std::string::npos) << serve.log();
+
+  auto a_reads = Tpm(*a).run(cmd::ReadPublic{NamedHandle::of(*a_first)});
+  EXPECT_EQ(a_reads.ok() ? 0u : a_reads.error().tpm_rc(), rc_handle_at(0)) << "A reached an object it no longer holds";
+  auto a_saves = Tpm(*a).run(cmd::ContextSave{NamedHandle::of(a_session->session_handle)});
+  EXPECT_EQ(a_saves.ok() ? 0u : a_saves.error().tpm_rc(), rc_handle_at(0)) << "A reached a session it no longer holds";
+  EXPECT_TRUE(null_primary(*a).ok()) << "A's space works on after the reset" << serve.log();
+
+  a.reset();
+  b.reset();
+  serve.stop();
+  for (const char* kind : {"handles-transient", "handles-loaded-session", "handles-saved-session"}) {
+    CommandResult left = direct({"tpm2_getcap", kind});
+    ASSERT_EQ(left.exit_code, 0) << describe(left);
+    EXPECT_EQ(left.out, "") << kind << " left in the TPM";
+  }
 }
 
 // The EK certificate chaining to a root of the bundle (the shipped bundle's

@@ -63,6 +63,22 @@ struct GetRandom {
   };
 };
 
+// Part 3 §29.1: TPMS_TIME_INFO, whose TPMS_CLOCK_INFO counts the TPM's
+// resets (resetCount: each TPM Reset, a TPM2_Startup(CLEAR) not after a
+// TPM2_Shutdown(STATE)) and restarts.
+struct ReadClock {
+  static constexpr const CommandInfo& kInfo = command_info<cc::kReadClock>();
+  auto handles() const { return std::tie(); }
+  auto params() const { return std::tie(); }
+  struct Response {
+    uint64_t time = 0, clock = 0;
+    uint32_t reset_count = 0, restart_count = 0;
+    uint8_t safe = 0;
+    auto handles() { return std::tie(); }
+    auto params() { return std::tie(time, clock, reset_count, restart_count, safe); }
+  };
+};
+
 // Part 3 §22.4
 struct PcrRead {
   static constexpr const CommandInfo& kInfo = command_info<cc::kPcrRead>();

@@ -3,14 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdint>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "serve/client_front.h"
 #include "serve/routed_transport.h"
 #include "serve/status_front.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/host/data_dir.h"
@@ -43,20 +46,31 @@ std::string policy_origin(const std::string& path) {
   return p.ok() ? p->origin : std::string("(none readable: the defaults)");
 }
 
+// The TPM's resetCount, none when it does not answer it.
+std::optional<uint32_t> read_reset_count(Transport& bus) {
+  Tpm tpm(bus);
+  auto r = tpm.run(cmd::ReadClock{});
+  if (!r.ok()) return std::nullopt;
+  return r->reset_count;
+}
+
 // The platform's part for a TPM with no firmware before it (swtpm, mssim
 // after a power cycle; the kernel does it for a device): a TPM that answers
 // TPM_RC_INITIALIZE was reset and not started again, so the server sends
 // TPM2_Startup(CLEAR) as firmware would. The command in flight gets the
 // TPM's answer; the server's session went with the reset and the wrapper
-// starts another for the next command.
+// starts another for the next command; every client's objects and sessions
+// went too, and `reset` (the resource manager's tpm_was_reset) forgets them.
 class StartingBus final : public TransportDecorator {
  public:
-  StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log)
-      : TransportDecorator(*bus, Traffic::kObserves), bus_(std::move(bus)), log_(log) {}
+  StartingBus(std::unique_ptr<Transport> bus, std::function<void(const std::string&)>* log,
+              std::function<void()>* reset)
+      : TransportDecorator(*bus, Traffic::kObserves), bus_(std::move(bus)), log_(log), reset_(reset) {}
   Result<Bytes> transmit(ByteView command) override {
     TPMSEC_ASSIGN_OR_RETURN(Bytes response, bus_->transmit(command));
     HeaderRead answer = read_frame_header(response, response.size());
     if (answer.check == FrameCheck::kIncomplete || answer.header.code != rc::kInitialize) return response;
+    if (*reset_) (*reset_)();  // started or not, what the TPM held is gone
     Tpm tpm(*bus_);
     auto started = tpm.run(cmd::Startup{su::kClear});
     if (*log_) {
@@ -73,13 +87,15 @@ class StartingBus final : public TransportDecorator {
  private:
   std::unique_ptr<Transport> bus_;
   std::function<void(const std::string&)>* log_;
+  std::function<void()>* reset_;
 };
 
 }  // namespace
 
 class ProtectedServer::Impl {
  public:
-  explicit Impl(std::unique_ptr<Transport> bus) : bus_(std::make_unique<StartingBus>(std::move(bus), &log_)) {}
+  explicit Impl(std::unique_ptr<Transport> bus)
+      : bus_(std::make_unique<StartingBus>(std::move(bus), &log_, &tpm_reset_)) {}
   ~Impl() {
     front_.recover = nullptr;  // ending: nothing to re-establish
     // The wrapper flushes its session through the server's own space, so
@@ -92,7 +108,8 @@ class ProtectedServer::Impl {
     wrapper_.reset();
     factory_.reset();
     protected_.reset();
-    quiet_ = true;  // the server's own space is no client: its open and close are not news
+    tpm_reset_ = nullptr;  // the manager goes with the server
+    quiet_ = true;         // the server's own space is no client: its open and close are not news
     own_.reset();
     server_.reset();
   }
@@ -112,6 +129,11 @@ class ProtectedServer::Impl {
           std::make_unique<StatusFront>(space, std::make_unique<ClientFront>(space, *this->front_context()), status_));
     };
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(*bus_, std::move(options)));
+    tpm_reset_ = [this] {
+      server_->resources().tpm_was_reset();
+      reset_told_ = true;
+    };
+    reset_count_ = read_reset_count(*bus_);
     quiet_ = true;
     own_ = std::make_unique<server::HandleSpace>(server_->resources(), kServerClient, server::ClientLimits{},
                                                  server::PeerIdentity{});
@@ -175,11 +197,27 @@ class ProtectedServer::Impl {
     // Until it is re-established no client command goes out: the front
     // asks again at the next one. The wrapper itself stays (start_session).
     front_.wrapper = nullptr;
+    note_unseen_reset();
     Status st = protected_->reanchor();
     if (st.ok()) st = start_session();
     if (!log_) return;
     log_(st.ok() ? "re-established: anchor: " + protected_->anchor_description()
                  : "not re-established, tried again at the next command: " + st.error().message());
+  }
+
+  // A reset the bus did not see (the TPM started by someone else, as
+  // firmware or a kernel does) flushed every client's objects and sessions
+  // too: told by the TPM's resetCount, read at open and here. A restart or
+  // resume (restartCount) is left alone: what it keeps is not the server's
+  // to judge, and a resume keeps sessions.
+  void note_unseen_reset() {
+    std::optional<uint32_t> now = read_reset_count(*bus_);
+    if (now && reset_count_ && *now != *reset_count_ && !reset_told_) {
+      if (log_) log_(fmt::format("the TPM was reset under the server (resetCount {} -> {})", *reset_count_, *now));
+      server_->resources().tpm_was_reset();
+    }
+    if (now) reset_count_ = now;
+    reset_told_ = false;
   }
 
   // The one start-up line: which TPM, which anchor and what it rests on,
@@ -224,6 +262,9 @@ class ProtectedServer::Impl {
   bool strict_ = false;
   bool quiet_ = false;  // the log says nothing of the server's own space
   std::function<void(const std::string&)> log_;
+  std::function<void()> tpm_reset_;      // StartingBus saw a reset: the manager forgets what it destroyed
+  std::optional<uint32_t> reset_count_;  // the TPM's, as last read (note_unseen_reset)
+  bool reset_told_ = false;              // the manager was told of a reset since it was read
 };
 
 Result<std::unique_ptr<ProtectedServer>> ProtectedServer::open(ServeRequest request) {

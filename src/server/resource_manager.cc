@@ -239,7 +239,10 @@ void ResourceManager::Impl::shutdown() {
 }
 
 ResourceManager::ResourceManager(Transport& tpm, Log log) : impl_(std::make_unique<Impl>(tpm, std::move(log))) {}
-ResourceManager::~ResourceManager() { impl_->shutdown(); }
+ResourceManager::~ResourceManager() {
+  impl_->enter();  // a reset seen while it flushes forgets nothing under its loops
+  impl_->shutdown();
+}
 Status ResourceManager::start(Transport* attributes_from) { return impl_->start(attributes_from); }
 void ResourceManager::set_uid_limits(UidLimits limits) { impl_->set_uid_limits(limits); }
 size_t ResourceManager::session_pool() const { return impl_->session_pool(); }
@@ -248,13 +251,25 @@ void ResourceManager::open(ClientId client, ClientLimits limits, PeerIdentity pe
 }
 Bytes ResourceManager::execute(ClientId client, ByteView command, bool as_server) {
   impl_->clear_lost();
-  return impl_->execute(client, command, as_server);
+  impl_->enter();
+  Bytes response = impl_->execute(client, command, as_server);
+  impl_->leave();
+  return response;
 }
 std::optional<uint32_t> ResourceManager::refusal(ClientId client, ByteView command) const {
   return impl_->refusal(client, command);
 }
-void ResourceManager::close(ClientId client) { impl_->close(client); }
-void ResourceManager::shutdown() { impl_->shutdown(); }
+void ResourceManager::close(ClientId client) {
+  impl_->enter();
+  impl_->close(client);
+  impl_->leave();
+}
+void ResourceManager::shutdown() {
+  impl_->enter();
+  impl_->shutdown();
+  impl_->leave();
+}
+void ResourceManager::tpm_was_reset() { impl_->tpm_was_reset(); }
 void ResourceManager::reserve(uint32_t handle) { impl_->reserve(handle); }
 void ResourceManager::release(uint32_t handle) { impl_->release(handle); }
 void ResourceManager::report_ended_sessions(bool on) { impl_->report_ended_sessions(on); }

@@ -64,6 +64,17 @@ class ResourceManager::Impl {
   std::optional<uint32_t> refusal(ClientId id, ByteView command) const;
   void close(ClientId id);
   void shutdown();
+  // tpm_was_reset() (space_reset.cc): marked at once, carried out between
+  // the manager's calls (enter() and leave() around each public one).
+  void tpm_was_reset() {
+    reset_pending_ = true;
+    if (!in_call_) forget_reset();
+  }
+  void enter() { in_call_ = true; }
+  void leave() {
+    in_call_ = false;
+    if (reset_pending_) forget_reset();
+  }
   void set_uid_limits(UidLimits limits) { uid_limits_ = limits; }
   size_t session_pool() const { return pool_; }
   void reserve(uint32_t h) { reserved_.insert(h); }
@@ -206,6 +217,10 @@ class ResourceManager::Impl {
   bool report_ended_ = false;
   std::vector<uint32_t> ended_;  // since take_ended_sessions(), while report_ended_
   bool regapping_ = false;       // regap() runs: a context gap inside it is not bridged again
+  // A TPM reset: what it destroyed is forgotten once no call is under way.
+  void forget_reset();
+  bool reset_pending_ = false;
+  bool in_call_ = false;
 };
 
 }  // namespace tpmsec::server

@@ -186,6 +186,16 @@ class ResourceManager {
   void close(ClientId client);
   // Flushes every session the manager tracks (and forgets every client).
   void shutdown();
+  // The TPM was reset (TPM2_Startup(CLEAR) after _TPM_Init): every
+  // transient object and session, loaded or saved, went with it and the
+  // TPM gives their handles out anew. What every client held, the sessions
+  // abandoned and the server's own (reserve()d) handles are forgotten
+  // without a flush (a flush could hit what the TPM has given another
+  // since); every session is reported ended (report_ended_sessions). The
+  // clients stay open: a handle one held is refused as any it does not
+  // hold. Safe from the TPM's transport while a call of the manager runs
+  // (the bus that saw the reset): the records go when that call returns.
+  void tpm_was_reset();
 
   // Handles the server owns: passed through untranslated, never saved,
   // flushed or listed for a client.
