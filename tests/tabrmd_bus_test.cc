@@ -170,13 +170,13 @@ uint32_t response_code(const std::vector<uint8_t>& r) {
 class TabrmdServeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ASSERT_TRUE(wait_for_owner(server::kTabrmdBusName, false)) << "someone else owns the name";
+    ASSERT_TRUE(wait_for_owner(tabrmd::kTabrmdBusName, false)) << "someone else owns the name";
     serve_ = new Child;
     // --dbus system: the bus DBUS_SYSTEM_BUS_ADDRESS names (this private
     // one), as sd-bus and GDBus both read it: what the tools find with no
     // TCTI configured.
     serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", kBus}, {});
-    ASSERT_TRUE(wait_for_owner(server::kTabrmdBusName, true)) << "tpmsec serve never took the name";
+    ASSERT_TRUE(wait_for_owner(tabrmd::kTabrmdBusName, true)) << "tpmsec serve never took the name";
   }
   static void TearDownTestSuite() {
     int status = serve_->stop();
@@ -354,17 +354,17 @@ TEST_F(TabrmdServeTest, CancelAndSetLocalityThroughTheClientLibrary) {
   TabrmdTcti t("bus_type=session");
   ASSERT_TRUE(t.ok()) << std::hex << t.init_rc();
   EXPECT_EQ(Tss2_Tcti_SetLocality(t.ctx(), 0), 0u);
-  EXPECT_EQ(Tss2_Tcti_SetLocality(t.ctx(), 3), server::kResmgrRcNotImplemented);
+  EXPECT_EQ(Tss2_Tcti_SetLocality(t.ctx(), 3), tabrmd::kResmgrRcNotImplemented);
   ASSERT_EQ(t.transmit(kGetRandom8), 0u);
-  EXPECT_EQ(Tss2_Tcti_Cancel(t.ctx()), server::kResmgrRcNotImplemented);
+  EXPECT_EQ(Tss2_Tcti_Cancel(t.ctx()), tabrmd::kResmgrRcNotImplemented);
   std::vector<uint8_t> r;
   ASSERT_EQ(t.receive(&r), 0u);
   EXPECT_EQ(response_code(r), 0u);
 }
 
 TEST_F(TabrmdServeTest, IntrospectionMatchesTpm2Abrmd) {
-  auto r = run_command({"busctl", "--address=" + g_bus->address(), "introspect", server::kTabrmdBusName,
-                        server::kTabrmdObjectPath, server::kTabrmdInterface});
+  auto r = run_command({"busctl", "--address=" + g_bus->address(), "introspect", tabrmd::kTabrmdBusName,
+                        tabrmd::kTabrmdObjectPath, tabrmd::kTabrmdInterface});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   // busctl's columns: NAME TYPE SIGNATURE RESULT/VALUE FLAGS.
   auto row = [&r](const std::string& member) {
@@ -391,9 +391,9 @@ TEST_F(TabrmdServeTest, PolicyLetsRootCallAndRefusesAnotherUser) {
   std::vector<std::string> call = {"busctl",
                                    "--address=" + g_bus->address(),
                                    "call",
-                                   server::kTabrmdBusName,
-                                   server::kTabrmdObjectPath,
-                                   server::kTabrmdInterface,
+                                   tabrmd::kTabrmdBusName,
+                                   tabrmd::kTabrmdObjectPath,
+                                   tabrmd::kTabrmdInterface,
                                    "CreateConnection"};
   auto root = run_command(call);
   ASSERT_EQ(root.exit_code, 0) << describe(root);
@@ -423,8 +423,8 @@ TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
   };
   auto ask = [](const std::string& name) {
     Answers a;
-    auto intro = run_command({"busctl", "--address=" + g_bus->address(), "introspect", name, server::kTabrmdObjectPath,
-                              server::kTabrmdInterface});
+    auto intro = run_command({"busctl", "--address=" + g_bus->address(), "introspect", name, tabrmd::kTabrmdObjectPath,
+                              tabrmd::kTabrmdInterface});
     a.introspection = intro.out;
     TabrmdTcti t("bus_type=session,bus_name=" + name);
     a.init = std::to_string(t.init_rc());
@@ -436,18 +436,18 @@ TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
       a.random =
           std::to_string(t.receive(&r)) + "/" + std::to_string(response_code(r)) + "/" + std::to_string(r.size());
     }
-    auto foreign = run_command({"busctl", "--address=" + g_bus->address(), "call", name, server::kTabrmdObjectPath,
-                                server::kTabrmdInterface, "Cancel", "t", "12345"});
+    auto foreign = run_command({"busctl", "--address=" + g_bus->address(), "call", name, tabrmd::kTabrmdObjectPath,
+                                tabrmd::kTabrmdInterface, "Cancel", "t", "12345"});
     a.foreign_cancel = std::to_string(foreign.exit_code) + " " + foreign.err;
     return a;
   };
   Answers reference = ask(kReferenceName);
-  Answers ours = ask(server::kTabrmdBusName);
+  Answers ours = ask(tabrmd::kTabrmdBusName);
   EXPECT_EQ(ours.introspection, reference.introspection);
   EXPECT_EQ(ours.init, "0");
   EXPECT_EQ(ours.init, reference.init);
   EXPECT_EQ(ours.set_locality_3, reference.set_locality_3);
-  EXPECT_EQ(ours.cancel, std::to_string(server::kResmgrRcNotImplemented));
+  EXPECT_EQ(ours.cancel, std::to_string(tabrmd::kResmgrRcNotImplemented));
   EXPECT_EQ(ours.cancel, reference.cancel);
   EXPECT_EQ(ours.random, "0/0/20");
   EXPECT_EQ(ours.random, reference.random);
@@ -461,9 +461,9 @@ TEST_F(TabrmdServeTest, SigtermEndsTheServerAndReleasesTheName) {
   // and the name is free for the next owner.
   int status = serve_->stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_TRUE(wait_for_owner(server::kTabrmdBusName, false));
+  EXPECT_TRUE(wait_for_owner(tabrmd::kTabrmdBusName, false));
   serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", kBus}, {});
-  ASSERT_TRUE(wait_for_owner(server::kTabrmdBusName, true));
+  ASSERT_TRUE(wait_for_owner(tabrmd::kTabrmdBusName, true));
   // A second server is refused the name, as tpm2-abrmd would be.
   auto second = testing::run_tpmsec({"serve", "--allow-root", "--tpm", "embedded", "--dbus", "session"});
   EXPECT_EQ(second.exit_code, 1) << describe(second);
@@ -581,12 +581,12 @@ class InProcessServer {
     EXPECT_TRUE(tpm.ok()) << tpm.error().message();
     if (!tpm.ok()) return;
     tpm_ = std::move(*tpm);
-    server::TabrmdBusOptions options;
-    options.bus = server::TabrmdBusOptions::Bus::kSession;
+    tabrmd::TabrmdBusOptions options;
+    options.bus = tabrmd::TabrmdBusOptions::Bus::kSession;
     options.name = kInProcessName;
     options.max_connections = max_connections;
-    server::TabrmdCallbacks callbacks;
-    callbacks.on_connection = [this](server::OwnedFd fd, uint64_t id, const server::BusPeer& peer) {
+    tabrmd::TabrmdCallbacks callbacks;
+    callbacks.on_connection = [this](tabrmd::OwnedFd fd, uint64_t id, const tabrmd::BusPeer& peer) {
       std::lock_guard<std::mutex> lock(mu_);
       ids_.push_back(id);
       peers_.push_back(peer);
@@ -595,13 +595,13 @@ class InProcessServer {
     callbacks.on_set_locality = [this](uint64_t id, uint8_t locality) -> uint32_t {
       std::lock_guard<std::mutex> lock(mu_);
       localities_.push_back({id, locality});
-      return locality <= 4 ? 0 : server::kResmgrRcBadValue;
+      return locality <= 4 ? 0 : tabrmd::kResmgrRcBadValue;
     };
-    auto bus = server::TabrmdBus::open(options, std::move(callbacks));
+    auto bus = tabrmd::TabrmdBus::open(options, std::move(callbacks));
     EXPECT_TRUE(bus.ok()) << bus.error().message();
     if (!bus.ok()) return;
     bus_ = std::move(*bus);
-    stop_ = server::OwnedFd(::eventfd(0, EFD_CLOEXEC));
+    stop_ = tabrmd::OwnedFd(::eventfd(0, EFD_CLOEXEC));
     thread_ = std::thread([this] { loop(); });
   }
   ~InProcessServer() {
@@ -616,7 +616,7 @@ class InProcessServer {
     std::lock_guard<std::mutex> lock(mu_);
     return ids_;
   }
-  std::vector<server::BusPeer> peers() {
+  std::vector<tabrmd::BusPeer> peers() {
     std::lock_guard<std::mutex> lock(mu_);
     return peers_;
   }
@@ -645,7 +645,7 @@ class InProcessServer {
 
  private:
   struct Client {
-    server::OwnedFd fd;
+    tabrmd::OwnedFd fd;
     uint64_t id;
   };
   void loop() {
@@ -683,13 +683,13 @@ class InProcessServer {
   }
 
   std::unique_ptr<Transport> tpm_;
-  std::unique_ptr<server::TabrmdBus> bus_;
-  server::OwnedFd stop_;
+  std::unique_ptr<tabrmd::TabrmdBus> bus_;
+  tabrmd::OwnedFd stop_;
   std::thread thread_;
   std::mutex mu_;
   std::list<Client> clients_;
   std::vector<uint64_t> ids_;
-  std::vector<server::BusPeer> peers_;
+  std::vector<tabrmd::BusPeer> peers_;
   std::vector<std::pair<uint64_t, uint8_t>> localities_;
   std::atomic<size_t> open_{0};
 };
@@ -735,7 +735,7 @@ TEST(TabrmdBusTest, SetLocalityReachesTheServerForThatConnection) {
   TabrmdTcti t(in_process_conf());
   ASSERT_TRUE(t.ok()) << std::hex << t.init_rc();
   EXPECT_EQ(Tss2_Tcti_SetLocality(t.ctx(), 3), 0u);
-  EXPECT_EQ(Tss2_Tcti_SetLocality(t.ctx(), 7), server::kResmgrRcBadValue);
+  EXPECT_EQ(Tss2_Tcti_SetLocality(t.ctx(), 7), tabrmd::kResmgrRcBadValue);
   auto ids = server.ids();
   ASSERT_EQ(ids.size(), 1u);
   auto seen = server.localities();
@@ -745,7 +745,7 @@ TEST(TabrmdBusTest, SetLocalityReachesTheServerForThatConnection) {
   // Cancel is answered as tpm2-abrmd answers it, in the state the client
   // library allows it (a command sent, its answer not yet read).
   ASSERT_EQ(t.transmit(kGetRandom8), 0u);
-  EXPECT_EQ(Tss2_Tcti_Cancel(t.ctx()), server::kResmgrRcNotImplemented);
+  EXPECT_EQ(Tss2_Tcti_Cancel(t.ctx()), tabrmd::kResmgrRcNotImplemented);
   std::vector<uint8_t> r;
   ASSERT_EQ(t.receive(&r), 0u);
   EXPECT_EQ(response_code(r), 0u);
@@ -764,7 +764,7 @@ TEST(TabrmdBusTest, AnotherPeerCannotCancelOrSetTheLocalityOfAConnection) {
   for (const std::vector<std::string>& call :
        {std::vector<std::string>{"SetLocality", "ty", id, "3"}, std::vector<std::string>{"Cancel", "t", id}}) {
     std::vector<std::string> argv{"busctl",       "--address=" + g_bus->address(), "call",
-                                  kInProcessName, server::kTabrmdObjectPath,       server::kTabrmdInterface};
+                                  kInProcessName, tabrmd::kTabrmdObjectPath,       tabrmd::kTabrmdInterface};
     argv.insert(argv.end(), call.begin(), call.end());
     auto r = run_command(argv);
     EXPECT_NE(r.exit_code, 0) << describe(r);

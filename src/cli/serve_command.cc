@@ -138,8 +138,8 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
 // The front ends: the socket (systemd's, or --socket) and the D-Bus name.
 // A description of them for the start-up line.
 Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::Server& server,
-                                 std::unique_ptr<server::TabrmdFront>& front,
-                                 const std::shared_ptr<std::atomic<server::TabrmdFront*>>& bus_front,
+                                 std::unique_ptr<tabrmd::TabrmdFront>& front,
+                                 const std::shared_ptr<std::atomic<tabrmd::TabrmdFront*>>& bus_front,
                                  std::function<void()> on_bus_failure) {
   if (activated >= 0) {
     TPMSEC_RETURN_IF_ERROR(server.listen_fd(activated, "the socket systemd passed"));
@@ -149,19 +149,19 @@ Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::S
     TPMSEC_RETURN_IF_ERROR(server.listen_unix(o.socket, socket));
   }
   if (o.dbus != "none") {
-    server::TabrmdBusOptions bus;
-    bus.bus = o.dbus == "session" ? server::TabrmdBusOptions::Bus::kSession : server::TabrmdBusOptions::Bus::kSystem;
+    tabrmd::TabrmdBusOptions bus;
+    bus.bus = o.dbus == "session" ? tabrmd::TabrmdBusOptions::Bus::kSession : tabrmd::TabrmdBusOptions::Bus::kSystem;
     bus.address = o.dbus_address;
     // The server decides who gets in (it may close an idle connection for a
     // newcomer): the bus only bounds what it hands over.
     bus.max_connections = 2 * o.max_clients;
     // A bus failure stops the server (exit 1): its supervisor restarts it.
     TPMSEC_ASSIGN_OR_RETURN(front,
-                            server::TabrmdFront::start(bus, server, server::ClientLimits{}, std::move(on_bus_failure)));
+                            tabrmd::TabrmdFront::start(bus, server, server::ClientLimits{}, std::move(on_bus_failure)));
     bus_front->store(front.get());
   }
   return fmt::format("{}{}",
-                     o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, server::kTabrmdBusName) : "",
+                     o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, tabrmd::kTabrmdBusName) : "",
                      activated >= 0     ? ", the socket systemd passed"
                      : o.socket.empty() ? ""
                                         : ", socket " + o.socket);
@@ -236,15 +236,15 @@ Status run_serve(const ServeOptions& o) {
   request.server.tick = [&signals, &notifier, &log, &served_ptr] { on_tick(signals, notifier, log, &served_ptr); };
   // The D-Bus front end frees a connection's id when the server closes it;
   // set once the front exists (the server is created first).
-  auto bus_front = std::make_shared<std::atomic<server::TabrmdFront*>>(nullptr);
+  auto bus_front = std::make_shared<std::atomic<tabrmd::TabrmdFront*>>(nullptr);
   request.server.on_closed = [bus_front](server::ClientId id) {
-    if (server::TabrmdFront* f = bus_front->load()) f->closed(id);
+    if (tabrmd::TabrmdFront* f = bus_front->load()) f->closed(id);
   };
   std::unique_ptr<MeasuredTpm> emulated;  // outlives the server: declared first
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request), emulated));
   served_ptr = served.get();
   server::Server& server = served->server();
-  std::unique_ptr<server::TabrmdFront> front;
+  std::unique_ptr<tabrmd::TabrmdFront> front;
   TPMSEC_ASSIGN_OR_RETURN(std::string fronts,
                           serve_fronts(o, activated, server, front, bus_front, [&signals] { signals.request_stop(); }));
   log.line(server::kLogInfo, fmt::format("serving {}{}", served->startup_line(), fronts));

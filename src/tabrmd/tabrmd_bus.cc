@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <systemd/sd-bus.h>
 
-namespace tpmsec::server {
+namespace tpmsec::tabrmd {
 
 namespace {
 
@@ -349,4 +349,4 @@ void TabrmdBus::connection_closed(uint64_t id) { impl_->connections.erase(id); }
 
 size_t TabrmdBus::open_connections() const { return impl_->connections.size(); }
 
-}  // namespace tpmsec::server
+}  // namespace tpmsec::tabrmd

@@ -13,22 +13,22 @@
 
 #include <fmt/format.h>
 
-namespace tpmsec::server {
+namespace tpmsec::tabrmd {
 
 struct TabrmdFront::Impl {
-  Server& server;
-  ClientLimits limits;
+  server::Server& server;
+  server::ClientLimits limits;
   std::unique_ptr<TabrmdBus> bus;
   OwnedFd wake_r, wake_w;  // closed() and the destructor wake the thread
   std::mutex mu;
-  std::vector<ClientId> closed_clients;  // guarded by mu
-  std::map<ClientId, uint64_t> bus_ids;  // the thread's own
-  bool stopping = false;                 // guarded by mu
-  std::optional<Error> failure;          // guarded by mu
+  std::vector<server::ClientId> closed_clients;  // guarded by mu
+  std::map<server::ClientId, uint64_t> bus_ids;  // the thread's own
+  bool stopping = false;                         // guarded by mu
+  std::optional<Error> failure;                  // guarded by mu
   std::function<void()> on_failure;
   std::thread thread;
 
-  Impl(Server& s, ClientLimits l) : server(s), limits(l) {}
+  Impl(server::Server& s, server::ClientLimits l) : server(s), limits(l) {}
 
   void wake() {
     const char b = 0;
@@ -36,10 +36,10 @@ struct TabrmdFront::Impl {
   }
 
   void connection(OwnedFd fd, uint64_t id, const BusPeer& peer) {
-    PeerIdentity who;
+    server::PeerIdentity who;
     if (peer.uid != static_cast<uid_t>(-1)) who.uid = static_cast<uint32_t>(peer.uid);
     if (peer.pid > 0) who.pid = static_cast<uint32_t>(peer.pid);
-    Result<ClientId> client = server.add_client(fd.release(), limits, who);
+    Result<server::ClientId> client = server.add_client(fd.release(), limits, who);
     if (!client.ok()) {
       bus->connection_closed(id);
       return;
@@ -48,12 +48,12 @@ struct TabrmdFront::Impl {
   }
 
   void free_closed() {
-    std::vector<ClientId> done;
+    std::vector<server::ClientId> done;
     {
       std::lock_guard<std::mutex> lock(mu);
       done.swap(closed_clients);
     }
-    for (ClientId c : done) {
+    for (server::ClientId c : done) {
       auto it = bus_ids.find(c);
       if (it == bus_ids.end()) continue;
       bus->connection_closed(it->second);
@@ -92,8 +92,8 @@ struct TabrmdFront::Impl {
   }
 };
 
-Result<std::unique_ptr<TabrmdFront>> TabrmdFront::start(const TabrmdBusOptions& options, Server& server,
-                                                        ClientLimits limits, std::function<void()> on_failure) {
+Result<std::unique_ptr<TabrmdFront>> TabrmdFront::start(const TabrmdBusOptions& options, server::Server& server,
+                                                        server::ClientLimits limits, std::function<void()> on_failure) {
   auto impl = std::make_unique<Impl>(server, limits);
   impl->on_failure = std::move(on_failure);
   int pipe_fds[2];
@@ -124,7 +124,7 @@ TabrmdFront::~TabrmdFront() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-void TabrmdFront::closed(ClientId client) {
+void TabrmdFront::closed(server::ClientId client) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->closed_clients.push_back(client);
@@ -137,4 +137,4 @@ std::optional<Error> TabrmdFront::failure() const {
   return impl_->failure;
 }
 
-}  // namespace tpmsec::server
+}  // namespace tpmsec::tabrmd

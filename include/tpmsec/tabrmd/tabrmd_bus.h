@@ -40,7 +40,7 @@
 #include "tpmsec/result.h"
 #include "tpmsec/unique_fd.h"
 
-namespace tpmsec::server {
+namespace tpmsec::tabrmd {
 
 inline constexpr const char* kTabrmdBusName = "com.intel.tss2.Tabrmd";
 inline constexpr const char* kTabrmdObjectPath = "/com/intel/tss2/Tabrmd/Tcti";
@@ -129,6 +129,6 @@ class TabrmdBus : public PollSource {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tpmsec::server
+}  // namespace tpmsec::tabrmd
 
 #endif  // TPMSEC_TABRMD_TABRMD_BUS_H_

@@ -18,20 +18,20 @@
 #include "tpmsec/server/server.h"
 #include "tpmsec/tabrmd/tabrmd_bus.h"
 
-namespace tpmsec::server {
+namespace tpmsec::tabrmd {
 
 class TabrmdFront {
  public:
   // Takes the bus name (fails as TabrmdBus::open does) and starts serving.
   // `server` must outlive the front.
-  static Result<std::unique_ptr<TabrmdFront>> start(const TabrmdBusOptions& options, Server& server,
-                                                    ClientLimits limits, std::function<void()> on_failure = {});
+  static Result<std::unique_ptr<TabrmdFront>> start(const TabrmdBusOptions& options, server::Server& server,
+                                                    server::ClientLimits limits, std::function<void()> on_failure = {});
   ~TabrmdFront();  // stops the bus thread and releases the name
   TabrmdFront(const TabrmdFront&) = delete;
   TabrmdFront& operator=(const TabrmdFront&) = delete;
 
   // The server closed `client` (from ServerOptions::on_closed; any thread).
-  void closed(ClientId client);
+  void closed(server::ClientId client);
   // The bus failed (the daemon went away): the message, once the thread ended.
   std::optional<Error> failure() const;
 
@@ -42,6 +42,6 @@ class TabrmdFront {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tpmsec::server
+}  // namespace tpmsec::tabrmd
 
 #endif  // TPMSEC_TABRMD_TABRMD_FRONT_H_
