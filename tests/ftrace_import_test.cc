@@ -237,6 +237,56 @@ TEST(FtraceImport, ASessionStartThatSendsNothingIsResident) {
   EXPECT_EQ(primitive(*r, "StartAuthSession (ECC salt)"), nullptr);
 }
 
+// The same kernel traced from boot (bench/kernel/run --trace-boot): the IMA
+// boot aggregate's extend starts the session (ContextLoad of the null key,
+// StartAuthSession, FlushContext), every later one finds it active. The first
+// is the resident session's first extend, not an extend of a session per
+// extend (slb9670, 2026-12-06; the first two extends of that trace).
+TEST(FtraceImport, TheBootExtendThatStartsAKeptSessionIsResidentsFirst) {
+  const std::string text =
+      "# tracer: function_graph\n#\n"
+      " 0)               |  tpm2_pcr_extend() {\n"
+      " 0)               |    tpm2_start_auth_session() {\n"
+      " 0)               |      tpm2_load_context() {\n"
+      " 0) * 37684.75 us |        tpm_transmit_cmd();\n"
+      " 0) * 38038.12 us |      }\n"
+      " 0) * 86202.46 us |      tpm_transmit_cmd();\n"
+      " 0)               |      tpm2_flush_context() {\n"
+      " 0) # 3791.923 us |        tpm_transmit_cmd();\n"
+      " 0) # 3855.717 us |      }\n"
+      " 0) @ 237837.9 us |    }\n"
+      " 0) ! 147.074 us  |    tpm_buf_append_hmac_session();\n"
+      " 0) ! 360.147 us  |    tpm_buf_fill_hmac_session();\n"
+      " 0) * 26927.02 us |    tpm_transmit_cmd();\n"
+      " 0) ! 374.372 us  |    tpm_buf_check_hmac_response();\n"
+      " 0) @ 266577.6 us |  }\n"
+      " 0)               |  tpm2_pcr_extend() {\n"
+      " 0) + 28.154 us   |    tpm2_start_auth_session();\n"
+      " 0) + 12.864 us   |    tpm_buf_append_hmac_session();\n"
+      " 0) + 43.533 us   |    tpm_buf_fill_hmac_session();\n"
+      " 0) * 33073.38 us |    tpm_transmit_cmd();\n"
+      " 0) + 46.058 us   |    tpm_buf_check_hmac_response();\n"
+      " 0) * 33371.69 us |  }\n";
+  auto c = parse_function_graph(text, "hmac-6.12-boot.txt");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  auto r = bench_from_ftrace({*c}, FtraceImportOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->strategies.size(), 1u);
+  const StrategyResult& s = r->strategies[0];
+  EXPECT_EQ(s.kind, StrategyKind::kResident);
+  ASSERT_EQ(s.extends.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.first_extend_ms, 266.5776);
+  EXPECT_EQ(s.first_extend_commands, 4u);
+  // The thread's rows, as this kernel's tpm_transmit_cmd saw them.
+  ASSERT_NE(primitive(*r, "ContextLoad (null key)"), nullptr);
+  EXPECT_DOUBLE_EQ(primitive(*r, "ContextLoad (null key)")->tpm_ms.median, 37.68475);
+  ASSERT_NE(primitive(*r, "StartAuthSession (ECC salt)"), nullptr);
+  EXPECT_DOUBLE_EQ(primitive(*r, "StartAuthSession (ECC salt)")->tpm_ms.median, 86.20246);
+  ASSERT_NE(primitive(*r, "FlushContext"), nullptr);
+  EXPECT_DOUBLE_EQ(primitive(*r, "FlushContext")->tpm_ms.median, 3.791923);
+  EXPECT_EQ(primitive(*r, "PCR_Extend (HMAC session)")->tpm_ms.n, 2u);
+}
+
 struct Malformed {
   const char* name;
   std::string text;

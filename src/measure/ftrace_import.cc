@@ -57,7 +57,9 @@ struct Command {
 struct Operation {
   const FtraceCall* call = nullptr;
   bool extend = false;
-  bool session_started = false;  // tpm2_start_auth_session ran
+  bool session_started = false;  // tpm2_start_auth_session ran and sent commands
+  bool session_kept = false;     // tpm2_start_auth_session ran and sent nothing: the session was active
+  bool resident_start = false;   // session_started in a capture whose kernel keeps its session
   bool hmac_helpers = false;     // tpm_buf_fill_hmac_session / tpm_buf_check_hmac_response ran
   std::vector<Command> commands;
   std::vector<std::string> owners;  // per command: the TPM function whose transmit it was
@@ -118,9 +120,10 @@ void walk(const FtraceCall& c, double offset_us, const std::string& owner, Opera
     walk(child, child_offset, child_owner, op);
     child_offset += child.duration_us;
   }
+  // A tpm2_start_auth_session that sent nothing found the session already
+  // active (Linux 6.12.y: chip->auth kept across extends): resident.
+  if (session_start && op.commands.size() == first) op.session_kept = true;
   if (session_start && op.commands.size() > first) {
-    // A tpm2_start_auth_session that sent nothing found the session already
-    // active (Linux 6.12.y: chip->auth kept across extends): resident.
     op.session_started = true;
     label_session_start(op.commands, first);
   }
@@ -171,6 +174,7 @@ void find_operations(const FtraceCall& c, std::vector<Operation>& ops) {
 }
 
 StrategyKind strategy_of(const Operation& op) {
+  if (op.resident_start) return StrategyKind::kResident;
   if (op.session_started) return StrategyKind::kPerCommand;
   if (op.hmac_helpers) return StrategyKind::kResident;
   return StrategyKind::kPlain;
@@ -196,6 +200,18 @@ nlohmann::json imported_identity(const FtraceImportOptions& options, const std::
           {"captures", origins}};
 }
 
+// A kernel that keeps its session (an extend whose tpm2_start_auth_session sent
+// nothing) started it once: in a trace from boot (bench/kernel/run
+// --trace-boot) the extend that sent ContextLoad, StartAuthSession and
+// FlushContext is the resident session's first extend (the IMA boot
+// aggregate's), not a session per extend. Per capture, from `first` on.
+void mark_resident_starts(std::vector<Operation>& ops, size_t first) {
+  bool kept = std::any_of(ops.begin() + static_cast<std::ptrdiff_t>(first), ops.end(),
+                          [](const Operation& op) { return op.extend && op.session_kept; });
+  if (!kept) return;
+  for (size_t i = first; i < ops.size(); ++i) ops[i].resident_start = ops[i].extend && ops[i].session_started;
+}
+
 // The operations of every capture, in order; an error for a capture with none.
 Status collect_operations(const std::vector<FtraceCapture>& captures, std::vector<std::string>& origins,
                           std::vector<Operation>& ops) {
@@ -206,6 +222,7 @@ Status collect_operations(const std::vector<FtraceCapture>& captures, std::vecto
     if (ops.size() == before) {
       return parse_error(fmt::format("{}: no TPM commands (tpm_transmit_cmd) in the capture", capture.origin));
     }
+    mark_resident_starts(ops, before);
   }
   return ok_status();
 }
