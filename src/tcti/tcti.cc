@@ -25,6 +25,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "tcti/open_protected.h"
 #include "tcti/tcti_config.h"
@@ -187,15 +188,18 @@ void write_log(const State& s) {
 // context without Tss2_Tcti_Finalize and then dlcloses the library
 // (systemd/systemd, src/shared/tpm2-util.c, tpm2_context_free()): on a TPM
 // without a resource manager the session would stay loaded, one slot of
-// three per run. The library's destructor ends what is left (below). Never
-// freed: it must outlive every other static object of the library.
-std::mutex& live_mutex() {
-  static auto* m = new std::mutex;
-  return *m;
-}
-std::set<State*>& live() {
-  static auto* s = new std::set<State*>;
-  return *s;
+// three per run. The library's destructor ends what is left (below). On
+// the heap, so no other static object's destructor can run after it; freed
+// by that destructor once every context is ended (a dlclose unmaps the
+// pointer to it: kept, it would be a leak of every process that unloads
+// the library). Null after that: a late finalize finds nothing to end.
+struct Live {
+  std::mutex mutex;
+  std::set<State*> states;
+};
+Live*& live_registry() {
+  static Live* registry = new Live;
+  return registry;
 }
 
 // Finalizes one context's state (no byte of the caller's context is read:
@@ -203,8 +207,10 @@ std::set<State*>& live() {
 void end(State* s) noexcept {
   try {
     {
-      std::lock_guard<std::mutex> lock(live_mutex());
-      if (live().erase(s) == 0) return;
+      Live* live = live_registry();
+      if (!live) return;  // the library's destructor ended it
+      std::lock_guard<std::mutex> lock(live->mutex);
+      if (live->states.erase(s) == 0) return;
     }
     write_log(*s);
     // The next run of this program ends its session with the command that
@@ -235,16 +241,19 @@ __attribute__((destructor)) void end_unfinalized() {
   for (;;) {
     State* s = nullptr;
     {
-      std::lock_guard<std::mutex> lock(live_mutex());
-      if (live().empty()) return;
-      s = *live().begin();
+      Live* live = live_registry();
+      if (!live) return;
+      std::lock_guard<std::mutex> lock(live->mutex);
+      if (live->states.empty()) break;
+      s = *live->states.begin();
       if (s->pid != ::getpid()) {
-        live().erase(s);  // the parent's: left to it
+        live->states.erase(s);  // the parent's: left to it
         continue;
       }
     }
     end(s);
   }
+  delete std::exchange(live_registry(), nullptr);
 }
 
 TSS2_RC cancel(TSS2_TCTI_CONTEXT*) noexcept { return TSS2_TCTI_RC_NOT_IMPLEMENTED; }
@@ -325,8 +334,9 @@ TSS2_RC init(TSS2_TCTI_CONTEXT* ctx, size_t* size, const char* config) noexcept 
   c->common.v1.setLocality = set_locality;
   c->common.makeSticky = make_sticky;
   {
-    std::lock_guard<std::mutex> lock(live_mutex());
-    live().insert(state.get());
+    Live* live = live_registry();
+    std::lock_guard<std::mutex> lock(live->mutex);
+    live->states.insert(state.get());
   }
   c->state = state.release();
   return TSS2_RC_SUCCESS;
