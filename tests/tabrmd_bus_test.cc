@@ -283,13 +283,23 @@ TEST_F(TabrmdServeTest, Tpm2Pkcs11WithNoTctiReachesTheServer) {
     argv.insert(argv.end(), {"-u", "DBUS_SESSION_BUS_ADDRESS", "sh", "-c", "set -a; . \"$0\"; set +a; exec \"$@\""});
     argv.insert(argv.end(), {shipped, "p11tool", "--provider", module});
     argv.insert(argv.end(), args.begin(), args.end());
-    return run_command(argv, {"TPM2_PKCS11_STORE=" + store, "GNUTLS_SO_PIN=12345678"});
+    return run_command(argv, {"TPM2_PKCS11_STORE=" + store, "GNUTLS_SO_PIN=12345678", "GNUTLS_PIN=87654321"});
   };
   auto init = p11tool({"--initialize", "--label=tpmsec", "pkcs11:manufacturer=IBM;token="});
   ASSERT_EQ(init.exit_code, 0) << describe(init);
   auto listed = p11tool({"--list-tokens"});
   ASSERT_EQ(listed.exit_code, 0) << describe(listed);
   EXPECT_NE(listed.out.find("token=tpmsec"), std::string::npos) << listed.out;
+  // A user PIN (C_InitPIN) and a login with it (C_Login): each unseals the
+  // token's wrapping key loaded under the library's salted session, which
+  // encrypts the Load's answer, the loaded object's Name among it.
+  auto pin = p11tool({"--initialize-pin", "pkcs11:token=tpmsec"});
+  EXPECT_EQ(pin.exit_code, 0) << describe(pin);
+  auto key = p11tool({"--login", "--generate-ecc", "--curve=secp256r1", "--label=k1", "pkcs11:token=tpmsec"});
+  EXPECT_EQ(key.exit_code, 0) << describe(key);
+  auto keys = p11tool({"--login", "--list-all-privkeys", "pkcs11:token=tpmsec"});
+  EXPECT_EQ(keys.exit_code, 0) << describe(keys);
+  EXPECT_NE(keys.out.find("object=k1;type=private"), std::string::npos) << keys.out;
   const std::string after = persistent();
   EXPECT_GT(after.size(), before.size()) << "the token's primary key is not on the served TPM: " << after;
   // The rest of the suite finds the TPM as it was.

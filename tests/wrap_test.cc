@@ -329,6 +329,41 @@ TEST_P(WrapTest, ACallersHmacSessionKeepsItsParametersInClearAndIsAudited) {
   EXPECT_EQ(counts(cc::kGetRandom).passed_through, 1u);
 }
 
+// tpm2-pkcs11's shape: the caller's own salted session with encrypt loads
+// an object, so the Load's answer, the object's Name, is the caller's
+// ciphertext. The object is named by the public area the TPM loaded under
+// the wrapper's cpHash: the next command naming it goes out wrapped with no
+// Name read first, and the TPM accepts the wrapper's HMAC over that Name.
+TEST_P(WrapTest, AnObjectLoadedUnderTheCallersEncryptingSessionIsNamedByItsPublicArea) {
+  ProtectionConfig config;
+  config.trust_first_use = true;
+  auto callers_factory = SessionFactory::create(*caller_, config);
+  ASSERT_TRUE(callers_factory.ok()) << callers_factory.error().message();
+  cmd::CreatePrimary c;
+  c.primary_handle = NamedHandle::of(rh::kOwner);
+  c.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto primary = caller_->run(c, {Auth::password()});
+  ASSERT_TRUE(primary.ok()) << primary.error().message();
+  cmd::Create child;
+  child.parent_handle = NamedHandle{primary->object_handle, primary->name.bytes};
+  child.in_public.public_area = null_key_template(SaltKind::kEcc);
+  auto made = caller_->run(child, {Auth::password()});
+  ASSERT_TRUE(made.ok()) << made.error().message();
+  auto session = (*callers_factory)->start(attr::kContinueSession | attr::kEncrypt);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto loaded =
+      caller_->run(cmd::Load{child.parent_handle, made->out_private, made->out_public}, {Auth{session->get(), {}}});
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  const size_t before = seen_.size();
+  auto read = caller_->run(cmd::ReadPublic{NamedHandle{loaded->object_handle, loaded->name.bytes}});
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->name.bytes, loaded->name.bytes);
+  EXPECT_EQ(seen_.size(), before + 2);  // the caller's ReadPublic and its answer, once
+  EXPECT_EQ(counts(cc::kReadPublic).wrapped, 1u);
+  EXPECT_TRUE(caller_->flush(loaded->object_handle).ok());
+  EXPECT_TRUE(caller_->flush(primary->object_handle).ok());
+}
+
 // As tpm2-tools 5.4 authorizes NV_DefineSpace, Create, Unseal: an unsalted,
 // unbound HMAC session of the caller's, with the owner's empty authValue.
 class ResignTest : public WrapTest {

@@ -70,6 +70,12 @@ Result<Bytes> write_handle_listing(const HandleListing& listing);
 // Name that does not fit or is shorter than nameAlg and a SHA-1 digest.
 std::optional<Bytes> name_in_response(uint32_t code, ByteView parameters);
 
+// The public area a Load or LoadExternal command's parameters carry (its
+// second parameter, inPublic, after inPrivate: never the one a decrypt
+// session encrypts), or none: another command, or parameters that do not
+// read. The loaded object's Name is nameAlg || H(this area).
+std::optional<ByteView> loaded_public_area(uint32_t code, ByteView parameters);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_FRAME_FIELDS_H_

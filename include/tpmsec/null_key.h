@@ -42,6 +42,9 @@ Public null_key_template(SaltKind kind);
 // nameAlg || H(TPMS_NV_PUBLIC). The one name calculation.
 Result<Bytes> compute_name(const Public& public_area);
 Result<Bytes> compute_name(const NvPublic& nv_public);
+// The same of a public area as marshalled (a TPMT_PUBLIC or TPMS_NV_PUBLIC
+// whose nameAlg is its second field), e.g. a Load's inPublic as sent.
+Result<Bytes> compute_name(ByteView marshalled_area);
 
 class NullKey {
  public:

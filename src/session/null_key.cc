@@ -36,16 +36,26 @@ namespace {
 template <class PublicArea>
 Result<Bytes> name_of(const PublicArea& area) {
   TPMSEC_ASSIGN_OR_RETURN(Bytes marshalled, marshal_to_bytes(area));
-  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(area.name_alg, {marshalled}));
-  Bytes name{static_cast<uint8_t>(area.name_alg >> 8), static_cast<uint8_t>(area.name_alg)};
-  name.insert(name.end(), digest.begin(), digest.end());
-  return name;
+  return compute_name(marshalled);
 }
 
 }  // namespace
 
 Result<Bytes> compute_name(const Public& public_area) { return name_of(public_area); }
 Result<Bytes> compute_name(const NvPublic& nv_public) { return name_of(nv_public); }
+
+Result<Bytes> compute_name(ByteView marshalled_area) {
+  // TPMT_PUBLIC: type, nameAlg; TPMS_NV_PUBLIC: nvIndex (4 bytes), nameAlg.
+  // Both: nameAlg at the offset their first field ends.
+  const bool nv = marshalled_area.size() >= 4 && marshalled_area[0] == ht::kNvIndex;
+  const size_t at = nv ? 4 : 2;
+  if (marshalled_area.size() < at + 2) return parse_error("a public area too short to hold its nameAlg");
+  const uint16_t name_alg = static_cast<uint16_t>(marshalled_area[at] << 8 | marshalled_area[at + 1]);
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, crypto::hash(name_alg, {marshalled_area}));
+  Bytes name{static_cast<uint8_t>(name_alg >> 8), static_cast<uint8_t>(name_alg)};
+  name.insert(name.end(), digest.begin(), digest.end());
+  return name;
+}
 
 Result<ScopedHandle> NullKey::create_checked(Tpm& tpm, Bytes* name, Public* out_public) {
   cmd::CreatePrimary c;

@@ -114,4 +114,13 @@ std::optional<Bytes> name_in_response(uint32_t code, ByteView parameters) {
   return Bytes(name.begin(), name.end());
 }
 
+std::optional<ByteView> loaded_public_area(uint32_t code, ByteView parameters) {
+  if (code != cc::kLoad && code != cc::kLoadExternal) return std::nullopt;
+  Reader r(parameters);
+  r.tpm2b("inPrivate");
+  ByteView area = r.tpm2b("inPublic");
+  if (!r.ok() || area.empty()) return std::nullopt;
+  return area;
+}
+
 }  // namespace tpmsec

@@ -177,6 +177,8 @@ Result<std::vector<Bytes>> CommandWrapper::check_caller_responses(const Pending&
 
 void CommandWrapper::note_started_session(const Pending& p, const ResponseAreas& areas, ByteView parameters) {
   if (!p.unsalted_session_hash || p.info->response_handle_count != 1 || areas.handles.empty()) return;
+  // Its nonceTPM is the caller's ciphertext: not a session the wrapper can follow.
+  if (p.caller_encrypts_response) return;
   std::optional<ByteView> nonce_tpm = read_start_auth_session_nonce(parameters);
   if (!nonce_tpm || nonce_tpm->empty()) return;
   const uint32_t handle = areas.handles[0];

@@ -143,6 +143,15 @@ void CommandWrapper::note_names_in_response(const Pending& p, const ResponseArea
     // go out wrapped too. A response handle is not in rpHash: a swapped one
     // names another handle, whose commands the TPM then refuses (cpHash).
     names_[areas.handles[0]] = Bytes();
+  } else if (p.caller_encrypts_response && (p.code == cc::kLoad || p.code == cc::kLoadExternal)) {
+    // The Name in the answer is the caller's ciphertext: the Name of the
+    // inPublic the TPM loaded under the wrapper's cpHash, or none (read
+    // again, audited, before a command names it).
+    if (creates && !p.loaded_name.empty()) {
+      names_[areas.handles[0]] = p.loaded_name;
+    } else if (creates) {
+      names_.erase(areas.handles[0]);
+    }
   } else if (std::optional<Bytes> name = name_in_response(p.code, parameters)) {
     if (creates) {
       names_[areas.handles[0]] = std::move(*name);

@@ -9,6 +9,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_fields.h"
 #include "tpmsec/frame_header.h"
+#include "tpmsec/null_key.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/wrap.h"
 #include "wrap/caller_frame.h"
@@ -136,6 +137,13 @@ void CommandWrapper::note_caller_frame(Pending& p, const Outgoing& out) {
     }
   }
   p.caller_hmac = out.plan.caller_hmac;
+  p.caller_encrypts_response = std::any_of(
+      out.frame.sessions.begin(), out.frame.sessions.end(),
+      [](const AuthEntry& e) { return e.handle != rh::kPasswordSession && (e.attributes & attr::kEncrypt); });
+  if (std::optional<ByteView> area = loaded_public_area(p.code, out.frame.parameters);
+      area && p.caller_encrypts_response) {
+    if (auto name = compute_name(*area); name.ok()) p.loaded_name = std::move(*name);
+  }
   // The sessions this command uses keep their slots (session_room.cc).
   busy_.assign(p.handles.begin(), p.handles.end());
   for (const AuthEntry& e : out.frame.sessions) busy_.push_back(e.handle);

@@ -49,6 +49,12 @@ struct CommandWrapper::Pending {
   // (context_names.cc).
   uint32_t saved_object = 0;
   Bytes loaded_context;
+  // A session of the caller's encrypts the response's first parameter: it
+  // reaches the wrapper as the caller's ciphertext (a Load's Name, a
+  // StartAuthSession's nonceTPM). A Load's Name is then the one of the
+  // inPublic the wrapper's session covered in the command.
+  bool caller_encrypts_response = false;
+  Bytes loaded_name;
   // The caller's sessions sent without continueSession: the TPM ends them
   // when the command succeeds (Part 1 §19.6.4), and may reuse their handles.
   std::vector<uint32_t> ending;
