@@ -70,6 +70,10 @@ class StartingBus final : public TransportDecorator {
     TPMSEC_ASSIGN_OR_RETURN(Bytes response, bus_->transmit(command));
     HeaderRead answer = read_frame_header(response, response.size());
     if (answer.check == FrameCheck::kIncomplete || answer.header.code != rc::kInitialize) return response;
+    // A client's own TPM2_Startup (systemd sends one) is answered
+    // TPM_RC_INITIALIZE by a TPM that is started: no reset.
+    HeaderRead sent = read_frame_header(command, command.size());
+    if (sent.check != FrameCheck::kIncomplete && sent.header.code == cc::kStartup) return response;
     if (*reset_) (*reset_)();  // started or not, what the TPM held is gone
     Tpm tpm(*bus_);
     auto started = tpm.run(cmd::Startup{su::kClear});
