@@ -307,6 +307,11 @@ Status check_ek_profile(X509* cert, const CertifiedKey& key) {
 }  // namespace
 
 Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle) {
+  return verify_ek_certificate(der, bundle, std::chrono::system_clock::now());
+}
+
+Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle,
+                                           std::chrono::system_clock::time_point at) {
   if (bundle.store() == nullptr) return usage_error("no CA bundle loaded");
   TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, parse_der(der));
   StackPtr untrusted = untrusted_chain(cert.get(), bundle.intermediates());
@@ -314,6 +319,8 @@ Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle)
   if (!ctx || X509_STORE_CTX_init(ctx.get(), bundle.store(), cert.get(), untrusted.get()) != 1) {
     return internal::openssl_error("X509_STORE_CTX_init");
   }
+  // Every certificate of the chain is checked at this one instant.
+  X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx.get()), std::chrono::system_clock::to_time_t(at));
   int verified = X509_verify_cert(ctx.get());
   if (verified != 1) {
     int err = X509_STORE_CTX_get_error(ctx.get());
