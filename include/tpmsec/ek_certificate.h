@@ -15,8 +15,11 @@
 //     holds, would otherwise pass as a TPM's EK): the extended key usage
 //     tcg-kp-EKCertificate (2.23.133.8.1, EK Credential Profile §3.2, Extended Key Usage),
 //     not a CA (basicConstraints absent or cA=FALSE), and a key usage, when
-//     present, that an EK has (keyEncipherment for RSA, keyAgreement for
-//     ECC). OpenSSL names no purpose for that EKU, so it is checked here;
+//     present, that an EK has: keyEncipherment for RSA; keyAgreement, or
+//     keyEncipherment, for ECC (the profile asks keyAgreement; Intel's PTT
+//     and AMD's fTPM ECC EK certificates assert keyEncipherment instead,
+//     tests/data/ek-certs/). A signing-only key usage is refused. OpenSSL
+//     names no purpose for that EKU, so it is checked here;
 //   - validity periods are enforced, every certificate of the chain at one
 //     instant: now, unless the caller names another (the overload below,
 //     for certificates whose periods end before the tests stop running). An
