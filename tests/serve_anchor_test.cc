@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -27,8 +28,10 @@
 #include <vector>
 
 #include "support/ek_provisioning.h"
+#include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
 #include "tpmsec/response_code.h"
@@ -140,6 +143,12 @@ class Serve {
   pid_t pid_ = -1;
   int exit_code_ = -1;
 };
+
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
 
 // The name `tpmsec serve` prints for the pinned key: "name 000b...".
 std::string pinned_name(const std::string& line) {
@@ -284,8 +293,11 @@ TEST_F(ServeAnchorTest, AnotherKeyAtThePinnedHandleIsRefused) {
 }
 
 // A TPM reset under a running serve (swtpm's _TPM_Init through its control
-// channel, then Startup(CLEAR)): the server's session is gone; at most the
-// command in flight fails, and the next ones work.
+// channel, then Startup(CLEAR), which swtpm sends itself: the bus sees no
+// TPM_RC_INITIALIZE): the server's session is gone; at most the command in
+// flight fails, and the next ones work. The pinned salt key, which outlives
+// the reset, is checked again after each; once serve stopped, the TPM holds
+// nothing of it (no session it started after a reset left behind).
 TEST_F(ServeAnchorTest, ATpmResetUnderServeCostsAtMostTheCommandInFlight) {
   start_swtpm();
   Serve serve(dir_, swtpm_->spec());
@@ -303,6 +315,103 @@ TEST_F(ServeAnchorTest, ATpmResetUnderServeCostsAtMostTheCommandInFlight) {
     }
   }
   EXPECT_NE(serve.startup_line().find("anchor: persistent salt key"), std::string::npos);
+  // Each reset: the pinned key checked again before the next command.
+  EXPECT_GE(count_of(serve.log(), "re-established: anchor: persistent salt key 0x81000001"), 2u) << serve.log();
+  // Only what the server made in the TPM's present epoch was flushed, and
+  // all of it: a session of its started after a reset is not left behind.
+  serve.stop();
+  for (const char* kind : {"handles-transient", "handles-loaded-session", "handles-saved-session"}) {
+    CommandResult left = direct({"tpm2_getcap", kind});
+    ASSERT_EQ(left.exit_code, 0) << describe(left);
+    EXPECT_EQ(left.out, "") << kind << " left in the TPM\n" << serve.log();
+  }
+}
+
+// A reset serve's bus does not see: an interposer answers the TPM's
+// TPM_RC_INITIALIZE with a Startup(CLEAR) of its own and the command again,
+// as firmware or a kernel that started the TPM would leave it. serve learns
+// of it from its session's loss, starts another at once (the command in
+// flight is answered), and re-resolves its anchor before the next command,
+// flushing that new session, of the TPM's present epoch, before its
+// resource manager forgets what the reset took: afterwards the TPM holds
+// one session, serve's current one (told first, the manager refused that
+// flush and the session stayed, nobody's, until serve's shutdown sweep).
+TEST_F(ServeAnchorTest, AResetTheBusDoesNotSeeLeavesNoSessionOfServesBehind) {
+  start_swtpm();
+  testing::Interposer proxy(swtpm_->port());
+  ASSERT_TRUE(proxy.start().ok());
+  const Bytes startup_clear = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x44, 0, 0};
+  // GetCapability(TPM_CAP_HANDLES, loaded sessions, 64).
+  const Bytes list_sessions = {0x80, 0x01, 0, 0, 0, 0x16, 0, 0, 0x01, 0x7a, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 64};
+  std::atomic<bool> probe{false};
+  std::atomic<int> loaded{-1};
+  proxy.set_rule([&](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
+    if (probe.exchange(false)) {
+      Result<Bytes> listed = tpm.transmit(list_sessions);
+      if (listed.ok() && listed->size() >= 19 && load_be32(listed->data() + 6) == 0) {
+        loaded = static_cast<int>(load_be32(listed->data() + 15));
+      }
+    }
+    Result<Bytes> r = tpm.transmit(c.bytes);
+    if (r.ok() && c.code != cc::kStartup && r->size() >= 10 && load_be32(r->data() + 6) == rc::kInitialize &&
+        tpm.transmit(startup_clear).ok()) {
+      r = tpm.transmit(c.bytes);
+    }
+    return r.ok() ? testing::Reply::answer(std::move(*r)) : testing::Reply::close();
+  });
+  Serve serve(dir_, proxy.spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  ASSERT_EQ(serve.tool({"tpm2_getrandom", "--hex", "8"}).exit_code, 0) << serve.log();
+  CommandResult init = run_command({"swtpm_ioctl", "--tcp", "127.0.0.1:" + std::to_string(swtpm_->ctrl_port()), "-i"});
+  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  for (int i = 0; i < 3; ++i) {
+    probe = i == 2;  // once the anchor was resolved again
+    CommandResult r = serve.tool({"tpm2_pcrread", "sha256:16"});
+    EXPECT_EQ(r.exit_code, 0) << describe(r) << serve.log();
+  }
+  const std::string log = serve.log();
+  EXPECT_EQ(log.find("the TPM was reset and not started"), std::string::npos) << "the bus saw the reset\n" << log;
+  EXPECT_NE(log.find("the TPM was reset under the server (resetCount"), std::string::npos) << log;
+  EXPECT_NE(log.find("re-established: anchor: persistent salt key 0x81000001"), std::string::npos) << log;
+  EXPECT_EQ(loaded.load(), 1) << "sessions loaded in the TPM besides serve's own\n" << log;
+}
+
+// An attacker with the owner's authorization (empty, as on most machines)
+// swaps the pinned salt key at 0x81000001 for a key of theirs through serve
+// itself, while serve's session, started on the pinned key, runs on; then the
+// TPM is reset. serve resolves its anchor again before the next client
+// command: the key at the handle is not the pinned one, so that command and
+// every later one are refused (TSS2_RESMGR_RC_GENERAL_FAILURE), with the log
+// naming the pinned key; the attacker's key is never adopted (no second
+// first start).
+TEST_F(ServeAnchorTest, AKeySwappedInBeforeAResetIsRefusedNotAdopted) {
+  start_swtpm();
+  Serve serve(dir_, swtpm_->spec());
+  ASSERT_TRUE(serve.start()) << serve.log();
+  const std::string name = pinned_name(serve.startup_line());
+  ASSERT_FALSE(name.empty()) << serve.log();
+  ASSERT_EQ(serve.tool({"tpm2_getrandom", "--hex", "8"}).exit_code, 0) << serve.log();
+  CommandResult gone = serve.tool({"tpm2_evictcontrol", "-C", "o", "-c", "0x81000001"});
+  ASSERT_EQ(gone.exit_code, 0) << describe(gone) << serve.log();
+  const std::string ctx = dir_ + "/attacker.ctx";
+  CommandResult made =
+      serve.tool({"tpm2_createprimary", "-C", "o", "-G", "ecc256:aes128cfb", "-a",
+                  "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth", "-c", ctx});
+  ASSERT_EQ(made.exit_code, 0) << describe(made) << serve.log();
+  CommandResult put = serve.tool({"tpm2_evictcontrol", "-C", "o", "-c", ctx, "0x81000001"});
+  ASSERT_EQ(put.exit_code, 0) << describe(put) << serve.log();
+  ASSERT_EQ(serve.tool({"tpm2_getrandom", "--hex", "8"}).exit_code, 0) << serve.log();  // the running session
+
+  CommandResult init = run_command({"swtpm_ioctl", "--tcp", "127.0.0.1:" + std::to_string(swtpm_->ctrl_port()), "-i"});
+  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  for (int i = 0; i < 2; ++i) {
+    CommandResult r = serve.tool({"tpm2_pcrread", "sha256:16"});
+    EXPECT_NE(r.exit_code, 0) << describe(r) << serve.log();
+  }
+  const std::string log = serve.log();
+  EXPECT_NE(log.find("not re-established, tried again at the next command"), std::string::npos) << log;
+  EXPECT_NE(log.find("not the pinned salt key " + name + " (swapped)"), std::string::npos) << log;
+  EXPECT_EQ(count_of(log, "trust on first start: pinned the salt key"), 1u) << log;
 }
 
 // A null-hierarchy primary (ECC P-256, the null key's template) in `tpm`'s
@@ -369,8 +478,9 @@ TEST_F(ServeAnchorTest, ATpmResetUnderServeForgetsEveryClientsObjectsAndSessions
 
 // The EK certificate chaining to a root of the bundle (the shipped bundle's
 // layout: PEM files beside a manifest) is the anchor, named with the root it
-// rests on; the shipped roots, to which the swtpm's local CA is unknown, are
-// not: serve says why and stands on the salt key it pins.
+// rests on, and is verified again after a TPM reset under serve; the shipped
+// roots, to which the swtpm's local CA is unknown, are not: serve says why
+// and stands on the salt key it pins.
 TEST_F(ServeAnchorTest, TheEkIsTheAnchorOnlyWhenItChainsToABundledRoot) {
   if (!testing::have_swtpm_setup()) GTEST_FAIL() << "swtpm_setup is needed (scripts/quickstart installs it)";
   const std::string work = dir_ + "/manufacturer";
@@ -392,6 +502,14 @@ TEST_F(ServeAnchorTest, TheEkIsTheAnchorOnlyWhenItChainsToABundledRoot) {
       << line;
   CommandResult rnd = serve.tool({"tpm2_getrandom", "--hex", "8"});
   EXPECT_EQ(rnd.exit_code, 0) << describe(rnd) << serve.log();
+  // A TPM reset under it: the EK, which outlives the reset, is verified
+  // against the bundle and its pin again before the next command.
+  CommandResult init = run_command({"swtpm_ioctl", "--tcp", "127.0.0.1:" + std::to_string(swtpm_->ctrl_port()), "-i"});
+  ASSERT_EQ(init.exit_code, 0) << describe(init);
+  (void)serve.tool({"tpm2_getrandom", "--hex", "8"});  // may fail: in flight at the reset
+  rnd = serve.tool({"tpm2_getrandom", "--hex", "8"});
+  EXPECT_EQ(rnd.exit_code, 0) << describe(rnd) << serve.log();
+  EXPECT_GE(count_of(serve.log(), "re-established: anchor: RSA-2048 EK certificate chaining to "), 1u) << serve.log();
   serve.stop();
 
   // The shipped roots: the swtpm's local CA is none of them.

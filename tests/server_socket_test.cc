@@ -6,21 +6,29 @@
 // afterwards a direct GetCapability on the TPM (past the server, while its
 // loop is paused) finds nothing of theirs.
 #include <grp.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <thread>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
@@ -436,13 +444,16 @@ class PerCommandSocket final : public Transport {
   std::string path_;
 };
 
+const Bytes kSecret = {'g', 'o', '-', 't', 'p', 'm'};
+
 // In a child process: a primary, a sealed object created and loaded under
 // it and unsealed, each command on a connection of its own. Written to
-// `out`: 1 and the two handles on success, else 0.
-void per_command_client(const std::string& path, int out) {
+// `out`: 1 and the two handles on success, else 0. Returns the loaded
+// object's handle (0: failed).
+uint32_t per_command_client(const std::string& path, int out) {
   PerCommandSocket socket(path);
   Tpm tpm(socket);
-  const Bytes secret = {'g', 'o', '-', 't', 'p', 'm'};
+  const Bytes& secret = kSecret;
   cmd::CreatePrimary primary;
   primary.primary_handle = NamedHandle::of(rh::kOwner);
   primary.in_public.public_area = null_key_template(SaltKind::kEcc);
@@ -470,6 +481,7 @@ void per_command_client(const std::string& path, int out) {
     }
   }
   (void)!::write(out, report, sizeof(report));
+  return load_be32(report + 5);
 }
 
 // A program that connects once per command (go-tpm's OpenTPM on the
@@ -588,6 +600,330 @@ TEST(ServerSocket, AUidKeepsAtMostMaxConnectionsSpacesWithoutAConnection) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(s.pause().spaces, 0u);
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+constexpr uid_t kNobody = 65534;  // user nobody, group nogroup (Debian): another uid than the test's
+
+// The server's log lines, kept for the test to read (the loop's thread writes them).
+struct LogLines {
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(line);
+    };
+  }
+  size_t count(const std::string& part) {
+    std::lock_guard<std::mutex> lock(mu);
+    return static_cast<size_t>(
+        std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.find(part) != std::string::npos; }));
+  }
+  std::string all() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+  }
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+
+// A socket every local user reaches (tpmsec.socket lets its group's members
+// in): 0666 in a directory others may pass through.
+bool listen_for_everyone(RunningServer& s, const std::string& dir, const std::string& path) {
+  return ::chmod(dir.c_str(), 0711) == 0 && s.server().listen_unix(path, {0666, ""}).ok();
+}
+
+bool become_nobody() { return ::setgroups(0, nullptr) == 0 && ::setgid(kNobody) == 0 && ::setuid(kNobody) == 0; }
+
+// Forks (the server's loop paused, so the child is this thread alone and
+// may allocate) a program that runs `body` and then lives until `hold`'s
+// write end is closed; its pid.
+pid_t fork_program(RunningServer& s, int hold_read, const std::function<void()>& body) {
+  s.pause();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    body();
+    char wait = 0;
+    (void)!::read(hold_read, &wait, 1);
+    ::_exit(0);
+  }
+  s.resume();
+  return child;
+}
+
+// Until the server saw every close (its loop paused when it returns), at most 10 s.
+void until_spaces(RunningServer& s, size_t spaces) {
+  for (int i = 0; i < 200 && s.pause().spaces != spaces; ++i) {
+    s.resume();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Another uid (nobody) as an attacker of a uid's kept space: it churns
+// programs that each keep a space (objects made, connection closed, process
+// alive) far past its bound of kept spaces, and holds every connection it
+// may. uid A's program, whose space is kept the same way, still unseals its
+// object on a new connection afterwards, and A's new connections are
+// accepted: only nobody's own spaces ended, and only nobody was refused.
+TEST(ServerSocket, AnotherUidChurningSpacesNeverEndsOrRefusesAUidsKeptSpace) {
+  ASSERT_EQ(::geteuid(), 0u) << "the test runs as root (as CI does): its attacker runs as nobody";
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  LogLines log;
+  ServerOptions options;
+  options.max_clients_per_uid = 2;
+  options.log = log.sink();
+  RunningServer s;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(listen_for_everyone(s, dir, path));
+  s.resume();
+  int hold[2], report[2], go[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  ASSERT_EQ(::pipe(report), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  std::vector<pid_t> children;
+  uint8_t got[9] = {0};
+  // uid A (root, the test's): a program that keeps its space, then unseals
+  // once more on a new connection for every byte on `go`.
+  children.push_back(fork_program(s, hold[0], [&] {
+    const uint32_t key = per_command_client(path, report[1]);
+    char again = 0;
+    while (::read(go[0], &again, 1) == 1) {
+      PerCommandSocket socket(path);
+      auto unsealed = Tpm(socket).run(cmd::Unseal{NamedHandle::of(key)}, {Auth::password()});
+      const uint8_t ok = unsealed.ok() && unsealed->out_data.bytes == kSecret;
+      (void)!::write(report[1], &ok, 1);
+    }
+  }));
+  ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+  ASSERT_EQ(got[0], 1) << "uid A's program failed";
+  const pid_t a = children.back();
+  // uid B: programs that keep spaces, twice as many as it may keep.
+  for (int i = 0; i < 4; ++i) {
+    children.push_back(fork_program(s, hold[0], [&] {
+      if (!become_nobody()) ::_exit(1);
+      per_command_client(path, report[1]);
+    }));
+    ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+    EXPECT_EQ(got[0], 1) << "uid B's program " << i << " failed";
+    s.settle();  // its last connection's close seen
+    s.resume();
+  }
+  // uid B holds every connection it may: its third is refused.
+  children.push_back(fork_program(s, hold[0], [&] {
+    if (!become_nobody()) ::_exit(1);
+    const int first = connect_unix(path), second = connect_unix(path), third = connect_unix(path);
+    uint8_t answered[3] = {response_code_of(round_trip(first, kGetRandom8)) == 0,
+                           response_code_of(round_trip(second, kGetRandom8)) == 0, closed_by_server(third)};
+    (void)!::write(report[1], answered, sizeof(answered));
+  }));
+  uint8_t held[3] = {0};
+  ASSERT_EQ(::read(report[0], held, sizeof(held)), 3);
+  EXPECT_EQ(held[0] + held[1], 2) << "uid B's two connections were not served";
+  EXPECT_EQ(held[2], 1) << "uid B's third connection was not refused";
+
+  // uid A: its kept space and a new connection of its.
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  uint8_t unsealed = 0;
+  ASSERT_EQ(::read(report[0], &unsealed, 1), 1);
+  EXPECT_EQ(unsealed, 1) << "uid A's kept object was lost to uid B's churn\n" << log.all();
+  const int own = connect_unix(path);
+  ASSERT_GE(own, 0);
+  EXPECT_EQ(response_code_of(round_trip(own, kGetRandom8)), 0u) << "uid A's new connection was refused";
+  ::close(own);
+  EXPECT_EQ(log.count("the handle space of uid 65534 pid "), 2u) << log.all();
+  EXPECT_EQ(log.count(fmt::format("the handle space of uid 0 pid {} ends", a)), 0u) << log.all();
+  EXPECT_EQ(log.count("uid 0: "), 0u) << "a connection of uid A was refused\n" << log.all();
+
+  for (pid_t child : children) ::kill(child, SIGKILL);
+  for (pid_t child : children) ::waitpid(child, nullptr, 0);
+  for (int fd : {hold[0], hold[1], report[0], report[1], go[0], go[1]}) ::close(fd);
+  until_spaces(s, 1);
+  EXPECT_EQ(s.pause().spaces, 1u);  // this test process's own, which lives on
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+// A child made with the pid `pid` (clone3's set_tid, Linux 5.5; root): 0
+// in the child, its pid in the parent, -1 when the kernel gave none.
+pid_t fork_with_pid(pid_t pid) {
+  clone_args args{};
+  args.exit_signal = SIGCHLD;
+  args.set_tid = reinterpret_cast<uint64_t>(&pid);
+  args.set_tid_size = 1;
+  return static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof(args)));
+}
+
+// uid A's process made a primary on a connection that outlives it (passed
+// to this test process before it exited): A's space stays, reachable on that
+// connection. A process of another uid (nobody), then one of A's own uid,
+// each given A's very pid by the kernel, asks for A's primary on a
+// connection of its own: TPM_RC_HANDLE, a space of its own (another uid; a
+// process of another start time that came after A exited).
+TEST(ServerSocket, AProcessGivenAnExitedProcesssPidNeverReachesItsSpace) {
+  ASSERT_EQ(::geteuid(), 0u) << "the test runs as root (as CI does): set_tid and user nobody";
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  RunningServer s;
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(listen_for_everyone(s, dir, path));
+  s.resume();
+  const Bytes primary = primary_command();
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  s.pause();
+  const pid_t a = ::fork();
+  ASSERT_GE(a, 0);
+  if (a == 0) {
+    // A: its connection and its primary's handle to the test, then gone.
+    const int fd = connect_unix(path);
+    Bytes made = round_trip(fd, primary);
+    if (response_code_of(made) != 0) ::_exit(1);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{made.data() + 10, 4};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    ::_exit(::sendmsg(pair[1], &msg, 0) == 4 ? 0 : 1);
+  }
+  s.resume();
+  ::close(pair[1]);
+  uint8_t handle[4] = {0};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{handle, sizeof(handle)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ASSERT_EQ(::recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC), 4);
+  ::close(pair[0]);
+  int kept = -1;
+  ASSERT_NE(CMSG_FIRSTHDR(&msg), nullptr);
+  std::memcpy(&kept, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+  int status = 0;
+  ASSERT_EQ(::waitpid(a, &status, 0), a);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const uint32_t key = load_be32(handle);
+  CommandFrame frame;
+  frame.code = cmd::ReadPublic::kInfo.code;
+  frame.handles = {key};
+  const Bytes ask = build_command(frame);
+  // A's space lives on with the connection A left behind.
+  EXPECT_EQ(response_code_of(round_trip(kept, ask)), 0u);
+
+  for (const bool as_nobody : {true, false}) {
+    SCOPED_TRACE(as_nobody ? "another uid" : "A's uid");
+    int answer[2];
+    ASSERT_EQ(::pipe(answer), 0);
+    s.pause();  // the child makes nothing it did not have before
+    const pid_t b = fork_with_pid(a);
+    if (b == 0) {
+      uint32_t code = 1;
+      if (!as_nobody || become_nobody()) {
+        const int fd = connect_unix(path);
+        Bytes r = round_trip(fd, ask);
+        code = r.size() >= 10 ? load_be32(r.data() + 6) : 2;
+      }
+      (void)!::write(answer[1], &code, sizeof(code));
+      ::_exit(0);
+    }
+    s.resume();
+    ASSERT_EQ(b, a) << "the kernel did not give the child A's pid: " << std::strerror(errno);
+    ::close(answer[1]);
+    uint32_t code = 0;
+    ASSERT_EQ(::read(answer[0], &code, sizeof(code)), static_cast<ssize_t>(sizeof(code)));
+    ::close(answer[0]);
+    ::waitpid(b, nullptr, 0);
+    EXPECT_EQ(code, kHandle1) << "a process given A's pid reached A's primary";
+  }
+  EXPECT_EQ(response_code_of(round_trip(kept, ask)), 0u);  // A's space still there, untouched
+  ::close(kept);
+  until_spaces(s, 0);
+  EXPECT_TRUE(s.on_tpm().empty());
+  std::filesystem::remove_all(dir);
+}
+
+// The pidfd of a peer from pidfd_open(2) (kernels before 6.5, which have no
+// SO_PEERPIDFD) gives what the kernel's own gives in
+// AProgramConnectingPerCommandKeepsItsHandlesUntilItExits: a program
+// connecting once per command keeps one space, in which its commands work,
+// and the space ends when the program is killed.
+TEST(ServerSocket, PidfdOpenGivesTheSameSpaceAndExitAsSoPeerpidfd) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  LogLines log;
+  ServerOptions options;
+  options.pidfd_way = server::PidfdWay::kPidfdOpen;
+  options.log = log.sink();
+  RunningServer s;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  s.resume();
+  int hold[2], report[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = fork_program(s, hold[0], [&] { per_command_client(path, report[1]); });
+  uint8_t got[9] = {0};
+  ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+  EXPECT_EQ(got[0], 1) << "the per-command client failed\n" << log.all();
+  s.settle();
+  EXPECT_EQ(s.pause().spaces, 1u);
+  EXPECT_EQ(log.count("a handle space of its process (pidfd from pidfd_open)"), 1u) << log.all();
+  EXPECT_GE(log.count("joins the handle space of client"), 3u) << log.all();
+  EXPECT_EQ(s.on_tpm().size(), 2u);  // its primary and its loaded object
+  s.resume();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  until_spaces(s, 0);
+  EXPECT_EQ(s.pause().spaces, 0u);
+  EXPECT_TRUE(s.on_tpm().empty());
+  for (int fd : {hold[0], hold[1], report[0], report[1]}) ::close(fd);
+  std::filesystem::remove_all(dir);
+}
+
+// Without a pidfd (a kernel before 5.3, or pidfd_open refused) nothing would
+// tell a process from a later one of its pid once it exited: no space is
+// shared, not even between two connections of this live process; each
+// ends with its connection.
+TEST(ServerSocket, WithoutAPidfdNoConnectionJoinsAnothersSpace) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tpmrm.sock";
+  LogLines log;
+  ServerOptions options;
+  options.pidfd_way = server::PidfdWay::kNone;
+  options.log = log.sink();
+  RunningServer s;
+  ASSERT_TRUE(s.start(options));
+  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  s.resume();
+  const int first = connect_unix(path);
+  ASSERT_GE(first, 0);
+  Bytes made = round_trip(first, primary_command());
+  ASSERT_EQ(response_code_of(made), 0u);
+  const uint32_t key = load_be32(made.data() + 10);
+  CommandFrame frame;
+  frame.code = cmd::ReadPublic::kInfo.code;
+  frame.handles = {key};
+  const Bytes ask = build_command(frame);
+  const int second = connect_unix(path);
+  ASSERT_GE(second, 0);
+  EXPECT_EQ(response_code_of(round_trip(second, ask)), kHandle1) << "a connection joined another's space\n"
+                                                                 << log.all();
+  EXPECT_EQ(response_code_of(round_trip(first, ask)), 0u);
+  EXPECT_EQ(log.count("no pidfd (no pidfd asked for): a handle space of this connection's own"), 2u) << log.all();
+  ::close(first);
+  ::close(second);
+  EXPECT_EQ(s.settle().spaces, 0u);  // each ended with its connection
   EXPECT_TRUE(s.on_tpm().empty());
   std::filesystem::remove_all(dir);
 }

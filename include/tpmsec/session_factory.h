@@ -122,6 +122,10 @@ class SessionFactory {
 
   // Accept a new null key after a TPM Reset the caller knows about.
   Status repin();
+  // The TPM was reset since this factory was made: a key it still holds
+  // loaded for its first session went with the reset and is forgotten,
+  // never flushed (the TPM may have given its handle to another key).
+  void tpm_was_reset() { (void)loaded_null_key_.forget(); }
 
   const NullKey* null_key() const { return null_key_ ? &*null_key_ : nullptr; }
   // The endorsement key sessions are salted to when config().ek_ca is set.

@@ -177,11 +177,13 @@ class CommandWrapper {
   void caller_session_ended(uint32_t handle);
   // The server re-resolved its anchor (a TPM reset: a new null key, a
   // salt key checked again): the wrapper's own session is retired (flushed
-  // where it may still exist, through the old factory) and the next one
-  // comes from `factory` (which must outlive the wrapper). What it keeps of
-  // callers' sessions and of Names stays, so no client's protection is
-  // lost to a fault another caused.
-  void use_factory(SessionFactory& factory);
+  // through the old factory where it may still exist; forgotten, never
+  // flushed, when `session_may_exist` is false: a reset took it, and its
+  // handle may be another's by now) and the next one comes from `factory`
+  // (which must outlive the wrapper). What it keeps of callers' sessions
+  // and of Names stays, so no client's protection is lost to a fault
+  // another caused.
+  void use_factory(SessionFactory& factory, bool session_may_exist = true);
   // The same Names taken out (forgotten here) and put back: a server keeps
   // each client's apart (its virtual handles name its own objects), so that
   // a Name the session authenticated is not read again, from whatever the
@@ -225,6 +227,10 @@ class CommandWrapper {
   uint32_t session_handle() const;
   // Sessions started so far (tests: re-establishment).
   uint64_t sessions_started() const { return sessions_started_; }
+  // Times the TPM answered that the wrapper's own session is not there (a
+  // TPM reset took it; an interposer flushed it): a server resolves its
+  // anchor again then. A caller cannot cause it (it cannot name that session).
+  uint64_t sessions_lost() const { return sessions_lost_; }
 
  private:
   // src/wrap/wrap_state.h.
@@ -366,6 +372,7 @@ class CommandWrapper {
   std::unique_ptr<Pending> pending_;
   std::map<uint32_t, WrapCounts> counts_;
   uint64_t sessions_started_ = 0;
+  uint64_t sessions_lost_ = 0;
   bool cipher_checked_ = false;  // the session's cipher was proven (SessionFactory::check_cipher)
   bool session_lost_ = false;    // the last response's error named the session as gone
   // Session slots: the wrapper's session while saved; a caller's session

@@ -88,8 +88,12 @@ void ClientFront::warn_clear(uint32_t code) {
 
 Result<Bytes> ClientFront::transmit(ByteView command) {
   // No wrapper: the server is ending, or could not re-establish its
-  // session after a fault (it tries again now).
-  if (!shared_.wrapper && shared_.recover) shared_.recover(runtime_error("no session after the last fault"));
+  // session after a fault (it tries again now). A lost session or a reset:
+  // the anchor is resolved again first.
+  if (shared_.recover && (!shared_.wrapper || shared_.reanchor_due)) {
+    shared_.recover(
+        runtime_error(shared_.wrapper ? "its session was lost, or the TPM reset" : "no session after the last fault"));
+  }
   if (!shared_.wrapper) return error_frame(kResmgrGeneralFailure);
   // What the wrapper keeps under a session's handle belongs to the session
   // the manager tracks under it: a session that ended (another client's,
@@ -116,6 +120,7 @@ Result<Bytes> ClientFront::transmit(ByteView command) {
   shared_.router->route_to(space_.server_view());
   Result<Bytes> answer = shared_.wrapper->exchange(space_, command);
   shared_.router->route_home();
+  if (shared_.wrapper->sessions_lost() > shared_.lost_at_anchor) shared_.reanchor_due = true;
   forget_ended_sessions();
   if (answer.ok()) {
     if (areas.ok()) forget_foreign_handle(*areas, *answer);

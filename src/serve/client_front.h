@@ -32,6 +32,13 @@ struct FrontContext {
   // server, say): the server re-establishes its anchor and session, so the
   // next command works (ProtectedServer).
   std::function<void(const Error&)> recover;
+  // The wrapper's sessions_started() and sessions_lost() when the anchor
+  // was last resolved. Its session lost since (the TPM reset under the
+  // server; an interposer's flush), or a reset the bus saw: the anchor is
+  // resolved again (recover) before the next command.
+  uint64_t sessions_at_anchor = 0;
+  uint64_t lost_at_anchor = 0;
+  bool reanchor_due = false;
   // The client whose virtual handles the wrapper's Name cache holds, and
   // the others' Names of their transient objects (ClientFront::switch_object_names).
   server::ClientId named_for = 0;

@@ -136,6 +136,7 @@ class ProtectedServer::Impl {
     tpm_reset_ = [this] {
       server_->resources().tpm_was_reset();
       reset_told_ = true;
+      front_.reanchor_due = true;  // resolved again before the next command
     };
     reset_count_ = read_reset_count(*bus_);
     quiet_ = true;
@@ -182,26 +183,48 @@ class ProtectedServer::Impl {
     front_.tpm = &factory_->tpm();
     // named_for stays: the wrapper (and the Names it holds for that client) is the same.
     front_.resources = &server_->resources();
-    status_ = StatusSource{protected_.get(), factory_.get(), wrapper_.get(), server_.get(), &counts_, strict_};
+    // Field by field: the clients it lists and its uptime outlive a re-anchoring.
+    status_.tpm = protected_.get();
+    status_.factory = factory_.get();
+    status_.wrapper = wrapper_.get();
+    status_.server = server_.get();
+    status_.counts = &counts_;
+    status_.strict = strict_;
     status_.policy = describe_tuning(policy_origin(policy_path_), tuning);
     status_.allowed_uids = status_uids();
     tuning_ = tuning;
+    front_.sessions_at_anchor = wrapper_->sessions_started();
+    front_.lost_at_anchor = wrapper_->sessions_lost();
+    front_.reanchor_due = false;
     return ok_status();
   }
 
   // A wrapper fault (the TPM reset under the server: its session and null
-  // key gone, the kernel's null_name changed): the command in flight was
-  // answered with the fault; the anchor is resolved afresh (null_name read
-  // again, a pinned salt key checked again) and a new session started, so
-  // the next command works. A failure leaves no wrapper: the next command
-  // tries again rather than the server answering the same error forever.
+  // key gone, the kernel's null_name changed), or its session lost: the
+  // command in flight was answered; the anchor is resolved afresh (null_name
+  // read again, a pinned salt key checked again, the EK verified again) and
+  // a new session started, so the next command works. A failure leaves no
+  // wrapper: the next command tries again rather than the server answering
+  // the same error forever.
   void recover(const Error& why) {
     if (log_)
       log_(fmt::format("the server's session failed ({}): re-establishing its anchor and session", why.message()));
     // Until it is re-established no client command goes out: the front
     // asks again at the next one. The wrapper itself stays (start_session).
     front_.wrapper = nullptr;
-    note_unseen_reset();
+    // A reset the bus did not see (the TPM started by someone else, as
+    // firmware or a kernel does) is told by the TPM's resetCount, read at
+    // open and here. A restart or resume (restartCount) is left alone: what
+    // it keeps is not the server's to judge, and a resume keeps sessions.
+    const std::optional<uint32_t> now = read_reset_count(*bus_);
+    const bool unseen = now && reset_count_ && *now != *reset_count_ && !reset_told_;
+    retire_own_handles(unseen || reset_told_);
+    if (unseen) {
+      if (log_) log_(fmt::format("the TPM was reset under the server (resetCount {} -> {})", *reset_count_, *now));
+      server_->resources().tpm_was_reset();  // every client's objects and sessions went too
+    }
+    if (now) reset_count_ = now;
+    reset_told_ = false;
     Status st = protected_->reanchor();
     if (st.ok()) st = start_session();
     if (!log_) return;
@@ -209,19 +232,16 @@ class ProtectedServer::Impl {
                  : "not re-established, tried again at the next command: " + st.error().message());
   }
 
-  // A reset the bus did not see (the TPM started by someone else, as
-  // firmware or a kernel does) flushed every client's objects and sessions
-  // too: told by the TPM's resetCount, read at open and here. A restart or
-  // resume (restartCount) is left alone: what it keeps is not the server's
-  // to judge, and a resume keeps sessions.
-  void note_unseen_reset() {
-    std::optional<uint32_t> now = read_reset_count(*bus_);
-    if (now && reset_count_ && *now != *reset_count_ && !reset_told_) {
-      if (log_) log_(fmt::format("the TPM was reset under the server (resetCount {} -> {})", *reset_count_, *now));
-      server_->resources().tpm_was_reset();
-    }
-    if (now) reset_count_ = now;
-    reset_told_ = false;
+  // What the server made before, only what still exists in this TPM epoch
+  // flushed: a session started since the anchor was resolved replaced one
+  // the TPM lost, so it is of this epoch (flushed while the manager, not yet
+  // told of an unseen reset, holds it as the server's); any other handle a
+  // reset took is forgotten, never flushed, for the TPM may have given its
+  // number to a new session or key (the new factory's among them).
+  void retire_own_handles(bool reset) {
+    const bool replaced = wrapper_->sessions_started() > front_.sessions_at_anchor + 1;
+    wrapper_->use_factory(*factory_, /*session_may_exist=*/replaced || !reset);
+    if (reset) factory_->tpm_was_reset();
   }
 
   // The one start-up line: which TPM, which anchor and what it rests on,
@@ -267,7 +287,7 @@ class ProtectedServer::Impl {
   bool quiet_ = false;  // the log says nothing of the server's own space
   std::function<void(const std::string&)> log_;
   std::function<void()> tpm_reset_;      // StartingBus saw a reset: the manager forgets what it destroyed
-  std::optional<uint32_t> reset_count_;  // the TPM's, as last read (note_unseen_reset)
+  std::optional<uint32_t> reset_count_;  // the TPM's, as last read (recover)
   bool reset_told_ = false;              // the manager was told of a reset since it was read
 };
 

@@ -24,18 +24,28 @@ constexpr int SO_PEERPIDFD = 77;  // Linux 6.5 (asm-generic/socket.h)
 // A pidfd of the connection's peer itself (Linux 6.5), else of whatever
 // process has its pid now (pidfd_open, Linux 5.3): peer_process checks that
 // the pid still names the process it read the start time of.
-Fd open_pidfd(int fd, uint32_t pid, std::string& why) {
-  int pidfd = -1;
-  socklen_t len = sizeof(pidfd);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && len == sizeof(pidfd) && pidfd >= 0) {
-    return Fd(pidfd);
+Fd open_pidfd(int fd, uint32_t pid, PidfdWay first, PeerProcess& out) {
+  if (first == PidfdWay::kPeerPidfd) {
+    int pidfd = -1;
+    socklen_t len = sizeof(pidfd);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && len == sizeof(pidfd) && pidfd >= 0) {
+      out.way = "SO_PEERPIDFD";
+      return Fd(pidfd);
+    }
+  }
+  if (first == PidfdWay::kNone) {
+    out.why = "no pidfd asked for";
+    return Fd();
   }
 #ifdef SYS_pidfd_open
   const long opened = ::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0u);
-  if (opened >= 0) return Fd(static_cast<int>(opened));
-  why = fmt::format("pidfd_open: {}", std::strerror(errno));
+  if (opened >= 0) {
+    out.way = "pidfd_open";
+    return Fd(static_cast<int>(opened));
+  }
+  out.why = fmt::format("pidfd_open: {}", std::strerror(errno));
 #else
-  why = "pidfd_open: not in this build's system headers";
+  out.why = "pidfd_open: not in this build's system headers";
 #endif
   return Fd();
 }
@@ -69,7 +79,7 @@ bool process_exited(const Fd& exit) {
   return ::poll(&p, 1, 0) != 0;
 }
 
-PeerProcess peer_process(int fd, const PeerIdentity& peer) {
+PeerProcess peer_process(int fd, const PeerIdentity& peer, PidfdWay first) {
   PeerProcess out;
   if (!peer.uid || !peer.pid) {
     out.why = "no peer process (not a Unix socket)";
@@ -80,7 +90,7 @@ PeerProcess peer_process(int fd, const PeerIdentity& peer) {
     out.why = fmt::format("pid {} is gone already", *peer.pid);
     return out;
   }
-  out.exit = open_pidfd(fd, *peer.pid, out.why);
+  out.exit = open_pidfd(fd, *peer.pid, first, out);
   if (out.exit.valid()) {
     // Alive after the second read: both reads and the pidfd are of the one
     // process that has held the pid throughout.

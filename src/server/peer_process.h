@@ -13,6 +13,7 @@
 
 #include "server/fd.h"
 #include "tpmsec/server/handle_space.h"
+#include "tpmsec/server/server.h"
 
 namespace tpmsec::server {
 
@@ -27,16 +28,17 @@ struct PeerProcess {
   std::optional<ProcessKey> key;  // none: no uid and pid, or the process is gone already
   Fd exit;                        // readable once the process exited; invalid: no pidfd (why says why)
   std::string why;
+  const char* way = "";  // what gave the pidfd: "SO_PEERPIDFD", "pidfd_open"
 };
 
 // The start time of process `pid`, none when it is gone or unreadable.
 std::optional<uint64_t> process_start_time(uint32_t pid);
 // The peer of connection `fd` (whose SO_PEERCRED `peer` holds), read right
 // after accept: its start time, and a pidfd of it (SO_PEERPIDFD where the
-// kernel has it, Linux 6.5, else pidfd_open(2), Linux 5.3). The start time
-// is read again once the pidfd is open and the process seen alive, so the
-// pidfd and the key are of one process.
-PeerProcess peer_process(int fd, const PeerIdentity& peer);
+// kernel has it, Linux 6.5, else pidfd_open(2), Linux 5.3; `first` says
+// where to start). The start time is read again once the pidfd is open and
+// the process seen alive, so the pidfd and the key are of one process.
+PeerProcess peer_process(int fd, const PeerIdentity& peer, PidfdWay first = PidfdWay::kPeerPidfd);
 // Whether the process behind a pidfd exited (or the pidfd is unusable).
 bool process_exited(const Fd& exit);
 

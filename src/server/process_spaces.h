@@ -5,15 +5,16 @@
 // OpenTPM, tpmutil's EmulatorReadWriteCloser) keeps its objects and
 // sessions for as long as it lives, as it would on /dev/tpmrm0 with one
 // descriptor held. Every other connection (TCP, handed over by the D-Bus
-// front, a peer with no pidfd's process behind it) has a space of its own.
+// front, a peer of which no pidfd could be had: nothing would tell its
+// process from a later one of its pid) has a space of its own, ending with
+// it.
 //
 // A space ends — its front and HandleSpace destroyed, so what it holds is
 // flushed in the TPM — when its last connection closed and its process
-// exited (seen on the pidfd the server's loop polls), or with its last
-// connection when there is no pidfd. A connection outliving its process (a
-// child inherited it) keeps the space until it closes; a pid the kernel
-// hands to another process meanwhile is another key (the start time), so
-// that process gets a space of its own. A process that holds no connection
+// exited (seen on the pidfd the server's loop polls). A connection
+// outliving its process (a child inherited it) keeps the space until it
+// closes; a pid the kernel hands to another process meanwhile is another
+// key (the start time), so that process gets a space of its own. A process that holds no connection
 // keeps its space; a uid keeps at most `max_kept_per_uid` such spaces, its
 // least recently active one ended beyond that (never another uid's).
 #ifndef TPMSEC_SRC_SERVER_PROCESS_SPACES_H_

@@ -291,20 +291,23 @@ class Server::Impl {
     auto made = std::make_unique<SharedSpace>();
     made->id = id;
     if (per_process) {
-      PeerProcess process = peer_process(fd, peer);
-      if (process.key) {
+      PeerProcess process = peer_process(fd, peer, o_.pidfd_way);
+      if (process.key && !process.exit.valid()) {
+        // Nothing would tell this process from a later one of its pid (and
+        // start time) once it exited: its connections share no space.
+        log(fmt::format("{}{}: no pidfd ({}): a handle space of this connection's own", kLogDebug,
+                        describe_peer(id, peer), process.why));
+      } else if (process.key) {
         if (SharedSpace* joined = spaces_.find(*process.key)) {
           log(fmt::format("{}{}: joins the handle space of client {} (the same process)", kLogDebug,
                           describe_peer(id, peer), joined->id));
           return joined;
         }
-        if (!process.exit.valid()) {
-          log(fmt::format("{}{}: no pidfd ({}): its handle space ends with its last connection", kLogDebug,
-                          describe_peer(id, peer), process.why));
-        }
+        log(fmt::format("{}{}: a handle space of its process (pidfd from {})", kLogDebug, describe_peer(id, peer),
+                        process.way));
+        made->process = process.key;
+        made->exit = std::move(process.exit);
       }
-      made->process = process.key;
-      made->exit = std::move(process.exit);
     }
     made->space = std::make_unique<HandleSpace>(rm_, id, limits, peer);
     if (o_.client_front) {

@@ -67,8 +67,8 @@ Status CommandWrapper::ensure_cipher_checked() {
   return ok_status();
 }
 
-void CommandWrapper::use_factory(SessionFactory& factory) {
-  retire_session(true);
+void CommandWrapper::use_factory(SessionFactory& factory, bool session_may_exist) {
+  retire_session(session_may_exist);
   factory_ = &factory;
 }
 

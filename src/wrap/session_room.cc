@@ -34,6 +34,7 @@ Status CommandWrapper::load_session() {
     // Gone (a TPM reset, the caller flushed every saved session) or refused:
     // the next start makes a new one. FlushContext works on a saved session.
     retire_session(/*may_exist=*/true);
+    if (loaded.error().kind() == ErrorKind::kTpm && !no_session_memory(loaded.error())) ++sessions_lost_;
     return loaded.error().kind() == ErrorKind::kTpm ? ok_status() : loaded;
   }
   saved_.reset();

@@ -122,6 +122,7 @@ Result<Bytes> CommandWrapper::unwrap_error(const Pending& p, ByteView response, 
   if (gone && *gone == p.our_slot) {
     retire_session(true);
     session_lost_ = true;
+    ++sessions_lost_;
   } else if (failed && *failed == p.our_slot) {
     // The TPM refused the session's HMAC: a wrong password it replaced, or
     // nonces out of step (an error forged over an answer the TPM gave: the

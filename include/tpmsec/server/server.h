@@ -48,16 +48,25 @@
 
 namespace tpmsec::server {
 
+// How the socket front opens a pidfd of a peer process, the first way
+// tried, then the next (src/server/peer_process.h): the kernel's own of the
+// connection (SO_PEERPIDFD, Linux 6.5), pidfd_open(2) of its pid (Linux
+// 5.3), none (a kernel before 5.3, or both refused: that process's
+// connections then share no space).
+enum class PidfdWay { kPeerPidfd, kPidfdOpen, kNone };
+
 struct ServerOptions {
   bool isolate = true;  // per-client handle spaces; false: every client on the TPM's own handles
   // With isolate, a connection of a Unix socket front (listen_unix,
   // listen_fd) joins the handle space of its peer process (uid, pid and
   // start time from SO_PEERCRED and /proc), which lives until that process
-  // exited and its last connection closed (a pidfd polled in the loop; with
-  // none, until its last connection closed): a program that connects once
-  // per command keeps its handles. False, or another front: a space per
-  // connection, ending with it.
+  // exited and its last connection closed (a pidfd polled in the loop): a
+  // program that connects once per command keeps its handles. Without a
+  // pidfd of the process (nothing then tells it from a later process of
+  // its pid), false, or another front: a space per connection, ending with
+  // it.
   bool spaces_follow_processes = true;
+  PidfdWay pidfd_way = PidfdWay::kPeerPidfd;  // where the search for a pidfd starts (tests start lower)
   size_t max_clients = 32;          // per listener, and for add_client; beyond: room made (above) or closed at once
   size_t max_clients_per_uid = 16;  // open connections of one peer uid (Unix sockets, add_client); beyond: closed
   ClientLimits limits;              // for the clients the listeners accept
