@@ -443,8 +443,10 @@ TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
     if (t.transmit(kGetRandom8) == 0) {
       a.cancel = std::to_string(Tss2_Tcti_Cancel(t.ctx()));
       std::vector<uint8_t> r;
-      a.random =
-          std::to_string(t.receive(&r)) + "/" + std::to_string(response_code(r)) + "/" + std::to_string(r.size());
+      // Received first: the operands of + are evaluated in no set order (g++
+      // read r before the receive filled it).
+      const uint32_t received = t.receive(&r);
+      a.random = std::to_string(received) + "/" + std::to_string(response_code(r)) + "/" + std::to_string(r.size());
     }
     auto foreign = run_command({"busctl", "--address=" + g_bus->address(), "call", name, tabrmd::kTabrmdObjectPath,
                                 tabrmd::kTabrmdInterface, "Cancel", "t", "12345"});
