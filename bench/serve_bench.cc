@@ -53,6 +53,7 @@
 #include "tpmsec/constants.h"
 #include "tpmsec/serve/protected_server.h"
 #include "tpmsec/server/server.h"
+#include "tpmsec/socket_front/socket_front.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/wire.h"
@@ -135,7 +136,7 @@ class Served {
       return;
     }
     server_ = std::move(*server);
-    Status listening = server_->server().listen_unix(path_);
+    Status listening = socket_front::listen_unix(server_->server(), path_);
     if (!listening.ok()) {
       error_ = listening.error().message();
       return;
@@ -149,7 +150,7 @@ class Served {
     }
     plain_ = std::move(*rm);
     plain_path_ = std::string(tmpl) + "/plain.sock";
-    listening = plain_->listen_unix(plain_path_);
+    listening = socket_front::listen_unix(*plain_, plain_path_);
     if (!listening.ok()) {
       error_ = listening.error().message();
       return;

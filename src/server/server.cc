@@ -1,5 +1,5 @@
-// The server's loop (tpmsec/server/server.h): one thread polls the listening
-// sockets, a wake-up pipe (add_client from another thread) and every
+// The server's loop (tpmsec/server/server.h): one thread polls the front
+// ends' sources, a wake-up pipe (connect() from another thread) and every
 // client; a client's request is read as far as its protocol asks, a whole
 // one joins the queue, and the queue is served in order, one command at a
 // time on the one TPM.
@@ -17,13 +17,13 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "server/connection.h"
 #include "server/connection_share.h"
-#include "server/listener.h"
 #include "server/peer_process.h"
 #include "server/process_spaces.h"
 #include "tpmsec/frame_header.h"
@@ -55,57 +55,57 @@ class Server::Impl {
     return ok_status();
   }
 
-  Status listen(Result<Fd> fd, std::shared_ptr<const Protocol> protocol, std::string name, std::string bound = "",
-                bool unix_socket = false) {
-    if (!fd.ok()) return fd.error();
-    auto l = std::make_unique<Listener>();
-    l->per_process = unix_socket && o_.spaces_follow_processes;
-    l->fd = std::move(*fd);
-    l->protocol = std::move(protocol);
-    l->name = std::move(name);
-    l->bound = std::move(bound);
-    listeners_.push_back(std::move(l));
-    return ok_status();
-  }
-
-  Result<ClientId> add_client(int raw, ClientLimits limits, PeerIdentity peer) {
-    Fd fd(raw);
+  Result<ClientId> connect(ClientConnection client) {
     int type = 0;
     socklen_t len = sizeof(type);
-    if (!fd.valid() || ::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
-      return usage_error("server: add_client takes a connected stream socket");
+    const int fd = client.socket.get();
+    if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+      return usage_error("server: a client is a connected stream socket");
     }
-    int flags = ::fcntl(fd.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 ||
-        ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
-      return runtime_error(fmt::format("server: add_client: {}", std::strerror(errno)));
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+      return runtime_error(fmt::format("server: a client's socket: {}", std::strerror(errno)));
     }
-    if (!peer.uid) {
-      const PeerIdentity seen = peer_identity(fd.get());
-      peer.uid = seen.uid;
-      if (!peer.pid) peer.pid = seen.pid;
-    }
+    if (!client.protocol) client.protocol = raw_tpm_protocol();
     std::lock_guard<std::mutex> lock(mu_);
     // The front's limit is the loop's to apply (it may close an idle
     // connection for this one); this bounds what waits for it.
-    if (handed_over_ >= 2 * o_.max_clients) {
-      return runtime_error(fmt::format("server: {} clients handed over already: refused", handed_over_));
+    if (pending_.size() >= o_.max_clients) {
+      return runtime_error(fmt::format("server: {} clients wait to be taken already: refused", pending_.size()));
     }
-    ++handed_over_;
     const ClientId id = ++last_id_;
-    pending_.push_back(Pending{id, std::move(fd), limits, peer});
-    const char byte = 1;
-    (void)!::write(wake_w_.get(), &byte, 1);
+    pending_.push_back(Pending{id, std::move(client)});
+    if (std::this_thread::get_id() != loop_thread_) {
+      const char byte = 1;
+      (void)!::write(wake_w_.get(), &byte, 1);
+    }
     return id;
   }
 
+  void add_source(std::unique_ptr<PollSource> source) { sources_.push_back(std::move(source)); }
+
   Status run(const std::atomic<bool>& stop) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      loop_thread_ = std::this_thread::get_id();
+    }
+    Status ran = serve(stop);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      loop_thread_ = {};
+    }
+    // The last answers (a control channel's shutdown) go out before the sockets close.
+    for (const auto& c : clients_) (void)c->conn.flush();
+    return ran;
+  }
+
+  Status serve(const std::atomic<bool>& stop) {
     while (!stop.load() && !shutdown_) {
       if (o_.tick) o_.tick();
       adopt_pending();
       std::erase_if(clients_, [](const auto& c) { return c->closed; });  // some may have made room
       std::vector<pollfd> fds{{wake_r_.get(), POLLIN, 0}};
-      for (const auto& l : listeners_) fds.push_back({l->fd.get(), POLLIN, 0});
+      for (const auto& src : sources_) fds.push_back({src->fd(), src->events(), 0});
       const size_t first_client = fds.size();
       for (const auto& c : clients_) {
         short events = c->conn.sending() ? POLLOUT : (c->queued ? 0 : POLLIN);
@@ -135,15 +135,16 @@ class Server::Impl {
       }
       serve_queue();
       std::erase_if(clients_, [](const auto& c) { return c->closed; });
-      if (ready > 0 && !shutdown_) {
-        for (size_t i = 0; i < listeners_.size(); ++i) {
-          if (fds[1 + i].revents) admit(*listeners_[i]);
+      // The front ends' sources between two TPM commands; what they hand
+      // over (connect()) is taken in this turn.
+      for (size_t i = 0; i < sources_.size() && !shutdown_; ++i) {
+        if ((ready > 0 && fds[1 + i].revents) || sources_[i]->timeout_ms() == 0) {
+          TPMSEC_RETURN_IF_ERROR(sources_[i]->process());
         }
-        std::erase_if(clients_, [](const auto& c) { return c->closed; });
       }
+      adopt_pending();
+      std::erase_if(clients_, [](const auto& c) { return c->closed; });
     }
-    // The last answers (a control channel's shutdown) go out before the sockets close.
-    for (const auto& c : clients_) (void)c->conn.flush();
     return ok_status();
   }
 
@@ -152,12 +153,14 @@ class Server::Impl {
     clients_.clear();
     spaces_.clear();  // the processes that hold no connection: what they hold is flushed
     queue_.clear();
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Pending& p : pending_) {
-      (void)p;
-      --handed_over_;
+    std::vector<Pending> left;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      left.swap(pending_);
     }
-    pending_.clear();
+    for (Pending& p : left) {
+      if (p.client.on_closed) p.client.on_closed();
+    }
   }
 
   ServerStats stats() const {
@@ -174,27 +177,22 @@ class Server::Impl {
   void shut() { rm_.shutdown(); }
 
  private:
-  struct Listener {
-    Fd fd;
-    std::shared_ptr<const Protocol> protocol;
-    std::string name;
-    size_t open = 0;
-    std::string bound;         // a socket file this server made: removed when the listener goes
-    bool per_process = false;  // a Unix socket front: a connection joins its peer process's space
-    ~Listener() {
-      if (!bound.empty()) ::unlink(bound.c_str());
-    }
-  };
   struct Client {
-    Client(ClientId i, Fd fd, std::shared_ptr<const Protocol> p, Listener* l, ClientLimits lim,
-           std::optional<uint32_t> u)
-        : id(i), conn(std::move(fd)), protocol(std::move(p)), listener(l), limits(lim), uid(u) {}
+    Client(ClientId i, ClientConnection&& from)
+        : id(i),
+          conn(std::move(from.socket)),
+          protocol(std::move(from.protocol)),
+          front(std::move(from.front)),
+          limits(from.limits),
+          uid(from.peer.uid),
+          on_closed(std::move(from.on_closed)) {}
     ClientId id;
     Connection conn;
     std::shared_ptr<const Protocol> protocol;
-    Listener* listener;  // nullptr: handed over (add_client)
+    std::string front;  // the front it came through (ClientConnection::front)
     ClientLimits limits;
     std::optional<uint32_t> uid;
+    std::function<void()> on_closed;
     SharedSpace* shared = nullptr;  // its handle space (spaces_'s), with isolate; maybe another connection's too
     bool queued = false;
     bool closed = false;
@@ -202,9 +200,7 @@ class Server::Impl {
   };
   struct Pending {
     ClientId id;
-    Fd fd;
-    ClientLimits limits;
-    PeerIdentity peer;
+    ClientConnection client;
   };
 
   // What a protocol may do for one client.
@@ -236,6 +232,9 @@ class Server::Impl {
     for (const auto& c : clients_) {
       if (c->conn.deadline()) wait = std::min(wait, std::max<int64_t>(*c->conn.deadline() - now, 0));
     }
+    for (const auto& src : sources_) {
+      if (const int ms = src->timeout_ms(); ms >= 0) wait = std::min(wait, int64_t{ms} * 1'000'000);
+    }
     return static_cast<int>((wait + 999'999) / 1'000'000);
   }
 
@@ -258,27 +257,27 @@ class Server::Impl {
       taken.swap(pending_);
     }
     for (Pending& p : taken) {
-      if (!has_room(nullptr, p.peer) ||
-          !open_client(p.id, std::move(p.fd), raw_tpm_protocol(), nullptr, p.limits, p.peer)) {
+      if (!has_room(p.client.front, p.client.peer) || !open_client(p.id, std::move(p.client))) {
         // Refused: its front frees what it holds for it, as for a closed one.
-        if (o_.on_closed) o_.on_closed(p.id);
-        std::lock_guard<std::mutex> lock(mu_);
-        --handed_over_;
+        if (p.client.on_closed) p.client.on_closed();
       }
     }
   }
 
   // False (and the connection closed) when its front could not be made.
-  bool open_client(ClientId id, Fd fd, std::shared_ptr<const Protocol> protocol, Listener* from, ClientLimits limits,
-                   PeerIdentity peer) {
-    const bool spaced = o_.isolate && protocol->carries_commands();
-    auto c = std::make_unique<Client>(id, std::move(fd), std::move(protocol), from, limits, peer.uid);
+  bool open_client(ClientId id, ClientConnection&& from) {
+    const bool spaced = o_.isolate && from.protocol->carries_commands();
+    const bool per_process = from.joins_process_space && o_.spaces_follow_processes;
+    const PeerIdentity peer = from.peer;
+    auto c = std::make_unique<Client>(id, std::move(from));
     if (spaced) {
-      c->shared = space_for(id, c->conn.fd(), from && from->per_process, limits, peer);
-      if (!c->shared) return false;
+      c->shared = space_for(id, c->conn.fd(), per_process, c->limits, peer);
+      if (!c->shared) {
+        from.on_closed = std::move(c->on_closed);  // the caller runs it
+        return false;
+      }
       ++c->shared->connections;
     }
-    if (from) ++from->open;
     c->active_at = now_ns();
     clients_.push_back(std::move(c));
     return true;
@@ -320,24 +319,11 @@ class Server::Impl {
     return &spaces_.add(std::move(made));
   }
 
-  void admit(Listener& l) {
-    Fd fd = accept_client(l.fd);
-    if (!fd.valid()) return;
-    PeerIdentity peer = peer_identity(fd.get());
-    if (!has_room(&l, peer)) return;  // closed by fd's destructor
-    ClientId id;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      id = ++last_id_;
-    }
-    (void)open_client(id, std::move(fd), l.protocol, &l, o_.limits, peer);
-  }
-
-  // Room on a front (a listener; nullptr: the clients handed over) for a
-  // newcomer: when it is full, the idlest connection of the uid holding most
-  // there is closed for it (connection_share.h), else it is refused.
-  // A uid with max_clients_per_uid open already (every front) is refused.
-  bool has_room(Listener* front, const PeerIdentity& peer) {
+  // Room on a front (ClientConnection::front) for a newcomer: when it is
+  // full, the idlest connection of the uid holding most there is closed for
+  // it (connection_share.h), else it is refused. A uid with
+  // max_clients_per_uid open already (every front) is refused.
+  bool has_room(const std::string& front, const PeerIdentity& peer) {
     if (peer.uid) {
       const size_t of_uid = static_cast<size_t>(std::count_if(
           clients_.begin(), clients_.end(), [&](const auto& c) { return !c->closed && c->uid == peer.uid; }));
@@ -349,13 +335,13 @@ class Server::Impl {
     std::vector<Client*> on;
     std::vector<ConnectionView> views;
     for (const auto& c : clients_) {
-      if (c->closed || c->listener != front) continue;
+      if (c->closed || c->front != front) continue;
       on.push_back(c.get());
       const bool idle =
           !c->queued && c->conn.input().empty() && !c->conn.buffered() && !c->conn.sending() && !c->conn.closing();
       views.push_back({c->uid, idle, c->active_at});
     }
-    const std::string name = front ? front->name : "the handed-over clients";
+    const std::string& name = front;
     if (on.size() < o_.max_clients) return true;
     std::optional<size_t> victim = connection_to_close(views, peer.uid);
     const std::string who = peer.uid ? fmt::format("uid {}", *peer.uid) : "a client without a uid";
@@ -458,13 +444,7 @@ class Server::Impl {
     // the front first, which may flush what it holds through the space.
     if (c.shared) spaces_.leave(*c.shared, now_ns());
     c.shared = nullptr;
-    if (o_.on_closed) o_.on_closed(c.id);
-    if (c.listener) {
-      --c.listener->open;
-    } else {
-      std::lock_guard<std::mutex> lock(mu_);
-      --handed_over_;
-    }
+    if (c.on_closed) c.on_closed();
   }
 
   Transport& tpm_;
@@ -472,13 +452,15 @@ class Server::Impl {
   ResourceManager rm_;
   ProcessSpaces spaces_;  // after rm_: destroyed first, so what the spaces hold is flushed
   Fd wake_r_, wake_w_;
-  std::vector<std::unique_ptr<Listener>> listeners_;
+  // Before clients_: a client's on_closed may reach its source (the D-Bus
+  // front), so the sources outlive every client.
+  std::vector<std::unique_ptr<PollSource>> sources_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::deque<ClientId> queue_;
-  std::mutex mu_;  // pending_, handed_over_, last_id_
+  std::mutex mu_;  // pending_, last_id_, loop_thread_
   std::vector<Pending> pending_;
-  size_t handed_over_ = 0;
   ClientId last_id_ = 0;
+  std::thread::id loop_thread_;
   uint64_t dropped_ = 0;
   uint64_t commands_ = 0;
   bool shutdown_ = false;
@@ -496,35 +478,8 @@ Server::~Server() {
   impl_->shut();
 }
 
-Status Server::listen_unix(const std::string& path, const UnixSocketOptions& socket) {
-  return impl_->listen(listen_unix_socket(path, socket), raw_tpm_protocol(), path, path, true);
-}
-
-Status Server::listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
-                          std::string name) {
-  if (name.empty()) name = fmt::format("{}:{}", host, port);
-  return impl_->listen(listen_tcp_socket(host, port), std::move(protocol), std::move(name));
-}
-
-Status Server::listen_fd(int raw, std::string name) {
-  Fd fd(raw);
-  int type = 0, listening = 0;
-  socklen_t len = sizeof(type), len2 = sizeof(listening);
-  if (!fd.valid() || ::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len2) != 0 || !listening) {
-    return usage_error(fmt::format("server: {} is not a listening stream socket", name));
-  }
-  const int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0) {
-    return runtime_error(fmt::format("server: {}: {}", name, std::strerror(errno)));
-  }
-  return impl_->listen(std::move(fd), raw_tpm_protocol(), std::move(name), "", true);
-}
-
-Result<ClientId> Server::add_client(int fd, ClientLimits limits, PeerIdentity peer) {
-  return impl_->add_client(fd, limits, peer);
-}
-
+Result<ClientId> Server::connect(ClientConnection client) { return impl_->connect(std::move(client)); }
+void Server::add_source(std::unique_ptr<PollSource> source) { impl_->add_source(std::move(source)); }
 Status Server::run(const std::atomic<bool>& stop) { return impl_->run(stop); }
 ServerStats Server::stats() const { return impl_->stats(); }
 ResourceManager& Server::resources() { return impl_->resources(); }

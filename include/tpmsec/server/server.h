@@ -1,37 +1,14 @@
-// The server: one thread owns one TPM and serves many clients, each
-// connection a client (include/tpmsec/server/protocol.h says what a
-// connection speaks), each with a handle space of its own
-// (include/tpmsec/server/handle_space.h). What `tpmsec serve` and `tpmsec
-// emulate` compose.
-//
-//   - listeners: a Unix socket with /dev/tpmrm0 semantics (listen_unix: one
-//     command written, one response read; mode 0660, a group of the
-//     caller's choice, `tss` in production, as udev gives /dev/tpmrm0), TCP
-//     with any protocol (listen_tcp), or a connected stream socket handed
-//     over (add_client: the D-Bus front end's socketpair end).
-//   - scheduling: one command at a time on the TPM, served in the order the
-//     loop saw the whole commands complete, across clients (FIFO; commands
-//     that complete while the TPM is busy are seen together, in connection
-//     order); a client has at most one command queued (it reads its answer
-//     before it sends the next, as on /dev/tpmrm0).
-//   - a client is never waited for: its frame is bounded (max_frame_bytes,
-//     checked from the header before the body is read), and a client that
-//     stops in the middle of a frame or does not read its answer for
-//     frame_timeout_ms is dropped. A closed, dropped or crashed client's
-//     handles are flushed at once; on a Unix socket front (with
-//     spaces_follow_processes), once its process exited too.
-//   - stop: run() returns within kPollMs of *stop turning true (SIGTERM);
-//     the clients stay connected (run() may be called again) until the
-//     Server is destroyed, which closes every client (flushing what each
-//     created) and flushes every session the server tracks.
-// Bounded memory: at most max_clients connections per listener (and for
-// add_client), each with one request and one answer buffered.
-// Fair: a peer uid has at most max_clients_per_uid connections, every front
-// together; when a front is full, a newcomer gets in by the idlest (idle:
-// nothing owed either way) connection of the uid holding most there being
-// closed, when that uid holds at least two more than the newcomer's
-// (src/server/connection_share.h); what one uid holds in the TPM is bounded
-// by uid_limits and the session handles' fair shares (handle_space.h).
+// The server: one thread owns one TPM and serves many clients, one command
+// at a time in the order they completed (FIFO), each client in a handle
+// space of its own (tpmsec/server/handle_space.h). Front ends hand it their
+// clients (connect(), the seam: tpmsec/server/client_connection.h) and their
+// event sources (add_source(): a listening socket, the D-Bus connection),
+// which its loop polls. A client is never waited for: its frame is bounded
+// and it is dropped after frame_timeout_ms of stalling; what a closed
+// client created is flushed. Memory is bounded (max_clients per front, one
+// request and one answer per client); fairness between uids as
+// docs/serve.md says. Errors as values; run() on one thread, connect() from
+// any. What `tpmsec serve` and `tpmsec emulate` compose.
 #ifndef TPMSEC_SERVER_SERVER_H_
 #define TPMSEC_SERVER_SERVER_H_
 
@@ -42,25 +19,23 @@
 #include <string>
 
 #include "tpmsec/result.h"
+#include "tpmsec/server/client_connection.h"
 #include "tpmsec/server/handle_space.h"
-#include "tpmsec/server/protocol.h"
+#include "tpmsec/server/poll_source.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec::server {
 
 struct ServerOptions {
   bool isolate = true;  // per-client handle spaces; false: every client on the TPM's own handles
-  // With isolate, a connection of a Unix socket front (listen_unix,
-  // listen_fd) joins the handle space of its peer process (uid, pid and
-  // start time from SO_PEERCRED and /proc), which lives until that process
-  // exited and its last connection closed (a pidfd polled in the loop; with
-  // none, until its last connection closed): a program that connects once
-  // per command keeps its handles. False, or another front: a space per
-  // connection, ending with it.
+  // With isolate, a connection that joins_process_space (a Unix socket
+  // front's) shares the handle space of its peer process (uid, pid and start
+  // time), which lives until that process exited and its last connection
+  // closed: a program that connects once per command keeps its handles.
+  // False, or another front: a space per connection, ending with it.
   bool spaces_follow_processes = true;
-  size_t max_clients = 32;          // per listener, and for add_client; beyond: room made (above) or closed at once
-  size_t max_clients_per_uid = 16;  // open connections of one peer uid (Unix sockets, add_client); beyond: closed
-  ClientLimits limits;              // for the clients the listeners accept
+  size_t max_clients = 32;          // per front; beyond: an idle one closed for it (docs/serve.md) or refused
+  size_t max_clients_per_uid = 16;  // open connections of one peer uid, every front together; beyond: refused
   UidLimits uid_limits;             // what one uid may hold in the TPM (ResourceManager::set_uid_limits)
   // May be empty; each line begins with its priority (tpmsec/server/log_priority.h).
   std::function<void(const std::string&)> log;
@@ -74,20 +49,10 @@ struct ServerOptions {
   // loop's thread; destroyed before the space when the client closes. An
   // error closes the connection. Empty: the space itself.
   std::function<Result<std::unique_ptr<Transport>>(HandleSpace& space)> client_front;
-  // Called on the loop's thread after a client's connection closed (for
-  // whatever reason) and its space was closed, or a handed-over one was
-  // refused: the front end that handed it over (add_client) frees what it
-  // holds for it. May be empty.
-  std::function<void(ClientId)> on_closed;
   // Called on the loop's thread once per turn of run()'s loop (so at least
   // every kPollMs while no TPM command runs): a daemon's watchdog ping, a
   // reload a signal asked for. May be empty.
   std::function<void()> tick;
-};
-
-struct UnixSocketOptions {
-  unsigned mode = 0660;
-  std::string group;  // empty: the process's group; "tss" for /dev/tpmrm0's
 };
 
 struct ServerStats {
@@ -107,28 +72,19 @@ class Server {
   static Result<std::unique_ptr<Server>> create(Transport& tpm, ServerOptions options);
   ~Server();  // closes every client, flushing what each created
 
-  // A Unix stream socket at `path` (an existing socket file there is
-  // replaced; removed when the server ends), speaking raw_tpm_protocol().
-  // Returns nothing until run().
-  Status listen_unix(const std::string& path, const UnixSocketOptions& socket = {});
-  // A TCP socket on host:port speaking `protocol`. Non-blocking accepts,
-  // TCP_NODELAY (a TPM command is one small frame). `name` is how the log
-  // calls it ("host:port" when empty).
-  Status listen_tcp(const std::string& host, uint16_t port, std::shared_ptr<const Protocol> protocol,
-                    std::string name = "");
-  // A listening Unix stream socket someone else bound (systemd's socket
-  // activation, tpmsec.socket): taken over (closed when the server ends),
-  // speaking raw_tpm_protocol(); the socket file is its owner's.
-  Status listen_fd(int fd, std::string name);
+  // One client (the seam: client_connection.h), the server's from here on,
+  // whatever it answers. An error (not a connected stream socket; max_clients
+  // waiting already): closed at once, on_closed not run. Else its id; when
+  // the server closes it (or finds no room for it), on_closed runs on the
+  // loop's thread. Thread-safe: the loop takes it before its next poll, in
+  // the same turn when called from the loop's thread (a source's process()).
+  Result<ClientId> connect(ClientConnection client);
+  // An event source the loop polls (poll_source.h) until the server ends.
+  // Call it while run() is not running, or from the loop's thread.
+  void add_source(std::unique_ptr<PollSource> source);
 
-  // Takes ownership of an already connected stream socket `fd` (closed on
-  // failure too): a client speaking raw_tpm_protocol() with `limits`; its
-  // peer identity from SO_PEERCRED unless `peer` names one. Thread-safe:
-  // another thread may call it while run() serves (run() picks it up within
-  // kPollMs, at once when woken through the internal pipe).
-  Result<ClientId> add_client(int fd, ClientLimits limits, PeerIdentity peer = {});
-
-  // Serves until *stop (checked every kPollMs) or a protocol's stop_serving().
+  // Serves until *stop (checked every kPollMs), a protocol's stop_serving()
+  // or a source's failure (that error). The clients stay connected.
   Status run(const std::atomic<bool>& stop);
 
   // Not thread-safe: call them while run() is not running (or from a

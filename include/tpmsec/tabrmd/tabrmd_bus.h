@@ -24,9 +24,11 @@
 //    unique bus name, which another process cannot have).
 //
 // This layer only answers the bus: what a connection's frames mean is the
-// server's. It runs in the server's poll loop (PollSource) and never waits
-// for a client; it waits for the bus daemon only, for a caller's credentials
-// and (at most 5 s) for the bus socket to take a CreateConnection reply.
+// server's. It is a source of the server's poll loop (server::PollSource)
+// and never waits for a client; it asks the bus daemon for a caller's
+// credentials without waiting (the reply follows the daemon's answer), and
+// waits only for the bus socket to take a CreateConnection reply (at most
+// 5 s: a wedged daemon).
 #ifndef TPMSEC_TABRMD_TABRMD_BUS_H_
 #define TPMSEC_TABRMD_TABRMD_BUS_H_
 
@@ -38,6 +40,7 @@
 #include <string>
 
 #include "tpmsec/result.h"
+#include "tpmsec/server/poll_source.h"
 #include "tpmsec/unique_fd.h"
 
 namespace tpmsec::tabrmd {
@@ -54,19 +57,6 @@ inline constexpr uint32_t kResmgrRcBadValue = 0x000B000B;
 inline constexpr uint32_t kResmgrRcNotPermitted = 0x000B000C;
 
 using OwnedFd = UniqueFd;  // unique_fd.h
-
-// What a poll loop needs of an event source: poll fd() for events(), call
-// process() when it is ready or timeout_ms() has passed (-1: no timeout).
-class PollSource {
- public:
-  virtual ~PollSource() = default;
-  virtual int fd() const = 0;
-  virtual short events() const = 0;
-  virtual int timeout_ms() const = 0;
-  // Handles everything pending without blocking. An error means the source
-  // is dead (the bus went away): the loop should stop using it.
-  virtual Status process() = 0;
-};
 
 // Who asked for a connection, as the bus daemon reports the caller (not
 // what the caller claims). The socket pair's own peer credentials are this
@@ -104,7 +94,7 @@ struct TabrmdBusOptions {
   size_t max_connections = 27;
 };
 
-class TabrmdBus : public PollSource {
+class TabrmdBus : public server::PollSource {
  public:
   // Connects to the bus, exports the object and takes the name (fails if
   // another owner holds it, e.g. tpm2-abrmd, or the bus policy refuses it).

@@ -1,45 +1,45 @@
-// tpm2-abrmd's D-Bus front end (tabrmd_bus.h) serving a server
-// (tpmsec/server/server.h): the bus runs on a thread of its own, so the
-// server's loop never waits for the bus daemon and the bus never waits for
-// a TPM command. Every CreateConnection hands the server end of its socket
-// pair to Server::add_client (thread-safe) with the caller's uid as the bus
-// daemon reports it; when the server closes that client (ServerOptions::
-// on_closed, call closed()), or refuses it, the connection id is freed on
-// the bus. When the bus fails (the daemon went away), the thread ends and
-// `on_failure` is called (on that thread): the server should stop, as
-// tpm2-abrmd does, and be restarted by its supervisor.
+// tpm2-abrmd's D-Bus front end (tabrmd_bus.h) serving a Server: a source of
+// the server's own loop (Server::add_source(), which owns it; no thread of
+// its own). Every CreateConnection hands the server end of its socket pair
+// to Server::connect() with the caller's uid and pid as the bus daemon
+// reports them; when the server closes or refuses that client, its
+// connection id is freed on the bus. SetLocality: 0 only (a TPM device takes
+// no other from user space), anything else NotImplemented as tpm2-abrmd 3.0
+// answers. When the bus fails (its daemon went away), process() fails and
+// so the server's run(): the server stops, as tpm2-abrmd does, and its
+// supervisor restarts it.
 #ifndef TPMSEC_TABRMD_TABRMD_FRONT_H_
 #define TPMSEC_TABRMD_TABRMD_FRONT_H_
 
-#include <functional>
 #include <memory>
 
 #include "tpmsec/result.h"
+#include "tpmsec/server/client_connection.h"
+#include "tpmsec/server/poll_source.h"
 #include "tpmsec/server/server.h"
 #include "tpmsec/tabrmd/tabrmd_bus.h"
 
 namespace tpmsec::tabrmd {
 
-class TabrmdFront {
+class TabrmdFront final : public server::PollSource {
  public:
-  // Takes the bus name (fails as TabrmdBus::open does) and starts serving.
-  // `server` must outlive the front.
-  static Result<std::unique_ptr<TabrmdFront>> start(const TabrmdBusOptions& options, server::Server& server,
-                                                    server::ClientLimits limits, std::function<void()> on_failure = {});
-  ~TabrmdFront();  // stops the bus thread and releases the name
-  TabrmdFront(const TabrmdFront&) = delete;
-  TabrmdFront& operator=(const TabrmdFront&) = delete;
+  // Takes the bus name (fails as TabrmdBus::open does). `server` must
+  // outlive the front (it does when the server owns it: add_source()).
+  static Result<std::unique_ptr<TabrmdFront>> open(const TabrmdBusOptions& options, server::Server& server,
+                                                   server::ClientLimits limits = {});
 
-  // The server closed `client` (from ServerOptions::on_closed; any thread).
-  void closed(server::ClientId client);
-  // The bus failed (the daemon went away): the message, once the thread ended.
-  std::optional<Error> failure() const;
-
-  struct Impl;
+  int fd() const override { return bus_->fd(); }
+  short events() const override { return bus_->events(); }
+  int timeout_ms() const override { return bus_->timeout_ms(); }
+  Status process() override;
 
  private:
-  explicit TabrmdFront(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  TabrmdFront(server::Server& server, server::ClientLimits limits) : server_(server), limits_(limits) {}
+  void connection(OwnedFd fd, uint64_t id, const BusPeer& peer);
+
+  server::Server& server_;
+  server::ClientLimits limits_;
+  std::unique_ptr<TabrmdBus> bus_;
 };
 
 }  // namespace tpmsec::tabrmd

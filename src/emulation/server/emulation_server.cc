@@ -6,7 +6,7 @@
 // emulated platform's channels as server protocols. With a Unix control
 // socket (qemu's tpm-emulator backend) the control channel is served on a
 // thread of its own and its data channels are handed to the server layer
-// (add_client); the chip is then guarded by one mutex.
+// (Server::connect()); the chip is then guarded by one mutex.
 #include "tpmsec/emulation/server/emulation_server.h"
 
 #include <fmt/format.h>
@@ -19,6 +19,7 @@
 #include "emulation/server/unix_control.h"
 #include "tpmsec/server/log_priority.h"
 #include "tpmsec/server/server.h"
+#include "tpmsec/socket_front/socket_front.h"
 
 namespace tpmsec {
 
@@ -43,15 +44,14 @@ class EmulationServer::Impl {
     server::ServerOptions options;
     options.isolate = o_.private_handles;
     options.max_clients = o_.max_clients;
-    options.limits.frame_timeout_ms = o_.frame_timeout_ms;
     options.log = [this](const std::string& l) { log(l); };
     // The TPM's command list is the driver's bookkeeping: read unbilled.
     options.attributes_from = &chip_.unbilled();
     TPMSEC_ASSIGN_OR_RETURN(server_, server::Server::create(chip_tpm_, std::move(options)));
     if (!o_.ctrl_unix.empty()) return start_unix();
-    TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, o_.port, data_, "data port"));
-    TPMSEC_RETURN_IF_ERROR(server_->listen_tcp(o_.host, static_cast<uint16_t>(o_.port + 1), ctrl_,
-                                               mssim() ? "platform port" : "control port"));
+    TPMSEC_RETURN_IF_ERROR(socket_front::listen_tcp(*server_, o_.host, o_.port, data_, "data port", limits()));
+    TPMSEC_RETURN_IF_ERROR(socket_front::listen_tcp(*server_, o_.host, static_cast<uint16_t>(o_.port + 1), ctrl_,
+                                                    mssim() ? "platform port" : "control port", limits()));
     const LatencyProfile& p = chip_.profile();
     fmt::print(
         stderr, "tpmsec emulate: {} ({}) on {}:{} (data) and {}:{} ({}), {} protocol, {} clock{}{}\n", p.id, p.name,
@@ -168,9 +168,12 @@ class EmulationServer::Impl {
     void log(const std::string& line) override { s_.log(line); }
     bool attach_data_channel() override {
       if (!fd_.valid()) return false;
-      server::ClientLimits limits;
-      limits.frame_timeout_ms = s_.o_.frame_timeout_ms;
-      auto id = s_.server_->add_client(fd_.release(), limits);
+      server::ClientConnection c;
+      c.peer = socket_front::peer_identity(fd_.get());
+      c.socket = std::move(fd_);
+      c.limits = s_.limits();
+      c.front = "the data channel";
+      auto id = s_.server_->connect(std::move(c));
       if (!id.ok()) s_.log("control: CMD_SET_DATAFD: " + id.error().message());
       return id.ok();
     }
@@ -223,6 +226,11 @@ class EmulationServer::Impl {
   };
 
   bool mssim() const { return o_.protocol == ServerProtocol::kMssim; }
+  server::ClientLimits limits() const {
+    server::ClientLimits l;
+    l.frame_timeout_ms = o_.frame_timeout_ms;
+    return l;
+  }
   std::string protocol_name() const { return mssim() ? "mssim" : "swtpm"; }
   std::string clock_name() const { return o_.real_clock ? "real" : "virtual"; }
 

@@ -1,4 +1,4 @@
-#include "server/listener.h"
+#include "socket_front/listening_socket.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-namespace tpmsec::server {
+namespace tpmsec::socket_front {
 
 Result<Fd> listen_tcp_socket(const std::string& host, uint16_t port) {
   addrinfo hints{};
@@ -94,16 +94,16 @@ Fd accept_client(const Fd& listener) {
   return fd;
 }
 
-PeerIdentity peer_identity(int fd) {
+server::PeerIdentity peer_identity(int fd) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) return {};
   sockaddr_storage addr{};
   socklen_t alen = sizeof(addr);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 || addr.ss_family != AF_UNIX) return {};
-  PeerIdentity who{cred.uid, std::nullopt};
+  server::PeerIdentity who{cred.uid, std::nullopt};
   if (cred.pid > 0) who.pid = static_cast<uint32_t>(cred.pid);
   return who;
 }
 
-}  // namespace tpmsec::server
+}  // namespace tpmsec::socket_front
