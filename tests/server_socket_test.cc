@@ -27,6 +27,7 @@
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/null_key.h"
+#include "tpmsec/server/handle_space.h"
 #include "tpmsec/server/server.h"
 #include "tpmsec/socket_front/socket_front.h"
 #include "tpmsec/tpm.h"

@@ -1,11 +1,11 @@
-// describe_peer and program_of (tpmsec/server/handle_space.h): who a client
-// is, for the log.
+// describe_peer and program_of (tpmsec/server/client.h): who a client is,
+// for the log.
 #include <fmt/format.h>
 
 #include <fstream>
 #include <string>
 
-#include "tpmsec/server/handle_space.h"
+#include "tpmsec/server/client.h"
 
 namespace tpmsec::server {
 

@@ -1,4 +1,4 @@
-// The per-client handle spaces (tpmsec/server/handle_space.h): before a
+// The per-client handle spaces (tpmsec/server/resource_manager.h): before a
 // client's command, what it names is loaded (room made by saving what was
 // used least recently, of any client) and translated; after it, the
 // response's handle is given back in the client's terms. What a client

@@ -28,7 +28,9 @@
 #include "server/process_spaces.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
+#include "tpmsec/server/handle_space.h"
 #include "tpmsec/server/log_priority.h"
+#include "tpmsec/server/resource_manager.h"
 
 namespace tpmsec::server {
 namespace {

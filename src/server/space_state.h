@@ -1,4 +1,4 @@
-// The resource manager's state (tpmsec/server/handle_space.h), shared by
+// The resource manager's state (tpmsec/server/resource_manager.h), shared by
 // its files: resource_manager.cc (a client's command in and out),
 // space_slots.cc (loading, swapping out, the context gap, orphans) and
 // space_contexts.cc (ContextLoad and FlushContext of a client's own) and
@@ -23,8 +23,8 @@
 #include "tpmsec/commands.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/response_code.h"
-#include "tpmsec/server/handle_space.h"
 #include "tpmsec/server/log_priority.h"
+#include "tpmsec/server/resource_manager.h"
 
 namespace tpmsec::server {
 

@@ -1,48 +1,15 @@
-// `tpmsec serve`'s library part: one TPM served to every program on the
-// machine (the server layer, include/tpmsec/server/server.h: a handle space
-// per client) with tpmsec's protection on every client command (the wrap
-// layer, include/tpmsec/wrap.h), its trust anchor resolved by the protect
-// path (include/tpmsec/protect.h) as the CLI's and the TCTI's are.
-//
-// The stack, per client command:
-//
-//   client frame (its virtual handles)
-//     -> the client's front: refuses a frame that names the server's own
-//        session; a handle listing goes to the space, which answers it from
-//        the client's own handles (nothing crosses the bus)
-//     -> ONE CommandWrapper for every client: the server's one salted,
-//        anchored session on the command (audit in a free slot, password ->
-//        HMAC, parameter encryption), names only from authenticated answers,
-//        the response's HMAC verified before a byte goes back
-//     -> the client's handle space (virtual -> TPM handles; objects and
-//        sessions swapped for whoever needs a slot)
-//     -> the TPM.
-//
-// The wrapper's own commands (its session's start, audited name reads) go to
-// the space of the client they are for (its server view: what they create
-// is the server's, passed through every space and never listed, saved or
-// flushed for a client), or to the server's own space between clients. So
-// the session is started once and stays: a program's PCR_Extend costs what
-// the resident strategy's extend costs, no StartAuthSession, no ContextLoad
-// of a salt key per program (Linux 6.12's answer to the per-extend cost of
-// 6.10, the LKML thread "[regression] significant delays when secureboot is
-// enabled since 6.10", 2024-09).
-//
-// A wrapper fault (a response its session does not authenticate, a lost or
-// garbled one) goes back to the client as a resource-manager error
-// (TSS2_RESMGR_RC_GENERAL_FAILURE, as tpm2-abrmd answers its own failures),
-// logged with the reason; strict's refusal as TSS2_RESMGR_RC_NOT_PERMITTED.
-// In front of every client's front, the status request (tpmsec/serve/status.h)
-// is answered by the server itself.
-//
-// After a fault the server resolves its anchor afresh and starts a new
-// session (a TPM reset: null_name read again, a pinned salt key checked
-// again), so only the command in flight fails.
-//
-// The anchor: with none named, the standing order (protect.h,
-// StandingAnchor: the kernel's null_name, else the EK certificate against
-// the shipped roots <data>/ek-roots, else a salt key pinned at first start).
-// Not thread-safe beyond the Server's own contract (add_client).
+// `tpmsec serve`'s library part: one TPM served to every program (the
+// server layer, tpmsec/server/server.h: a handle space per client) with one
+// protected session on every client command (one CommandWrapper,
+// tpmsec/wrap.h), its anchor resolved by the protect path (protect.h) as the
+// CLI's and the TCTI's are. docs/serve.md ("What stands behind the front
+// ends") draws the stack. Owns the TPM's transport, the wrapper and the
+// Server; front ends add their sources and clients to server(). Errors: the
+// open's as values; a wrapper fault (an unauthenticated, garbled or lost
+// answer) goes back to that client as TSS2_RESMGR_RC_GENERAL_FAILURE (strict's
+// refusal as NOT_PERMITTED), logged, and the next command gets a session
+// anchored afresh, so only the command in flight fails. Not thread-safe
+// beyond the Server's own contract (connect()); reload() on the loop's thread.
 #ifndef TPMSEC_SERVE_PROTECTED_SERVER_H_
 #define TPMSEC_SERVE_PROTECTED_SERVER_H_
 

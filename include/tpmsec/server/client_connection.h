@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "tpmsec/server/handle_space.h"
+#include "tpmsec/server/client.h"
 #include "tpmsec/server/protocol.h"
 #include "tpmsec/unique_fd.h"
 

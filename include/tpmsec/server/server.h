@@ -1,6 +1,6 @@
 // The server: one thread owns one TPM and serves many clients, one command
 // at a time in the order they completed (FIFO), each client in a handle
-// space of its own (tpmsec/server/handle_space.h). Front ends hand it their
+// space of its own (the resource manager, tpmsec/server/resource_manager.h). Front ends hand it their
 // clients (connect(), the seam: tpmsec/server/client_connection.h) and their
 // event sources (add_source(): a listening socket, the D-Bus connection),
 // which its loop polls. A client is never waited for: its frame is bounded
@@ -19,12 +19,17 @@
 #include <string>
 
 #include "tpmsec/result.h"
+#include "tpmsec/server/client.h"
 #include "tpmsec/server/client_connection.h"
-#include "tpmsec/server/handle_space.h"
 #include "tpmsec/server/poll_source.h"
 #include "tpmsec/transport.h"
 
 namespace tpmsec::server {
+
+// The resource manager's (resource_manager.h, handle_space.h): named here,
+// defined for the layers that compose the server (scripts/check-includes).
+class HandleSpace;
+class ResourceManager;
 
 struct ServerOptions {
   bool isolate = true;  // per-client handle spaces; false: every client on the TPM's own handles

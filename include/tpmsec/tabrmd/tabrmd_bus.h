@@ -1,34 +1,16 @@
-// tpm2-abrmd's D-Bus front end: the name com.intel.tss2.Tabrmd, the object
-// /com/intel/tss2/Tabrmd/Tcti and its interface com.intel.tss2.TctiTabrmd
-// (CreateConnection, Cancel, SetLocality), wire-compatible with tpm2-abrmd
-// 3.0, so that tpm2-tss's unchanged tabrmd TCTI (libtss2-tcti-tabrmd.so.0,
-// which the TCTI loader tries when no TCTI is configured) reaches the server.
-//
-// What the client library expects (tpm2-software/tpm2-abrmd 3.0.0,
-// src/tcti-tabrmd.c, tcti_tabrmd_connect; src/ipc-frontend-dbus.c,
-// on_handle_create_connection; src/tabrmd.xml; src/tabrmd-error.c):
-//  - CreateConnection() answers one uint64, the connection id, with exactly
-//    ONE file descriptor attached that the body does not name (signature "t",
-//    UNIX_FDS 1: the client's GDBus proxy checks the reply against "(t)" and
-//    takes the descriptor from the message's fd list). It is one end of a
-//    stream socket pair: the client writes whole command frames to it and
-//    reads whole response frames from it.
-//  - Cancel(t id) and SetLocality(t id, y locality) answer a uint32 that the
-//    client returns as its TSS2_RC, or a D-Bus error named
-//    com.intel.tss2.Tabrmd.Error.* that the client maps to TSS2_RESMGR_RC_*.
-//    tpm2-abrmd answers an unknown connection NotPermitted and both calls
-//    NotImplemented; here Cancel does the same and SetLocality is handed to
-//    the server (callbacks below).
-//  - A connection id is honoured only for the bus peer that created it
-//    (tpm2-abrmd mixes the caller's PID into it; this keys it by the caller's
-//    unique bus name, which another process cannot have).
-//
-// This layer only answers the bus: what a connection's frames mean is the
-// server's. It is a source of the server's poll loop (server::PollSource)
-// and never waits for a client; it asks the bus daemon for a caller's
-// credentials without waiting (the reply follows the daemon's answer), and
-// waits only for the bus socket to take a CreateConnection reply (at most
-// 5 s: a wedged daemon).
+// tpm2-abrmd's D-Bus interface (com.intel.tss2.Tabrmd, object
+// /com/intel/tss2/Tabrmd/Tcti, interface com.intel.tss2.TctiTabrmd:
+// CreateConnection, Cancel, SetLocality), wire-compatible with tpm2-abrmd
+// 3.0, so that tpm2-tss's unchanged tabrmd TCTI reaches the server; what the
+// client library expects, and where this differs, is docs/serve.md ("The
+// D-Bus interface"). CreateConnection answers an id and one end of a stream
+// socket pair; the other end goes to on_connection. An id is honoured only
+// for the bus peer (unique name) that created it. Owns the bus connection
+// and the ids. This layer only answers the bus: what a connection's frames
+// mean is the server's. A source of the server's loop (server::PollSource):
+// it never waits for a client, asks the bus daemon for a caller's
+// credentials without waiting, and waits only for the bus socket to take a
+// CreateConnection reply (at most 5 s: a wedged daemon). Not thread-safe.
 #ifndef TPMSEC_TABRMD_TABRMD_BUS_H_
 #define TPMSEC_TABRMD_TABRMD_BUS_H_
 

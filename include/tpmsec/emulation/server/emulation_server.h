@@ -1,48 +1,15 @@
 // `tpmsec emulate PROFILE --port P`: a profiled chip served to any TPM stack
-// over TCP. The embedded libtpms answers; the profile's identity is reported
-// and its latency taken on every command, through the emulation layer's own
-// decorators (the chip's slot limits, the latency model on a virtual clock,
-// tracing): the one implementation of emulated timing.
-//
-// Protocols, as their projects document them:
-//   swtpm data channel (port P): the raw TPM command, the raw response.
-//   swtpm control channel (P+1; swtpm's include/swtpm/tpm_ioctl.h, "commands
-//     used by the non-CUSE TPMs"): a big-endian u32 command code and its
-//     request fields; the answer is the response fields, starting with a u32
-//     result.
-//   swtpm control channel on a Unix socket (ctrl_unix; `swtpm socket --ctrl
-//     type=unixio,path=S`, as qemu's tpm-emulator backend drives it, qemu's
-//     backends/tpm/tpm_emulator.c): the same commands, each request the
-//     whole ptm_* structure, and CMD_SET_DATAFD, whose SCM_RIGHTS descriptor
-//     becomes a data channel (raw frames). No TCP port then.
-//   mssim TPM port (P; tpm2-tss tcti-mssim, TpmTcpProtocol.h): u32
-//     TPM_SEND_COMMAND (8), u8 locality, u32 size, the command; answered by
-//     u32 size, the response, u32 0. TPM_SESSION_END (20) ends a connection.
-//   mssim platform port (P+1): u32 signal (power on/off, NV on, reset, ...),
-//     answered by u32 0.
-//
-// Clients: several at once on each port, as a chip on a bus shared by
-// several programs; their commands run one at a time on the one TPM, each to
-// completion (with --clock real, the modelled time is waited out before the
-// next command starts). A client is never waited for: every connection has
-// its own bounded buffers, a frame larger than the TPM's 4096-byte buffer is
-// refused, and a client that stops in the middle of a frame (or does not
-// read its answer) for frame_timeout_ms is dropped. A stop (the flag, e.g.
-// from SIGTERM) is noticed within 200 ms, also during a modelled wait.
-//
-// The loop, connections, frame limits and FIFO are the server layer's
-// (tpmsec/server/server.h); swtpm's data channel is its raw protocol.
-// private_handles: each data connection a handle space of its own, as
-// /dev/tpmrm0 and tpm2-abrmd keep them (tpmsec/server/handle_space.h):
-// virtual object handles, objects and sessions swapped out (least recently
-// used first) when a command needs their slot, listings of the client's own handles,
-// another client's handles refused, what a closing client left flushed. The
-// ContextSave, ContextLoad and FlushContext commands that costs are billed
-// and logged as any command.
-//
-// What the server keeps does not grow with the commands served: totals per
-// command variant (at most kMaxVariants kinds) and, only when asked for
-// (keep_records, for --json/--trace), the first max_records commands.
+// (swtpm's data and control channels over TCP or its Unix control socket as
+// qemu drives it, or the mssim ports). The embedded libtpms answers; the
+// profile's identity is reported and its latency taken through the emulation
+// layer's decorators (slot limits, the latency model, tracing). The loop,
+// connections, frame limits, FIFO and, with private_handles, a handle space
+// per data connection are the server layer's (tpmsec/server/server.h); the
+// channels are its protocols. Clients are never waited for; a stop is
+// noticed within 200 ms, also during a modelled wait. What it keeps does not
+// grow with the commands served. docs/latency-profiles.md ("tpmsec emulate:
+// the server") has each protocol's frames and sources. Errors as values;
+// run() on one thread.
 #ifndef TPMSEC_EMULATION_SERVER_EMULATION_SERVER_H_
 #define TPMSEC_EMULATION_SERVER_EMULATION_SERVER_H_
 
