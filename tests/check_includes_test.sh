@@ -70,32 +70,32 @@ expect "TCTI source, calibration header" \
 # the server layer's and its composer's (serve's sources): a front end hands
 # Server a ClientConnection. The D-Bus front, the CLI, the socket front:
 fresh
-sed -i '3i #include "tpmsec/server/handle_space.h"' "$work/tree/src/tabrmd/tabrmd_front.cc"
+sed -i '3i #include "tpmsec-server/resource_manager/handle_space.h"' "$work/tree/src/tabrmd/tabrmd_front.cc"
 expect "D-Bus front, the handle space" \
-  "src/tabrmd/tabrmd_front.cc:3: includes tpmsec/server/handle_space.h (internal to layer server), which a front end (tabrmd) may not include"
+  "src/tabrmd/tabrmd_front.cc:3: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (tabrmd) may not include"
 fresh
-sed -i '3i #include "tpmsec/server/resource_manager.h"' "$work/tree/src/cli/serve_command.cc"
+sed -i '3i #include "tpmsec-server/resource_manager/resource_manager.h"' "$work/tree/src/cli/serve_command.cc"
 expect "CLI, the resource manager" \
-  "src/cli/serve_command.cc:3: includes tpmsec/server/resource_manager.h (internal to layer server), which a front end (cli) may not include"
+  "src/cli/serve_command.cc:3: includes tpmsec-server/resource_manager/resource_manager.h (internal to layer resource_manager), which a front end (cli) may not include"
 fresh
-sed -i '3i #include "tpmsec/server/handle_space.h"' "$work/tree/src/socket_front/socket_front.cc"
+sed -i '3i #include "tpmsec-server/resource_manager/handle_space.h"' "$work/tree/src/socket_front/socket_front.cc"
 expect "socket front, the handle space" \
-  "src/socket_front/socket_front.cc:3: includes tpmsec/server/handle_space.h (internal to layer server), which a front end (socket_front) may not include"
+  "src/socket_front/socket_front.cc:3: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (socket_front) may not include"
 # The composer's public header is its front ends' view: not there either.
 fresh
-sed -i '3i #include "tpmsec/server/handle_space.h"' "$work/tree/include/tpmsec/serve/protected_server.h"
+sed -i '3i #include "tpmsec-server/resource_manager/handle_space.h"' "$work/tree/include/tpmsec-server/protected_server/protected_server.h"
 expect "protected server's public header, the handle space" \
-  "include/tpmsec/serve/protected_server.h:3: includes tpmsec/server/handle_space.h (internal to layer server), which a front end (serve) may not include"
+  "include/tpmsec-server/protected_server/protected_server.h:3: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (protected_server) may not include"
 # A front end that does not exist yet (a CUSE /dev/tpmrm0) is one by default.
 fresh
 mkdir "$work/tree/src/cuse"
-printf '#include "tpmsec/server/server.h"\n#include "tpmsec/server/handle_space.h"\n' >"$work/tree/src/cuse/cuse_front.cc"
+printf '#include "tpmsec-server/resource_manager/server.h"\n#include "tpmsec-server/resource_manager/handle_space.h"\n' >"$work/tree/src/cuse/cuse_front.cc"
 cp "$table" "$work/table"
-printf 'sees cuse cuse server core\ndir cuse src/cuse\n' >>"$work/table"
+printf 'sees cuse cuse resource_manager core\ndir cuse src/cuse\n' >>"$work/table"
 table_kept=$table
 table=$work/table
 expect "a new front end, the handle space" \
-  "src/cuse/cuse_front.cc:2: includes tpmsec/server/handle_space.h (internal to layer server), which a front end (cuse) may not include"
+  "src/cuse/cuse_front.cc:2: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (cuse) may not include"
 table=$table_kept
 
 # A header in a folder that is no layer's is an error too (it would be checked by nothing).

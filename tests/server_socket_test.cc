@@ -1,4 +1,4 @@
-// The server (tpmsec/server/server.h) in this process on the embedded
+// The server (tpmsec-server/resource_manager/server.h) in this process on the embedded
 // libtpms, driven over real sockets: a raw Unix-socket client with
 // /dev/tpmrm0 semantics (one write, one read), a connected socket handed over
 // with Server::connect (the D-Bus front end's way), frame limits and deadlines,
@@ -24,12 +24,12 @@
 #include <thread>
 
 #include "support/tpm_frames.h"
+#include "tpmsec-server/resource_manager/handle_space.h"
+#include "tpmsec-server/resource_manager/server.h"
+#include "tpmsec-server/socket_front/socket_front.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/null_key.h"
-#include "tpmsec/server/handle_space.h"
-#include "tpmsec/server/server.h"
-#include "tpmsec/socket_front/socket_front.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"

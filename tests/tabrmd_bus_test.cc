@@ -1,4 +1,4 @@
-// tpm2-abrmd's D-Bus front end (include/tpmsec/tabrmd/tabrmd_bus.h) with its
+// tpm2-abrmd's D-Bus front end (include/tpmsec-server/tabrmd/tabrmd_bus.h) with its
 // real clients: Debian's libtss2-tcti-tabrmd.so.0 (loaded here, and by
 // tpm2-tools), on a private dbus-daemon that enforces the system bus's
 // default-deny policy with packaging/dbus/tpmsec.conf included.
@@ -38,7 +38,7 @@
 #include "support/private_bus.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
-#include "tpmsec/tabrmd/tabrmd_bus.h"
+#include "tpmsec-server/tabrmd/tabrmd_bus.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/transport/tpm_string.h"
 

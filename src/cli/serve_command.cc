@@ -1,7 +1,7 @@
 // tpmsec serve: one process owns the TPM and serves every program on the
 // machine through tpm2-abrmd's D-Bus interface (com.intel.tss2.Tabrmd) and a
 // Unix socket with /dev/tpmrm0's semantics, with tpmsec's one protected
-// session on every client command (tpmsec/serve/protected_server.h). This
+// session on every client command (tpmsec-server/protected_server/protected_server.h). This
 // file only parses the options, composes the library's parts and prints.
 #include <fcntl.h>
 #include <signal.h>
@@ -17,11 +17,11 @@
 #include "protection_options.h"
 #include "serve_daemon.h"
 #include "strategy_option.h"
+#include "tpmsec-server/protected_server/protected_server.h"
+#include "tpmsec-server/resource_manager/log_priority.h"
+#include "tpmsec-server/socket_front/socket_front.h"
+#include "tpmsec-server/tabrmd/tabrmd_front.h"
 #include "tpmsec/host/data_dir.h"
-#include "tpmsec/serve/protected_server.h"
-#include "tpmsec/server/log_priority.h"
-#include "tpmsec/socket_front/socket_front.h"
-#include "tpmsec/tabrmd/tabrmd_front.h"
 #include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {

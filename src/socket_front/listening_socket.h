@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tpmsec-server/socket_front/socket_front.h"
 #include "tpmsec/result.h"
-#include "tpmsec/socket_front/socket_front.h"
 #include "tpmsec/unique_fd.h"
 
 namespace tpmsec::socket_front {

@@ -1,6 +1,6 @@
-// The socket front end (tpmsec/socket_front/socket_front.h): a listening
+// The socket front end (tpmsec-server/socket_front/socket_front.h): a listening
 // socket as a source of the server's loop.
-#include "tpmsec/socket_front/socket_front.h"
+#include "tpmsec-server/socket_front/socket_front.h"
 
 #include <fcntl.h>
 #include <poll.h>

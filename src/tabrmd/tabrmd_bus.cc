@@ -1,5 +1,5 @@
-// tpm2-abrmd's D-Bus interface on sd-bus (include/tpmsec/tabrmd/tabrmd_bus.h).
-#include "tpmsec/tabrmd/tabrmd_bus.h"
+// tpm2-abrmd's D-Bus interface on sd-bus (include/tpmsec-server/tabrmd/tabrmd_bus.h).
+#include "tpmsec-server/tabrmd/tabrmd_bus.h"
 
 #include <poll.h>
 #include <sys/random.h>

@@ -1,6 +1,6 @@
 // tpm2-abrmd's D-Bus front end as a source of the server's loop
-// (tpmsec/tabrmd/tabrmd_front.h).
-#include "tpmsec/tabrmd/tabrmd_front.h"
+// (tpmsec-server/tabrmd/tabrmd_front.h).
+#include "tpmsec-server/tabrmd/tabrmd_front.h"
 
 #include <utility>
 
