@@ -98,6 +98,26 @@ expect "a new front end, the handle space" \
   "src/cuse/cuse_front.cc:2: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (cuse) may not include"
 table=$table_kept
 
+# The library's headers are in include/tpmsec/, the servers' in
+# include/tpmsec-server/: a header of the resource manager in the library's root.
+fresh
+mkdir "$work/tree/include/tpmsec/resource_manager"
+echo '// nothing' >"$work/tree/include/tpmsec/resource_manager/x.h"
+rc=0; out=$("$check" "$table" "$work/tree" 2>&1) || rc=$?
+[ "$rc" = 2 ] && [ "$out" = "include/tpmsec/resource_manager/x.h: a header of layer resource_manager, whose public headers are in include/tpmsec-server/ (CMakeLists.txt: TPMSEC_SERVER_LAYERS)" ] ||
+  fail "a server header in the library's root: exit status $rc, printed: $out"
+echo "ok: a server header in the library's root: $out"
+
+# A folder holds one layer (the emulator's server was src/emulation/server/,
+# above measure inside a folder below it).
+fresh
+cp "$table" "$work/table"
+printf 'sees cuse cuse resource_manager core\ndir cuse src/tabrmd/cuse\n' >>"$work/table"
+rc=0; out=$("$check" "$work/table" "$work/tree" 2>&1) || rc=$?
+[ "$rc" = 2 ] && [ "$out" = "src/tabrmd/cuse (layer cuse) is inside src/tabrmd (layer tabrmd): a folder holds one layer" ] ||
+  fail "a layer inside another's folder: exit status $rc, printed: $out"
+echo "ok: a layer inside another's folder: $out"
+
 # A header in a folder that is no layer's is an error too (it would be checked by nothing).
 fresh
 mkdir "$work/tree/include/tpmsec/stray"
