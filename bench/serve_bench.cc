@@ -1,7 +1,7 @@
 // Host cost of `tpmsec serve`'s forwarding (issue 33, "Cost": ≤ 20 µs added
 // per forwarded command; 16 clients at once within 5 % of one client's
 // throughput). The server is the library's ProtectedServer (the one
-// CommandWrapper above each client's handle space, tpmsec/serve/
+// CommandWrapper above each client's handle space, tpmsec-server/protected_server/
 // protected_server.h) over the embedded libtpms, served on a Unix socket
 // by a thread of this process, as `tpmsec serve --socket` serves it; the
 // clients are raw socket clients writing one command and reading one
@@ -48,11 +48,12 @@
 #include <string>
 #include <thread>
 
+#include "tpmsec-server/protected_server/protected_server.h"
+#include "tpmsec-server/resource_manager/server.h"
+#include "tpmsec-server/socket_front/socket_front.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/serve/protected_server.h"
-#include "tpmsec/server/server.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/wire.h"
@@ -135,7 +136,7 @@ class Served {
       return;
     }
     server_ = std::move(*server);
-    Status listening = server_->server().listen_unix(path_);
+    Status listening = socket_front::listen_unix(server_->server(), path_);
     if (!listening.ok()) {
       error_ = listening.error().message();
       return;
@@ -149,7 +150,7 @@ class Served {
     }
     plain_ = std::move(*rm);
     plain_path_ = std::string(tmpl) + "/plain.sock";
-    listening = plain_->listen_unix(plain_path_);
+    listening = socket_front::listen_unix(*plain_, plain_path_);
     if (!listening.ok()) {
       error_ = listening.error().message();
       return;

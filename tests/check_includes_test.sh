@@ -66,6 +66,58 @@ sed -i '1i #include "tpmsec/calibration/calibration.h"' "$work/tree/src/tcti/tct
 expect "TCTI source, calibration header" \
   "src/tcti/tcti_config.cc:1: includes tpmsec/calibration/calibration.h (layer calibration), which tcti may not see"
 
+# The resource manager's internals (handle_space.h, resource_manager.h) are
+# the server layer's and its composer's (serve's sources): a front end hands
+# Server a ClientConnection. The D-Bus front, the CLI, the socket front:
+fresh
+sed -i '3i #include "tpmsec-server/resource_manager/handle_space.h"' "$work/tree/src/tabrmd/tabrmd_front.cc"
+expect "D-Bus front, the handle space" \
+  "src/tabrmd/tabrmd_front.cc:3: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (tabrmd) may not include"
+fresh
+sed -i '3i #include "tpmsec-server/resource_manager/resource_manager.h"' "$work/tree/src/cli/serve_command.cc"
+expect "CLI, the resource manager" \
+  "src/cli/serve_command.cc:3: includes tpmsec-server/resource_manager/resource_manager.h (internal to layer resource_manager), which a front end (cli) may not include"
+fresh
+sed -i '3i #include "tpmsec-server/resource_manager/handle_space.h"' "$work/tree/src/socket_front/socket_front.cc"
+expect "socket front, the handle space" \
+  "src/socket_front/socket_front.cc:3: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (socket_front) may not include"
+# The composer's public header is its front ends' view: not there either.
+fresh
+sed -i '3i #include "tpmsec-server/resource_manager/handle_space.h"' "$work/tree/include/tpmsec-server/protected_server/protected_server.h"
+expect "protected server's public header, the handle space" \
+  "include/tpmsec-server/protected_server/protected_server.h:3: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (protected_server) may not include"
+# A front end that does not exist yet (a CUSE /dev/tpmrm0) is one by default.
+fresh
+mkdir "$work/tree/src/cuse"
+printf '#include "tpmsec-server/resource_manager/server.h"\n#include "tpmsec-server/resource_manager/handle_space.h"\n' >"$work/tree/src/cuse/cuse_front.cc"
+cp "$table" "$work/table"
+printf 'sees cuse cuse resource_manager core\ndir cuse src/cuse\n' >>"$work/table"
+table_kept=$table
+table=$work/table
+expect "a new front end, the handle space" \
+  "src/cuse/cuse_front.cc:2: includes tpmsec-server/resource_manager/handle_space.h (internal to layer resource_manager), which a front end (cuse) may not include"
+table=$table_kept
+
+# The library's headers are in include/tpmsec/, the servers' in
+# include/tpmsec-server/: a header of the resource manager in the library's root.
+fresh
+mkdir "$work/tree/include/tpmsec/resource_manager"
+echo '// nothing' >"$work/tree/include/tpmsec/resource_manager/x.h"
+rc=0; out=$("$check" "$table" "$work/tree" 2>&1) || rc=$?
+[ "$rc" = 2 ] && [ "$out" = "include/tpmsec/resource_manager/x.h: a header of layer resource_manager, whose public headers are in include/tpmsec-server/ (CMakeLists.txt: TPMSEC_SERVER_LAYERS)" ] ||
+  fail "a server header in the library's root: exit status $rc, printed: $out"
+echo "ok: a server header in the library's root: $out"
+
+# A folder holds one layer (the emulator's server was src/emulation/server/,
+# above measure inside a folder below it).
+fresh
+cp "$table" "$work/table"
+printf 'sees cuse cuse resource_manager core\ndir cuse src/tabrmd/cuse\n' >>"$work/table"
+rc=0; out=$("$check" "$work/table" "$work/tree" 2>&1) || rc=$?
+[ "$rc" = 2 ] && [ "$out" = "src/tabrmd/cuse (layer cuse) is inside src/tabrmd (layer tabrmd): a folder holds one layer" ] ||
+  fail "a layer inside another's folder: exit status $rc, printed: $out"
+echo "ok: a layer inside another's folder: $out"
+
 # A header in a folder that is no layer's is an error too (it would be checked by nothing).
 fresh
 mkdir "$work/tree/include/tpmsec/stray"

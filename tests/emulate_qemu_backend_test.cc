@@ -23,11 +23,11 @@
 #include <regex>
 #include <thread>
 
+#include "tpmsec-server/emulator_server/emulation_server.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/emulation/profile_file.h"
-#include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport/transports.h"

@@ -545,7 +545,7 @@ TEST(EmulateServer, EnforcesTheProfilesContextGap) {
 }
 
 // --private-handles (as /dev/tpmrm0, linux drivers/char/tpm/tpm2-space.c,
-// and tpm2-abrmd; the server layer's handle spaces, tpmsec/server/handle_space.h):
+// and tpm2-abrmd; the server layer's handle spaces, tpmsec-server/resource_manager/handle_space.h):
 // each data connection has a handle space of its own; its objects and
 // sessions are swapped out when another needs the slot, what it left is flushed
 // when it closes, billed and logged; a session the client saved itself stays

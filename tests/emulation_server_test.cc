@@ -1,4 +1,4 @@
-// The emulation server (tpmsec/emulation/server/emulation_server.h) in this process, on the
+// The emulation server (tpmsec-server/emulator_server/emulation_server.h) in this process, on the
 // embedded libtpms, driven by real clients over loopback: several clients at
 // once, a stalled client that holds up no one, and what the server keeps
 // while it serves (its counters, read once its loop has returned).
@@ -15,11 +15,11 @@
 #include <thread>
 
 #include "support/swtpm_process.h"
+#include "tpmsec-server/emulator_server/emulation_server.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/emulation/profile_file.h"
-#include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/pcr.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport/transports.h"

@@ -33,10 +33,10 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "tpmsec-server/protected_server/status.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/frame_header.h"
-#include "tpmsec/serve/status.h"
 #include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec {

@@ -1,4 +1,4 @@
-// The server layer's handle spaces (tpmsec/server/handle_space.h) attacked
+// The server layer's handle spaces (tpmsec-server/resource_manager/handle_space.h) attacked
 // as a second local client would attack them (issue 33's list of what
 // client B did to client A through `tpmsec emulate --private-handles`),
 // each client a HandleSpace over one embedded libtpms: B's frames are real
@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "support/tpm_frames.h"
+#include "tpmsec-server/resource_manager/handle_space.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/emulation/slot_limits.h"
 #include "tpmsec/frame_header.h"
 #include "tpmsec/null_key.h"
-#include "tpmsec/server/handle_space.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
@@ -398,7 +398,7 @@ TEST_F(SpaceTest, AbandonedSessionsGiveWayWhenTheTpmRunsOut) {
 }
 
 // Issue 38: the TPM's session handles shared between uids
-// (src/server/fair_share.cc). On a chip with 16 (it says 64: the manager
+// (src/resource_manager/fair_share.cc). On a chip with 16 (it says 64: the manager
 // learns 16 from its first TPM_RC_SESSION_HANDLES), uid 1000 takes all 16;
 // uid 2000 then gets its share, 7 of the 15 left beside the one kept for
 // root, each taken from uid 1000, and no more; uid 1000, over its share, gets

@@ -1,7 +1,7 @@
-// The server (tpmsec/server/server.h) in this process on the embedded
+// The server (tpmsec-server/resource_manager/server.h) in this process on the embedded
 // libtpms, driven over real sockets: a raw Unix-socket client with
 // /dev/tpmrm0 semantics (one write, one read), a connected socket handed over
-// with add_client (the D-Bus front end's way), frame limits and deadlines,
+// with Server::connect (the D-Bus front end's way), frame limits and deadlines,
 // and clients that disconnect in the middle of a command or are killed:
 // afterwards a direct GetCapability on the TPM (past the server, while its
 // loop is paused) finds nothing of theirs.
@@ -31,10 +31,12 @@
 #include <fmt/format.h>
 
 #include "support/tpm_frames.h"
+#include "tpmsec-server/resource_manager/handle_space.h"
+#include "tpmsec-server/resource_manager/server.h"
+#include "tpmsec-server/socket_front/socket_front.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/null_key.h"
-#include "tpmsec/server/server.h"
 #include "tpmsec/tpm.h"
 #include "tpmsec/transport/transports.h"
 #include "tpmsec/wire.h"
@@ -54,6 +56,18 @@ const Bytes kGetRandom8 = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x7b, 0, 8};
 constexpr uint32_t kHandle1 = 0x18B;  // TPM_RC_HANDLE for the first handle (+ TPM_RC_H + TPM_RC_1)
 
 // A typed command's parameters, marshalled as Tpm::run would.
+// A connected socket handed to the server as a front end hands one.
+Result<server::ClientId> hand_over(Server& server, int fd, ClientLimits limits = {}, PeerIdentity peer = {},
+                                   std::function<void()> on_closed = {}) {
+  server::ClientConnection c;
+  c.socket = UniqueFd(fd);
+  c.limits = limits;
+  c.peer = peer;
+  c.front = "handed over";
+  c.on_closed = std::move(on_closed);
+  return server.connect(std::move(c));
+}
+
 template <class C>
 Bytes params_of(const C& command) {
   Writer w;
@@ -199,7 +213,7 @@ TEST(ServerSocket, RawUnixSocketClientWritesOneCommandAndReadsOneResponse) {
   ASSERT_TRUE(s.start());
   group* own = ::getgrgid(::getgid());
   ASSERT_NE(own, nullptr);
-  ASSERT_TRUE(s.server().listen_unix(path, {0660, own->gr_name}).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path, {0660, own->gr_name}).ok());
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
@@ -237,7 +251,7 @@ TEST(ServerSocket, CommandsWrittenTogetherAreServedOneByOne) {
   const std::string path = dir + "/tpmrm.sock";
   RunningServer s;
   ASSERT_TRUE(s.start());
-  ASSERT_TRUE(s.server().listen_unix(path, {}).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path, {}).ok());
   s.resume();
   int fd = connect_unix(path);
   ASSERT_GE(fd, 0);
@@ -261,7 +275,7 @@ TEST(ServerSocket, CommandsWrittenTogetherAreServedOneByOne) {
 // handed over with its limits: served like a listener's client; a frame
 // above its limit is refused (TPM_RC_COMMAND_SIZE) and the connection
 // closed; a client that stops in the middle of a frame is dropped.
-TEST(ServerSocket, AddClientTakesAConnectedSocketWithItsLimits) {
+TEST(ServerSocket, ConnectTakesAConnectedSocketWithItsLimits) {
   RunningServer s;
   ASSERT_TRUE(s.start());
   s.resume();
@@ -270,7 +284,8 @@ TEST(ServerSocket, AddClientTakesAConnectedSocketWithItsLimits) {
   ClientLimits limits;
   limits.max_frame_bytes = 64;
   limits.frame_timeout_ms = 200;
-  auto id = s.server().add_client(pair[1], limits, PeerIdentity{1234});
+  std::atomic<int> closed{0};
+  auto id = hand_over(s.server(), pair[1], limits, PeerIdentity{1234}, [&closed] { ++closed; });
   ASSERT_TRUE(id.ok()) << id.error().message();
   Bytes r = round_trip(pair[0], kGetRandom8);
   EXPECT_EQ(response_code_of(r), 0u);
@@ -281,9 +296,15 @@ TEST(ServerSocket, AddClientTakesAConnectedSocketWithItsLimits) {
   EXPECT_EQ(response_code_of(r), rc::kCommandSize);
   EXPECT_TRUE(closed_by_server(pair[0]));
   ::close(pair[0]);
+  // Its front hears of the close once, on the loop's thread.
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       closed.load() == 0 && std::chrono::steady_clock::now() < end;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(closed.load(), 1);
 
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
-  ASSERT_TRUE(s.server().add_client(pair[1], limits).ok());
+  ASSERT_TRUE(hand_over(s.server(), pair[1], limits).ok());
   ASSERT_EQ(::write(pair[0], kGetRandom8.data(), 5), 5);
   EXPECT_TRUE(closed_by_server(pair[0]));
   ::close(pair[0]);
@@ -291,7 +312,7 @@ TEST(ServerSocket, AddClientTakesAConnectedSocketWithItsLimits) {
   // Not a stream socket: refused, and closed.
   int dgram[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dgram), 0);
-  EXPECT_FALSE(s.server().add_client(dgram[1], {}).ok());
+  EXPECT_FALSE(hand_over(s.server(), dgram[1]).ok());
   ::close(dgram[0]);
 }
 
@@ -307,7 +328,7 @@ TEST(ServerSocket, ClientsThatDieMidCommandLeaveNothing) {
   ServerOptions options;
   options.spaces_follow_processes = false;
   ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
   s.resume();
   const Bytes primary = primary_command();
   const Bytes session = session_command();
@@ -357,7 +378,7 @@ TEST(ServerSocket, ShutdownFlushesWhatConnectedClientsHoldAndConnectionsPerUidAr
   ServerOptions options;
   options.max_clients_per_uid = 2;
   ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
   s.resume();
   int a = connect_unix(path);
   int b = connect_unix(path);
@@ -405,7 +426,7 @@ TEST(ServerSocket, ClientFrontSitsAboveTheSpace) {
   s.resume();
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
-  ASSERT_TRUE(s.server().add_client(pair[1], {}).ok());
+  ASSERT_TRUE(hand_over(s.server(), pair[1]).ok());
   Bytes created = round_trip(pair[0], primary_command());
   ASSERT_EQ(response_code_of(created), 0u);
   EXPECT_EQ(load_be32(created.data() + 10) >> 16, 0x80FFu);  // the space's virtual handle, through the front
@@ -494,7 +515,7 @@ TEST(ServerSocket, AProgramConnectingPerCommandKeepsItsHandlesUntilItExits) {
   const std::string path = dir + "/tpmrm.sock";
   RunningServer s;
   ASSERT_TRUE(s.start());
-  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
   int report[2];
   ASSERT_EQ(::pipe(report), 0);
   int hold[2];
@@ -556,7 +577,7 @@ TEST(ServerSocket, AUidKeepsAtMostMaxConnectionsSpacesWithoutAConnection) {
   ServerOptions options;
   options.max_clients_per_uid = 2;
   ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
   int hold[2];
   ASSERT_EQ(::pipe(hold), 0);
   std::vector<pid_t> children;
@@ -632,7 +653,7 @@ struct LogLines {
 // A socket every local user reaches (tpmsec.socket lets its group's members
 // in): 0666 in a directory others may pass through.
 bool listen_for_everyone(RunningServer& s, const std::string& dir, const std::string& path) {
-  return ::chmod(dir.c_str(), 0711) == 0 && s.server().listen_unix(path, {0666, ""}).ok();
+  return ::chmod(dir.c_str(), 0711) == 0 && socket_front::listen_unix(s.server(), path, {0666, ""}).ok();
 }
 
 bool become_nobody() { return ::setgroups(0, nullptr) == 0 && ::setgid(kNobody) == 0 && ::setuid(kNobody) == 0; }
@@ -867,7 +888,7 @@ TEST(ServerSocket, PidfdOpenGivesTheSameSpaceAndExitAsSoPeerpidfd) {
   options.log = log.sink();
   RunningServer s;
   ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
   s.resume();
   int hold[2], report[2];
   ASSERT_EQ(::pipe(hold), 0);
@@ -904,7 +925,7 @@ TEST(ServerSocket, WithoutAPidfdNoConnectionJoinsAnothersSpace) {
   options.log = log.sink();
   RunningServer s;
   ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(s.server().listen_unix(path).ok());
+  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
   s.resume();
   const int first = connect_unix(path);
   ASSERT_GE(first, 0);

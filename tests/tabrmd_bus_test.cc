@@ -1,4 +1,4 @@
-// tpm2-abrmd's D-Bus front end (include/tpmsec/tabrmd/tabrmd_bus.h) with its
+// tpm2-abrmd's D-Bus front end (include/tpmsec-server/tabrmd/tabrmd_bus.h) with its
 // real clients: Debian's libtss2-tcti-tabrmd.so.0 (loaded here, and by
 // tpm2-tools), on a private dbus-daemon that enforces the system bus's
 // default-deny policy with packaging/dbus/tpmsec.conf included.
@@ -38,7 +38,7 @@
 #include "support/private_bus.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
-#include "tpmsec/tabrmd/tabrmd_bus.h"
+#include "tpmsec-server/tabrmd/tabrmd_bus.h"
 #include "tpmsec/transport.h"
 #include "tpmsec/transport/tpm_string.h"
 
@@ -443,8 +443,10 @@ TEST_F(TabrmdServeTest, AnswersAsTpm2AbrmdDoes) {
     if (t.transmit(kGetRandom8) == 0) {
       a.cancel = std::to_string(Tss2_Tcti_Cancel(t.ctx()));
       std::vector<uint8_t> r;
-      a.random =
-          std::to_string(t.receive(&r)) + "/" + std::to_string(response_code(r)) + "/" + std::to_string(r.size());
+      // Received first: the operands of + are evaluated in no set order (g++
+      // read r before the receive filled it).
+      const uint32_t received = t.receive(&r);
+      a.random = std::to_string(received) + "/" + std::to_string(response_code(r)) + "/" + std::to_string(r.size());
     }
     auto foreign = run_command({"busctl", "--address=" + g_bus->address(), "call", name, tabrmd::kTabrmdObjectPath,
                                 tabrmd::kTabrmdInterface, "Cancel", "t", "12345"});

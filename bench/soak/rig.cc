@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "soak/frames.h"
+#include "tpmsec-server/protected_server/status.h"
 #include "tpmsec/constants.h"
-#include "tpmsec/serve/status.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec::soak {

@@ -1,79 +1,19 @@
 // Protecting another program's TPM commands: a caller's marshalled command
 // frame in, the frame to send out; the TPM's response in, exactly the
 // response the caller would have seen without the wrapper out (or an error).
-// What the tpm2-tss TCTI (src/tcti) drives for every command of programs
-// that know nothing of tpmsec; proposed by tpm2-tss's maintainers as "a tcti
-// that just starts a new audit-session and adds it to an empty session slot"
-// (tpm2-software/tpm2-tss #2220).
-//
-// Per command (Part 1 §18, §19; the attributes from find_command()):
-//   - the wrapper's HMAC session (one per wrapper, started by the
-//     SessionFactory, so salted to the anchored key or bound to the
-//     provisioned secret) goes into the frame with continueSession and audit:
-//     the TPM checks its HMAC over cpHash, so a command altered on the bus is
-//     refused by the TPM itself;
-//       * in place of the caller's first password authorization (TPM_RS_PW),
-//         as an HMAC authorization with that authValue: the password never
-//         crosses the bus, and the caller gets back a password response;
-//       * else in the first free slot (a command carries at most 3 sessions);
-//   - the first TPM2B parameter is encrypted both ways (decrypt on the
-//     command, encrypt on the response) when the command has one and the
-//     caller's sessions are only passwords or none: a caller's HMAC or
-//     policy session covers the parameters as sent and its first session's
-//     HMAC would need the wrapper's nonceTPM (Part 1 §19.6.5). One kind of
-//     caller session is re-signed instead: an HMAC session the caller
-//     started unsalted and unbound (its sessionKey is empty, Part 1 §19.6.8,
-//     so its HMAC key is the authValue alone) and uses with an empty
-//     authValue, as its own command HMAC must prove under the nonces the
-//     wrapper tracked from authenticated responses. tpm2-tools 5.4
-//     authorizes Create, Unseal, NV_Write and NV_Read that way. The wrapper
-//     then computes that session's command HMAC over the encrypted
-//     parameters (with its nonceTPM where the spec asks), checks the TPM's
-//     response HMAC for it, and gives the caller one over the decrypted
-//     response. With a non-empty authValue the command is audited only;
-//   - every handle's Name enters cpHash: PCRs, permanent handles and
-//     sessions are named by their handle; objects and NV indices by a name
-//     cache filled only from responses the wrapper's session authenticated
-//     (CreatePrimary, Load, CreateLoaded, LoadExternal, ReadPublic,
-//     NV_ReadPublic); an unknown one is read first with an audited
-//     ReadPublic / NV_ReadPublic (its name is what the TPM accepted in that
-//     command's cpHash). FlushContext, EvictControl, ContextLoad,
-//     NV_UndefineSpace(Special) and NV writes invalidate.
-//   - the response's HMAC is verified (constant time) before any byte is
-//     returned; the wrapper's session entry is removed (a password response
-//     takes its place where it replaced one), and the tag and sizes are
-//     restored (TPM_ST_NO_SESSIONS without parameterSize when the caller sent
-//     no sessions). An error response carries no session area and passes
-//     through unchanged.
-// Commands that already carry three sessions, cannot take one (the table's
-// no_sessions: Startup, ContextSave, ContextLoad, FlushContext, ...), lack an
-// authorization they need, or are not in the command table (a vendor's) pass
-// through unchanged; counts() says per command code what each got.
-//
-// Session slots (src/wrap/session_room.cc): a TPM holds three loaded
-// sessions (libtpms, swtpm; MAX_LOADED_SESSIONS), and tpm2-tools 5.4 keeps
-// three loaded for tpm2_createek. Where the kernel's resource manager would
-// context-save sessions between commands (/dev/tpmrm0), the wrapper keeps its
-// own saved while the TPM is full and, for each command it wraps then, saves
-// one of the caller's loaded sessions (one the caller started or loaded
-// through it; never another client's) that the command does not use, loads
-// its own, and after the response saves its own and loads the caller's back
-// under the same handle (Part 1 §30). A caller's StartAuthSession or
-// ContextLoad refused with TPM_RC_SESSION_MEMORY is sent once more after the
-// wrapper made that room (neither changes anything but a session slot). The
-// TPM's error code is not authenticated: a forged one costs context swaps,
-// never a command without the wrapper's session.
-//
-// Faults: a response the session does not authenticate, a garbled or a lost
-// one is an error (kIntegrity / kParse / kRuntime) and retires the session
-// (flushed when it may still exist; only handles this wrapper created are
-// ever flushed: handle_ledger.h); a TPM error naming the wrapper's session
-// (it was flushed behind the wrapper's back, or the TPM was reset) also
-// retires it. The next command starts a new session. exchange() resends a
-// command whose error named the session only when the table marks it
-// retry_safe: a command is never applied twice.
-//
-// Not thread-safe: one command at a time, as a TCTI context.
+// What the tpm2-tss TCTI (src/tcti) and serve's protected server drive for
+// every command of programs that know nothing of tpmsec. Per command the
+// wrapper's one salted or bound HMAC session goes in with audit (in place of
+// the caller's first password, else in a free slot), the first parameter is
+// encrypted both ways where the caller's sessions allow it, every Name comes
+// from an authenticated answer, and the response's HMAC is verified before a
+// byte is returned; what passes unchanged, how session slots are shared and
+// each rule's source: docs/tcti.md ("What the wrapper does to a command").
+// Owns its session (flushed only if it created it: handle_ledger.h) and its
+// name cache. Errors: an unauthenticated, garbled or lost response is an
+// error (kIntegrity / kParse / kRuntime) and retires the session; the next
+// command starts a new one; a command is never applied twice. Not
+// thread-safe: one command at a time, as a TCTI context.
 #ifndef TPMSEC_WRAP_H_
 #define TPMSEC_WRAP_H_
 

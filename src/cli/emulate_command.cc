@@ -1,12 +1,12 @@
 // `tpmsec emulate PROFILE --port P`: the arguments and the printing; the
-// server is the library's (tpmsec/emulation/server/emulation_server.h, src/emulation/server).
+// server is the library's (tpmsec-server/emulator_server/emulation_server.h, src/emulator_server).
 #include <fmt/format.h>
 
 #include "cli.h"
 #include "progress.h"
+#include "tpmsec-server/emulator_server/emulation_server.h"
 #include "tpmsec/emulation/profile_file.h"
 #include "tpmsec/emulation/profile_summary.h"
-#include "tpmsec/emulation/server/emulation_server.h"
 #include "tpmsec/transport/transports.h"
 
 namespace tpmsec::cli {

@@ -1,7 +1,7 @@
 // tpmsec serve: one process owns the TPM and serves every program on the
 // machine through tpm2-abrmd's D-Bus interface (com.intel.tss2.Tabrmd) and a
 // Unix socket with /dev/tpmrm0's semantics, with tpmsec's one protected
-// session on every client command (tpmsec/serve/protected_server.h). This
+// session on every client command (tpmsec-server/protected_server/protected_server.h). This
 // file only parses the options, composes the library's parts and prints.
 #include <fcntl.h>
 #include <signal.h>
@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,10 +17,11 @@
 #include "protection_options.h"
 #include "serve_daemon.h"
 #include "strategy_option.h"
+#include "tpmsec-server/protected_server/protected_server.h"
+#include "tpmsec-server/resource_manager/log_priority.h"
+#include "tpmsec-server/socket_front/socket_front.h"
+#include "tpmsec-server/tabrmd/tabrmd_front.h"
 #include "tpmsec/host/data_dir.h"
-#include "tpmsec/serve/protected_server.h"
-#include "tpmsec/server/log_priority.h"
-#include "tpmsec/tabrmd/tabrmd_front.h"
 #include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {
@@ -85,7 +85,6 @@ class StopSignals {
     waiter_.join();
   }
   const std::atomic<bool>& stop() const { return stop_; }
-  void request_stop() { stop_ = true; }  // any thread
   // True once per SIGHUP (several before a turn of the loop are one).
   bool reload_requested() { return reload_.exchange(false); }
 
@@ -135,18 +134,16 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
   return serve::ProtectedServer::open(std::move(request), std::move(opened));
 }
 
-// The front ends: the socket (systemd's, or --socket) and the D-Bus name.
-// A description of them for the start-up line.
-Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::Server& server,
-                                 std::unique_ptr<tabrmd::TabrmdFront>& front,
-                                 const std::shared_ptr<std::atomic<tabrmd::TabrmdFront*>>& bus_front,
-                                 std::function<void()> on_bus_failure) {
+// The front ends, each a source of the server's loop: the socket
+// (systemd's, or --socket) and the D-Bus name. A description of them for
+// the start-up line.
+Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::Server& server) {
   if (activated >= 0) {
-    TPMSEC_RETURN_IF_ERROR(server.listen_fd(activated, "the socket systemd passed"));
+    TPMSEC_RETURN_IF_ERROR(socket_front::listen_fd(server, UniqueFd(activated), "the socket systemd passed"));
   } else if (!o.socket.empty()) {
-    server::UnixSocketOptions socket;
+    socket_front::UnixSocketOptions socket;
     socket.group = o.socket_group;
-    TPMSEC_RETURN_IF_ERROR(server.listen_unix(o.socket, socket));
+    TPMSEC_RETURN_IF_ERROR(socket_front::listen_unix(server, o.socket, socket));
   }
   if (o.dbus != "none") {
     tabrmd::TabrmdBusOptions bus;
@@ -155,10 +152,9 @@ Result<std::string> serve_fronts(const ServeOptions& o, int activated, server::S
     // The server decides who gets in (it may close an idle connection for a
     // newcomer): the bus only bounds what it hands over.
     bus.max_connections = 2 * o.max_clients;
-    // A bus failure stops the server (exit 1): its supervisor restarts it.
-    TPMSEC_ASSIGN_OR_RETURN(front,
-                            tabrmd::TabrmdFront::start(bus, server, server::ClientLimits{}, std::move(on_bus_failure)));
-    bus_front->store(front.get());
+    // A bus failure ends the server's run() (exit 1): its supervisor restarts it.
+    TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<tabrmd::TabrmdFront> front, tabrmd::TabrmdFront::open(bus, server));
+    server.add_source(std::move(front));
   }
   return fmt::format("{}{}",
                      o.dbus != "none" ? fmt::format(", D-Bus {} bus as {}", o.dbus, tabrmd::kTabrmdBusName) : "",
@@ -234,26 +230,15 @@ Status run_serve(const ServeOptions& o) {
   request.server.log = [&log](const std::string& line) { log.server_line(line); };
   serve::ProtectedServer* served_ptr = nullptr;  // set once the server is open
   request.server.tick = [&signals, &notifier, &log, &served_ptr] { on_tick(signals, notifier, log, &served_ptr); };
-  // The D-Bus front end frees a connection's id when the server closes it;
-  // set once the front exists (the server is created first).
-  auto bus_front = std::make_shared<std::atomic<tabrmd::TabrmdFront*>>(nullptr);
-  request.server.on_closed = [bus_front](server::ClientId id) {
-    if (tabrmd::TabrmdFront* f = bus_front->load()) f->closed(id);
-  };
   std::unique_ptr<MeasuredTpm> emulated;  // outlives the server: declared first
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request), emulated));
   served_ptr = served.get();
   server::Server& server = served->server();
-  std::unique_ptr<tabrmd::TabrmdFront> front;
-  TPMSEC_ASSIGN_OR_RETURN(std::string fronts,
-                          serve_fronts(o, activated, server, front, bus_front, [&signals] { signals.request_stop(); }));
+  TPMSEC_ASSIGN_OR_RETURN(std::string fronts, serve_fronts(o, activated, server));
   log.line(server::kLogInfo, fmt::format("serving {}{}", served->startup_line(), fronts));
   notifier.notify(fmt::format("READY=1\nSTATUS=serving {}{}", served->protected_tpm().transport().describe(), fronts));
   Status ran = server.run(signals.stop());
   notifier.notify("STOPPING=1\nSTATUS=stopping: flushing every client's handles and the session");
-  bus_front->store(nullptr);
-  std::optional<Error> bus_failed = front ? front->failure() : std::nullopt;
-  front.reset();
   const serve::ServeCounts c = served->counts();
   log.line(server::kLogInfo,
            fmt::format("stopped: {} client commands, {} session(s) started, {} answered with a resource-manager "
@@ -263,10 +248,7 @@ Status run_serve(const ServeOptions& o) {
   served_ptr = nullptr;
   served.reset();  // the server's session flushed, on the emulated chip too
   if (emulated) report_emulated(*emulated);
-  if (bus_failed && ran.ok()) {
-    return runtime_error(fmt::format("the D-Bus front end failed: {}: stopped", bus_failed->message()));
-  }
-  return ran;
+  return ran;  // a front end's failure (the D-Bus front's bus gone) stops the server with it
 }
 
 }  // namespace

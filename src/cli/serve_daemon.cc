@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "tpmsec/server/log_priority.h"
+#include "tpmsec-server/resource_manager/log_priority.h"
 
 namespace tpmsec::cli {
 namespace {

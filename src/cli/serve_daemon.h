@@ -5,7 +5,7 @@
 //     the bus are served and the TPM's session is up, STATUS= lines,
 //     STOPPING=1, and WATCHDOG=1 every half $WATCHDOG_USEC from the server's
 //     loop (ServerOptions::tick), so a wedged loop is restarted;
-//   - log lines with the sd-daemon priority prefix (tpmsec/server/log_priority.h)
+//   - log lines with the sd-daemon priority prefix (tpmsec-server/resource_manager/log_priority.h)
 //     when stderr is the journal ($JOURNAL_STREAM names it, systemd.exec(5)),
 //     plain otherwise.
 #ifndef TPMSEC_SRC_CLI_SERVE_DAEMON_H_

@@ -1,5 +1,5 @@
 // `tpmsec serve status`: asks the running server over its socket (the
-// status request, tpmsec/serve/status.h) and prints its TPM, anchor,
+// status request, tpmsec-server/protected_server/status.h) and prints its TPM, anchor,
 // session, uptime, clients and per-command counts. The socket is reached as
 // any serve: client reaches it, so who listens is checked first (root or
 // tss, or the uid= given).
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "serve_daemon.h"
-#include "tpmsec/serve/status.h"
+#include "tpmsec-server/protected_server/status.h"
 #include "tpmsec/transport/tpm_string.h"
 
 namespace tpmsec::cli {

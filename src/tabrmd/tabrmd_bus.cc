@@ -1,5 +1,5 @@
-// tpm2-abrmd's D-Bus interface on sd-bus (include/tpmsec/tabrmd/tabrmd_bus.h).
-#include "tpmsec/tabrmd/tabrmd_bus.h"
+// tpm2-abrmd's D-Bus interface on sd-bus (include/tpmsec-server/tabrmd/tabrmd_bus.h).
+#include "tpmsec-server/tabrmd/tabrmd_bus.h"
 
 #include <poll.h>
 #include <sys/random.h>
@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -152,8 +153,21 @@ struct TabrmdBus::Impl {
   // A reply went out in part: the stream is no longer at a message boundary
   // and the bus connection cannot be used any more.
   std::string broken;
+  // CreateConnection calls waiting for the bus daemon's word on their caller
+  // (GetConnectionCredentials, asked asynchronously: the server's loop never
+  // waits for the daemon's answer).
+  struct Asking {
+    Impl* self;
+    sd_bus_message* call;  // referenced until answered
+    sd_bus_slot* slot = nullptr;
+  };
+  std::map<Asking*, std::unique_ptr<Asking>> asking;
 
   ~Impl() {
+    for (auto& [key, a] : asking) {
+      sd_bus_slot_unref(a->slot);
+      sd_bus_message_unref(a->call);
+    }
     if (object_slot) sd_bus_slot_unref(object_slot);
     if (bus) sd_bus_flush_close_unref(bus);
   }
@@ -168,6 +182,8 @@ struct TabrmdBus::Impl {
   }
 
   static int create_connection(sd_bus_message* m, void* userdata, sd_bus_error* error);
+  static int credentials(sd_bus_message* answer, void* userdata, sd_bus_error* error);
+  int connect(sd_bus_message* m, const BusPeer& peer, sd_bus_error* error);
   static int cancel(sd_bus_message* m, void* userdata, sd_bus_error* error);
   static int set_locality(sd_bus_message* m, void* userdata, sd_bus_error* error);
   static const sd_bus_vtable kVtable[];
@@ -176,7 +192,7 @@ struct TabrmdBus::Impl {
 int TabrmdBus::Impl::create_connection(sd_bus_message* m, void* userdata, sd_bus_error* error) {
   auto* self = static_cast<Impl*>(userdata);
   if (!sd_bus_message_get_expect_reply(m)) return 0;  // nobody would receive the descriptor
-  if (self->connections.size() >= self->max_connections) {
+  if (self->connections.size() + self->asking.size() >= self->max_connections) {
     return sd_bus_error_set(error, kErrorGeneral, "MAX_COMMANDS exceeded. Try again later.");
   }
   const char* sender = sd_bus_message_get_sender(m);
@@ -185,19 +201,83 @@ int TabrmdBus::Impl::create_connection(sd_bus_message* m, void* userdata, sd_bus
     return sd_bus_error_set(error, kErrorInternal, "Failed to identify the caller");
   }
   // Who the caller is, from the bus daemon (GetConnectionCredentials), as
-  // tpm2-abrmd asks it for the caller's PID.
-  BusPeer peer;
-  peer.unique_name = sender;
-  sd_bus_creds* creds = nullptr;
-  if (sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &creds) < 0 ||
-      sd_bus_creds_get_euid(creds, &peer.uid) < 0 || sd_bus_creds_get_pid(creds, &peer.pid) < 0) {
-    sd_bus_creds_unref(creds);
+  // tpm2-abrmd asks it for the caller's PID; the reply to the caller waits
+  // for its answer (credentials()), the loop does not.
+  auto asking = std::make_unique<Asking>(Asking{self, sd_bus_message_ref(m)});
+  int r = sd_bus_call_method_async(self->bus, &asking->slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                   "org.freedesktop.DBus", "GetConnectionCredentials", credentials, asking.get(), "s",
+                                   sender);
+  if (r < 0) {
+    sd_bus_message_unref(asking->call);
     return sd_bus_error_set(error, kErrorInternal, "Failed to get client PID");
   }
-  sd_bus_creds_unref(creds);
+  Asking* key = asking.get();
+  self->asking.emplace(key, std::move(asking));
+  return 1;  // answered once the daemon answered
+}
 
+namespace {
+
+// The daemon's a{sv} of the caller's credentials: UnixUserID and ProcessID.
+bool read_credentials(sd_bus_message* answer, BusPeer& peer) {
+  bool uid = false, pid = false;
+  if (sd_bus_message_enter_container(answer, 'a', "{sv}") < 0) return false;
+  while (sd_bus_message_enter_container(answer, 'e', "sv") > 0) {
+    const char* key = nullptr;
+    if (sd_bus_message_read(answer, "s", &key) < 0) return false;
+    uint32_t value = 0;
+    if (std::string_view(key) == "UnixUserID" || std::string_view(key) == "ProcessID") {
+      if (sd_bus_message_read(answer, "v", "u", &value) < 0) return false;
+      if (std::string_view(key) == "UnixUserID") {
+        peer.uid = static_cast<uid_t>(value);
+        uid = true;
+      } else {
+        peer.pid = static_cast<pid_t>(value);
+        pid = true;
+      }
+    } else if (sd_bus_message_skip(answer, "v") < 0) {
+      return false;
+    }
+    if (sd_bus_message_exit_container(answer) < 0) return false;
+  }
+  return uid && pid && sd_bus_message_exit_container(answer) >= 0;
+}
+
+}  // namespace
+
+int TabrmdBus::Impl::credentials(sd_bus_message* answer, void* userdata, sd_bus_error*) {
+  auto* asking = static_cast<Asking*>(userdata);
+  Impl* self = asking->self;
+  std::unique_ptr<Asking> done = std::move(self->asking[asking]);
+  self->asking.erase(asking);
+  sd_bus_message* call = done->call;
+  BusPeer peer;
+  peer.unique_name = sd_bus_message_get_sender(call);
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  int r = 0;
+  if (sd_bus_message_is_method_error(answer, nullptr) || !read_credentials(answer, peer)) {
+    sd_bus_error_set(&error, kErrorInternal, "Failed to get client PID");
+  } else {
+    r = self->connect(call, peer, &error);
+  }
+  if (sd_bus_error_is_set(&error)) {
+    r = sd_bus_reply_method_error(call, &error);
+  } else if (r < 0) {
+    r = sd_bus_reply_method_errno(call, r, nullptr);
+  }
+  sd_bus_error_free(&error);
+  sd_bus_slot_unref(done->slot);
+  sd_bus_message_unref(call);
+  return r < 0 ? r : 1;
+}
+
+// The connection for CreateConnection `m` of `peer`: a socket pair, the
+// client's end in the reply, the server's handed over.
+int TabrmdBus::Impl::connect(sd_bus_message* m, const BusPeer& peer, sd_bus_error* error) {
+  uint64_t reply_serial = 0;
+  (void)sd_bus_message_get_cookie(m, &reply_serial);  // read once already
   uint64_t id = 0;
-  for (int tries = 0; id == 0 || self->connections.count(id); ++tries) {
+  for (int tries = 0; id == 0 || connections.count(id); ++tries) {
     if (tries == 8 || ::getrandom(&id, sizeof(id), 0) != sizeof(id)) {
       return sd_bus_error_set(error, kErrorGeneral, "Failed to allocate connection ID. Try again later.");
     }
@@ -211,22 +291,23 @@ int TabrmdBus::Impl::create_connection(sd_bus_message* m, void* userdata, sd_bus
 
   // Everything sd-bus queued goes out first, so the stream is at a message
   // boundary when the marshalled reply is written behind it.
-  int r = sd_bus_flush(self->bus);
+  int r = sd_bus_flush(bus);
   if (r < 0) return r;
-  std::vector<uint8_t> reply = ReplyWriter().build(self->raw_serial++, static_cast<uint32_t>(reply_serial), sender, id);
-  if (self->raw_serial == 0) self->raw_serial = 0x80000000u;
-  Result<size_t> sent = send_with_fd(sd_bus_get_fd(self->bus), reply, client_end.get());
+  std::vector<uint8_t> reply =
+      ReplyWriter().build(raw_serial++, static_cast<uint32_t>(reply_serial), peer.unique_name, id);
+  if (raw_serial == 0) raw_serial = 0x80000000u;
+  Result<size_t> sent = send_with_fd(sd_bus_get_fd(bus), reply, client_end.get());
   if (!sent.ok()) return sd_bus_error_set(error, kErrorInternal, sent.error().message().c_str());
   if (*sent < reply.size()) {
-    self->broken = "a CreateConnection reply was cut short on the bus socket";
+    broken = "a CreateConnection reply was cut short on the bus socket";
     return 0;
   }
   client_end = OwnedFd();  // the client has its own copy now
-  self->connections.emplace(id, peer);
-  if (self->callbacks.on_connection) {
-    self->callbacks.on_connection(std::move(server_end), id, peer);
+  connections.emplace(id, peer);
+  if (callbacks.on_connection) {
+    callbacks.on_connection(std::move(server_end), id, peer);
   } else {
-    self->connections.erase(id);  // nobody serves it: the client sees the hang-up
+    connections.erase(id);  // nobody serves it: the client sees the hang-up
   }
   return 1;
 }

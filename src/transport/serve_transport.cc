@@ -101,7 +101,7 @@ class ServeTransport final : public Transport {
 
   std::string describe() const override { return tpm_string_of(address_); }
   // The server gives each connection a handle space of its own and flushes
-  // it when the connection closes (tpmsec/server/server.h).
+  // it when the connection closes (tpmsec-server/resource_manager/server.h).
   bool private_handles() const override { return true; }
 
  private:
