@@ -255,11 +255,14 @@ TEST_F(EkCertificateTest, OnlyAnEkCertificateOfTheCaIsAccepted) {
     EXPECT_EQ(r.error().kind(), ErrorKind::kIntegrity);
     EXPECT_NE(r.error().message().find(c.reason), std::string::npos) << r.error().message();
   }
-  // The same key as an EK certificate passes; with no keyUsage at all too.
-  for (const char* name : {"ek-with-usage", "ek-without-usage"}) {
+  // The same key as an EK certificate passes; with no keyUsage at all too,
+  // and with keyEncipherment alone, as Intel's PTT and AMD's fTPM certify
+  // their ECC EKs (ek_vendor_certificate_test.cc).
+  for (const char* name : {"ek-with-usage", "ek-without-usage", "ek-key-encipherment"}) {
     SCOPED_TRACE(name);
     auto cert = issue(name, p256, [name](testing::CertificateSpec& c) {
       if (std::string(name) == "ek-without-usage") c.key_usage.clear();
+      if (std::string(name) == "ek-key-encipherment") c.key_usage = "keyEncipherment";
     });
     ASSERT_TRUE(cert.ok()) << cert.error().message();
     auto r = crypto::verify_ek_certificate(cert->der, bundle);

@@ -15,19 +15,25 @@
 //     holds, would otherwise pass as a TPM's EK): the extended key usage
 //     tcg-kp-EKCertificate (2.23.133.8.1, EK Credential Profile §3.2, Extended Key Usage),
 //     not a CA (basicConstraints absent or cA=FALSE), and a key usage, when
-//     present, that an EK has (keyEncipherment for RSA, keyAgreement for
-//     ECC). OpenSSL names no purpose for that EKU, so it is checked here;
-//   - validity periods are enforced (OpenSSL's default). An expired EK
-//     certificate or CA is refused rather than trusted, at the cost of TPMs
-//     whose manufacturer let a CA lapse; the operator can then anchor with
-//     --null-name or --tofu. A silent exception for dates would be a choice
-//     made for every operator.
+//     present, that an EK has: keyEncipherment for RSA; keyAgreement, or
+//     keyEncipherment, for ECC (the profile asks keyAgreement; Intel's PTT
+//     and AMD's fTPM ECC EK certificates assert keyEncipherment instead,
+//     tests/data/ek-certs/). A signing-only key usage is refused. OpenSSL
+//     names no purpose for that EKU, so it is checked here;
+//   - validity periods are enforced, every certificate of the chain at one
+//     instant: now, unless the caller names another (the overload below,
+//     for certificates whose periods end before the tests stop running). An
+//     expired EK certificate or CA is refused rather than trusted, at the
+//     cost of TPMs whose manufacturer let a CA lapse; the operator can then
+//     anchor with --null-name or --tofu. A silent exception for dates would
+//     be a choice made for every operator.
 //   - the certificate's critical subjectAltName (a directoryName with the
 //     TPM manufacturer, model and version, EK Credential Profile §3.2.9) is
 //     parsed by OpenSSL as any SAN; other unknown critical extensions fail.
 #ifndef TPMSEC_EK_CERTIFICATE_H_
 #define TPMSEC_EK_CERTIFICATE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -104,6 +110,9 @@ struct CertifiedKey {
 // certificate (see above) is kIntegrity, with the reason and the
 // certificate's subject and issuer.
 Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle);
+// The same, with validity periods checked at `at` instead of now.
+Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle,
+                                           std::chrono::system_clock::time_point at);
 
 // The same key read without verifying anything: for tests and diagnostics.
 Result<CertifiedKey> certificate_public_key(ByteView der);

@@ -205,6 +205,14 @@ Result<Bytes> parse_null_name(const std::string& hex_or_path, const HostState& h
 // through `host` (crypto::CaBundle::from_pem_files).
 Result<crypto::CaBundle> load_ca_bundle(const std::string& file_or_dir, const HostState& host);
 
+// The vendor roots `tpmsec serve` stands on (protect.h, StandingAnchor): the
+// *.pem files of directory `roots` (data/ek-roots/: its SOURCES.tsv and
+// README are not certificates), with the intermediates the administrator
+// cached in `intermediates` (ek_certificate.h, CaBundle::add_intermediates;
+// none when empty), read through `host`.
+Result<crypto::CaBundle> load_ek_roots(const std::string& roots, const std::string& intermediates,
+                                       const HostState& host);
+
 }  // namespace tpmsec
 
 #endif  // TPMSEC_HOST_STATE_H_

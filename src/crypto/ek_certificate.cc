@@ -269,7 +269,9 @@ namespace {
 // the CA signed (EK Credential Profile §3.2): the tcg-kp-EKCertificate
 // extended key usage, not a CA, and a key usage (when present) that lets an
 // EK do what it does, decrypt a salt (keyEncipherment for RSA, keyAgreement
-// for ECC).
+// for ECC). Intel's PTT and AMD's fTPM assert keyEncipherment on their ECC
+// EK certificates, against the profile: accepted too, since it is no less
+// an EK's usage (tests/data/ek-certs/, Intel-PTT-GLK and AMD-fTPM-RN).
 Status check_ek_profile(X509* cert, const CertifiedKey& key) {
   auto refuse = [&](const std::string& why) {
     return integrity_error(fmt::format("the certificate (subject {}, issuer {}) is not an EK certificate: {}",
@@ -297,8 +299,10 @@ Status check_ek_profile(X509* cert, const CertifiedKey& key) {
     if (key.type == alg::kRsa && !(usage & KU_KEY_ENCIPHERMENT)) {
       return refuse("its key usage lacks keyEncipherment, which an RSA EK needs to decrypt a salt");
     }
-    if (key.type == alg::kEcc && !(usage & KU_KEY_AGREEMENT)) {
-      return refuse("its key usage lacks keyAgreement, which an ECC EK needs to derive a salt");
+    if (key.type == alg::kEcc && !(usage & (KU_KEY_AGREEMENT | KU_KEY_ENCIPHERMENT))) {
+      return refuse(
+          "its key usage has neither keyAgreement nor keyEncipherment, one of which an ECC EK needs to derive a "
+          "salt");
     }
   }
   return ok_status();
@@ -307,6 +311,11 @@ Status check_ek_profile(X509* cert, const CertifiedKey& key) {
 }  // namespace
 
 Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle) {
+  return verify_ek_certificate(der, bundle, std::chrono::system_clock::now());
+}
+
+Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle,
+                                           std::chrono::system_clock::time_point at) {
   if (bundle.store() == nullptr) return usage_error("no CA bundle loaded");
   TPMSEC_ASSIGN_OR_RETURN(X509Ptr cert, parse_der(der));
   StackPtr untrusted = untrusted_chain(cert.get(), bundle.intermediates());
@@ -314,6 +323,8 @@ Result<CertifiedKey> verify_ek_certificate(ByteView der, const CaBundle& bundle)
   if (!ctx || X509_STORE_CTX_init(ctx.get(), bundle.store(), cert.get(), untrusted.get()) != 1) {
     return internal::openssl_error("X509_STORE_CTX_init");
   }
+  // Every certificate of the chain is checked at this one instant.
+  X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx.get()), std::chrono::system_clock::to_time_t(at));
   int verified = X509_verify_cert(ctx.get());
   if (verified != 1) {
     int err = X509_STORE_CTX_get_error(ctx.get());

@@ -14,22 +14,6 @@ namespace {
 
 std::string salt_name(SaltKind kind) { return kind == SaltKind::kEcc ? "ECC P-256" : "RSA-2048"; }
 
-// The PEM files (*.pem) of the bundle directory (its manifest and README
-// are not certificates), and the administrator's cached intermediates.
-Result<crypto::CaBundle> load_roots(const StandingAnchor& standing, const HostState& host) {
-  TPMSEC_ASSIGN_OR_RETURN(std::vector<crypto::PemFile> files, host.read_ca_files(standing.ek_roots));
-  std::vector<crypto::PemFile> pems;
-  for (crypto::PemFile& f : files) {
-    if (f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".pem") == 0) pems.push_back(std::move(f));
-  }
-  TPMSEC_ASSIGN_OR_RETURN(crypto::CaBundle bundle, crypto::CaBundle::from_pem_files(standing.ek_roots, pems));
-  if (!standing.ek_intermediates.empty()) {
-    TPMSEC_ASSIGN_OR_RETURN(std::vector<crypto::PemFile> cached, host.read_ca_files(standing.ek_intermediates));
-    TPMSEC_RETURN_IF_ERROR(bundle.add_intermediates(cached));
-  }
-  return bundle;
-}
-
 // A failure of the EK anchor that only says this TPM has none to offer (no
 // certificate, one of another key, one that does not chain to the bundle),
 // rather than a TPM or a link that fails.
@@ -58,7 +42,7 @@ Status ProtectedTpm::stand() {
 Status ProtectedTpm::stand_on_ek_roots(bool* stood) {
   const StandingAnchor& standing = *request_.standing;
   if (standing.ek_roots.empty()) return ok_status();
-  auto roots = load_roots(standing, *request_.host);
+  auto roots = load_ek_roots(standing.ek_roots, standing.ek_intermediates, *request_.host);
   if (!roots.ok()) {
     say("the EK anchor is not tried: " + roots.error().message());
     return ok_status();

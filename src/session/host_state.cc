@@ -32,4 +32,19 @@ Result<crypto::CaBundle> load_ca_bundle(const std::string& file_or_dir, const Ho
   return crypto::CaBundle::from_pem_files(file_or_dir, files);
 }
 
+Result<crypto::CaBundle> load_ek_roots(const std::string& roots, const std::string& intermediates,
+                                       const HostState& host) {
+  TPMSEC_ASSIGN_OR_RETURN(std::vector<crypto::PemFile> files, host.read_ca_files(roots));
+  std::vector<crypto::PemFile> pems;
+  for (crypto::PemFile& f : files) {
+    if (f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".pem") == 0) pems.push_back(std::move(f));
+  }
+  TPMSEC_ASSIGN_OR_RETURN(crypto::CaBundle bundle, crypto::CaBundle::from_pem_files(roots, pems));
+  if (!intermediates.empty()) {
+    TPMSEC_ASSIGN_OR_RETURN(std::vector<crypto::PemFile> cached, host.read_ca_files(intermediates));
+    TPMSEC_RETURN_IF_ERROR(bundle.add_intermediates(cached));
+  }
+  return bundle;
+}
+
 }  // namespace tpmsec
