@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/emulate_process.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "support/test_data.h"
@@ -58,87 +59,7 @@ std::string temp_dir() {
   return tmpl;
 }
 
-// `tpmsec emulate PROFILE --port P ...` in a child process; stderr to a file.
-class EmulateServer {
- public:
-  ~EmulateServer() { stop(); }
-
-  bool start(const std::vector<std::string>& extra, std::string profile = "slb9670") {
-    dir_ = temp_dir();
-    if (dir_.empty()) return false;
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      port_ = testing::pick_port_pair();
-      std::vector<std::string> args{TPMSEC_CLI_PATH, "emulate", profile, "--port", std::to_string(port_)};
-      args.insert(args.end(), extra.begin(), extra.end());
-      std::string err = dir_ + "/stderr";
-      pid_ = ::fork();
-      if (pid_ == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() == 1) ::_exit(127);
-        int devnull = ::open("/dev/null", O_RDWR);
-        int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ::dup2(devnull, 0);
-        ::dup2(devnull, 1);
-        ::dup2(errfd, 2);
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-      }
-      // Up to 30 s: a sanitizer build manufactures the TPM slowly.
-      for (int i = 0; i < 3000; ++i) {
-        if (testing::can_connect(port_)) return true;
-        int status;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      stop();
-    }
-    return false;
-  }
-
-  // SIGTERM and wait; the exit status (-1 when it had to be killed).
-  int stop() {
-    if (pid_ <= 0) return exit_code_;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 1000; ++i) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        return exit_code_;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return exit_code_ = -1;
-  }
-
-  bool running() {
-    int status;
-    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
-  }
-  uint16_t port() const { return port_; }
-  std::string dir() const { return dir_; }
-  std::string log() const { return slurp(dir_ + "/stderr"); }
-  // tpmsec's TPM string, with the control channel.
-  std::string spec() const { return fmt::format("swtpm:host=127.0.0.1,port={},ctrl={}", port_, port_ + 1); }
-  std::string tcti(const std::string& scheme = "swtpm") const {
-    return fmt::format("{}:host=127.0.0.1,port={}", scheme, port_);
-  }
-
- private:
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
-  uint16_t port_ = 0;
-  std::string dir_;
-};
+using testing::EmulateServer;
 
 int connect_to(uint16_t port) { return testing::connect_loopback(port); }
 
@@ -401,6 +322,7 @@ TEST(EmulateServer, SecondClientIsServedWhileTheFirstIsConnected) {
 TEST(EmulateServer, SigtermWithAStalledClientExitsPromptly) {
   EmulateServer server;
   ASSERT_TRUE(server.start({"--clock", "virtual"}));
+  const size_t idle_fds = server.open_fds();
   int stalled = connect_to(server.port());
   ASSERT_GE(stalled, 0);
   std::atomic<bool> done{false};
@@ -413,7 +335,12 @@ TEST(EmulateServer, SigtermWithAStalledClientExitsPromptly) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the frame has started
+  // The server accepted the connection (a descriptor more), whose first
+  // bytes were sent before: the frame has started when SIGTERM comes.
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       server.open_fds() <= idle_fds && std::chrono::steady_clock::now() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(server.open_fds(), idle_fds) << "the server never accepted the connection";
   EXPECT_EQ(server.stop(), 0);
   done = true;
   trickle.join();

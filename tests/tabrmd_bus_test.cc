@@ -35,6 +35,8 @@
 #include <openssl/sha.h>
 #include <tss2/tss2_tcti.h>
 
+#include "support/direct_tpm.h"
+#include "support/emulate_process.h"
 #include "support/private_bus.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
@@ -210,21 +212,73 @@ TEST_F(TabrmdServeTest, Tpm2ToolsThroughTheSessionBus) {
 }
 
 // A resource manager's connection is a client with a handle space of its
-// own: an object one tool created is flushed when that tool's connection
-// closes (tpm2-abrmd and /dev/tpmrm0 do the same), and a tool's own
-// createprimary + flushcontext inside one connection works.
-TEST_F(TabrmdServeTest, AnObjectLivesAsLongAsItsConnection) {
+// own: an object one tool created is flushed from the TPM when that tool's
+// connection closes (tpm2-abrmd and /dev/tpmrm0 do the same), not merely
+// hidden from the next client, and its saved context outlives the
+// connection. Behind serve is `tpmsec emulate`, which takes more than one
+// connection, so the test reads what the TPM holds on a connection of its
+// own that serve never sees.
+class TabrmdServeOnTheEmulatorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(wait_for_owner(tabrmd::kTabrmdBusName, false)) << "someone else owns the name";
+    emulator_ = new testing::EmulateServer;
+    ASSERT_TRUE(emulator_->start({"--clock", "virtual", "--means", "--quiet", "--host", "127.0.0.1"}))
+        << emulator_->log();
+    serve_ = new Child;
+    serve_->pid = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", emulator_->spec(), "--dbus", kBus},
+                        {"TPMSEC_STATE_DIR=" + emulator_->dir() + "/serve-state"});
+    ASSERT_TRUE(wait_for_owner(tabrmd::kTabrmdBusName, true)) << "tpmsec serve never took the name";
+  }
+  static void TearDownTestSuite() {
+    int status = serve_->stop();
+    delete serve_;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "tpmsec serve ended with status " << status;
+    delete emulator_;
+  }
+  static std::vector<std::string> tools_env() { return {"TPM2TOOLS_TCTI=tabrmd:bus_type=session"}; }
+
+  // The transient objects the TPM itself holds, asked on the test's own connection.
+  static std::vector<uint32_t> transient_in_the_tpm() {
+    testing::Direct direct(emulator_->spec());
+    std::vector<uint32_t> out;
+    if (!direct.ok()) return out;
+    for (uint32_t h : testing::list_handles(direct.tpm()))
+      if ((h >> 24) == 0x80) out.push_back(h);
+    return out;
+  }
+  // Waits (up to kDeadline) until the TPM holds no transient object: serve
+  // flushes a closed client's objects on its own loop, after the tool exited.
+  static std::vector<uint32_t> transient_left_in_the_tpm() {
+    std::vector<uint32_t> left = transient_in_the_tpm();
+    for (auto end = Clock::now() + kDeadline; !left.empty() && Clock::now() < end; left = transient_in_the_tpm())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return left;
+  }
+
+  static inline testing::EmulateServer* emulator_ = nullptr;
+  static inline Child* serve_ = nullptr;
+  static inline const char* kBus = "system";
+};
+
+TEST_F(TabrmdServeOnTheEmulatorTest, AnObjectLivesAsLongAsItsConnection) {
+  ASSERT_EQ(transient_in_the_tpm(), std::vector<uint32_t>{}) << "the TPM holds objects before the test";
   char tmpl[] = "/tmp/tpmsec-tabrmd-XXXXXX";
   ASSERT_TRUE(::mkdtemp(tmpl));
   std::string ctx = std::string(tmpl) + "/primary.ctx";
   auto created = run_command({"tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", ctx}, tools_env());
   ASSERT_EQ(created.exit_code, 0) << describe(created);
-  auto left = run_command({"tpm2_getcap", "handles-transient"}, tools_env());
-  ASSERT_EQ(left.exit_code, 0) << describe(left);
-  EXPECT_EQ(left.out.find("0x80"), std::string::npos) << "another connection's object is listed: " << left.out;
-  // Its saved context outlives the connection: a later tool loads it and uses it.
+  EXPECT_EQ(transient_left_in_the_tpm(), std::vector<uint32_t>{})
+      << "the closed connection's primary is still loaded in the TPM";
+  auto listed = run_command({"tpm2_getcap", "handles-transient"}, tools_env());
+  ASSERT_EQ(listed.exit_code, 0) << describe(listed);
+  EXPECT_EQ(listed.out.find("0x80"), std::string::npos) << "another connection's object is listed: " << listed.out;
+  // Its saved context outlives the connection: a later tool loads it and
+  // uses it, and that connection's copy goes with it too.
   auto pub = run_command({"tpm2_readpublic", "-c", ctx}, tools_env());
   EXPECT_EQ(pub.exit_code, 0) << describe(pub);
+  EXPECT_EQ(transient_left_in_the_tpm(), std::vector<uint32_t>{})
+      << "the object loaded from its context is still loaded in the TPM";
   fs::remove_all(tmpl);
 }
 
