@@ -33,14 +33,19 @@ done
 dump=$(grep -l '^desc: Trigger: Client Request: protected-extend-host$' "$out"/cg.* | head -n 1)
 [ -n "$dump" ] || exit 0
 printf '\nprotected-extend-host, inclusive instructions per operation (callgrind_annotate --inclusive=yes):\n'
-callgrind_annotate --inclusive=yes --threshold=100 "$dump" 2>/dev/null |
+callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$dump" 2>/dev/null |
   awk -v n="$n" '
+    # The function table only; an inlined function shows once per source
+    # file it was inlined from: its first (largest) entry is kept.
+    /file:function/ { table = 1 }
+    table && /^$/ { exit }
     /^ *[0-9,]+ +\([ 0-9.]+%\) +/ {
       count = $1; gsub(",", "", count)
       line = $0; sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, "", line)
       sub(/ \[[^]]*\]$/, "", line); sub(/^[^:]*:/, "", line)
-      if (line ~ /^(tpmsec::|sha256_block|SHA256_|HMAC|EVP_|RAND_|OPENSSL_cleanse|CRYPTO_memcmp|malloc|free|operator new|operator delete)/ &&
-          count / n >= 20) {
+      if (line ~ /^(tpmsec::|sha256_block|SHA256_|EVP_|RAND_|OPENSSL_cleanse|CRYPTO_memcmp|malloc|free|operator new|operator delete)/ &&
+          !(line in seen) && count / n >= 20) {
+        seen[line] = 1
         printf "  %9d  %s\n", count / n, substr(line, 1, 110)
       }
     }'

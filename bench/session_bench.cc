@@ -711,6 +711,16 @@ void BM_Nonce32RandBytes(benchmark::State& state) {
 }
 TPMSEC_BENCHMARK(BM_Nonce32RandBytes);
 
+// RAND_bytes per call by request size: what a block of nonce_random() costs.
+void BM_RandBytesBlock(benchmark::State& state) {
+  std::vector<uint8_t> out(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) die("RAND_bytes");
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+TPMSEC_BENCHMARK(BM_RandBytesBlock)->Arg(32)->Arg(1024)->Arg(4096)->Arg(16384);
+
 void BM_Nonce32RandPrivBytes(benchmark::State& state) {
   uint8_t out[32];
   for (auto _ : state) {
