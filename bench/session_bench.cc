@@ -47,6 +47,11 @@
 // libtpms's share, N/10 salt+key derivations and session starts (host
 // share), each as its own callgrind dump.
 #include <benchmark/benchmark.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -520,6 +525,268 @@ void BM_SessionStartCrypto(benchmark::State& state) {
   }
 }
 TPMSEC_BENCHMARK(BM_SessionStartCrypto)->Unit(benchmark::kMicrosecond);
+
+// ---- The primitives of one protected extend, each way it can be done ----
+//
+// What a protected PCR_Extend hashes (SHA-256): a cpHash of 46 bytes, an
+// rpHash of 8, and two HMACs of 97 bytes (a digest, two nonces and the
+// attributes) under one 32-byte key; a 32-byte nonce; for parameter
+// encryption, AES-128-CFB of a short first parameter. Each benchmark below is
+// one of these, done one way; they ran side by side for docs/performance.md
+// ("Where the host time goes") to choose how the library does them.
+
+constexpr size_t kCpHashInput = 4 + 4 + 4 + 2 + 32;  // commandCode, PCR name, one TPMT_HA
+constexpr size_t kHmacMessage = 32 + 32 + 32 + 1;    // digest, nonceCaller, nonceTPM, attributes
+const Bytes& primitive_input() {
+  static const Bytes b(kHmacMessage, 0x42);
+  return b;
+}
+const Bytes& primitive_key() {
+  static const Bytes b(32, 0x17);
+  return b;
+}
+
+EVP_MD* fetched_sha256() {
+  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
+  if (md == nullptr) die("EVP_MD_fetch(SHA2-256)");
+  return md;
+}
+
+// SHA256_Init/Update/Final (deprecated in OpenSSL 3.0, not removed).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+void BM_Sha256LowLevel(benchmark::State& state) {
+  uint8_t out[32];
+  for (auto _ : state) {
+    SHA256_CTX c;
+    SHA256_Init(&c);
+    SHA256_Update(&c, primitive_input().data(), kCpHashInput);
+    SHA256_Final(out, &c);
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_Sha256LowLevel);
+
+// HMAC from the key's inner and outer states, kept as SHA256_CTX values and
+// copied per MAC (a struct copy).
+void BM_HmacSha256LowLevelKeyed(benchmark::State& state) {
+  uint8_t pad[64];
+  SHA256_CTX inner, outer;
+  std::memset(pad, 0x36, 64);
+  for (size_t i = 0; i < 32; ++i) pad[i] ^= primitive_key()[i];
+  SHA256_Init(&inner);
+  SHA256_Update(&inner, pad, 64);
+  std::memset(pad, 0x5c, 64);
+  for (size_t i = 0; i < 32; ++i) pad[i] ^= primitive_key()[i];
+  SHA256_Init(&outer);
+  SHA256_Update(&outer, pad, 64);
+  uint8_t out[32];
+  for (auto _ : state) {
+    SHA256_CTX c = inner;
+    SHA256_Update(&c, primitive_input().data(), kHmacMessage);
+    SHA256_Final(out, &c);
+    c = outer;
+    SHA256_Update(&c, out, 32);
+    SHA256_Final(out, &c);
+    OPENSSL_cleanse(&c, sizeof(c));
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_HmacSha256LowLevelKeyed);
+#pragma GCC diagnostic pop
+
+// EVP on one reused context: EVP_DigestInit_ex2 + Update + Final per digest.
+void BM_Sha256EvpReusedContext(benchmark::State& state) {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  uint8_t out[32];
+  unsigned int n = 0;
+  for (auto _ : state) {
+    if (EVP_DigestInit_ex2(ctx, fetched_sha256(), nullptr) != 1 ||
+        EVP_DigestUpdate(ctx, primitive_input().data(), kCpHashInput) != 1 || EVP_DigestFinal_ex(ctx, out, &n) != 1) {
+      die("EVP digest");
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  EVP_MD_CTX_free(ctx);
+}
+TPMSEC_BENCHMARK(BM_Sha256EvpReusedContext);
+
+// EVP: EVP_MD_CTX_copy_ex from a context initialised once, then Update + Final.
+void BM_Sha256EvpCopyOfInitialised(benchmark::State& state) {
+  EVP_MD_CTX* initialised = EVP_MD_CTX_new();
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (EVP_DigestInit_ex2(initialised, fetched_sha256(), nullptr) != 1) die("EVP_DigestInit_ex2");
+  uint8_t out[32];
+  unsigned int n = 0;
+  for (auto _ : state) {
+    if (EVP_MD_CTX_copy_ex(ctx, initialised) != 1 ||
+        EVP_DigestUpdate(ctx, primitive_input().data(), kCpHashInput) != 1 || EVP_DigestFinal_ex(ctx, out, &n) != 1) {
+      die("EVP digest");
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  EVP_MD_CTX_free(ctx);
+  EVP_MD_CTX_free(initialised);
+}
+TPMSEC_BENCHMARK(BM_Sha256EvpCopyOfInitialised);
+
+// HMAC through EVP: inner and outer keyed contexts prepared once, each MAC
+// two EVP_MD_CTX_copy_ex (the keyed HMAC state copied from pre-keyed contexts).
+void BM_HmacSha256EvpCopyKeyed(benchmark::State& state) {
+  EVP_MD_CTX* inner = EVP_MD_CTX_new();
+  EVP_MD_CTX* outer = EVP_MD_CTX_new();
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  uint8_t ipad[64], opad[64];
+  std::memset(ipad, 0x36, 64);
+  std::memset(opad, 0x5c, 64);
+  for (size_t i = 0; i < 32; ++i) {
+    ipad[i] ^= primitive_key()[i];
+    opad[i] ^= primitive_key()[i];
+  }
+  if (EVP_DigestInit_ex2(inner, fetched_sha256(), nullptr) != 1 || EVP_DigestUpdate(inner, ipad, 64) != 1 ||
+      EVP_DigestInit_ex2(outer, fetched_sha256(), nullptr) != 1 || EVP_DigestUpdate(outer, opad, 64) != 1) {
+    die("keying the EVP contexts");
+  }
+  uint8_t out[32];
+  unsigned int n = 0;
+  for (auto _ : state) {
+    if (EVP_MD_CTX_copy_ex(ctx, inner) != 1 || EVP_DigestUpdate(ctx, primitive_input().data(), kHmacMessage) != 1 ||
+        EVP_DigestFinal_ex(ctx, out, &n) != 1 || EVP_MD_CTX_copy_ex(ctx, outer) != 1 ||
+        EVP_DigestUpdate(ctx, out, 32) != 1 || EVP_DigestFinal_ex(ctx, out, &n) != 1) {
+      die("EVP HMAC");
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  for (EVP_MD_CTX* c : {inner, outer, ctx}) EVP_MD_CTX_free(c);
+}
+TPMSEC_BENCHMARK(BM_HmacSha256EvpCopyKeyed);
+
+// HMAC through EVP_MAC: keyed once, EVP_MAC_init without a key per MAC (the
+// provider copies its keyed state back).
+void BM_HmacSha256EvpMacReinit(benchmark::State& state) {
+  EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  EVP_MAC_CTX* ctx = mac ? EVP_MAC_CTX_new(mac) : nullptr;
+  char digest[] = "SHA2-256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_end()};
+  if (!ctx || EVP_MAC_init(ctx, primitive_key().data(), primitive_key().size(), params) != 1) die("EVP_MAC_init");
+  uint8_t out[32];
+  size_t n = 0;
+  for (auto _ : state) {
+    if (EVP_MAC_init(ctx, nullptr, 0, nullptr) != 1 ||
+        EVP_MAC_update(ctx, primitive_input().data(), kHmacMessage) != 1 || EVP_MAC_final(ctx, out, &n, 32) != 1) {
+      die("EVP_MAC");
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  EVP_MAC_CTX_free(ctx);
+  EVP_MAC_free(mac);
+}
+TPMSEC_BENCHMARK(BM_HmacSha256EvpMacReinit);
+
+// The library's one-shot calls, as a command made them: the key set up per HMAC.
+void BM_Sha256Library(benchmark::State& state) {
+  for (auto _ : state) {
+    auto d = crypto::hash(alg::kSha256, {ByteView(primitive_input()).first(kCpHashInput)});
+    benchmark::DoNotOptimize(d);
+  }
+}
+TPMSEC_BENCHMARK(BM_Sha256Library);
+
+void BM_HmacSha256LibraryOneShot(benchmark::State& state) {
+  for (auto _ : state) {
+    auto m = crypto::hmac(alg::kSha256, primitive_key(), {primitive_input()});
+    benchmark::DoNotOptimize(m);
+  }
+}
+TPMSEC_BENCHMARK(BM_HmacSha256LibraryOneShot);
+
+// 32 random bytes (a nonceCaller), each way.
+void BM_Nonce32RandBytes(benchmark::State& state) {
+  uint8_t out[32];
+  for (auto _ : state) {
+    if (RAND_bytes(out, 32) != 1) die("RAND_bytes");
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_Nonce32RandBytes);
+
+// RAND_bytes per call by request size: what a block of nonce_random() costs.
+void BM_RandBytesBlock(benchmark::State& state) {
+  std::vector<uint8_t> out(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) die("RAND_bytes");
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+TPMSEC_BENCHMARK(BM_RandBytesBlock)->Arg(32)->Arg(1024)->Arg(4096)->Arg(16384);
+
+void BM_Nonce32RandPrivBytes(benchmark::State& state) {
+  uint8_t out[32];
+  for (auto _ : state) {
+    if (RAND_priv_bytes(out, 32) != 1) die("RAND_priv_bytes");
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_Nonce32RandPrivBytes);
+
+// A CTR-DRBG of this thread's own, OpenSSL's EVP_RAND, seeded by the primary DRBG.
+void BM_Nonce32EvpRandOwnDrbg(benchmark::State& state) {
+  EVP_RAND* rand = EVP_RAND_fetch(nullptr, "CTR-DRBG", nullptr);
+  EVP_RAND_CTX* drbg = rand ? EVP_RAND_CTX_new(rand, RAND_get0_primary(nullptr)) : nullptr;
+  char cipher[] = "AES-256-CTR";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_DRBG_PARAM_CIPHER, cipher, 0),
+                         OSSL_PARAM_construct_end()};
+  if (!drbg || EVP_RAND_instantiate(drbg, 0, 0, nullptr, 0, params) != 1) die("EVP_RAND_instantiate");
+  uint8_t out[32];
+  for (auto _ : state) {
+    if (EVP_RAND_generate(drbg, out, 32, 0, 0, nullptr, 0) != 1) die("EVP_RAND_generate");
+    benchmark::DoNotOptimize(out);
+  }
+  EVP_RAND_CTX_free(drbg);
+  EVP_RAND_free(rand);
+}
+TPMSEC_BENCHMARK(BM_Nonce32EvpRandOwnDrbg);
+
+void BM_Nonce32NonceRandom(benchmark::State& state) {
+  uint8_t out[32];
+  for (auto _ : state) {
+    if (!crypto::nonce_random().fill(MutableByteView(out, 32)).ok()) die("nonce_random");
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_Nonce32NonceRandom);
+
+// AES-128-CFB of 32 bytes under a new key and IV: a fresh EVP_CIPHER_CTX per
+// call (the library) vs one context re-initialised with the new key and IV.
+void BM_AesCfb32FreshContext(benchmark::State& state) {
+  uint8_t data[32] = {};
+  for (auto _ : state) {
+    Status st = crypto::aes_cfb_encrypt(ByteView(primitive_key()).first(16), ByteView(primitive_key()).last(16),
+                                        MutableByteView(data, 32));
+    if (!st.ok()) die("aes_cfb_encrypt", st.error());
+    benchmark::DoNotOptimize(data);
+  }
+}
+TPMSEC_BENCHMARK(BM_AesCfb32FreshContext);
+
+void BM_AesCfb32ReusedContext(benchmark::State& state) {
+  EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, "AES-128-CFB", nullptr);
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  if (!cipher || !ctx || EVP_CipherInit_ex2(ctx, cipher, nullptr, nullptr, 1, nullptr) != 1) die("AES-CFB set-up");
+  uint8_t data[32] = {};
+  int n = 0;
+  for (auto _ : state) {
+    if (EVP_CipherInit_ex2(ctx, nullptr, primitive_key().data(), primitive_key().data() + 16, 1, nullptr) != 1 ||
+        EVP_CipherUpdate(ctx, data, &n, data, 32) != 1) {
+      die("AES-CFB");
+    }
+    benchmark::DoNotOptimize(data);
+  }
+  EVP_CIPHER_CTX_free(ctx);
+  EVP_CIPHER_free(cipher);
+}
+TPMSEC_BENCHMARK(BM_AesCfb32ReusedContext);
 
 // ---- Instruction counts under callgrind ----
 

@@ -78,6 +78,16 @@ TEST(Hash, Sm3KnownAnswer) {
   EXPECT_EQ(*sm3, H("66c7f0f462eeedd9d1f2d46bdc10e4e24167c4875cf2f7a2297da02b8f4ba8e0"));
 }
 
+TEST(Hash, IntoABufferAsTheOneShotCall) {
+  uint8_t out[64];
+  for (uint16_t tpm_alg : {alg::kSha1, alg::kSha256, alg::kSha384, alg::kSha512}) {
+    auto size = hash_into(tpm_alg, {as_bytes("a"), as_bytes("bc")}, out);
+    ASSERT_TRUE(size.ok());
+    EXPECT_EQ(Bytes(out, out + *size), *hash(tpm_alg, {as_bytes("abc")})) << hash_name(tpm_alg);
+    EXPECT_EQ(hash_into(tpm_alg, {as_bytes("abc")}, MutableByteView(out, *size - 1)).error().kind(), ErrorKind::kUsage);
+  }
+}
+
 TEST(Hash, RefusesUnknownAlgorithm) {
   auto r = hash(0x0027 /* TPM_ALG_SHA3_256: no PCR bank tpmsec hashes */, {as_bytes("abc")});
   ASSERT_FALSE(r.ok());
@@ -175,6 +185,38 @@ TEST(Hmac, MatchesOpenSslForEveryKeyLengthClass) {
       EXPECT_EQ(*mine, Bytes(expected, expected + expected_size)) << hash_name(tpm_alg) << " key " << key_size;
     }
   }
+}
+
+// A prepared key MACs as the one-shot call does, for every hash and key
+// length class, MAC after MAC; a re-key takes the new key and none of the old.
+TEST(HmacKey, MacsAsTheOneShotCallAcrossCallsAndReKeys) {
+  Bytes message(300);
+  for (size_t i = 0; i < message.size(); ++i) message[i] = static_cast<uint8_t>(i * 5);
+  for (uint16_t tpm_alg : {alg::kSha1, alg::kSha256, alg::kSha384, alg::kSha512}) {
+    HmacKey prepared;
+    EXPECT_FALSE(prepared.ready());
+    for (size_t key_size : {0, 20, 64, 65, 129}) {
+      Bytes key(key_size, static_cast<uint8_t>(key_size + 1));
+      ASSERT_TRUE(prepared.init(tpm_alg, key).ok());
+      ASSERT_EQ(prepared.digest_size(), *digest_size(tpm_alg));
+      for (size_t split : {0, 97, 300}) {  // the same state MACs again and again
+        Bytes mac(prepared.digest_size());
+        ASSERT_TRUE(prepared.mac({ByteView(message).first(split), ByteView(message).subspan(split)}, mac).ok());
+        EXPECT_EQ(mac, *hmac(tpm_alg, key, {message})) << hash_name(tpm_alg) << " key " << key_size;
+      }
+    }
+  }
+}
+
+TEST(HmacKey, RefusesUseBeforeAKeyAndAShortBuffer) {
+  HmacKey prepared;
+  uint8_t out[64];
+  EXPECT_EQ(prepared.mac({as_bytes("abc")}, out).error().kind(), ErrorKind::kUsage);
+  EXPECT_EQ(kdfa(prepared, "CFB", {}, {}, 256).error().kind(), ErrorKind::kUsage);
+  ASSERT_TRUE(prepared.init(alg::kSha256, as_bytes("key")).ok());
+  EXPECT_EQ(prepared.mac({as_bytes("abc")}, MutableByteView(out, 31)).error().kind(), ErrorKind::kUsage);
+  EXPECT_FALSE(prepared.init(0x0999, as_bytes("key")).ok());
+  EXPECT_FALSE(prepared.ready());  // a failed re-key leaves no key, not the old one
 }
 
 // ---------------------------------------------------------------------------
@@ -276,6 +318,12 @@ TEST(Kdfa, MatchesLibtpmsSessionKeyAndCfbKey) {
                   J(create["nonceTPMOlder"]), 256);
   ASSERT_TRUE(cfb.ok());
   EXPECT_EQ(to_hex(cfb->view()), create["cmdCfbKey"].get<std::string>() + create["cmdCfbIv"].get<std::string>());
+  // The same under the key prepared once, as a session derives it.
+  HmacKey prepared;
+  ASSERT_TRUE(prepared.init(alg::kSha256, J(create["paramCryptKeyInput"])).ok());
+  auto cfb_prepared = kdfa(prepared, "CFB", J(create["nonceCaller"]), J(create["nonceTPMOlder"]), 256);
+  ASSERT_TRUE(cfb_prepared.ok());
+  EXPECT_EQ(to_hex(cfb_prepared->view()), to_hex(cfb->view()));
 }
 
 // ---------------------------------------------------------------------------
@@ -608,7 +656,7 @@ namespace {
 TEST(NonceRandom, NeverHandsOutTheSameBytesTwice) {
   std::set<Bytes> seen;
   const Bytes zero(32, 0);
-  for (int i = 0; i < 200; ++i) {  // 200 x 32 bytes: more than six 1 KiB blocks
+  for (int i = 0; i < 300; ++i) {  // 300 x 32 bytes: more than two 4 KiB blocks
     Bytes nonce(32);
     ASSERT_TRUE(nonce_random().fill(nonce).ok());
     EXPECT_NE(nonce, zero);

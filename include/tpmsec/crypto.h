@@ -25,6 +25,9 @@ namespace tpmsec::crypto {
 
 // H(parts[0] ‖ parts[1] ‖ …).
 Result<Bytes> hash(uint16_t hash_alg, std::initializer_list<ByteView> parts);
+// The same into `out` (at least the digest's size), allocating nothing;
+// returns the digest's size.
+Result<size_t> hash_into(uint16_t hash_alg, std::initializer_list<ByteView> parts, MutableByteView out);
 
 // Incremental hashing for inputs built piece by piece (cpHash over large
 // parameter areas). Errors from init/update are kept and reported by finish().
@@ -50,6 +53,33 @@ class Hasher {
 // accepted, including empty (which equals the key 00, as the TPM uses it).
 Result<Bytes> hmac(uint16_t hash_alg, ByteView key, std::initializer_list<ByteView> parts);
 
+namespace internal {
+class HmacState;
+}
+
+// An HMAC key prepared once: init() hashes the padded key's two blocks, and
+// each mac() starts from those states, so it hashes only its message and the
+// inner digest. What a session keeps between commands (its key changes only
+// with the authValue). The states are wiped when re-keyed or destroyed.
+class HmacKey {
+ public:
+  HmacKey();
+  ~HmacKey();
+  HmacKey(HmacKey&&) noexcept;
+  HmacKey& operator=(HmacKey&&) noexcept;
+
+  // (Re)keys, any key length as for hmac(). On failure the key is unset.
+  Status init(uint16_t hash_alg, ByteView key);
+  bool ready() const;
+  uint16_t hash_alg() const;   // 0 until init() succeeded
+  size_t digest_size() const;  // 0 until init() succeeded
+  // Writes digest_size() bytes of HMAC(key, parts…) to out, which must hold them.
+  Status mac(std::initializer_list<ByteView> parts, MutableByteView out) const;
+
+ private:
+  std::unique_ptr<internal::HmacState> state_;
+};
+
 // ---- Key derivation (Part 1 §11.4.10) ----
 
 // KDFa (§11.4.10.2): counter-mode KDF with HMAC. Output block i (from 1) is
@@ -59,6 +89,9 @@ Result<Bytes> hmac(uint16_t hash_alg, ByteView key, std::initializer_list<ByteVi
 // bits % 8 bits. An empty key is allowed.
 Result<SecretBytes> kdfa(uint16_t hash_alg, ByteView key, std::string_view label, ByteView context_u,
                          ByteView context_v, uint32_t bits);
+// The same under a prepared key (its hash and key).
+Result<SecretBytes> kdfa(const HmacKey& key, std::string_view label, ByteView context_u, ByteView context_v,
+                         uint32_t bits);
 
 // KDFe (§11.4.10.3): the concatenation KDF of SP800-56A. Output block i is
 //   H(BE32(i) ‖ z ‖ label ‖ 00 ‖ party_u ‖ party_v);
@@ -91,8 +124,8 @@ class RandomSource {
 RandomSource& system_random();
 
 // For nonces only (nonceCaller: public once sent, unpredictable until then):
-// RAND_bytes drawn a 1 KiB block at a time and handed out once each, so a
-// command's nonce costs a copy, not a RAND_bytes call (~0.65 µs). The
+// RAND_bytes drawn a 4 KiB block at a time and handed out once each, so a
+// command's nonce costs a copy, not a RAND_bytes call (~2 µs here). The
 // calling thread's own source; a forked child never reuses its parent's
 // block. Never for keys or secrets: those come from system_random().
 RandomSource& nonce_random();

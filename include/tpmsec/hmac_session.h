@@ -30,6 +30,11 @@ Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::spa
                               ByteView parameters);
 // rpHash = H(responseCode || commandCode || parameters) (Part 1 §18.8).
 Result<Bytes> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters);
+// The same into `out` (at least the digest's size), allocating nothing; they return the digest's size.
+Result<size_t> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
+                               ByteView parameters, MutableByteView out);
+Result<size_t> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters,
+                               MutableByteView out);
 // authValue with trailing zero bytes removed (Part 1 §19.6.5); interior zeros stay.
 ByteView trim_auth_value(ByteView auth_value);
 
@@ -110,6 +115,12 @@ class HmacSession final : public Session {
   ByteView session_key() const { return session_key_.view(); }
   // sessionKey || authValue (trimmed), optionally without the authValue.
   SecretBytes key_with(ByteView auth_value) const;
+  // Whether hmac_key_ is sessionKey || auth (auth trimmed), compared in constant time.
+  bool keyed_with(ByteView auth) const;
+  // Prepares hmac_key_ for sessionKey || auth unless it is that key already.
+  Status key_for_command(ByteView auth);
+  // The response HMAC into out; returns its size.
+  Result<size_t> response_mac(const VerifyInput& in, MutableByteView out) const;
   Status crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction, bool encrypt);
 
   ScopedHandle handle_;
@@ -123,6 +134,7 @@ class HmacSession final : public Session {
   uint8_t attributes_;
   crypto::RandomSource* random_;  // null: crypto::nonce_random()
   SecretBytes last_hmac_key_;     // the key the last command was HMAC'd with; the response uses it too
+  crypto::HmacKey hmac_key_;      // that key prepared: set up again only when the authValue changes
   uint8_t sent_attributes_ = 0;
   bool usable_ = true;
   bool key_confirmed_ = false;  // a response of this session verified

@@ -9,24 +9,31 @@ namespace tpmsec::crypto {
 using internal::md_for;
 using internal::openssl_error;
 
-Result<Bytes> hash(uint16_t hash_alg, std::initializer_list<ByteView> parts) {
+Result<size_t> hash_into(uint16_t hash_alg, std::initializer_list<ByteView> parts, MutableByteView out) {
   if (hash_alg == alg::kSha256) {
+    if (out.size() < internal::kSha256Bytes) return usage_error("digest buffer smaller than the digest");
     internal::Sha256 h;
     h.update(parts);
-    Bytes out(internal::kSha256Bytes);
     h.finish(out.data());
-    return out;
+    return internal::kSha256Bytes;
   }
   TPMSEC_ASSIGN_OR_RETURN(const EVP_MD* md, md_for(hash_alg));
+  const auto size = static_cast<size_t>(EVP_MD_get_size(md));
+  if (out.size() < size) return usage_error("digest buffer smaller than the digest");
   TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, internal::thread_md_ctx(hash_alg));
   if (EVP_DigestInit_ex2(ctx, md, nullptr) != 1) return openssl_error("EVP_DigestInit_ex2");
   for (ByteView p : parts) {
     if (EVP_DigestUpdate(ctx, p.data(), p.size()) != 1) return openssl_error("EVP_DigestUpdate");
   }
-  Bytes out(EVP_MD_get_size(md));
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(ctx, out.data(), &size) != 1) return openssl_error("EVP_DigestFinal_ex");
-  return out;
+  unsigned int written = 0;
+  if (EVP_DigestFinal_ex(ctx, out.data(), &written) != 1) return openssl_error("EVP_DigestFinal_ex");
+  return size;
+}
+
+Result<Bytes> hash(uint16_t hash_alg, std::initializer_list<ByteView> parts) {
+  uint8_t digest[internal::kMaxDigestSize];
+  TPMSEC_ASSIGN_OR_RETURN(size_t size, hash_into(hash_alg, parts, digest));
+  return Bytes(digest, digest + size);
 }
 
 struct Hasher::State {

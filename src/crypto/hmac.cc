@@ -12,48 +12,52 @@
 namespace tpmsec::crypto {
 namespace internal {
 
-HmacKey::~HmacKey() {
+HmacState::~HmacState() { wipe(); }
+
+void HmacState::wipe() {
   // Only a block's worth was written (the rest is still zero).
   const size_t written = std::min(block_size_, kMaxBlockSize);
   OPENSSL_cleanse(ipad_, written);
   OPENSSL_cleanse(opad_, written);
+  inner_ = Sha256();
+  outer_ = Sha256();
+  md_ = nullptr;
+  hash_alg_ = 0;
+  block_size_ = digest_size_ = 0;
 }
 
-Status HmacKey::init(uint16_t hash_alg, ByteView key) {
-  TPMSEC_ASSIGN_OR_RETURN(md_, md_for(hash_alg));
-  hash_alg_ = hash_alg;
-  block_size_ = static_cast<size_t>(EVP_MD_get_block_size(md_));
-  digest_size_ = static_cast<size_t>(EVP_MD_get_size(md_));
-  if (block_size_ > kMaxBlockSize || digest_size_ > kMaxDigestSize) {
+Status HmacState::init(uint16_t hash_alg, ByteView key) {
+  wipe();  // a re-key keeps nothing of the last key, and a failed one leaves no key
+  TPMSEC_ASSIGN_OR_RETURN(const EVP_MD* md, md_for(hash_alg));
+  const auto block_size = static_cast<size_t>(EVP_MD_get_block_size(md));
+  const auto digest_size = static_cast<size_t>(EVP_MD_get_size(md));
+  if (block_size > kMaxBlockSize || digest_size > kMaxDigestSize) {
     return unsupported_error("hash block or digest larger than expected");
   }
   uint8_t hashed_key[kMaxDigestSize];
-  if (key.size() > block_size_) {
-    TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, thread_md_ctx(hash_alg));
-    unsigned int size = 0;
-    if (EVP_DigestInit_ex2(ctx, md_, nullptr) != 1 || EVP_DigestUpdate(ctx, key.data(), key.size()) != 1 ||
-        EVP_DigestFinal_ex(ctx, hashed_key, &size) != 1) {
-      return openssl_error("hashing the HMAC key");
-    }
+  if (key.size() > block_size) {
+    TPMSEC_ASSIGN_OR_RETURN(size_t size, hash_into(hash_alg, {key}, hashed_key));
     key = ByteView(hashed_key, size);
   }
-  std::memset(ipad_, 0x36, block_size_);
-  std::memset(opad_, 0x5c, block_size_);
+  std::memset(ipad_, 0x36, block_size);
+  std::memset(opad_, 0x5c, block_size);
   for (size_t i = 0; i < key.size(); ++i) {
     ipad_[i] ^= key[i];
     opad_[i] ^= key[i];
   }
   OPENSSL_cleanse(hashed_key, sizeof(hashed_key));
   if (hash_alg == alg::kSha256) {
-    inner_ = Sha256();
     inner_.update(ipad_, kSha256Block);
-    outer_ = Sha256();
     outer_.update(opad_, kSha256Block);
   }
+  md_ = md;
+  hash_alg_ = hash_alg;
+  block_size_ = block_size;
+  digest_size_ = digest_size;
   return ok_status();
 }
 
-Status HmacKey::mac_sha256(std::initializer_list<ByteView> parts, uint8_t* out) const {
+Status HmacState::mac_sha256(std::initializer_list<ByteView> parts, uint8_t* out) const {
   Sha256 inner = inner_;
   inner.update(parts);
   inner.finish(out);  // inner digest, overwritten below
@@ -63,7 +67,7 @@ Status HmacKey::mac_sha256(std::initializer_list<ByteView> parts, uint8_t* out) 
   return ok_status();
 }
 
-Status HmacKey::mac(std::initializer_list<ByteView> parts, uint8_t* out) const {
+Status HmacState::mac(std::initializer_list<ByteView> parts, uint8_t* out) const {
   if (md_ == nullptr) return usage_error("HMAC key not initialised");
   if (hash_alg_ == alg::kSha256) return mac_sha256(parts, out);
   TPMSEC_ASSIGN_OR_RETURN(EVP_MD_CTX * ctx, thread_md_ctx(hash_alg_));
@@ -83,11 +87,33 @@ Status HmacKey::mac(std::initializer_list<ByteView> parts, uint8_t* out) const {
 }  // namespace internal
 
 Result<Bytes> hmac(uint16_t hash_alg, ByteView key, std::initializer_list<ByteView> parts) {
-  internal::HmacKey hmac_key;
-  TPMSEC_RETURN_IF_ERROR(hmac_key.init(hash_alg, key));
-  Bytes out(hmac_key.digest_size());
-  TPMSEC_RETURN_IF_ERROR(hmac_key.mac(parts, out.data()));
+  internal::HmacState state;
+  TPMSEC_RETURN_IF_ERROR(state.init(hash_alg, key));
+  Bytes out(state.digest_size());
+  TPMSEC_RETURN_IF_ERROR(state.mac(parts, out.data()));
   return out;
+}
+
+HmacKey::HmacKey() = default;
+HmacKey::~HmacKey() = default;  // the state wipes itself
+HmacKey::HmacKey(HmacKey&&) noexcept = default;
+HmacKey& HmacKey::operator=(HmacKey&&) noexcept = default;
+
+Status HmacKey::init(uint16_t hash_alg, ByteView key) {
+  if (!state_) state_ = std::make_unique<internal::HmacState>();
+  return state_->init(hash_alg, key);
+}
+
+bool HmacKey::ready() const { return state_ && state_->ready(); }
+
+uint16_t HmacKey::hash_alg() const { return ready() ? state_->hash_alg() : 0; }
+
+size_t HmacKey::digest_size() const { return ready() ? state_->digest_size() : 0; }
+
+Status HmacKey::mac(std::initializer_list<ByteView> parts, MutableByteView out) const {
+  if (!ready()) return usage_error("HMAC key not initialised");
+  if (out.size() < state_->digest_size()) return usage_error("HMAC output buffer smaller than the digest");
+  return state_->mac(parts, out.data());
 }
 
 }  // namespace tpmsec::crypto

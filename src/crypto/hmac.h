@@ -1,5 +1,6 @@
 // Internal to src/crypto: HMAC with the padded key prepared once, so KDFa can
-// run several counter blocks under one key.
+// run several counter blocks under one key; crypto::HmacKey (crypto.h) keeps
+// one across calls.
 #ifndef TPMSEC_SRC_CRYPTO_HMAC_H_
 #define TPMSEC_SRC_CRYPTO_HMAC_H_
 
@@ -24,20 +25,23 @@ namespace tpmsec::crypto::internal {
 // SHA-256 the inner and outer states after the padded key are kept instead
 // (sha256.h): each mac() copies them and hashes only the message and the
 // inner digest.
-class HmacKey {
+class HmacState {
  public:
-  HmacKey() = default;
-  ~HmacKey();
-  HmacKey(const HmacKey&) = delete;
-  HmacKey& operator=(const HmacKey&) = delete;
+  HmacState() = default;
+  ~HmacState();
+  HmacState(const HmacState&) = delete;
+  HmacState& operator=(const HmacState&) = delete;
 
   // Prepares key ^ ipad and key ^ opad; a key longer than the block is hashed first.
   Status init(uint16_t hash_alg, ByteView key);
+  bool ready() const { return md_ != nullptr; }
+  uint16_t hash_alg() const { return hash_alg_; }
   size_t digest_size() const { return digest_size_; }
   // Writes digest_size() bytes of HMAC(key, parts…) to out.
   Status mac(std::initializer_list<ByteView> parts, uint8_t* out) const;
 
  private:
+  void wipe();
   Status mac_sha256(std::initializer_list<ByteView> parts, uint8_t* out) const;
 
   uint16_t hash_alg_ = 0;

@@ -47,14 +47,27 @@ void scrub_thread_context(uint16_t hash_alg) {
 
 Result<SecretBytes> kdfa(uint16_t hash_alg, ByteView key, std::string_view label, ByteView context_u,
                          ByteView context_v, uint32_t bits) {
-  internal::HmacKey hmac_key;
-  TPMSEC_RETURN_IF_ERROR(hmac_key.init(hash_alg, key));
+  internal::HmacState state;
+  TPMSEC_RETURN_IF_ERROR(state.init(hash_alg, key));
   uint8_t bits_be[4];
   store_be32(bits_be, bits);
-  auto out = counter_kdf(hmac_key.digest_size(), bits, [&](ByteView counter, uint8_t* block) {
-    return hmac_key.mac({counter, as_bytes(label), kLabelTerminator, context_u, context_v, bits_be}, block);
+  auto out = counter_kdf(state.digest_size(), bits, [&](ByteView counter, uint8_t* block) {
+    return state.mac({counter, as_bytes(label), kLabelTerminator, context_u, context_v, bits_be}, block);
   });
   scrub_thread_context(hash_alg);
+  return out;
+}
+
+Result<SecretBytes> kdfa(const HmacKey& key, std::string_view label, ByteView context_u, ByteView context_v,
+                         uint32_t bits) {
+  if (!key.ready()) return usage_error("KDFa under an HMAC key not initialised");
+  uint8_t bits_be[4];
+  store_be32(bits_be, bits);
+  auto out = counter_kdf(key.digest_size(), bits, [&](ByteView counter, uint8_t* block) {
+    return key.mac({counter, as_bytes(label), kLabelTerminator, context_u, context_v, bits_be},
+                   MutableByteView(block, key.digest_size()));
+  });
+  scrub_thread_context(key.hash_alg());
   return out;
 }
 

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "tpmsec/command_frame.h"
 #include "tpmsec/response_code.h"
 #include "tpmsec/salt.h"
 
@@ -12,27 +14,25 @@ namespace {
 
 constexpr size_t kMinNonce = 16;
 constexpr size_t kMaxNonce = 64;
+constexpr size_t kMaxDigest = 64;  // SHA-512
 
 }  // namespace
 
-Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
-                              ByteView parameters) {
+Result<size_t> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
+                               ByteView parameters, MutableByteView out) {
   uint8_t cc_bytes[4];
   store_be32(cc_bytes, command_code);
   const ByteView cc(cc_bytes);
-  // Commands have at most three handles: one-shot hashing on the per-thread
-  // digest context. A Hasher allocates and frees its own digest context per
-  // command (3 allocations, ~620 instructions of a protected PCR_Extend's
-  // ~47,000 host instructions: docs/performance.md).
+  // Commands have at most three handles: one-shot hashing, no allocation.
   switch (handles.size()) {
     case 0:
-      return crypto::hash(hash_alg, {cc, parameters});
+      return crypto::hash_into(hash_alg, {cc, parameters}, out);
     case 1:
-      return crypto::hash(hash_alg, {cc, handles[0]->name, parameters});
+      return crypto::hash_into(hash_alg, {cc, handles[0]->name, parameters}, out);
     case 2:
-      return crypto::hash(hash_alg, {cc, handles[0]->name, handles[1]->name, parameters});
+      return crypto::hash_into(hash_alg, {cc, handles[0]->name, handles[1]->name, parameters}, out);
     case 3:
-      return crypto::hash(hash_alg, {cc, handles[0]->name, handles[1]->name, handles[2]->name, parameters});
+      return crypto::hash_into(hash_alg, {cc, handles[0]->name, handles[1]->name, handles[2]->name, parameters}, out);
     default:
       break;
   }
@@ -41,14 +41,31 @@ Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::spa
   h.update(cc);
   for (const NamedHandle* handle : handles) h.update(handle->name);
   h.update(parameters);
-  return h.finish();
+  TPMSEC_ASSIGN_OR_RETURN(Bytes digest, h.finish());
+  if (out.size() < digest.size()) return usage_error("cpHash buffer smaller than the digest");
+  std::copy(digest.begin(), digest.end(), out.begin());
+  return digest.size();
 }
 
-Result<Bytes> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters) {
+Result<Bytes> compute_cp_hash(uint16_t hash_alg, uint32_t command_code, std::span<const NamedHandle* const> handles,
+                              ByteView parameters) {
+  uint8_t digest[kMaxDigest];
+  TPMSEC_ASSIGN_OR_RETURN(size_t size, compute_cp_hash(hash_alg, command_code, handles, parameters, digest));
+  return Bytes(digest, digest + size);
+}
+
+Result<size_t> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters,
+                               MutableByteView out) {
   uint8_t codes[8];
   store_be32(codes, response_code);
   store_be32(codes + 4, command_code);
-  return crypto::hash(hash_alg, {ByteView(codes, 8), parameters});
+  return crypto::hash_into(hash_alg, {ByteView(codes, 8), parameters}, out);
+}
+
+Result<Bytes> compute_rp_hash(uint16_t hash_alg, uint32_t response_code, uint32_t command_code, ByteView parameters) {
+  uint8_t digest[kMaxDigest];
+  TPMSEC_ASSIGN_OR_RETURN(size_t size, compute_rp_hash(hash_alg, response_code, command_code, parameters, digest));
+  return Bytes(digest, digest + size);
 }
 
 ByteView trim_auth_value(ByteView auth_value) {
@@ -131,6 +148,26 @@ SecretBytes HmacSession::key_with(ByteView auth_value) const {
   return key;
 }
 
+bool HmacSession::keyed_with(ByteView auth) const {
+  // sessionKey never changes: only the (trimmed) authValue after it can.
+  const size_t own = session_key_.size();
+  return hmac_key_.ready() && last_hmac_key_.size() == own + auth.size() &&
+         crypto::constant_time_equal(last_hmac_key_.view().subspan(own), auth);
+}
+
+Status HmacSession::key_for_command(ByteView auth) {
+  if (keyed_with(auth)) return ok_status();
+  // sessionKey || authValue into the last key's buffer: no allocation once
+  // it has the size (resize() wipes a buffer it outgrows).
+  last_hmac_key_.resize(session_key_.size() + auth.size());
+  uint8_t* key = last_hmac_key_.data();
+  if (!session_key_.empty()) std::memcpy(key, session_key_.view().data(), session_key_.size());
+  if (!auth.empty()) std::memcpy(key + session_key_.size(), auth.data(), auth.size());
+  Status keyed = hmac_key_.init(auth_hash_, last_hmac_key_.view());
+  if (!keyed.ok()) last_hmac_key_.clear();
+  return keyed;
+}
+
 Status HmacSession::begin_command() {
   if (!usable_) return integrity_error(fmt::format("session 0x{:08x} is no longer usable", handle()));
   nonce_caller_.resize(nonce_tpm_.size());
@@ -139,39 +176,49 @@ Status HmacSession::begin_command() {
 }
 
 Result<Bytes> HmacSession::authorize(const AuthorizeInput& in) {
-  TPMSEC_ASSIGN_OR_RETURN(Bytes cp_hash, compute_cp_hash(auth_hash_, in.info->code, in.handles, in.parameters));
+  uint8_t cp_hash[kMaxDigest];
+  TPMSEC_ASSIGN_OR_RETURN(size_t cp_size,
+                          compute_cp_hash(auth_hash_, in.info->code, in.handles, in.parameters, cp_hash));
   // A session bound to the entity it authorizes leaves the authValue out:
   // it is already in the session key (Part 1 §19.6.11).
   bool bound_to_entity = !bind_name_.empty() && in.entity && in.entity->name == bind_name_;
-  // sessionKey || authValue into the last key's buffer: no allocation once
-  // it has the size (resize() wipes a buffer it outgrows).
-  const ByteView auth = trim_auth_value(bound_to_entity ? ByteView() : in.auth_value);
-  last_hmac_key_.resize(session_key_.size() + auth.size());
-  uint8_t* key = last_hmac_key_.data();
-  if (!session_key_.empty()) std::memcpy(key, session_key_.view().data(), session_key_.size());
-  if (!auth.empty()) std::memcpy(key + session_key_.size(), auth.data(), auth.size());
+  // The key is prepared once and kept while the authValue stays the same.
+  TPMSEC_RETURN_IF_ERROR(key_for_command(trim_auth_value(bound_to_entity ? ByteView() : in.auth_value)));
   sent_attributes_ = attributes_;
   uint8_t attrs = sent_attributes_;
   // The decrypt and encrypt sessions' nonces come before sessionAttributes
   // (Part 1 §19.6.5; the reference code's ComputeCommandHMAC, SessionProcess.c).
-  TPMSEC_ASSIGN_OR_RETURN(Bytes mac, crypto::hmac(auth_hash_, last_hmac_key_.view(),
-                                                  {cp_hash, nonce_caller_, nonce_tpm_, in.decrypt_nonce,
-                                                   in.encrypt_nonce, ByteView(&attrs, 1)}));
-  Writer w;
-  w.u32(handle());
-  w.tpm2b(nonce_caller_, "TPMS_AUTH_COMMAND.nonce", 64);
-  w.u8(attrs);
-  w.tpm2b(mac, "TPMS_AUTH_COMMAND.hmac", 64);
-  return w.finish();
+  uint8_t mac[kMaxDigest];
+  TPMSEC_RETURN_IF_ERROR(hmac_key_.mac(
+      {ByteView(cp_hash, cp_size), nonce_caller_, nonce_tpm_, in.decrypt_nonce, in.encrypt_nonce, ByteView(&attrs, 1)},
+      mac));
+  const ByteView hmac(mac, hmac_key_.digest_size());
+  return write_auth_entry(AuthEntry{.handle = handle(), .nonce = nonce_caller_, .attributes = attrs, .hmac = hmac},
+                          /*command=*/true);
+}
+
+Result<size_t> HmacSession::response_mac(const VerifyInput& in, MutableByteView out) const {
+  uint8_t rp_hash[kMaxDigest];
+  TPMSEC_ASSIGN_OR_RETURN(size_t rp_size,
+                          compute_rp_hash(auth_hash_, in.response_code, in.info->code, in.parameters, rp_hash));
+  uint8_t attrs = in.auth.attributes;  // as the TPM returned it (may add auditExclusive)
+  const std::initializer_list<ByteView> parts{ByteView(rp_hash, rp_size), in.auth.nonce, nonce_caller_,
+                                              ByteView(&attrs, 1)};
+  if (!in.new_auth_value) {
+    if (!hmac_key_.ready()) return usage_error("a response HMAC before any command was authorized");
+    TPMSEC_RETURN_IF_ERROR(hmac_key_.mac(parts, out));
+    return hmac_key_.digest_size();
+  }
+  crypto::HmacKey changed;
+  TPMSEC_RETURN_IF_ERROR(changed.init(auth_hash_, key_with(*in.new_auth_value).view()));
+  TPMSEC_RETURN_IF_ERROR(changed.mac(parts, out));
+  return changed.digest_size();
 }
 
 Result<Bytes> HmacSession::response_hmac(const VerifyInput& in) const {
-  TPMSEC_ASSIGN_OR_RETURN(Bytes rp_hash, compute_rp_hash(auth_hash_, in.response_code, in.info->code, in.parameters));
-  uint8_t attrs = in.auth.attributes;  // as the TPM returned it (may add auditExclusive)
-  SecretBytes changed_key;
-  if (in.new_auth_value) changed_key = key_with(*in.new_auth_value);
-  ByteView key = in.new_auth_value ? changed_key.view() : last_hmac_key_.view();
-  return crypto::hmac(auth_hash_, key, {rp_hash, in.auth.nonce, nonce_caller_, ByteView(&attrs, 1)});
+  uint8_t mac[kMaxDigest];
+  TPMSEC_ASSIGN_OR_RETURN(size_t size, response_mac(in, mac));
+  return Bytes(mac, mac + size);
 }
 
 Status HmacSession::verify(const VerifyInput& in) {
@@ -179,8 +226,9 @@ Status HmacSession::verify(const VerifyInput& in) {
     usable_ = false;
     return integrity_error(fmt::format("session 0x{:08x}: response nonce of {} bytes", handle(), in.auth.nonce.size()));
   }
-  TPMSEC_ASSIGN_OR_RETURN(Bytes expected, response_hmac(in));
-  if (!crypto::constant_time_equal(expected, in.auth.hmac)) {
+  uint8_t expected[kMaxDigest];
+  TPMSEC_ASSIGN_OR_RETURN(size_t size, response_mac(in, expected));
+  if (!crypto::constant_time_equal(ByteView(expected, size), in.auth.hmac)) {
     usable_ = false;
     return integrity_error(fmt::format("response HMAC of session 0x{:08x} does not verify", handle()));
   }
@@ -212,16 +260,19 @@ Status HmacSession::crypt_parameter(MutableByteView data, ByteView auth_value, b
   // (with the nonceTPM that came back with the response).
   ByteView newer = command_direction ? ByteView(nonce_caller_) : ByteView(nonce_tpm_);
   ByteView older = command_direction ? ByteView(nonce_tpm_) : ByteView(nonce_caller_);
-  SecretBytes key = key_with(auth_value);
   if (symmetric_.algorithm == alg::kXor) {
-    return crypto::xor_obfuscate(symmetric_.key_bits, key.view(), newer, older, data);
+    return crypto::xor_obfuscate(symmetric_.key_bits, key_with(auth_value).view(), newer, older, data);
   }
   if (symmetric_.algorithm != alg::kAes || symmetric_.mode != alg::kCfb) {
     return unsupported_error("session symmetric algorithm is neither AES-CFB nor XOR");
   }
   size_t key_bytes = symmetric_.key_bits / 8;
-  TPMSEC_ASSIGN_OR_RETURN(SecretBytes key_iv, crypto::kdfa(auth_hash_, key.view(), "CFB", newer, older,
-                                                           static_cast<uint32_t>(symmetric_.key_bits + 128)));
+  const auto bits = static_cast<uint32_t>(symmetric_.key_bits + 128);
+  // sessionKey || authValue: the prepared key when it is the one the HMACs use.
+  TPMSEC_ASSIGN_OR_RETURN(SecretBytes key_iv,
+                          keyed_with(trim_auth_value(auth_value))
+                              ? crypto::kdfa(hmac_key_, "CFB", newer, older, bits)
+                              : crypto::kdfa(auth_hash_, key_with(auth_value).view(), "CFB", newer, older, bits));
   ByteView k = key_iv.view().first(key_bytes);
   ByteView iv = key_iv.view().subspan(key_bytes, 16);
   return encrypt ? crypto::aes_cfb_encrypt(k, iv, data) : crypto::aes_cfb_decrypt(k, iv, data);
