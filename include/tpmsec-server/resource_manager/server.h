@@ -49,9 +49,9 @@ struct ServerOptions {
   // space per connection, ending with it.
   bool spaces_follow_processes = true;
   PidfdWay pidfd_way = PidfdWay::kPeerPidfd;  // where the search for a pidfd starts (tests start lower)
-  size_t max_clients = 32;          // per front; beyond: an idle one closed for it (docs/serve.md) or refused
-  size_t max_clients_per_uid = 16;  // open connections of one peer uid, every front together; beyond: refused
-  UidLimits uid_limits;             // what one uid may hold in the TPM (ResourceManager::set_uid_limits)
+  size_t max_clients = 32;                    // per front; beyond: an idle one closed for it (docs/serve.md) or refused
+  size_t max_clients_per_uid = 16;            // open connections of one peer uid, every front together; beyond: refused
+  UidLimits uid_limits;                       // what one uid may hold in the TPM (ResourceManager::set_uid_limits)
   // May be empty; each line begins with its priority (tpmsec-server/resource_manager/log_priority.h).
   std::function<void(const std::string&)> log;
   // Where the resource manager reads the TPM's command list (ResourceManager::start); nullptr: `tpm`.
