@@ -119,7 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   // A retryable warning makes the pipeline sleep (20 ms and up) before it
   // retries, which would throttle the fuzzer to a few hundred execs/s. The
   // retry path parses nothing new (a bare 10-byte header) and is covered by
-  // tests/pipeline_parse_test.cc, so skip such inputs.
+  // tests/tpm/pipeline_parse_test.cc, so skip such inputs.
   codec_round_trip(data);
   if (size >= 10 && rc_is_retryable(load_be32(bytes + 6))) return 0;
 

@@ -30,7 +30,7 @@
 // src/tpm2/CommandAttributeData.h; on master
 // src/tpm2/TPMCmd/tpm/include/private/CommandAttributeData.h), and, for the
 // commands it implements, against what the embedded libtpms reports in
-// TPM_CAP_COMMANDS (tests/command_table_test.cc).
+// TPM_CAP_COMMANDS (tests/wire/command_table_test.cc).
 #ifndef TPMSEC_COMMAND_TABLE_H_
 #define TPMSEC_COMMAND_TABLE_H_
 

@@ -60,7 +60,7 @@
 // One more flush of handles a Tpm did not create, outside the ledger: what a
 // dead process of the TCTI recorded as its own (held_handles.h), at the next
 // start; the ledger's held() is what those records hold.
-// Tested in tests/handle_ledger_test.cc and tests/leak_test.cc.
+// Tested in tests/tpm/handle_ledger_test.cc and tests/session/leak_test.cc.
 #ifndef TPMSEC_HANDLE_LEDGER_H_
 #define TPMSEC_HANDLE_LEDGER_H_
 

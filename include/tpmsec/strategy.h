@@ -28,8 +28,8 @@
 // whose answer names that handle anyway is replaced by a second started
 // while it holds the handle (ExtendStream::start_audit_apart_from), so a
 // session listed under the handle is always the failed one
-// (tests/batch_failure_test.cc, ARenamedAuditSessionNeverAppliesADigestTwice).
-// No extend is applied twice (tests/strategy_fault_test.cc,
+// (tests/protect/batch_failure_test.cc, ARenamedAuditSessionNeverAppliesADigestTwice).
+// No extend is applied twice (tests/strategy/strategy_fault_test.cc,
 // AWithheldExtendIsNeverAppliedTwice). When extend() returns an error, each
 // command it sent for the digest has run or can never run, except in one
 // case, reported as kIntegrity "is still in the TPM": the interposer keeps

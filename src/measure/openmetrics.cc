@@ -1,6 +1,6 @@
 // Prometheus text exposition format 0.0.4 (what node_exporter's textfile
 // collector reads): https://prometheus.io/docs/instrumenting/exposition_formats/
-// `promtool check metrics` accepts it (tests/openmetrics_test.cc runs it).
+// `promtool check metrics` accepts it (tests/measure/openmetrics_test.cc runs it).
 #include "tpmsec/measure/openmetrics.h"
 
 #include <fmt/format.h>

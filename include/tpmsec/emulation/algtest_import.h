@@ -65,7 +65,7 @@ std::vector<bool> outlier_runs(const std::vector<double>& levels);
 
 // The derivation rules' stated errors: (derived - measured) / measured for
 // the SLB9670 (TPMScan runs of fw 7.85 against the seed thread's M values).
-// The test tests/algtest_import_test.cc recomputes them and fails when the
+// The test tests/emulation/algtest_import_test.cc recomputes them and fails when the
 // rules drift from what docs/latency-profiles.md states.
 struct RuleError {
   const char* rule;     // "A1".."A6"

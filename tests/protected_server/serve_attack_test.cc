@@ -4,7 +4,7 @@
 // socket, one of them another uid), and the test's interposer
 // (support/interposer.h) between serve and a real swtpm, recording every
 // byte and rewriting or forging what the rule says. Every bus attack the
-// TCTI refuses (tests/tcti_test.cc) is refused through the server too.
+// TCTI refuses (tests/tcti/tcti_test.cc) is refused through the server too.
 //
 // Each test starts its own `tpmsec serve --tpm swtpm:…(the interposer)
 // --null-name …`, so nothing a server cached (names, its session) carries

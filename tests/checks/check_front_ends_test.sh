@@ -3,7 +3,7 @@
 # one other way in planted at a time in a front end (a transport by its own
 # opener, a Tpm, a SessionFactory, an adopted stack) it exits 1 naming the
 # file and line; the same line in a layer below passes.
-#   tests/check_front_ends_test.sh CHECK SOURCE_DIR
+#   tests/checks/check_front_ends_test.sh CHECK SOURCE_DIR
 set -euo pipefail
 check=${1:?usage: check_front_ends_test.sh CHECK SOURCE_DIR}
 src=${2:?}

@@ -3,7 +3,7 @@
 # include planted at a time, it exits non-zero and names the file, the line,
 # the header's layer and the layer that may not see it, in one line; on the
 # copy as it is, it passes silently.
-#   tests/check_includes_test.sh CHECK TABLE SOURCE_DIR
+#   tests/checks/check_includes_test.sh CHECK TABLE SOURCE_DIR
 set -euo pipefail
 check=${1:?usage: check_includes_test.sh CHECK TABLE SOURCE_DIR}
 table=${2:?}

@@ -627,7 +627,7 @@ TEST_P(WrapTest, AFlippedContinueSessionNeverLeavesTheSessionBehind) {
 // SequenceComplete ends the caller's hash sequence (TPMA_CC.flushed), and the
 // TPM gives its number to the next object: the null key of the wrapper's
 // next session must not be refused as "already in use" (tpm2-openssl signs
-// through a hash sequence, then its session ends: tests/tcti_test.cc).
+// through a hash sequence, then its session ends: tests/tcti/tcti_test.cc).
 TEST_P(WrapTest, ACompletedSequencesHandleMayBeTheWrappersNextKey) {
   const CommandInfo& complete = *find_command(command_code("SequenceComplete"));
   auto sequence = start_hash_sequence();

@@ -4,7 +4,7 @@
 # after the header, a header field read at its position, a header skipped by
 # its length, a frame header written by hand, a be32 decoder of its own) it
 # exits 1 naming the file and line; the same code inside src/wire passes.
-#   tests/check_frame_offsets_test.sh CHECK SOURCE_DIR
+#   tests/checks/check_frame_offsets_test.sh CHECK SOURCE_DIR
 set -euo pipefail
 check=${1:?usage: check_frame_offsets_test.sh CHECK SOURCE_DIR}
 src=${2:?}
