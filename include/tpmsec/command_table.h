@@ -1,36 +1,14 @@
-// The command table: every TPM 2.0 command of TPM 2.0 Part 3, once, with the
-// attributes anyone needs to frame it (command.h, CommandInfo). It is the one
-// place a command code is named and described: the typed definitions of
-// commands.h take their kInfo from here (command_info<cc::kName>()), code
-// that handles a command specially names its code as cc::kName (below),
-// tracing names commands by it, and a front end that adds a session to a command it does
-// not otherwise know (a TCTI) looks it up with find_command().
-//
-// Sources, per entry:
-//   code, name            Part 2 §6.5.2 (TPM_CC); the name is Part 3's, less "TPM2_";
-//   handle_count,         Part 3, the command's handle area ("Type: TPMI_..."
-//   response_handle_count   rows before the parameters; a response handle is
-//                           TPMA_CC.rHandle);
-//   auth_count            Part 3's "Auth Index:" annotations of those handles
-//                           (an "@" handle; TCG reference code: HANDLE_1_USER,
-//                           HANDLE_1_ADMIN, HANDLE_1_DUP, HANDLE_2_USER);
-//   command_param_tpm2b,  Part 3: the first command / response parameter is a
-//   response_param_tpm2b    sized buffer (Part 1 §21 "Session-based
-//                           encryption"; reference code DECRYPT_2 / ENCRYPT_2);
-//   no_sessions           Part 3: the only tag allowed is TPM_ST_NO_SESSIONS
-//                           (reference code NO_SESSIONS);
-//   writes_nv, extensive, Part 2 §8.9 (TPMA_CC.nv, .extensive, .flushed) as
-//   flushes_handles         the reference implementation reports them;
-//   retry_safe            tpmsec's own judgement: reads and pure computations
-//                           only (no commit counter, no policy digest, no audit
-//                           digest, no signing that may consume an ECDAA commit);
-//   creates_handle        every command with a response handle creates (or,
-//                           ContextLoad, reloads) what it names.
-// Cross-checked against libtpms (github.com/stefanberger/libtpms,
-// src/tpm2/CommandAttributeData.h; on master
-// src/tpm2/TPMCmd/tpm/include/private/CommandAttributeData.h), and, for the
-// commands it implements, against what the embedded libtpms reports in
-// TPM_CAP_COMMANDS (tests/wire/command_table_test.cc).
+// The command table: every TPM 2.0 command of TPM 2.0 Part 3, once, with the attributes anyone needs to
+// frame it (command.h, CommandInfo). The one place a command code is named and described: commands.h
+// takes its kInfo from here (command_info<cc::kName>()), code that handles a command specially names it
+// as cc::kName (below), tracing names commands by it, and a front end that adds a session to a command it
+// does not otherwise know (a TCTI) looks it up with find_command().
+// Ownership: static, immutable data; every function is thread-safe. Errors: find_command() of an unknown
+// code is nullptr (no entry), never a guess; a misspelt cc:: name does not compile.
+// Each field's source (Part 2 §6.5.2, Part 3's handle areas and "Auth Index:", Part 2 §8.9 TPMA_CC,
+// tpmsec's own retry_safe judgement) and the cross-check against libtpms (github.com/stefanberger/libtpms,
+// src/tpm2/CommandAttributeData.h) and the embedded TPM's TPM_CAP_COMMANDS (tests/wire/command_table_test.cc):
+// docs/architecture.md, "The command table (include/tpmsec/command_table.h)".
 #ifndef TPMSEC_COMMAND_TABLE_H_
 #define TPMSEC_COMMAND_TABLE_H_
 

@@ -1,35 +1,18 @@
-// "The manufacturer's word": an EK certificate (TCG EK Credential Profile
-// §3) checked against a CA bundle the operator trusts, and the public key it
-// certifies. The key is what a salted session's salt is encrypted to; the
-// certificate is what makes it the TPM's key rather than a bus interposer's.
-//
-// Verification (OpenSSL 3, X509_verify_cert, then the EK profile here):
-//   - only the bundle's CA certificates (basicConstraints cA=TRUE) are kept;
-//     a leaf certificate filed in the bundle vouches for nothing, itself
-//     included. The chain must end at a self-signed CA of the bundle (no
-//     X509_V_FLAG_PARTIAL_CHAIN), through intermediates the bundle holds: a
-//     bundle of the manufacturer's intermediate alone is refused, list its
-//     root with it;
-//   - the certificate must be an EK certificate, not merely one the CA
-//     signed (a TLS server certificate of the same CA, whose key someone
-//     holds, would otherwise pass as a TPM's EK): the extended key usage
-//     tcg-kp-EKCertificate (2.23.133.8.1, EK Credential Profile §3.2, Extended Key Usage),
-//     not a CA (basicConstraints absent or cA=FALSE), and a key usage, when
-//     present, that an EK has: keyEncipherment for RSA; keyAgreement, or
-//     keyEncipherment, for ECC (the profile asks keyAgreement; Intel's PTT
-//     and AMD's fTPM ECC EK certificates assert keyEncipherment instead,
-//     tests/data/ek-certs/). A signing-only key usage is refused. OpenSSL
-//     names no purpose for that EKU, so it is checked here;
-//   - validity periods are enforced, every certificate of the chain at one
-//     instant: now, unless the caller names another (the overload below,
-//     for certificates whose periods end before the tests stop running). An
-//     expired EK certificate or CA is refused rather than trusted, at the
-//     cost of TPMs whose manufacturer let a CA lapse; the operator can then
-//     anchor with --null-name or --tofu. A silent exception for dates would
-//     be a choice made for every operator.
-//   - the certificate's critical subjectAltName (a directoryName with the
-//     TPM manufacturer, model and version, EK Credential Profile §3.2.9) is
-//     parsed by OpenSSL as any SAN; other unknown critical extensions fail.
+// "The manufacturer's word": an EK certificate (TCG EK Credential Profile §3) checked against a CA bundle
+// the operator trusts, and the public key it certifies. The key is what a salted session's salt is
+// encrypted to; the certificate is what makes it the TPM's key rather than a bus interposer's.
+// Verification (OpenSSL 3, X509_verify_cert, then the EK profile here): only the bundle's CA certificates
+// vouch; the chain must end at a self-signed CA of the bundle (no partial chains); the certificate must be
+// an EK certificate (EKU tcg-kp-EKCertificate 2.23.133.8.1, not a CA, an EK's key usage); every
+// certificate of the chain must be valid at one instant (now, or the caller's `at`); unknown critical
+// extensions fail, the EK's critical subjectAltName (§3.2.9) excepted.
+// Errors: a certificate that does not parse is kParse; one that does not verify or is not an EK
+// certificate is kIntegrity, with the reason, subject and issuer; a bad bundle file is kUsage naming it.
+// Ownership: a CaBundle owns its OpenSSL store (shared between copies); reading the files is the host's
+// part (host_state.h). The functions keep no state of their own. No TPM is involved here.
+// Each rule's reason (leaf certificates in a bundle, Intel PTT's and AMD fTPM's keyEncipherment, why an
+// expired CA is refused rather than excepted): docs/sessions.md, "The endorsement key", and its
+// subsection "What ek_certificate.h and ek_key.h rest on".
 #ifndef TPMSEC_EK_CERTIFICATE_H_
 #define TPMSEC_EK_CERTIFICATE_H_
 

@@ -1,32 +1,18 @@
-// The salt key proven by the manufacturer's word: the TPM's endorsement key,
-// whose public key an EK certificate (read from the TPM's NV) certifies and
-// whose certificate chains to a CA bundle the operator trusts (--ek-ca).
-//
-// The null key (null_key.h) is whatever answers CreatePrimary(TPM_RH_NULL):
-// an active bus interposer can answer with its own key, read the salt, and
-// forge every response HMAC. The EK cannot be substituted that way:
-//   - its public area is built here from the certificate (template L-1 or
-//     L-2 of the TCG EK Credential Profile §2.1.5, unique = the certified
-//     key), never taken from the TPM's response;
-//   - the salt is encrypted to that public area, so only the holder of the
-//     certified private key (the genuine TPM) can recover it;
-//   - the name the TPM reports for CreatePrimary(TPM_RH_ENDORSEMENT) must
-//     equal the name of that public area (Part 1 §16), else kIntegrity. A
-//     forged name alone gains nothing (the salt still goes to the certified
-//     key); the check catches the substitution early and clearly.
-// A handle swapped on the bus to point at another key makes the TPM decrypt
-// the salt with the wrong key: the session key differs, the TPM refuses the
-// first HMAC, and Tpm reports tampering (an unconfirmed session refused).
-//
-// Like the null key, the EK is then saved (ContextSave) and flushed, and
-// loaded again for each session; it is created again, and its name checked,
-// when the TPM refuses the context (after a TPM Reset). The endorsement seed
-// survives resets, so the name never legitimately changes.
-//
-// What the certificate does not prove is that the TPM is this machine's: a
-// relay to another genuine TPM of the same CA passes everything above. The
-// session factory holds the EK to its pin (ek_pin.h) and, on a device: TPM,
-// to the kernel's null-key pin (session_factory.h).
+// The salt key proven by the manufacturer's word: the TPM's endorsement key, whose public key an EK
+// certificate (read from the TPM's NV) certifies and whose certificate chains to a CA bundle the operator
+// trusts (--ek-ca; ek_certificate.h verifies it).
+// The EK cannot be substituted as the null key can: its public area is built here from the certificate
+// (TCG EK Credential Profile §2.1.5 template L-1 or L-2, unique = the certified key), never taken from the
+// TPM; the salt is encrypted to that area; the name the TPM reports for CreatePrimary(TPM_RH_ENDORSEMENT)
+// must equal that area's name (Part 1 §16).
+// Ownership: an EkKey holds the public area, name and saved context; after create() nothing is loaded;
+// load() returns a ScopedHandle (RAII: the caller's handle, flushed when it goes). Creating it again when
+// the TPM refuses the context (a TPM Reset) checks the name again. Not thread-safe: the Tpm's thread.
+// Errors: a name that differs is kIntegrity; a missing certificate index, or a key the template cannot
+// hold, kUnsupported; the certificate's errors as ek_certificate.h returns them.
+// It proves a genuine TPM, not this machine's: the session factory holds the EK to its pin (ek_pin.h)
+// and, on a device: TPM, to the kernel's null-key pin (session_factory.h). Why and the attacks:
+// docs/sessions.md, "The endorsement key", and "What ek_certificate.h and ek_key.h rest on".
 #ifndef TPMSEC_EK_KEY_H_
 #define TPMSEC_EK_KEY_H_
 

@@ -1,66 +1,20 @@
-// Which TPM handles a Tpm may flush: the bookkeeping of Tpm's handle ledger
-// (the commands it sends for it are in tpm.h).
-//
-// Response handles are not covered by any HMAC (Part 1 §18.9), so a handle
-// named by a response proves nothing. tpmsec flushes only what it created:
-//   owned    handles a parsed response of a creating command (CommandInfo::
-//            creates_handle) named, accepted by adopt(), and not flushed or
-//            forgotten since;
-//   foreign  the baseline: the transient objects and sessions present in the
-//            TPM before this Tpm's first creating command. Never adopted,
-//            never flushed.
-// A response naming an owned or foreign handle, or one of the wrong type, is
-// refused (kIntegrity) and the handle is neither adopted nor flushed.
-//
-// When a creating command's outcome is unknown (lost, unparseable,
-// unauthenticated, or an error code that may be forged after the TPM ran it),
-// or a flush of an owned handle did not clearly succeed, a sweep is pending.
-// A handle whose flush did not clearly succeed is flushed again by number
-// (it was this Tpm's). The strays (listed handles neither owned nor foreign)
-// a sweep flushes are those of the kind the failed command creates:
-//   objects   after a CreatePrimary, Load or object ContextLoad, or an
-//             object's flush: the transient objects;
-//   sessions  after a StartAuthSession, or a session's flush: over a bus,
-//             only the loaded sessions of that session's type (the TPM lists
-//             loaded sessions by type, 0x02… HMAC, 0x03… policy; Part 3
-//             §30.2), never a saved one or one of the other type: a lost
-//             session is loaded (nobody received its handle to save it);
-//             in process (no bus: the baseline cannot have been tampered
-//             with) every session not owned, loaded or saved, as always.
-// A session's ContextLoad creates nothing (the session keeps its handle).
-// This assumes the TPM's handles are shared with nobody who
-// creates new ones while this Tpm lives (true for the embedded TPM, for
-// swtpm, which serves one connection at a time, and for /dev/tpm0, which
-// admits one opener; the kernel's own commands run under the chip lock and it
-// keeps no session of its own while /dev/tpm0 is open: Linux commit
-// df745e25098d, "tpm: Lazily flush the auth session"). One Tpm per TPM
-// connection: handles another Tpm object creates on the same connection
-// after this one's baseline look like strays to it. /dev/tpmrm* is
-// different: transient handles are virtualized per client and the kernel
-// flushes a client's handles when it closes, but session handles are global
-// there (linux drivers/char/tpm/tpm2-space.c maps only transient handles), so
-// no baseline is taken and nothing is swept (Transport::private_handles()).
-//
-// What the ledger does not do: a response handle the TPM did not create but
-// that is neither owned nor foreign (an unused number) is adopted; it turns
-// out when the handle is used or flushed (TPM_RC_HANDLE: the flush then
-// sweeps, finding the real one). The baseline and the listings of a sweep
-// are not authenticated (the baseline comes before any session that could
-// authenticate it): an interposer can hide another client's handle from it.
-// Such a hidden handle survives a sweep of another kind or session type; one
-// of the very kind the failed command creates is flushed (tpmsec's own
-// stray and it look the same through every listing). That gives an
-// interposer nothing: FlushContext needs no authorization (Part 3 §28.4), so
-// it can flush any handle itself
-// (docs/threat-model.md, "Handles"). An interposer can always cause leaks by
-// dropping commands (a FlushContext answered with a forged success without
-// reaching the TPM leaves its handle behind unnoticed, until a later sweep
-// finds it), and can flush anything itself; what it cannot do is make tpmsec
-// flush its own live handles or a handle it knows is someone else's.
-// One more flush of handles a Tpm did not create, outside the ledger: what a
-// dead process of the TCTI recorded as its own (held_handles.h), at the next
-// start; the ledger's held() is what those records hold.
-// Tested in tests/tpm/handle_ledger_test.cc and tests/session/leak_test.cc.
+// Which TPM handles a Tpm may flush: the bookkeeping of Tpm's handle ledger (the commands it sends for it
+// are in tpm.h). tpmsec flushes only what it created. Response handles are covered by no HMAC (Part 1
+// §18.9), so a handle a response names proves nothing:
+//   owned    handles a parsed response of a creating command (CommandInfo::creates_handle) named,
+//            accepted by adopt(), and not flushed or forgotten since;
+//   foreign  the baseline: the transient objects and sessions in the TPM before this Tpm's first creating
+//            command. Never adopted, never flushed.
+// Errors: a response naming an owned or foreign handle, or one of the wrong type, is refused (kIntegrity)
+// and the handle is neither adopted nor flushed. A creating command whose outcome is unknown, or a flush of
+// an owned handle that did not clearly succeed, leaves a sweep pending: that handle is flushed again by
+// number, and the strays (listed, neither owned nor foreign) of the kind the failed command creates are
+// flushed. held() is what held_handles.h records for a process that dies.
+// Ownership and threads: one ledger per Tpm, one Tpm per TPM connection, whose handles nobody else
+// creates while it lives; on /dev/tpmrm* (Transport::private_handles()) no baseline, no sweep. Not
+// thread-safe: the Tpm's thread.
+// Why, the sweep's kinds, the assumptions and what it does not do: docs/sessions.md, "The handle ledger
+// (include/tpmsec/handle_ledger.h)". Tested in tests/tpm/handle_ledger_test.cc and tests/session/leak_test.cc.
 #ifndef TPMSEC_HANDLE_LEDGER_H_
 #define TPMSEC_HANDLE_LEDGER_H_
 

@@ -1,49 +1,18 @@
-// What a front end leaves on a TPM when its process dies, and how the next
-// one ends it (tpm2-tss programs through the TCTI, docs/tcti.md "A program
-// killed mid-run").
-//
-// A program can be killed (SIGKILL, a crash, _exit) while the TCTI's session,
-// or the null key between its ContextLoad and its flush, is loaded. A TPM
-// that does not flush a closed connection's handles (swtpm, mssim,
-// /dev/tpm0; not /dev/tpmrm0, whose resource manager does) keeps them, a
-// session slot of three each, until someone runs tpm2_flushcontext.
-//
-// track_held_handles(): while a Tpm lives, what it holds (HandleLedger::
-// held(): the handles it created and has not flushed, each session loaded or
-// saved) is recorded in the host state, per TPM, with the process's stamp
-// (HostState::this_process(): pid, start time, pid namespace) and the host's
-// boot: written when one of its handles is created, rewritten when one is
-// flushed, saved or loaded back, removed when none is left (Tpm::watch_held).
-// A file write, never a TPM command.
-//
-// flush_stale_handles(), when the next one starts, before it creates
-// anything: a record of this boot whose owner no longer runs
-// (HostState::process_runs(): no such pid, a pid reused by a process that
-// started at another time, a zombie) is stale. Each handle it names that the
-// TPM lists (GetCapability(TPM_CAP_HANDLES)) in the state recorded — a loaded
-// session among the loaded sessions, a saved one among the saved, an object
-// among the transient objects — is flushed, and the record removed. A record
-// of another boot is removed unread (a TPM Reset ended its handles). When no
-// record is stale, nothing is sent. On a transport with private_handles()
-// (the kernel flushed them) and in process (the TPM ended with its process)
-// stale records are removed and nothing is flushed.
-//
-// What it never does: flush a handle no record names, or one named by the
-// record of a process that runs (or of another pid namespace, which cannot
-// be told). The listing is unauthenticated (no session exists yet): a lie
-// in it can only keep a stale handle from being flushed, or make tpmsec
-// flush a handle the stale record names; an interposer can flush any handle
-// itself anyway (FlushContext needs no authorization, Part 3 §28.4).
-//
-// What remains (docs/tcti.md): handle numbers are reused (a TPM hands out
-// the lowest free slot). A stale handle that someone else flushed
-// (tpm2_flushcontext, a swtpm restarted within the host's boot) frees its
-// number; a third program that got the same number and holds that handle in
-// the same state when the next process starts (it leaked it too, or it runs
-// on a TPM that serves several connections at once, or it saved a session
-// under that number while the stale one was saved) loses it. A crash between
-// a creating command's response and the record (microseconds) leaks the
-// handle unrecorded, as before.
+// What a front end leaves on a TPM when its process dies, and how the next one ends it (tpm2-tss programs
+// through the TCTI; a TPM that does not flush a closed connection's handles keeps them).
+//   track_held_handles()   while a Tpm lives, records what it holds (HandleLedger::held()) in the host
+//                          state, per TPM, with the process's stamp and the host's boot. A file write,
+//                          never a TPM command.
+//   flush_stale_handles()  when the next one starts, before it creates anything: flushes each handle a
+//                          stale record (this boot, owner no longer runs) names that the TPM lists in the
+//                          recorded state, and removes the record. Nothing is sent when no record is stale.
+// Never flushes a handle no record names, or one a running process's record names (or another pid
+// namespace's). With private_handles() or in process, stale records are removed and nothing is flushed.
+// Ownership: the HostState holds the records; the Tpm is the caller's. Not thread-safe: the Tpm's thread.
+// Errors come back as values (Result): the host state's, or the TPM's for a listing or flush.
+// Why, what an unauthenticated listing can and cannot do, and what remains (reused handle numbers, a crash
+// between a response and its record): docs/tcti.md, "A program killed mid-run" and its subsection
+// "Held handles (include/tpmsec/held_handles.h)".
 #ifndef TPMSEC_HELD_HANDLES_H_
 #define TPMSEC_HELD_HANDLES_H_
 

@@ -1,24 +1,18 @@
-// What tpmsec keeps on, and reads from, the host it runs on: the one typed
-// store of host state, keyed by TPM (tpm_id.h), as LevelDB's Env is the one
-// way its core reaches the operating system. The core (wire, crypto,
-// sessions, strategies) does no file system, /proc or /sys access of its
-// own: what it needs of the host it is handed through a HostState, which the
-// protect layer makes (protect.h: ProtectRequest::host).
-//
-// Implementations:
-//   - FileHostState (file_host_state.h, the tpmsec_host target): the state
-//     directory (0600 files in 0700 directories, never through a planted
-//     symbolic link; files.h), /proc's boot id, /sys's null_name pins;
-//   - MemoryHostState (testing/memory_host_state.h): in memory, for tests
-//     that need no state directory.
-//
-// Records are kept per TPM string. A record that cannot be read back as
-// written is a kParse error naming where it is and how to remove it (a pin
-// or a secret is never silently dropped); the kept session cache is the
-// exception: it is only ever a cache, so a bad one reads as none. A record
-// the store may not trust (FileHostState: a file or directory another user
-// owns or can write, a symbolic link: files.h) is an error, kRuntime, for
-// every record the cache's included: it is never read as none.
+// What tpmsec keeps on, and reads from, the host it runs on: the one typed store of host state, keyed by
+// TPM (tpm_id.h), as LevelDB's Env is the one way its core reaches the operating system. The core (wire,
+// crypto, sessions, strategies) does no file system, /proc or /sys access of its own: what it needs of the
+// host it is handed through a HostState, which the protect layer makes (protect.h: ProtectRequest::host).
+// Implementations: FileHostState (file_host_state.h, the tpmsec_host target: the state directory, /proc's
+// boot id, /sys's null_name pins); MemoryHostState (testing/memory_host_state.h: tests with no state
+// directory).
+// Ownership: shared (std::shared_ptr, ProtectRequest::host) by whoever the protect layer hands it to.
+// Records are kept per TPM string. Not thread-safe unless an implementation says so.
+// Errors: a record that cannot be read back as written is kParse, naming where it is and how to remove it
+// (a pin or a secret is never silently dropped); the kept session cache is the exception: only ever a
+// cache, a bad one reads as none. A record the store may not trust (FileHostState: a file or directory
+// another user owns or can write, a symbolic link: files.h) is kRuntime, for every record the cache's
+// included: it is never read as none.
+// Why, and what it holds: docs/architecture.md, "The host beside the core".
 #ifndef TPMSEC_HOST_STATE_H_
 #define TPMSEC_HOST_STATE_H_
 

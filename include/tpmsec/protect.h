@@ -1,15 +1,9 @@
-// The protect path's one entry (docs/architecture.md "The protect path").
-//
-// A front end (the tpmsec CLI, the tpm2-tss TCTI, a program of its own)
-// describes what it wants — which TPM, how its sessions' keys are trusted,
-// which strategy or policy, whether to keep what earlier runs learnt — and
-// gets back an open TPM whose protection is resolved: the trust anchor, the
-// session factory, the strategy for extends and how its sessions run on this
-// chip. Everything that decides lives here, in one order; a front end only
-// parses its arguments into a ProtectRequest and words the errors
-// (Error::reason() says which advice fits). A TPM string with protection
-// items (null-name=, tofu, ...) becomes one with tpm_config.h, the one
-// grammar of every front end; what `tpmsec provision` keeps is provision.h.
+// The protect path's one entry. A front end (the tpmsec CLI, the tpm2-tss TCTI, a program of its own)
+// describes what it wants (which TPM, how its sessions' keys are trusted, which strategy or policy,
+// whether to keep what earlier runs learnt) in a ProtectRequest and gets back an open TPM whose protection
+// is resolved: the trust anchor, the session factory, the strategy for extends and how its sessions run on
+// this chip. Everything that decides lives here, in one order; a TPM string with protection items becomes
+// a request with tpm_config.h; what `tpmsec provision` keeps is provision.h.
 //
 //   ProtectRequest r;
 //   r.tpm = "device:/dev/tpmrm0";
@@ -17,11 +11,12 @@
 //   auto stream = (*tpm)->extend_stream({.pcr = 16});
 //   (*stream)->extend(digest); (*stream)->finish();
 //
-// What this layer links: the core, the host layer (the state directory:
-// file_host_state.h), the bus transports (device, swtpm, mssim), the policy
-// decision (toml++), nothing of measurement, emulation or
-// libtpms (scripts/check-layers). An in-process TPM (the embedded simulator)
-// is handed in already open by the caller that links it.
+// Ownership: open() owns the transport it opened or was given (an in-process TPM is handed in already
+// open by the caller that links it); adopt() borrows the caller's Transport and Tpm, which must outlive it.
+// Not thread-safe: one thread per ProtectedTpm. Errors come back as values; a front end only words them
+// (Error::reason() says which advice fits). Links the core, host, bus transports and policy, nothing of
+// measurement, emulation or libtpms.
+// Why and the order: docs/architecture.md, "The protect path".
 #ifndef TPMSEC_PROTECT_H_
 #define TPMSEC_PROTECT_H_
 

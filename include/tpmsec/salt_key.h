@@ -1,24 +1,19 @@
-// A persistent salt key: a key that already lives in the TPM (systemd's SRK at
-// 0x81000001, or one `tpmsec provision --salt-key --create` made), pinned once
-// by its public area. Sessions are then salted to it as it stands: no
-// CreatePrimary, no ContextLoad, no FlushContext of a null key. A one-shot
-// protected extend is a salted StartAuthSession and the extend.
-//
-// Why a pinned persistent key is as good an anchor as the pinned null key:
-// the salt is encrypted to the public area kept here, so only a TPM holding
-// its private part can read it. A TPM without it (a swapped chip, a key
-// evicted and replaced at the same handle) cannot compute the session key,
-// and the first response HMAC fails (kIntegrity).
-//
-// What it rests on (docs/threat-model.md): the public area pinned at
-// provisioning, which came from an audited ReadPublic in a session salted to
-// an anchor the user trusted then; and the key's attributes, which say the
-// TPM made it and it cannot leave (fixedTPM, fixedParent,
-// sensitiveDataOrigin): a key whose private part someone imported could be
-// read by that someone, so such a key is refused. It must also be a
-// restricted decryption key, as an SRK is: the TPM decrypts any session's
-// encrypted salt for whoever may use an unrestricted one (TPM2_RSA_Decrypt,
-// TPM2_ECDH_ZGen), and refuses both for a restricted key.
+// A persistent salt key: a key that already lives in the TPM (systemd's SRK at 0x81000001, or one `tpmsec
+// provision --salt-key --create` made), pinned once by its public area. Sessions are then salted to it as
+// it stands: no CreatePrimary, no ContextLoad, no FlushContext of a null key. A one-shot protected extend
+// is a salted StartAuthSession and the extend.
+// As good an anchor as the pinned null key: the salt is encrypted to the public area kept here, so a TPM
+// without its private part (a swapped chip, a key evicted and replaced at the same handle) cannot compute
+// the session key, and the first response HMAC fails (kIntegrity).
+// What it rests on: the public area pinned at provisioning, from an audited ReadPublic in a session salted
+// to an anchor the user trusted then; the key's attributes (fixedTPM, fixedParent, sensitiveDataOrigin: the
+// TPM made it, it cannot leave), and a restricted decryption key, as an SRK is (an unrestricted one would
+// decrypt any session's salt for whoever may use it: TPM2_RSA_Decrypt, TPM2_ECDH_ZGen). Any other key is
+// refused (check_salt_key_public), kIntegrity when an answer differs from what was asked or pinned.
+// Ownership: PersistentSaltKey is a value; the key lives in the TPM, evicted only by evict_salt_key() (and
+// `provision --remove` only if tpmsec made it). Not thread-safe: the Tpm's thread.
+// Why and the attacks tested: docs/threat-model.md, "A pinned persistent salt key (tpmsec provision
+// --salt-key)".
 #ifndef TPMSEC_SALT_KEY_H_
 #define TPMSEC_SALT_KEY_H_
 

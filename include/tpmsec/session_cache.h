@@ -1,29 +1,18 @@
-// What a one-shot protected command keeps between processes, so that each
-// run costs what Linux's per-command session costs (ContextLoad of the null
-// key, salted StartAuthSession, FlushContext, the command) and not a
-// CreatePrimary and four GetCapability calls more.
-//
-// Kept per TPM string and per host boot, like a TOFU pin, in the host's
-// state (host_state.h; FileHostState: STATE_DIR/session-cache/, readable
-// only by the owner):
-//   - the TPM's plain capabilities (tpm_info.h): they are unauthenticated
-//     wherever they come from, and decide only what an unauthenticated read
-//     may decide (the salt kind, PCR checks, a policy choice among
-//     preventing strategies: docs/threat-model.md);
-//   - the null key's public area, name and saved context. It is not a trust
-//     anchor: it is used only when its name equals the pin of the anchor in
-//     force (the kernel's, --null-name, this boot's --tofu pin), or on an
-//     in-process TPM that needs none. The salt is encrypted to the kept
-//     public key, so a TPM without its private key cannot read it; a context
-//     the TPM refuses makes tpmsec recreate the key and hold it to the pin;
-//   - the sessions of programs that a TCTI re-signs (host_state.h,
-//     KeptCallerSession): the nonceTPM of each one's last verified answer,
-//     so a session started by one program (tpm2_startauthsession) is
-//     re-signed, and its command's parameters encrypted, in the next;
-//   - per program, which of its commands was the last the TCTI's session
-//     went on (the TCTI ends its session with that command the next time:
-//     wrap.h). Only ever a guess: a program that needs the session later
-//     gets a new one, at the cost of its start.
+// What a one-shot protected command keeps between processes, so that each run costs what Linux's
+// per-command session costs (ContextLoad of the null key, salted StartAuthSession, FlushContext, the
+// command) and not a CreatePrimary and four GetCapability calls more. Kept per TPM string and per host
+// boot, like a TOFU pin, in the host's state (host_state.h): the TPM's plain capabilities, the null key's
+// public area, name and saved context, the sessions of programs a TCTI re-signs (KeptCallerSession), and
+// per program the command the TCTI's session last went on.
+// Trust: nothing kept is an anchor. Capabilities stay unauthenticated and decide only what an
+// unauthenticated read may decide; a kept null key is used only when its name equals the pin of the anchor
+// in force (or on an in-process TPM); a per-program count is only a guess.
+// Ownership: a SessionCache shares the HostState it is given (shared_ptr). Not thread-safe: one per
+// process's protect path.
+// Errors: a record that does not read back is ignored (replaced by the next put): a bad cache is never a
+// reason to fail; one the host may not trust (another user's file, a symbolic link) is kRuntime naming it.
+// Why each item is safe to keep: docs/threat-model.md, "What one process keeps for the next", and its
+// subsection "What session_cache.h keeps for a TCTI".
 #ifndef TPMSEC_SESSION_CACHE_H_
 #define TPMSEC_SESSION_CACHE_H_
 

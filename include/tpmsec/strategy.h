@@ -1,44 +1,22 @@
-// Session lifecycle strategies: how a stream of protected PCR extends (or any
-// protected commands) gets its sessions, and what each costs in TPM commands.
-//
-//   per-command    Linux 6.10: ContextLoad(null key), salted StartAuthSession,
-//                  FlushContext(null key), then the command without continueSession.
-//   saved-context  the seed thread's proposal: ContextLoad(session), command
-//                  with continueSession, ContextSave(session).
+// Session lifecycle strategies: how a stream of protected PCR extends (or any protected commands) gets its
+// sessions, and what each costs in TPM commands.
+//   per-command    Linux 6.10: ContextLoad(null key), salted StartAuthSession, FlushContext(null key),
+//                  then the command without continueSession.
+//   saved-context  the seed thread's proposal: ContextLoad(session), command with continueSession,
+//                  ContextSave(session).
 //   resident       Linux 6.12: one session kept loaded with continueSession.
 //   plain          tpm.disable_pcr_integrity=1: password authorization.
-//   checkpoint     ours: plain extends, and an audited PCR read every N extends
-//                  that compares the PCR with the value tpmsec expects (docs/strategies.md).
-//
-// Error codes are not authenticated, so after a failure whose outcome is
-// unknown an extend stream learns through an audit-authenticated PCR read
-// whether the extend landed before it retries (a stream with
-// StreamOptions::recover; one without retires the session and stops). That alone is not enough: an
-// interposer can withhold the PCR_Extend (answering it with an error) and the
-// FlushContext of its session (answering success), then replay the withheld
-// command after the retry landed; the session is still in the TPM and the
-// command's HMAC still matches its nonce. So before it reads the PCR, the
-// stream proves through an audited GetCapability(TPM_CAP_HANDLES) that the
-// failed attempt's session is gone (flushing it again while it is listed),
-// and does not retry when it cannot: once a session is gone no command for
-// it can ever run (a new session under the same handle has another key).
-// Only that listing proves it, never a handle (no HMAC covers one: an
-// interposer can rename the audit session to the failed one's handle). The
-// audit session is started before the failed session is flushed, and one
-// whose answer names that handle anyway is replaced by a second started
-// while it holds the handle (ExtendStream::start_audit_apart_from), so a
-// session listed under the handle is always the failed one
-// (tests/protect/batch_failure_test.cc, ARenamedAuditSessionNeverAppliesADigestTwice).
-// No extend is applied twice (tests/strategy/strategy_fault_test.cc,
-// AWithheldExtendIsNeverAppliedTwice). When extend() returns an error, each
-// command it sent for the digest has run or can never run, except in one
-// case, reported as kIntegrity "is still in the TPM": the interposer keeps
-// the session alive by dropping every FlushContext, and may land the
-// withheld digest later, once (AnUnflushableSessionStopsTheRetry). What
-// detects that: the stream stops, and a PCR read shows whether it landed.
-// The audit session is as trustworthy as the salt key behind it
-// (session_factory.h). plain has no such protection; checkpoint detects a
-// replayed extend at its next checkpoint.
+//   checkpoint     ours: plain extends, and an audited PCR read every N extends that compares the PCR with
+//                  the value tpmsec expects.
+// Ownership: make_lifecycle() borrows the caller's SessionFactory; an ExtendStream borrows the Tpm, owns
+// its factory, lifecycle and sessions, and flushes them by finish(). Not thread-safe: the Tpm's thread.
+// Errors come back as values. No extend is applied twice: after a failure whose outcome is unknown, a
+// stream with StreamOptions::recover proves the failed session gone (audited GetCapability) and reads the
+// PCR (audited) before it retries; one without recover retires the session and stops. When extend()
+// returns an error, each command it sent has run or can never run, except "is still in the TPM"
+// (kIntegrity): the withheld digest may land later, once. The audit session is as trustworthy as the salt
+// key behind it (session_factory.h). Why and how: docs/strategies.md, "Recovery, and why no extend is
+// applied twice", and its subsection "In the code (include/tpmsec/strategy.h)".
 #ifndef TPMSEC_STRATEGY_H_
 #define TPMSEC_STRATEGY_H_
 

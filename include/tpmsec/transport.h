@@ -1,32 +1,15 @@
-// Transports carry command bytes to a TPM and its response back.
-//
-// Selected by one string (tpm2-tss TCTI syntax, so TPM2TOOLS_TCTI values for
-// swtpm, mssim and device work unchanged):
-//   embedded                      in-process libtpms, fresh TPM per process
-//   embedded:state=DIR            same, NV state persisted in DIR
-//   swtpm[:host=H,port=P]         swtpm's data port (default localhost:2321)
-//   swtpm:path=SOCKET             swtpm's data port on a Unix socket
-//     ...,ctrl=P2 / ctrlpath=S    swtpm's control channel, for TPM reset
-//     ...,handles=private         the server flushes this connection's handles when
-//                                 it closes (tpmsec emulate --private-handles):
-//                                 no handle listing, no sweep (handle_ledger.h)
-//   mssim[:host=H,port=P]         the Microsoft simulator protocol (tpm2-tss's mssim
-//                                 TCTI; ibmswtpm2, tpmsec emulate --protocol mssim):
-//                                 TPM port P (default localhost:2321), platform port P+1
-//   device[:PATH]                 a TPM character device (default /dev/tpm0)
-//   serve[:path=SOCKET]           a `tpmsec serve` server's Unix socket (default
-//                                 /run/tpmsec/tpm.sock, tpmsec.socket's): the
-//                                 server is the resource manager and puts its own
-//                                 anchored session on every command (protect.h)
-//     ...,uid=N                   the uid the server runs as, when not tss
-//                                 (root is always accepted; SO_PEERCRED)
-//
-// Without one, the TPM is the host's as tpm2-tools would pick it (default_tpm()).
-// The parser and the openers of TPM strings are the transports layer's
-// (tpmsec/transport/tpm_string.h); a string with tpmsec's protection items
-// (null-name=, tofu, ...) is the protect layer's (tpmsec/tpm_config.h).
-//
-// Decorators (tracing, latency emulation, fault injection) wrap a Transport.
+// Transports carry command bytes to a TPM and its response back. The core's contract for a bus, and the
+// typed TpmSpec a TPM string parses into. A TPM string (tpm2-tss TCTI syntax, so TPM2TOOLS_TCTI values for
+// swtpm, mssim and device work unchanged) selects one: embedded[:state=DIR], swtpm[:...], mssim[:...],
+// device[:PATH], serve[:path=SOCKET]; without one, the TPM is the host's as tpm2-tools would pick it
+// (default_tpm()). The parser and the openers are the transports layer's (tpmsec/transport/tpm_string.h);
+// a string with protection items (null-name=, tofu, ...) is the protect layer's (tpmsec/tpm_config.h).
+// Decorators (tracing, latency emulation, slot limits, fault injection) wrap a Transport: a
+// TransportDecorator borrows the one it wraps (the caller keeps it alive) and forwards what it names.
+// Errors: transmit() returns the complete response or an error value (Result), never a partial frame;
+// reset_tpm() and suspend_resume() are kUnsupported without platform control. A response is the TPM's
+// word only: hostile until parsed and authenticated above. Not thread-safe: one command at a time.
+// Every TPM string's keys and defaults: docs/architecture.md, "TPM strings (include/tpmsec/transport.h)".
 #ifndef TPMSEC_TRANSPORT_H_
 #define TPMSEC_TRANSPORT_H_
 

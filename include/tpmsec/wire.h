@@ -1,32 +1,19 @@
-// Big-endian TPM wire format: a bounds-checked reader and a writer that
-// cannot write a size its bytes disagree with.
-//
-// Reader is a cursor over untrusted bytes. Every read can fail; the first
-// failure is recorded (what was expected, the field, and the offset) and makes
-// every later read fail too, so a parser may read a whole structure and check
-// status() once. Values read after a failure are zero and must not be used;
-// counts and sizes that bound a loop go through count()/tpm2b(), which refuse
-// anything larger than the caller's limit.
-//
-// Writer builds a command or a part of one from the caller's values. Every
-// size or count it writes is checked against what it counts: a TPM2B body
-// against the caller's max and what a u16 can say, a u8 or u32 count against
-// its max, a size field reserved with begin_size*() against the body it
-// covers, and the whole buffer against the limit given at construction (the
-// 4096-byte kMaxCommandBytes for a command). The first failure is recorded
-// (the field, its size, the limit, the offset) and is sticky, as in the Linux
-// kernel's tpm_buf (drivers/char/tpm/tpm-buf.c, TPM_BUF_OVERFLOW) and
-// BoringSSL's CBB (crypto/bytestring/cbb.c): the buffer is emptied and every
-// later write does nothing, so a marshaller writes a whole structure and
-// checks status() once. What holds:
-//   - a failed Writer holds no bytes: data() is empty and size() is 0, so no
-//     prefix whose sizes disagree with its bytes can be sent by mistake;
-//   - finish() takes the bytes, or returns the error once failed (the frame
-//     writers of command_frame.h and response_frame.h return it: a command
-//     that did not fit never reaches a transport); data() is for inspection,
-//     or for a caller that has just checked ok();
-//   - the error is kUsage (the caller's value does not fit) and names the field.
-// Field names are string literals: a Writer keeps the views, not copies.
+// Big-endian TPM wire format: a bounds-checked reader and a writer that cannot write a size its bytes
+// disagree with.
+//   Reader  a cursor over untrusted bytes (borrowed: the caller keeps them alive). Every read can fail;
+//           the first failure is recorded (what was expected, the field, the offset) and makes every later
+//           read fail too, so a parser reads a whole structure and checks status() once. Values read
+//           after a failure are zero and must not be used; counts and sizes that bound a loop go through
+//           count()/tpm2b(), which refuse anything larger than the caller's limit.
+//   Writer  builds a command or a part of one (owns its bytes). Every size or count it writes is checked
+//           against what it counts, and the whole buffer against the limit given at construction
+//           (kMaxCommandBytes for a command). The first failure is recorded and sticky: the buffer is
+//           emptied and every later write does nothing; finish() takes the bytes or returns the error.
+// Errors: a Reader's status() names the field and offset (kParse); a Writer's is kUsage (the caller's
+// value does not fit) and names the field. Field names are string literals: a Writer keeps the views, not
+// copies. Not thread-safe: one Reader or Writer per thread; they share no state.
+// What a failed Writer guarantees, and the designs it follows (Linux's tpm_buf, BoringSSL's CBB):
+// docs/architecture.md, "The wire format (include/tpmsec/wire.h)".
 #ifndef TPMSEC_WIRE_H_
 #define TPMSEC_WIRE_H_
 

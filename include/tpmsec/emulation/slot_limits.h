@@ -1,52 +1,18 @@
-// The emulated chip's session and object slots (issue #11): a transport
-// decorator that answers as a chip with the profile's SlotLimits would, where
-// those are lower than the wrapped TPM's own (libtpms's limits stay in force
-// anyway, since every command that is not refused still runs on it).
-//
-// What it enforces, as TPM 2.0 Part 1 §30 ("Context Management") and the
-// reference implementation (Part 4, Session.c: SessionCreate,
-// ContextIdSessionCreate, SessionContextSave, SessionContextLoad) do:
-//
-//   StartAuthSession  TPM_RC_SESSION_MEMORY  no free loaded-session slot
-//                     TPM_RC_CONTEXT_GAP     a saved session exists, this would
-//                                            take the last free slot, and the
-//                                            gap is at its maximum
-//                     TPM_RC_SESSION_HANDLES active (loaded + saved) sessions
-//                                            at active_sessions_max
-//   ContextLoad       TPM_RC_SESSION_MEMORY  (a saved session) no free slot
-//                     TPM_RC_CONTEXT_GAP     the last free slot, gap at its
-//                                            maximum, and not the oldest
-//                     TPM_RC_OBJECT_MEMORY   (an object) no free object slot
-//   ContextSave       TPM_RC_CONTEXT_GAP     (a session) the gap is at its
-//                                            maximum: the context counter's
-//                                            low bits equal the oldest saved
-//                                            session's
-//   CreatePrimary, Load, LoadExternal, CreateLoaded, HashSequenceStart,
-//   HMAC_Start        TPM_RC_OBJECT_MEMORY   no free transient-object slot
-//
-// The gap: the chip keeps a 64-bit context counter, starting at
-// max_loaded_sessions + 1 after a TPM Reset; each session ContextSave takes
-// its value and increments it; a saved session is remembered by the counter's
-// value modulo context_gap_max + 1 ("low bits"), and when those wrap to 0 the
-// counter skips the max_loaded_sessions + 1 values that mark a free or loaded
-// slot. The gap is at its maximum when the counter's low bits equal the
-// oldest saved session's. So with context_gap_max 255 and 3 loaded slots, 251
-// more sessions can be saved after one that is kept saved; the 252nd
-// ContextSave is refused until the oldest is loaded or flushed.
-//
-// Which handles are loaded, saved or transient is what the wrapped TPM lists
-// (GetCapability(TPM_CAP_HANDLES), sent to it directly before each command
-// that could be refused), so FlushContext, continueSession = 0, a TPM Reset or
-// Restart and odd or hostile commands need no parsing here and cannot make the
-// count drift. What only the chip knows, the context counter and which saved
-// session is oldest, comes from the successful session ContextSaves it
-// forwarded (a saved session it did not see saved is never taken for the
-// oldest). A refused command is answered without reaching the wrapped TPM, as
-// a 10-byte error response. Malformed commands are passed through untouched.
-// A refusal is decided before the TPM looks at the rest of the command, so a
-// command that is also wrong in another way gets the slot error where a chip
-// might report that other error first.
-// Deterministic; not thread-safe.
+// The emulated chip's session and object slots (issue #11): SlotLimitTransport, a transport decorator that
+// answers as a chip with the profile's SlotLimits would, where those are lower than the wrapped TPM's own
+// (libtpms's limits stay in force anyway: every command not refused still runs on it). It enforces TPM 2.0
+// Part 1 §30 ("Context Management") as the reference implementation does (Part 4, Session.c):
+// TPM_RC_SESSION_MEMORY, TPM_RC_CONTEXT_GAP and TPM_RC_SESSION_HANDLES on StartAuthSession, ContextLoad and
+// ContextSave of sessions, TPM_RC_OBJECT_MEMORY on every command that loads a transient object.
+// Errors: a refused command is answered without reaching the wrapped TPM, as a 10-byte error response;
+// malformed commands are passed through untouched. A refusal is decided before the TPM looks at the rest
+// of the command, so a command also wrong in another way gets the slot error first.
+// State: which handles are loaded, saved or transient is what the wrapped TPM lists (GetCapability(
+// TPM_CAP_HANDLES), sent to it directly before each command that could be refused), so nothing can make
+// the count drift; the context counter and the oldest saved session come from the session ContextSaves it
+// forwarded. Borrows the wrapped transport (the caller keeps it alive). Deterministic; not thread-safe.
+// The table of refusals, the gap's arithmetic and why: docs/latency-profiles.md, "Slots and the context
+// gap: what the emulator enforces", and its subsection "The rules, command by command".
 #ifndef TPMSEC_EMULATION_SLOT_LIMITS_H_
 #define TPMSEC_EMULATION_SLOT_LIMITS_H_
 

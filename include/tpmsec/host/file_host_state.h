@@ -1,26 +1,15 @@
-// The host's state on its file system (host_state.h): the one HostState a
-// program on the library gets unless it brings its own (protect.h,
-// ProtectRequest::host). The tpmsec_host target.
-//
-// The state directory holds one file per record, "key=value" lines, read
-// with a size bound, written whole or not at all, 0600 in 0700 directories
-// whatever the umask. Every read, write and removal first checks the state
-// directory's parent, each directory from the state directory down and the
-// file itself (owner root or the effective uid, nobody else can write, files
-// 0600, no symbolic link followed): anything else is refused, kRuntime
-// naming the path and its owner (files.h). The records:
-//   DIR/null-key-pins/ID-SALT   --tofu pins (SALT: ecc, rsa)
-//   DIR/ek-pins/ID-SALT         --ek-ca's EK pins
-//   DIR/session-cache/ID-info   kept capabilities; ID-SALT: kept null keys;
-//                               ID-commands-PROGRAM: a program's command count
-//   DIR/bind/ID                 the bind secret (bind_secret.h)
-//   DIR/salt-key/ID             the pinned salt key (salt_key.h)
-//   DIR/held-handles/ID-NS-PID-START-N  what the N-th tracked Tpm of process
-//                               PID (pid namespace NS, started at START)
-//                               holds on the TPM (held_handles.h)
-// ID is the TPM's TpmId::key (PROGRAM a ProgramId::key); each file also
-// holds the TPM string (and the program's path), which must be the one
-// asked for.
+// The host's state on its file system (host_state.h): the one HostState a program on the library gets
+// unless it brings its own (protect.h, ProtectRequest::host). The tpmsec_host target.
+// The state directory holds one file per record, "key=value" lines, read with a size bound, written whole
+// or not at all, 0600 in 0700 directories whatever the umask. Every read, write and removal first checks
+// the state directory's parent, each directory from the state directory down and the file itself (owner
+// root or the effective uid, nobody else can write, files 0600, no symbolic link followed).
+// Errors: anything else is refused, kRuntime naming the path and its owner (files.h); the rest as
+// host_state.h says. Each file also holds the TPM string (and the program's path), which must be the one
+// asked for. Ownership and threads: as HostState says.
+// The records (null-key-pins/, ek-pins/, session-cache/, bind/, salt-key/, held-handles/), their names and
+// keys: docs/architecture.md, "The host beside the core", subsection "The state directory
+// (include/tpmsec/host/file_host_state.h)".
 #ifndef TPMSEC_HOST_FILE_HOST_STATE_H_
 #define TPMSEC_HOST_FILE_HOST_STATE_H_
 

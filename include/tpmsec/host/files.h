@@ -1,46 +1,18 @@
-// The files tpmsec writes, and the rules it writes them by (a root tool's
-// rules: nothing half-written, no symlink another user could plant ever
-// followed, secrets readable by their owner only). docs/threat-model.md,
-// "Files", says the same for users.
-//
-// Reports (--json, --svg, -o, ...):
-//   - a regular file, or a name that does not exist yet, is replaced: the
-//     content goes to a temporary file created O_CREAT|O_EXCL|O_NOFOLLOW in
-//     the same directory, which is then renamed over the name. A replaced
-//     file keeps its mode (and, for root, its owner); a new one is
-//     `new_mode` less the umask (0644 for reports).
-//   - a FIFO, character device or socket (/dev/stdout, /dev/null) is written
-//     in place, never replaced; a regular file is never written in place.
-//   - "-" is standard output.
-//   - a symbolic link is followed only when the directory holding it can be
-//     written by nobody but root and the caller (trusted_dir): /dev/stdout.
-//     In any other directory (/tmp) the link is never followed: a link to a
-//     regular file or to nothing is replaced by the new file; a link to a
-//     device or FIFO is refused.
-// TPM state and kept secrets (embedded:state=DIR, the state directory): one
-// rule, checked by one function on every read, write and removal, before a
-// byte is used:
-//   - the state root (the directory the user named) and every directory
-//     under it down to the file are opened one at a time from the one above
-//     (openat, O_NOFOLLOW|O_DIRECTORY: a symbolic link is never followed)
-//     and must be owned by root or the effective uid and writable by nobody
-//     else (no group or other write bit);
-//   - the directory holding the state root is opened by its path and must
-//     be owned by root or the effective uid, and writable by nobody else
-//     unless it is sticky (/tmp, /var/tmp: others may add names there but
-//     not rename or remove ours); a directory another user owns, or one
-//     others can write without the sticky bit, could have its state root
-//     swapped: refused;
-//   - a state file is opened O_NOFOLLOW from its checked directory and must
-//     be a regular file owned by root or the effective uid, mode 0600 or
-//     stricter;
-//   - anything else is refused (kRuntime: exit 1) with one line naming the
-//     path, its owner (uid and user name) and its mode;
-//   - files are written 0600, directories tpmsec creates 0700, whatever the
-//     umask; an existing directory of the caller's, the root or one under
-//     it, is narrowed to 0700 when written; a file is written as reports are
-//     replaced (a symbolic link at its name replaced, never followed), and
-//     synced before the rename.
+// The files tpmsec writes, and the rules it writes them by (a root tool's rules: nothing half-written, no
+// symlink another user could plant ever followed, secrets readable by their owner only).
+//   Reports (--json, --svg, -o, ...): a regular file or a new name is replaced by a temporary file renamed
+//   over it (O_CREAT|O_EXCL|O_NOFOLLOW, same directory; mode kept, or new_mode less the umask); a FIFO,
+//   character device or socket is written in place; "-" is standard output; a symbolic link is followed
+//   only in a directory nobody but root and the caller can write (trusted_dir).
+//   TPM state and kept secrets (the state directory): one rule, checked by one function on every read,
+//   write and removal before a byte is used: every directory from the state root down opened with
+//   O_NOFOLLOW from the one above, owned by root or the effective uid and writable by nobody else; the
+//   root's parent likewise unless sticky; files regular, owned so, 0600 or stricter; written 0600 in 0700
+//   directories whatever the umask, synced before the rename.
+// Errors: anything else is refused, kRuntime (exit 1), one line naming the path, its owner (uid and user
+// name) and its mode. Functions only, no state: thread-safe as the file system is.
+// The full rules and why: docs/threat-model.md, "Files", and its subsection "The rules as
+// include/tpmsec/host/files.h applies them".
 #ifndef TPMSEC_HOST_FILES_H_
 #define TPMSEC_HOST_FILES_H_
 

@@ -1,29 +1,17 @@
-// `tpmsec trace import`: what protection costs on a TPM you cannot run
-// tpmsec on, from a Linux ftrace function_graph capture of its driver (as in
-// the seed thread: tpm2_pcr_extend with tpm2_start_auth_session and
-// tpm_transmit_cmd).
-//
-// Two steps. parse_function_graph() turns the text into call trees, one per
-// top-level call, CPU by CPU; it accepts the optional abstime and proc
-// columns, the duration overhead markers (+ ! # * @ $) and units us/ms/s, and
-// refuses anything else, naming the file and line. bench_from_ftrace() then
-// turns every tpm_transmit_cmd into a TPM command with a duration and every
-// tpm2_pcr_extend into an extend of the strategy the kernel used:
-//
-//   tpm2_start_auth_session inside, sending -> per-command (Linux 6.10)
-//   HMAC helpers (fill/check), no start or   -> resident (Linux 6.12: its
-//     a start that sent nothing                 start returns while a session is active)
-//   neither                                  -> plain
-//
-// Inside tpm2_start_auth_session the three transmits are ContextLoad (null
-// key), StartAuthSession (ECC salt), FlushContext (null key); the last
-// transmit of tpm2_pcr_extend is PCR_Extend (HMAC session when the HMAC
-// helpers ran or a session was started, else password). Other top-level TPM
-// calls (tpm2_get_random, tpm2_pcr_read, ...) become primitives only.
-//
-// The result is a BenchResult with clock "ftrace" and an identity that says
-// it was imported, so bench_json() writes the same tpmsec-bench/1 document
-// `tpmsec compare` and `tpmsec profile from-bench` read.
+// `tpmsec trace import`: what protection costs on a TPM you cannot run tpmsec on, from a Linux ftrace
+// function_graph capture of its driver (as in the seed thread: tpm2_pcr_extend with
+// tpm2_start_auth_session and tpm_transmit_cmd). No TPM is involved. Two steps:
+//   parse_function_graph()  the text into call trees, one per top-level call, CPU by CPU (the optional
+//                           abstime and proc columns, the overhead markers + ! # * @ $, units us/ms/s).
+//   bench_from_ftrace()     every tpm_transmit_cmd into a TPM command with a duration, every
+//                           tpm2_pcr_extend into an extend of the strategy the kernel used
+//                           (per-command, resident or plain); other tpm2_* calls into primitives only.
+// The result is a BenchResult with clock "ftrace" and an identity that says it was imported, so
+// bench_json() writes the same tpmsec-bench/1 document `tpmsec compare` and `tpmsec profile from-bench`
+// read. Errors: anything the parser does not accept is an error value naming the file and line; a
+// capture is untrusted text, every nesting bounded. Pure functions and values: thread-safe.
+// What the parser accepts and how calls become commands and strategies: docs/compare.md,
+// "tpmsec trace import: a kernel capture as a bench result".
 #ifndef TPMSEC_MEASURE_FTRACE_IMPORT_H_
 #define TPMSEC_MEASURE_FTRACE_IMPORT_H_
 

@@ -1,33 +1,18 @@
-// Per-TPM policy: which session strategy protects PCR extends (and, apart,
-// other protected commands) on which TPM. The seed thread's open question,
-// "a blacklist that turns off the extend hmac (or a whitelist that turns it
-// on)", answered with ordered rules: the first rule that matches the TPM
-// decides, and the last rule matches every TPM. Format: docs/policy.md.
-//
-//   [[rule]]
-//   name = "infineon-slb9670"
-//   manufacturer = "IFX"            # TPM_PT_MANUFACTURER, exact (case-insensitive)
-//   vendor = "SLB9670*"             # vendor strings joined, a glob
-//   firmware_min = "7.0"            # TPM_PT_FIRMWARE_VERSION_1 as "major.minor", inclusive
-//   firmware_max = "7.255"
-//   when = ["extend_hmac_ms > 20"]  # measured properties, all must hold
-//   extend = "checkpoint"
-//   other = "per-command"
-//   fallback = "resident"          # when the floor keeps prevention (below)
-//   trust_timings = true           # may lower protection on timings measured over a bus
-//   null_key = "recreate"          # how sessions load the null key (SessionTuning)
-//   checkpoint_every = 350         # checkpoint: an audited read every N extends
-//   reason = "..."
-//   source = "..."
-//
-// The floor: no fact an interposer can choose lowers protection. A decision
-// below prevention (plain, checkpoint) stands only when the policy is one the
-// operator chose (--policy FILE, $TPMSEC_POLICY), every identity fact the
-// rules up to the deciding one tested is authentic (audited, a profile's, or
-// the embedded TPM's), and every timing they tested is a profile's or the
-// deciding rule says trust_timings. Otherwise decide() keeps prevention: the
-// rule's fallback, else the cheapest prevention strategy by the measured
-// figures, else resident. docs/policy.md#what-a-decision-rests-on.
+// Per-TPM policy: which session strategy protects PCR extends (and, apart, other protected commands) on
+// which TPM. The seed thread's open question, "a blacklist that turns off the extend hmac (or a whitelist
+// that turns it on)", answered with ordered [[rule]] tables (TOML: manufacturer, vendor glob, firmware
+// range, measured `when` conditions; extend, other, fallback, trust_timings, null_key, checkpoint_every,
+// reason, source): the first rule that matches the TPM decides, and the last rule matches every TPM.
+// The floor: no fact an interposer can choose lowers protection. A decision below prevention (plain,
+// checkpoint) stands only when the policy is one the operator chose (--policy FILE, $TPMSEC_POLICY),
+// every identity fact the rules up to the deciding one tested is authentic (audited, a profile's, or the
+// embedded TPM's), and every timing they tested is a profile's or the deciding rule says trust_timings.
+// Otherwise decide() keeps prevention: the rule's fallback, else the cheapest prevention strategy by the
+// measured figures, else resident.
+// Errors: parse_policy()/load_policy() return an error (kUsage) naming the origin, the line and the
+// problem; decide() cannot fail (the last rule matches). Policies and facts are values: thread-safe.
+// The format with an example rule: docs/policy.md, "The format"; why the floor holds:
+// docs/policy.md#what-a-decision-rests-on.
 #ifndef TPMSEC_POLICY_POLICY_H_
 #define TPMSEC_POLICY_POLICY_H_
 

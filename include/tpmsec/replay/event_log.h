@@ -1,43 +1,18 @@
-// The TCG PC Client crypto-agile event log (firmware measurements, as Linux
-// exposes them in /sys/kernel/security/tpm0/binary_bios_measurements): parsing,
-// and the PCR values it implies. No TPM is involved.
-//
-// Layout (TCG PC Client Platform Firmware Profile §10, all integers
-// little-endian):
-//   TCG_PCR_EVENT (the SHA-1 format), once, first:
-//     u32 pcrIndex (0), u32 eventType (EV_NO_ACTION), 20-byte digest,
-//     u32 eventSize, then TCG_EfiSpecIdEvent: "Spec ID Event03\0",
-//     u32 platformClass, u8 specVersionMinor, u8 specVersionMajor,
-//     u8 specErrata, u8 uintnSize, u32 numberOfAlgorithms,
-//     {u16 algorithmId, u16 digestSize}[numberOfAlgorithms],
-//     u8 vendorInfoSize, vendorInfo.
-//   TCG_PCR_EVENT2, to the end:
-//     u32 pcrIndex, u32 eventType, u32 count,
-//     {u16 hashAlg, digest of the size the Spec ID event gave}[count],
-//     u32 eventSize, event.
-//
-// Contract:
-// - Input is hostile: every count and size is bounded (below) and read through
-//   the bounds-checked Reader; the first malformed byte fails the whole parse
-//   with kParse, naming the event ("event 5 at offset 1234: …"). Events are
-//   numbered from 0, the Spec ID event being event 0, as tpm2_eventlog does.
-// - A log in the older SHA-1 format (TCG_PCR_EVENT throughout: no Spec ID
-//   event, or a "Spec ID Event00"/"02" one) is read as one sha1 bank; its
-//   events are numbered from 0.
-// - The event after the Spec ID event starts where vendorInfo ends, as
-//   tpm2-tools' tpm2_eventlog reads it, even when eventSize says otherwise
-//   (EventLog::spec_id_note says so).
-// - EV_NO_ACTION events are never extended. PCR 0 starts at zeros with a
-//   locality in its last byte (TCG PC Client Platform Firmware Profile,
-//   "StartupLocality Event" and "H-CRTM"; TPM 2.0 Part 1 §34.3): 4 when the
-//   log opens PCR 0 with an EV_EFI_HCRTM_EVENT (the H-CRTM measured before
-//   the firmware ran, PCR 0 reset by _TPM_Hash_Start), else the locality a
-//   "StartupLocality" EV_NO_ACTION event gives (3: TPM2_Startup at locality
-//   3), else 0. Either event after a PCR 0 extend, or given twice, is an
-//   error. Every other PCR starts at zero (the DRTM PCRs 17-22 included: a
-//   firmware log does not describe a dynamic launch).
-// - Replay uses the digests the log records; it does not recompute them from
-//   the event data (what an event's digest covers depends on its type).
+// The TCG PC Client crypto-agile event log (firmware measurements, as Linux exposes them in
+// /sys/kernel/security/tpm0/binary_bios_measurements): parsing, and the PCR values it implies. No TPM is
+// involved. Layout: TCG PC Client Platform Firmware Profile §10 (one TCG_PCR_EVENT carrying the Spec ID
+// event, then TCG_PCR_EVENT2 to the end), all integers little-endian; a log in the older SHA-1 format is
+// read as one sha1 bank.
+// Input is hostile: every count and size is bounded and read through the bounds-checked Reader.
+// Errors: the first malformed byte fails the whole parse with kParse, naming the event ("event 5 at offset
+// 1234: …"); events are numbered from 0, the Spec ID event being event 0, as tpm2_eventlog does.
+// Replay: EV_NO_ACTION events are never extended; PCR 0 starts at zeros with a locality in its last byte
+// (4 after an EV_EFI_HCRTM_EVENT, else a StartupLocality event's, else 0; either after a PCR 0 extend, or
+// twice, is an error); every other PCR starts at zero. Replay uses the digests the log records, never
+// recomputed from the event data. Pure functions and values: thread-safe.
+// The layout field by field, the Spec ID quirk (EventLog::spec_id_note) and the sources: docs/replay.md,
+// "TCG crypto-agile event log: binary_bios_measurements", and "The parsers' contracts
+// (include/tpmsec/replay/)".
 #ifndef TPMSEC_REPLAY_EVENT_LOG_H_
 #define TPMSEC_REPLAY_EVENT_LOG_H_
 

@@ -1,44 +1,19 @@
-// Linux IMA measurement logs: parsing, and the PCR values a log implies.
-//
-// Reads the kernel's two renderings of the same list,
-//   /sys/kernel/security/ima/ascii_runtime_measurements   (parse_ascii_log)
-//   /sys/kernel/security/ima/binary_runtime_measurements  (parse_binary_log)
-// and their per-bank forms (Linux 6.10+, security/integrity/ima/ima_fs.c,
-// create_securityfs_measurement_lists): ascii_runtime_measurements_<algo> and
-// binary_runtime_measurements_<algo> for each PCR bank (sha1, sha256, sha384,
-// sha512, sm3), whose template-hash column is the bank's digest of the
-// template data rather than SHA-1 (`hash_bank` below).
-// for the kernel's built-in templates: "ima" (d|n), "ima-ng" (d-ng|n-ng),
-// "ima-ngv2" (d-ngv2|n-ng), "ima-sig" (d-ng|n-ng|sig), "ima-sigv2"
-// (d-ngv2|n-ng|sig), "ima-buf" (d-ng|n-ng|buf), "ima-modsig"
-// (d-ng|n-ng|sig|d-modsig|modsig) and "evm-sig" (d-ng|n-ng|evmsig|xattrnames|
-// xattrlengths|xattrvalues|iuid|igid|imode). Ascii lines may end in CRLF.
-// No TPM is involved.
-//
-// Contract:
-// - Input is hostile. Every length is bounded (template names <= 255 bytes,
-//   template data <= 64 KiB, "ima" event names <= 255 bytes, PCR index <= 63)
-//   and every field is checked against its template's layout.
-// - Each entry's template data is rebuilt in the kernel's layout (see
-//   docs/replay.md, "Log formats") and its hash in the list's bank (SHA-1 for
-//   the classic lists) is checked against the logged template hash, except for
-//   violations (a logged hash of all zeros), for which the kernel extends
-//   0xFF…FF into every bank.
-// - A log read while the kernel appended to it, or copied with a stray byte at
-//   the end, ends in a partial entry: `tail` names it (offset, bytes). For the
-//   binary list that is a framing error caused by the input ending (not by an
-//   impossible length); for ascii, a last line without its '\n' that does not
-//   parse. Either is also the last Problem, so a caller that ignores `tail`
-//   still refuses it.
-// - Parsing never stops at a bad entry when the next one can still be found: a
-//   bad line or entry becomes a Problem and the good ones are kept, so a caller
-//   may either skip bad entries (replay `entries`) or stop at the first one
-//   (replay `entries_before_first_problem()`). The binary format has no
-//   resynchronisation point, so a framing error (truncation, an impossible
-//   length) ends the parse there with a final Problem.
-// - The binary format is the kernel's native byte order; only little-endian
-//   (every common platform, and any kernel booted with ima_canonical_fmt) is
-//   read.
+// Linux IMA measurement logs: parsing, and the PCR values a log implies. No TPM is involved.
+// Reads the kernel's two renderings of the same list, ascii_runtime_measurements (parse_ascii_log) and
+// binary_runtime_measurements (parse_binary_log), and their per-bank forms (Linux 6.10+:
+// *_runtime_measurements_<algo>, whose template-hash column is the bank's digest, `hash_bank` below), for
+// the kernel's built-in templates (ima, ima-ng, ima-ngv2, ima-sig, ima-sigv2, ima-buf, ima-modsig,
+// evm-sig). Only little-endian binary lists are read (every common platform, and ima_canonical_fmt).
+// Input is hostile: every length is bounded and every field checked against its template's layout; each
+// entry's template data is rebuilt in the kernel's layout and its hash checked against the logged one,
+// except for violations (all zeros), for which the kernel extends 0xFF…FF into every bank.
+// Errors: parsing never stops at a bad entry when the next one can be found: a bad entry becomes a
+// Problem and the good ones are kept (replay `entries`, or stop at `entries_before_first_problem()`); a
+// binary framing error ends the parse with a final Problem. A partial last entry (a log read while the
+// kernel appended to it) is named in `tail` and is also the last Problem. Result errors (kParse,
+// kUnsupported) where the functions below say. Pure functions and values: thread-safe.
+// Layouts, bounds, sources: docs/replay.md, "IMA: ascii_runtime_measurements and
+// binary_runtime_measurements", and "The parsers' contracts (include/tpmsec/replay/)".
 #ifndef TPMSEC_REPLAY_IMA_LOG_H_
 #define TPMSEC_REPLAY_IMA_LOG_H_
 

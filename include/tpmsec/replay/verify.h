@@ -1,26 +1,18 @@
-// Does a measurement log explain a machine's PCRs? The values a firmware
-// event log and/or an IMA list imply, compared per bank and PCR with values
-// from elsewhere (a TPM, a file of expected values, a quote's PCR digest),
-// naming where the log and the values part. No TPM is involved here: the
-// caller reads one (tpmsec verify --tpm reads through an audited session).
-//
-// Contract:
-// - The log's values start as the PC Client profile says (event_log.h: PCR 0
-//   from its locality, the rest from zeros); an IMA list's entries extend
-//   after the firmware log's events for the same PCR. A PCR no log extends
-//   must hold its reset value (reset_value): a tampered PCR cannot pass by
-//   being left out of the log.
-// - A PCR matches when the given value equals the log's value. When it does
-//   not, the chain of values the log passes through is searched: a given
-//   value equal to the value after event k means the TPM holds the log's
-//   first k events and the log goes on with events the TPM never saw
-//   (`first_apart` names event k + 1). For an IMA list read after the PCR
-//   (what a live check does) that is the list growing between the two reads,
-//   and counts as a match of those k entries (`covered`), which is how
-//   verifiers (keylime) read a live list; for a firmware log it is a
-//   mismatch. A value equal to no point of the chain is a mismatch naming
-//   the PCR's first event: the log parts from the TPM at or before it.
-// - Input files are hostile: every count, size and index is bounded.
+// Does a measurement log explain a machine's PCRs? The values a firmware event log and/or an IMA list
+// imply, compared per bank and PCR with values from elsewhere (a TPM, a file of expected values, a quote's
+// PCR digest), naming where the log and the values part. No TPM is involved here: the caller reads one
+// (tpmsec verify --tpm reads through an audited session).
+// - The log's values start as the PC Client profile says (event_log.h); an IMA list's entries extend after
+//   the firmware log's events for the same PCR. A PCR no log extends must hold its reset value
+//   (reset_value): a tampered PCR cannot pass by being left out of the log.
+// - A PCR matches when the given value equals the log's value. Otherwise the log's chain of values is
+//   searched: a value equal to the value after event k is, for an IMA list read after the PCR, a match
+//   of those k entries (`covered`), and for a firmware log a mismatch (`first_apart` names event k + 1);
+//   a value equal to no point of the chain is a mismatch naming the PCR's first event.
+// Errors: input files are hostile: every count, size and index is bounded; a bad one is an error value
+// (Result), never a match. Pure functions and values: thread-safe.
+// Why the chain is searched and how verifiers read a live list: docs/replay.md, "tpmsec verify", and
+// "The parsers' contracts (include/tpmsec/replay/)".
 #ifndef TPMSEC_REPLAY_VERIFY_H_
 #define TPMSEC_REPLAY_VERIFY_H_
 
