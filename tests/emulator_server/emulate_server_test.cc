@@ -53,11 +53,7 @@ using testing::describe;
 using testing::run_command;
 using testing::run_tpmsec;
 
-std::string temp_dir() {
-  std::string tmpl = ::testing::TempDir() + "tpmsec-emulate-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) return {};
-  return tmpl;
-}
+std::string temp_dir() { return testing::make_temp_dir("tpmsec-emulate"); }
 
 using testing::EmulateServer;
 

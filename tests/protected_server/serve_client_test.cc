@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "support/run_command.h"
+#include "support/test_data.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport/transports.h"
 
@@ -43,11 +44,7 @@ using testing::run_tpmsec;
 
 const std::string kDigest(64, 'a');  // a SHA-256 digest in hex
 
-std::string temp_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "tpmsec-serve-client-XXXXXX").string();
-  char* made = ::mkdtemp(tmpl.data());
-  return made ? std::string(made) : std::string();
-}
+std::string temp_dir() { return testing::make_temp_dir("tpmsec-serve-client"); }
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/test_data.h"
 #include "tpmsec-server/protected_server/status.h"
 #include "tpmsec/command_frame.h"
 #include "tpmsec/constants.h"
@@ -50,11 +51,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kPatience = std::chrono::seconds(60);  // a bound on waiting, never a pace
 
-std::string temp_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "tpmsec-serve-daemon-XXXXXX").string();
-  char* made = ::mkdtemp(tmpl.data());
-  return made ? std::string(made) : std::string();
-}
+std::string temp_dir() { return testing::make_temp_dir("tpmsec-serve-daemon"); }
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);

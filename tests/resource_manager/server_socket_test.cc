@@ -30,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include "support/test_data.h"
 #include "support/tpm_frames.h"
 #include "tpmsec-server/resource_manager/handle_space.h"
 #include "tpmsec-server/resource_manager/server.h"
@@ -133,11 +134,7 @@ class RunningServer {
   std::thread loop_;
 };
 
-std::string temp_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "tpmsec-server-XXXXXX").string();
-  char* made = ::mkdtemp(tmpl.data());
-  return made ? std::string(made) : std::string();
-}
+std::string temp_dir() { return testing::make_temp_dir("tpmsec-server"); }
 
 int connect_unix(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

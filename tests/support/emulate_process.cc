@@ -20,12 +20,6 @@
 namespace tpmsec::testing {
 namespace {
 
-std::string temp_dir() {
-  std::string tmpl = ::testing::TempDir() + "tpmsec-emulate-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) return {};
-  return tmpl;
-}
-
 // The child: stdin and stdout /dev/null, stderr the log; dies with the test.
 [[noreturn]] void exec_emulate(std::vector<std::string>& args, const std::string& err) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -51,7 +45,7 @@ EmulateServer::~EmulateServer() {
 }
 
 bool EmulateServer::start(const std::vector<std::string>& extra, std::string profile) {
-  dir_ = temp_dir();
+  dir_ = make_temp_dir("tpmsec-emulate");
   if (dir_.empty()) return false;
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = pick_port_pair();

@@ -1,7 +1,10 @@
 #include "support/test_data.h"
 
+#include <stdlib.h>
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -16,6 +19,14 @@ Bytes H(std::string_view hex) {
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string make_temp_dir(const std::string& prefix) {
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return {};
+  std::string tmpl = (tmp / (prefix + "-XXXXXX")).string();
+  return ::mkdtemp(tmpl.data()) ? tmpl : std::string();
 }
 
 Bytes J(const nlohmann::json& j) { return H(j.get<std::string>()); }

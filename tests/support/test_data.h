@@ -18,6 +18,9 @@ namespace tpmsec::testing {
 Bytes H(std::string_view hex);
 // The whole of a file as bytes in a string (empty when it cannot be read).
 std::string slurp(const std::string& path);
+// A new directory PREFIX-XXXXXX in the temporary directory, mode 0700 (mkdtemp);
+// empty when it cannot be made.
+std::string make_temp_dir(const std::string& prefix);
 // Bytes of a JSON string holding hex.
 Bytes J(const nlohmann::json& j);
 
