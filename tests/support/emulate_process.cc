@@ -1,8 +1,11 @@
 #include "support/emulate_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,7 +13,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -91,13 +99,29 @@ bool EmulateServer::running() {
   return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
 }
 
-size_t EmulateServer::open_fds() const {
+bool EmulateServer::accepted(int client) const {
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(client, reinterpret_cast<sockaddr*>(&local), &len) != 0) return false;
+  // The server's end: local address our peer's port, remote address ours.
+  const std::string server_end = fmt::format("0100007F:{:04X}", port_);
+  const std::string client_end = fmt::format("0100007F:{:04X}", ntohs(local.sin_port));
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line, inode;
+  while (inode.empty() && std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    if (f.size() > 9 && f[1] == server_end && f[2] == client_end && f[9] != "0") inode = f[9];
+  }
+  if (inode.empty()) return false;
+  const std::string wanted = "socket:[" + inode + "]";
   std::error_code ec;
-  size_t n = 0;
   for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid_) + "/fd", ec), end; !ec && it != end;
-       it.increment(ec))
-    ++n;
-  return n;
+       it.increment(ec)) {
+    std::error_code gone;
+    if (std::filesystem::read_symlink(it->path(), gone).string() == wanted) return true;
+  }
+  return false;
 }
 
 std::string EmulateServer::log() const { return slurp(dir_ + "/stderr"); }

@@ -28,8 +28,11 @@ class EmulateServer {
   bool running();
 
   uint16_t port() const { return port_; }
-  // Its open file descriptors (/proc/PID/fd): one more per connection it accepted.
-  size_t open_fds() const;
+  // Whether it has accepted the TCP connection of `client` (a socket connected
+  // to port()): the kernel's socket for its end (/proc/net/tcp) is one of the
+  // process's descriptors (/proc/PID/fd). A connection still waiting in the
+  // listen queue has no descriptor yet.
+  bool accepted(int client) const;
   std::string dir() const { return dir_; }  // removed with the object
   std::string log() const;
   // tpmsec's TPM string, with the control channel.
