@@ -197,8 +197,8 @@ class ProtectedTpm {
 
   Tpm& tpm() { return *tpm_; }
   const TpmInfo& info() const { return info_; }
-  // The transport it was opened over (describe() and spec() are the TPM
-  // string's, a decorator's too).
+  // The transport it was opened over: spec() is the TPM string's, a
+  // decorator's too; a decorator's describe() may add to it (" emulating P").
   Transport& transport() { return *base_; }
   // The resolved anchor and salt, for sessions with `symmetric` parameter
   // encryption.
