@@ -11,8 +11,8 @@
 //   auto stream = (*tpm)->extend_stream({.pcr = 16});
 //   (*stream)->extend(digest); (*stream)->finish();
 //
-// Ownership: open() owns the transport it opened or was given (an in-process TPM is handed in already
-// open by the caller that links it); adopt() borrows the caller's Transport and Tpm, which must outlive it.
+// Ownership: open() owns the transport it opened or was given (an in-process TPM, a measured one, is handed
+// in already open by the caller that links it) and the Tpm it sends with: the one way in for every front end.
 // Not thread-safe: one thread per ProtectedTpm. Errors come back as values; a front end only words them
 // (Error::reason() says which advice fits). Links the core, host, bus transports and policy, nothing of
 // measurement, emulation or libtpms.
@@ -155,6 +155,15 @@ struct ExtendPlan {
 
 class AuditedPcrReads;
 
+// What a front end that opened the transport itself knows of the TPM behind
+// it (ProtectedTpm::open(request, transport, options)).
+struct ProtectOptions {
+  // The facts the policy is matched against when the TPM plays another chip
+  // (the CLI's --emulate: the profile's identity and figures, each with its
+  // origin). Unset: the TPM's own identity as read (facts_of(), policy.h).
+  std::optional<TpmFacts> facts;
+};
+
 // Properties of the TPM timed elsewhere (a `tpmsec bench --json` result), for
 // policy rules that test them: unauthenticated, whatever bus they ran on.
 struct MeasuredFacts {
@@ -177,22 +186,19 @@ class ProtectedTpm {
   // Opens request.tpm (device:, swtpm:, mssim:; an embedded: TPM string is
   // kUsage here: open it with the caller's transport) and resolves the anchor.
   static Result<std::unique_ptr<ProtectedTpm>> open(const ProtectRequest& request);
-  // The same over a transport the caller opened (any kind, in-process too).
-  static Result<std::unique_ptr<ProtectedTpm>> open(const ProtectRequest& request,
-                                                    std::unique_ptr<Transport> transport);
-  // Over a TPM the caller already drives (the CLI's --emulate stack): `base`
-  // names the TPM (describe(), outlives_process(), in_process()), `tpm` sends
-  // its commands, `facts` are what the policy is matched against. All three
-  // must outlive the ProtectedTpm.
-  static Result<std::unique_ptr<ProtectedTpm>> adopt(const ProtectRequest& request, Transport& base, Tpm& tpm,
-                                                     const TpmInfo& info, const TpmFacts& facts);
+  // The same over a transport the caller opened (open_transport(): any
+  // kind, in-process too, or a decorator over one such as the CLI's measured
+  // stack, which a front end keeps a pointer to and reads afterwards).
+  static Result<std::unique_ptr<ProtectedTpm>> open(const ProtectRequest& request, std::unique_ptr<Transport> transport,
+                                                    ProtectOptions options = {});
   ~ProtectedTpm();
   ProtectedTpm(const ProtectedTpm&) = delete;
   ProtectedTpm& operator=(const ProtectedTpm&) = delete;
 
   Tpm& tpm() { return *tpm_; }
   const TpmInfo& info() const { return info_; }
-  // The transport the TPM string named (not a decorator).
+  // The transport it was opened over: spec() is the TPM string's, a
+  // decorator's too; a decorator's describe() may add to it (" emulating P").
   Transport& transport() { return *base_; }
   // The resolved anchor and salt, for sessions with `symmetric` parameter
   // encryption.
@@ -308,10 +314,8 @@ class ProtectedTpm {
   // protection(symmetric) as `tuning` runs its sessions.
   ProtectionConfig tuned(const SessionTuning& tuning, SymDef symmetric = SymDef::aes128_cfb()) const;
 
-  std::unique_ptr<Transport> owned_transport_;
-  std::unique_ptr<Tpm> owned_tpm_;
-  Transport* base_ = nullptr;
-  Tpm* tpm_ = nullptr;
+  std::unique_ptr<Transport> base_;
+  std::unique_ptr<Tpm> tpm_;
   TpmInfo info_;
   TpmFacts facts_;
   ProtectRequest request_;

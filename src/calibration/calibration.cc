@@ -252,25 +252,23 @@ std::map<std::string, double> measured_properties(const StrategyCosts& costs) {
   return m;
 }
 
-TpmFacts facts_of(const MeasuredTpm& tpm) {
-  TpmFacts f;
-  if (tpm.emulated) {
-    f = facts_from_info(tpm.emulated->info);
-    f.emulated = true;
-    f.profile = tpm.emulated->profile;
-    f.identity_origin = FactOrigin::kProfile;
-  } else if (tpm.base) {
-    f = facts_of(tpm.info, *tpm.base);
-  } else {
-    f = facts_from_info(tpm.info);
-  }
-  if (tpm.latency_profile) {
-    StrategyCosts costs = costs_from_profile(*tpm.latency_profile);
-    f.measured = measured_properties(costs);
-    f.measured_source = costs.source;
-    f.measured_origin = FactOrigin::kProfile;
-  }
+TpmFacts facts_of(const LatencyProfile& profile) {
+  // The emulated identity takes nothing of the real TPM's that the facts
+  // read (manufacturer, vendor, firmware): no TPM is needed.
+  TpmFacts f = facts_from_info(emulated_info(profile, TpmInfo{}).info);
+  f.emulated = true;
+  f.profile = profile.id;
+  f.identity_origin = FactOrigin::kProfile;
+  StrategyCosts costs = costs_from_profile(profile);
+  f.measured = measured_properties(costs);
+  f.measured_source = costs.source;
+  f.measured_origin = FactOrigin::kProfile;
   return f;
+}
+
+TpmFacts facts_of(const MeasuredTpm& tpm) {
+  if (tpm.latency_profile) return facts_of(*tpm.latency_profile);
+  return facts_of(tpm.info, *tpm.base);
 }
 
 PolicyRule rule_for(const std::string& name, const TpmFacts& facts, const Calibration& c, const std::string& source) {

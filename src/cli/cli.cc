@@ -195,38 +195,47 @@ OpenTpm::~OpenTpm() {
              calm ? fmt::format(" ({:.2f} ms at the profile's means, without jitter)", mean_ms) : "");
 }
 
-Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) {
-  const Result<ResolvedTpm>& tpm = option.resolved();
-  if (!tpm.ok()) return tpm.error();
-  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(tpm->spec, option.emulate));
-  if (!m->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", m->warning);
-  return m;
-}
-
 namespace {
 
-// The measured stack over the TPM `option` names; `cache` (open with `keep`)
-// gives what earlier runs kept of its capabilities and keeps them.
-Result<OpenTpm> open_measured_stack(const TpmOption& option, bool keep) {
-  OpenTpm out;
-  const Result<ResolvedTpm>& tpm = option.resolved();
-  if (!tpm.ok()) return tpm.error();
-  TPMSEC_ASSIGN_OR_RETURN(out.base, open_transport(tpm->spec));
-  std::optional<SessionCache> cache = session_cache_for(*out.base, keep);
-  TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(cache));
-  TPMSEC_ASSIGN_OR_RETURN(out.measured, measure_tpm(*out.base, option.emulate, known ? &*known : nullptr));
-  if (!out.measured->warning.empty()) fmt::print(stderr, "tpmsec: warning: {}\n", out.measured->warning);
-  if (cache && !known) {
-    if (Status st = cache->put_info(out.measured->info); !st.ok()) {
-      fmt::print(stderr, "tpmsec: warning: not kept for the next run: {}\n", st.error().message());
-    }
-  }
-  return out;
+// The emulated profile's provenance warning, when it has one.
+void warn_of_profile(const MeasuredTransport& measured) {
+  if (!measured.warning().empty()) fmt::print(stderr, "tpmsec: warning: {}\n", measured.warning());
 }
 
 }  // namespace
 
-Result<OpenTpm> open_tpm(const TpmOption& option) { return open_measured_stack(option, /*keep=*/false); }
+Result<std::unique_ptr<MeasuredTpm>> open_measured_tpm(const TpmOption& option) {
+  const Result<ResolvedTpm>& tpm = option.resolved();
+  if (!tpm.ok()) return tpm.error();
+  TPMSEC_ASSIGN_OR_RETURN(auto m, tpmsec::open_measured_tpm(tpm->spec, option.emulate));
+  warn_of_profile(m->transport);
+  return m;
+}
+
+Result<MeasuredProtectedTpm> open_measured_protected(const TpmOption& option, ProtectRequest request) {
+  const Result<ResolvedTpm>& tpm = option.resolved();
+  if (!tpm.ok()) return tpm.error();
+  request.tpm = tpm->tpm;
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> base, open_transport(tpm->spec));
+  TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<MeasuredTransport> transport,
+                          MeasuredTransport::open(std::move(base), option.emulate));
+  warn_of_profile(*transport);
+  // Emulating, the policy is matched against the chip played: the
+  // profile's identity and figures.
+  ProtectOptions options;
+  if (transport->latency_profile()) options.facts = facts_of(*transport->latency_profile());
+  MeasuredTransport& measured = *transport;  // the ProtectedTpm owns it from here
+  MeasuredProtectedTpm out;
+  TPMSEC_ASSIGN_OR_RETURN(out.protect, ProtectedTpm::open(request, std::move(transport), std::move(options)));
+  out.measured = measured_view(measured, out.protect->tpm(), out.protect->info());
+  return out;
+}
+
+Result<OpenTpm> open_tpm(const TpmOption& option) {
+  OpenTpm out;
+  TPMSEC_ASSIGN_OR_RETURN(out.measured, open_measured_tpm(option));
+  return out;
+}
 
 Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request) {
   OpenTpm out;
@@ -235,11 +244,9 @@ Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request) 
     TPMSEC_ASSIGN_OR_RETURN(out.protect, open_plain_protected(option, std::move(request)));
     return out;
   }
-  // --emulate: the front end holds the TPM (behind the profile's model),
-  // and the protect path adopts it.
-  TPMSEC_ASSIGN_OR_RETURN(out, open_measured_stack(option, request.keep));
-  TPMSEC_ASSIGN_OR_RETURN(out.protect, ProtectedTpm::adopt(request, *out.base, *out.measured->tpm, out.measured->info,
-                                                           facts_of(*out.measured)));
+  TPMSEC_ASSIGN_OR_RETURN(MeasuredProtectedTpm opened, open_measured_protected(option, std::move(request)));
+  out.protect = std::move(opened.protect);
+  out.measured = std::move(opened.measured);
   return out;
 }
 

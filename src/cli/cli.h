@@ -128,21 +128,33 @@ struct TpmOption {
   Result<ChosenTpm> chosen_default() const;
 };
 
+// The protect path over the measured stack: open_transport() opens the TPM
+// the command resolved, a MeasuredTransport (tpmsec/measure/measured_transport.h)
+// traces it, behind the profile's latency model on a virtual clock with
+// --emulate, and ProtectedTpm::open (protect.h), the one way in, is handed
+// that transport (with the profile's facts when emulating). `measured` reads
+// what the ProtectedTpm sends, as measured.
+struct MeasuredProtectedTpm {
+  std::unique_ptr<ProtectedTpm> protect;  // owns the measured transport and the Tpm
+  std::unique_ptr<MeasuredTpm> measured;  // a view of protect's (measured_view())
+};
+Result<MeasuredProtectedTpm> open_measured_protected(const TpmOption& option, ProtectRequest request);
+
 // An open TPM. Protected (open_protected): the protect path's one way in,
 // ProtectedTpm::open (protect.h), which opens the TPM, keeps what earlier
 // runs kept and resolves the anchor, nothing of the measurement layer
-// (open_plain.cc, checked by scripts/check-layers); with --emulate, the
-// measured stack below, adopted by the protect path. Measured (open_tpm):
-// a MeasuredTpm over the transport, traced, behind the profile's latency
-// model on a virtual clock when emulating. When it closes under emulation it
+// (open_plain.cc, checked by scripts/check-layers); with --emulate, over the
+// measured stack (open_measured_protected). Measured (open_tpm): a
+// MeasuredTpm over the transport, traced, behind the profile's latency model
+// on a virtual clock when emulating. When it closes under emulation it
 // reports on stderr how many TPM commands ran and how long they took on the
 // model.
 struct OpenTpm {
-  std::unique_ptr<Transport> base;        // the transport the measured stack opened
-  std::unique_ptr<MeasuredTpm> measured;  // set only when measuring
   // The protect path over this TPM (open_protected): the request resolved
   // for it; it keeps what earlier runs kept when the request says `keep`.
   std::unique_ptr<ProtectedTpm> protect;
+  // Set only when measuring: a view of protect's TPM, or (open_tpm) its own.
+  std::unique_ptr<MeasuredTpm> measured;
   // When emulating, also list every command with its modelled time (-v).
   bool list_commands = false;
   // TPM time of every command run so far, on the virtual clock when emulating
@@ -151,8 +163,8 @@ struct OpenTpm {
 
   Tpm& tpm() const { return measured ? *measured->tpm : protect->tpm(); }
   const TpmInfo& info() const { return measured ? measured->info : protect->info(); }
-  // The real transport (describe()), not a decorator.
-  Transport& transport() const { return base ? *base : protect->transport(); }
+  // The transport the TPM string named (describe()).
+  Transport& transport() const { return measured ? *measured->base : protect->transport(); }
   // The virtual clock when emulating, else the steady clock.
   const Clock* clock() const;
   // The emulated profile's id; empty unless emulating.
@@ -165,7 +177,7 @@ struct OpenTpm {
 };
 // The TPM `option` names opened on the protect path for `request`
 // (ProtectionOptions::request(): the flags and the TPM string's items):
-// ProtectedTpm::open, or with --emulate the measured stack adopted.
+// open_plain_protected(), or with --emulate open_measured_protected().
 // request.keep: use and update what earlier processes kept for this TPM
 // (session_cache.h).
 Result<OpenTpm> open_protected(const TpmOption& option, ProtectRequest request);

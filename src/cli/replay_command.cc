@@ -72,14 +72,19 @@ Status check_target_pcr(const ReplayCliOptions& o) {
       fmt::format("PCR {} cannot be reset: replay into 16 (the default) or 23, or give --force-pcr", o.pcr));
 }
 
-// The strategy for the replay's extends and the protection of its sessions,
-// decided by the protect path (protect.h) on the measured TPM.
-Result<std::pair<StrategyKind, ProtectionConfig>> plan(const ReplayCliOptions& o, MeasuredTpm& tpm) {
+// The TPM, measured, under the protect path (open_measured_protected) for
+// the request the options make.
+Result<MeasuredProtectedTpm> open_replay_tpm(const ReplayCliOptions& o) {
   TPMSEC_ASSIGN_OR_RETURN(ProtectRequest request, o.protection.request());
   TPMSEC_RETURN_IF_ERROR(o.strategy.apply_to(request, o.protection.items_origin()));
-  TPMSEC_ASSIGN_OR_RETURN(auto protect, ProtectedTpm::adopt(request, *tpm.base, *tpm.tpm, tpm.info, facts_of(tpm)));
-  TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect->plan_extends());
-  ProtectionConfig protection = protect->protection();
+  return open_measured_protected(o.tpm, std::move(request));
+}
+
+// The strategy for the replay's extends and the protection of its sessions,
+// decided by the protect path (protect.h) on the measured TPM.
+Result<std::pair<StrategyKind, ProtectionConfig>> plan(ProtectedTpm& protect) {
+  TPMSEC_ASSIGN_OR_RETURN(ExtendPlan plan, protect.plan_extends());
+  ProtectionConfig protection = protect.protection();
   protection.null_key_load = plan.tuning.null_key;
   return std::make_pair(plan.strategy, std::move(protection));
 }
@@ -90,10 +95,11 @@ Status replay_ima(const ReplayCliOptions& o, uint16_t bank) {
   for (const ima::Problem& p : workload->problems) {
     if (o.skip_bad) fmt::print(stderr, "tpmsec: {}: {} (skipped)\n", o.ima, p.error.message());
   }
-  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
+  TPMSEC_ASSIGN_OR_RETURN(MeasuredProtectedTpm opened, open_replay_tpm(o));
+  MeasuredTpm* tpm = opened.measured.get();
   TPMSEC_RETURN_IF_ERROR(check_pcr(tpm->info, bank, o.pcr));
   ReplayOptions ro;
-  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(o, *tpm));
+  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(*opened.protect));
   const StrategyKind kind = planned.first;
   ro.strategy = kind;
   ro.protection = std::move(planned.second);
@@ -248,8 +254,9 @@ Status replay_eventlog(const ReplayCliOptions& o, uint16_t bank) {
   const event_log::EventLog* log = &parsed;
   TPMSEC_ASSIGN_OR_RETURN(auto computed, log_values(o, *log, bank));
   TPMSEC_ASSIGN_OR_RETURN(auto by_pcr, digests_by_pcr(o, *log, bank));
-  TPMSEC_ASSIGN_OR_RETURN(auto tpm, open_measured_tpm(o.tpm));
-  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(o, *tpm));
+  TPMSEC_ASSIGN_OR_RETURN(MeasuredProtectedTpm opened, open_replay_tpm(o));
+  MeasuredTpm* tpm = opened.measured.get();
+  TPMSEC_ASSIGN_OR_RETURN(auto planned, plan(*opened.protect));
   const StrategyKind kind = planned.first;
   ProtectionConfig& protection = planned.second;
   print_eventlog_head(o, *log, kind);

@@ -125,8 +125,8 @@ Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& 
     // A chip played by the embedded TPM (or the TPM named) behind the
     // profile's latency model: the front end holds it, the library serves it.
     TPMSEC_ASSIGN_OR_RETURN(emulated, open_measured_tpm(o.tpm));
-    Transport& top = emulated->tracing ? static_cast<Transport&>(*emulated->tracing) : *emulated->base;
-    return serve::ProtectedServer::open(std::move(request), std::make_unique<EmulatedBus>(top, *emulated->base));
+    return serve::ProtectedServer::open(std::move(request),
+                                        std::make_unique<EmulatedBus>(emulated->transport, *emulated->base));
   }
   // Every TPM, the in-process one (tests, demos) as any other: opened here,
   // served by the library.

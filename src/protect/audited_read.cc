@@ -7,7 +7,7 @@ namespace tpmsec {
 
 Result<std::unique_ptr<AuditedPcrReads>> ProtectedTpm::audited_pcr_reads() {
   std::unique_ptr<AuditedPcrReads> reads(new AuditedPcrReads());
-  reads->tpm_ = tpm_;
+  reads->tpm_ = tpm_.get();
   TPMSEC_ASSIGN_OR_RETURN(reads->factory_, factory());
   TPMSEC_ASSIGN_OR_RETURN(reads->session_, reads->factory_->start(attr::kAudit | attr::kContinueSession));
   return reads;

@@ -47,16 +47,14 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
 }
 
 Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& request,
-                                                         std::unique_ptr<Transport> transport) {
+                                                         std::unique_ptr<Transport> transport, ProtectOptions options) {
   if (!transport) return usage_error("no TPM transport");
   std::unique_ptr<ProtectedTpm> p(new ProtectedTpm());
   p->request_ = request;
   p->request_.host = host_state_of(request);  // one for the cache and the anchor
-  p->owned_transport_ = std::move(transport);
-  p->base_ = p->owned_transport_.get();
+  p->base_ = std::move(transport);
   p->cache_ = session_cache_for(*p->base_, request.keep, p->request_.host);
-  p->owned_tpm_ = std::make_unique<Tpm>(*p->base_);
-  p->tpm_ = p->owned_tpm_.get();
+  p->tpm_ = std::make_unique<Tpm>(*p->base_);
   if (request.track_handles) p->track_handles();
   TPMSEC_ASSIGN_OR_RETURN(std::optional<TpmInfo> known, kept_info_of(p->cache_));
   if (known) {
@@ -68,21 +66,7 @@ Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::open(const ProtectRequest& r
         p->say("warning: not kept for the next run: " + st.error().message());
     }
   }
-  p->facts_ = facts_of(p->info_, *p->base_);
-  TPMSEC_RETURN_IF_ERROR(p->resolve(p->request_));
-  return p;
-}
-
-Result<std::unique_ptr<ProtectedTpm>> ProtectedTpm::adopt(const ProtectRequest& request, Transport& base, Tpm& tpm,
-                                                          const TpmInfo& info, const TpmFacts& facts) {
-  std::unique_ptr<ProtectedTpm> p(new ProtectedTpm());
-  p->request_ = request;
-  p->request_.host = host_state_of(request);  // one for the cache and the anchor
-  p->base_ = &base;
-  p->tpm_ = &tpm;
-  p->info_ = info;
-  p->facts_ = facts;
-  p->cache_ = session_cache_for(base, request.keep, p->request_.host);
+  p->facts_ = options.facts ? std::move(*options.facts) : facts_of(p->info_, *p->base_);
   TPMSEC_RETURN_IF_ERROR(p->resolve(p->request_));
   return p;
 }

@@ -81,6 +81,9 @@ std::map<std::string, double> measured_properties(const StrategyCosts& costs);
 // kNoBus on an in_process() transport and kUnauthenticated on any other (a
 // plain GetCapability; decide_on_tpm authenticates it when a decision needs it).
 TpmFacts facts_of(const MeasuredTpm& tpm);
+// The same for a TPM that plays `profile` (--emulate), known before any TPM
+// command: the protect path is opened with them (ProtectOptions::facts).
+TpmFacts facts_of(const LatencyProfile& profile);
 // (facts_of(const TpmInfo&, const Transport&), the protect path's, is in policy.h.)
 
 // A rule for the TPM `facts` identifies (manufacturer, vendor glob, the
