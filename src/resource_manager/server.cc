@@ -77,6 +77,7 @@ class Server::Impl {
     }
     const ClientId id = ++last_id_;
     pending_.push_back(Pending{id, std::move(client)});
+    has_pending_.store(true, std::memory_order_release);
     if (std::this_thread::get_id() != loop_thread_) {
       const char byte = 1;
       (void)!::write(wake_w_.get(), &byte, 1);
@@ -106,7 +107,9 @@ class Server::Impl {
       if (o_.tick) o_.tick();
       adopt_pending();
       std::erase_if(clients_, [](const auto& c) { return c->closed; });  // some may have made room
-      std::vector<pollfd> fds{{wake_r_.get(), POLLIN, 0}};
+      // Reused turn after turn: the loop allocates nothing to wait.
+      std::vector<pollfd>& fds = fds_;
+      fds.assign(1, pollfd{wake_r_.get(), POLLIN, 0});
       for (const auto& src : sources_) fds.push_back({src->fd(), src->events(), 0});
       const size_t first_client = fds.size();
       for (const auto& c : clients_) {
@@ -159,6 +162,7 @@ class Server::Impl {
     {
       std::lock_guard<std::mutex> lock(mu_);
       left.swap(pending_);
+      has_pending_.store(false, std::memory_order_relaxed);
     }
     for (Pending& p : left) {
       if (p.client.on_closed) p.client.on_closed();
@@ -253,10 +257,15 @@ class Server::Impl {
   }
 
   void adopt_pending() {
+    // Twice a turn, nearly always with nothing to take: no lock then. A
+    // connect() that stores after this load is taken next turn (its wake-up
+    // byte ends the poll).
+    if (!has_pending_.load(std::memory_order_acquire)) return;
     std::vector<Pending> taken;
     {
       std::lock_guard<std::mutex> lock(mu_);
       taken.swap(pending_);
+      has_pending_.store(false, std::memory_order_relaxed);
     }
     for (Pending& p : taken) {
       if (!has_room(p.client.front, p.client.peer) || !open_client(p.id, std::move(p.client))) {
@@ -461,9 +470,11 @@ class Server::Impl {
   // front), so the sources outlive every client.
   std::vector<std::unique_ptr<PollSource>> sources_;
   std::vector<std::unique_ptr<Client>> clients_;
+  std::vector<pollfd> fds_;  // serve()'s, kept for its capacity
   std::deque<ClientId> queue_;
   std::mutex mu_;  // pending_, last_id_, loop_thread_
   std::vector<Pending> pending_;
+  std::atomic<bool> has_pending_{false};  // pending_ is not empty (stored under mu_)
   ClientId last_id_ = 0;
   std::thread::id loop_thread_;
   uint64_t dropped_ = 0;
