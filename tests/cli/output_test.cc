@@ -214,7 +214,7 @@ TEST(SignalTest, SigtermAndSighupCleanUpAsSigintDoes) {
     ASSERT_GT(bench.pid, 0);
     std::string shown;
     const bool running = read_until_line(err[0], "[", &shown);
-    if (running) ::kill(bench.pid, sig);
+    ::kill(bench.pid, running ? sig : SIGKILL);  // a bench that never drew its line is not waited for
     // To its end (it ends once interrupted): a closed pipe would stop it with SIGPIPE at its next line.
     char buf[4096];
     for (ssize_t n; (n = ::read(err[0], buf, sizeof(buf))) > 0;) shown.append(buf, static_cast<size_t>(n));
