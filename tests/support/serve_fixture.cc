@@ -80,8 +80,11 @@ void expect_no_handles_left(const std::string& tcti) {
 }
 
 SuiteTpm* InterposedServeTest::tpm_ = nullptr;
+std::string* InterposedServeTest::state_dir_ = nullptr;
 
 void InterposedServeTest::SetUpTestSuite() {
+  state_dir_ = new std::string(make_temp_dir("tpmsec-serve-state"));
+  ASSERT_FALSE(state_dir_->empty());
   tpm_ = new SuiteTpm;
   std::string error;
   ASSERT_TRUE(tpm_->start(&error)) << error;
@@ -90,6 +93,9 @@ void InterposedServeTest::SetUpTestSuite() {
 void InterposedServeTest::TearDownTestSuite() {
   delete tpm_;
   tpm_ = nullptr;
+  if (state_dir_ && !state_dir_->empty()) std::filesystem::remove_all(*state_dir_);
+  delete state_dir_;
+  state_dir_ = nullptr;
 }
 
 void InterposedServeTest::SetUp() {
@@ -116,7 +122,7 @@ void InterposedServeTest::TearDown() {
 void InterposedServeTest::start_serve_with(const std::vector<std::string>& args, bool journal) {
   std::vector<std::string> all{"--allow-root", "--tpm", proxy_->spec(), "--null-name", tpm_->null_name};
   all.insert(all.end(), args.begin(), args.end());
-  ASSERT_TRUE(serve_->start(all, {}, journal));
+  ASSERT_TRUE(serve_->start(all, {"TPMSEC_STATE_DIR=" + *state_dir_}, journal));
   serve_started_ = true;
   ASSERT_TRUE(serve_->wait_serving()) << "tpmsec serve never served:\n" << serve_log();
 }

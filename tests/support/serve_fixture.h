@@ -77,6 +77,10 @@ class InterposedServeTest : public ::testing::Test {
   static void SetUpTestSuite();
   static void TearDownTestSuite();
   static SuiteTpm& tpm() { return *tpm_; }
+  // The suite's state directory for serve (TPMSEC_STATE_DIR): what serve
+  // keeps of the suite's one TPM (its facts, read once) is kept across the
+  // suite's tests, as a host keeps it across restarts.
+  static const std::string& state_dir() { return *state_dir_; }
 
   void SetUp() override;
   void TearDown() override;
@@ -105,6 +109,7 @@ class InterposedServeTest : public ::testing::Test {
 
  private:
   static SuiteTpm* tpm_;
+  static std::string* state_dir_;
 };
 
 }  // namespace tpmsec::testing
