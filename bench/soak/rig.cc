@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "soak/frames.h"
+#include "testing/child_process.h"
+#include "testing/dbus_daemon.h"
 #include "tpmsec-server/protected_server/status.h"
 #include "tpmsec/constants.h"
 #include "tpmsec/wire.h"
@@ -31,43 +33,17 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr auto kStartDeadline = std::chrono::seconds(120);
 
-// argv started with `env` added, stdout to *out_fd (if given), stderr to `log` (if given).
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log,
-            int* out_fd = nullptr) {
-  int out[2] = {-1, -1};
-  if (out_fd && ::pipe2(out, O_CLOEXEC) != 0) return -1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (out_fd) ::dup2(out[1], 1);
-    int fd = log.empty() ? -1 : ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) ::dup2(fd, 2);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  if (out_fd) {
-    ::close(out[1]);
-    *out_fd = out[0];
-  }
-  return pid;
-}
+using testing::spawn;
 
 bool exited(pid_t pid) {
   int status = 0;
   return ::waitpid(pid, &status, WNOHANG) == pid;
 }
 
+// SIGTERM (to a stopped one too); its exit code, 128 + the signal when killed.
 int stop(pid_t& pid) {
   if (pid <= 0) return -1;
-  ::kill(pid, SIGCONT);
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  pid = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return testing::exit_code_of(testing::stop_child(pid));
 }
 
 // A loopback port P with P + 1 free as well (the emulator's control port).
@@ -126,7 +102,7 @@ bool Rig::start_emulator(const RigOptions& o, std::string* error) {
   port_ = free_port_pair();
   emulator_ = spawn({o.cli, "emulate", o.profile, "--clock", "virtual", "--means", "-q", "--host", "127.0.0.1",
                      "--port", std::to_string(port_)},
-                    {}, dir_ + "/emulate.log");
+                    {}, nullptr, dir_ + "/emulate.log");
   for (auto end = Clock::now() + kStartDeadline; Clock::now() < end && !exited(emulator_);) {
     if ((tpm_ = connect_tcp(port_))) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -139,14 +115,8 @@ bool Rig::start_bus(std::string* error) {
   std::string conf = kBusConfig;
   conf.replace(conf.find("@DIR@"), 5, dir_);
   std::ofstream(dir_ + "/bus.conf") << conf;
-  int out = -1;
-  bus_ = spawn({"dbus-daemon", "--nofork", "--config-file=" + dir_ + "/bus.conf", "--print-address=1"}, {},
-               dir_ + "/bus.log", &out);
   std::string address;
-  char c;
-  pollfd p{out, POLLIN, 0};
-  while (::poll(&p, 1, 60000) > 0 && ::read(out, &c, 1) == 1 && c != '\n') address += c;
-  ::close(out);
+  bus_ = testing::start_dbus_daemon({"--config-file=" + dir_ + "/bus.conf"}, &address, dir_ + "/bus.log");
   if (address.empty()) *error = "dbus-daemon printed no address (" + dir_ + "/bus.log)";
   ::setenv("DBUS_SESSION_BUS_ADDRESS", address.c_str(), 1);
   return !address.empty();
@@ -167,7 +137,7 @@ bool Rig::start_serve(const RigOptions& o, std::string* error) {
   const std::string tpm = "swtpm:host=127.0.0.1,port=" + std::to_string(port_) + ",ctrl=" + std::to_string(port_ + 1);
   serve_ = spawn({o.cli, "serve", "--allow-root", "--tpm", tpm, "--dbus", "session", "--socket", socket(),
                   "--socket-group", "nogroup"},
-                 {"NOTIFY_SOCKET=" + notify, "TPMSEC_STATE_DIR=" + dir_ + "/state"}, serve_log());
+                 {"NOTIFY_SOCKET=" + notify, "TPMSEC_STATE_DIR=" + dir_ + "/state"}, nullptr, serve_log());
   bool ready = false;
   for (auto end = Clock::now() + kStartDeadline; !ready && Clock::now() < end && !exited(serve_);) {
     pollfd p{fd, POLLIN, 0};

@@ -5,10 +5,12 @@
 // up front.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 
@@ -27,6 +29,7 @@
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "support/test_data.h"
+#include "testing/child_process.h"
 #include "tpmsec/constants.h"
 
 namespace tpmsec {
@@ -170,34 +173,59 @@ TEST_F(OutputTest, DanglingLinkAndStdoutTwiceAreUsageErrorsBeforeAnyWork) {
   EXPECT_NE(r.err.find("/dev/stdout is given for two outputs"), std::string::npos) << r.err;
 }
 
-// Whether process `pid` catches signal `sig` (SigCgt in /proc/PID/status):
-// the CLI installs its handler just before a run starts.
+// Reads `fd` until a line that begins with `prefix` (true), its end or 60 s
+// (false); what was read is appended to *seen.
+bool read_until_line(int fd, const std::string& prefix, std::string* seen) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  size_t line_start = seen->size();
+  for (auto now = std::chrono::steady_clock::now(); now < end; now = std::chrono::steady_clock::now()) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char c;
+    if (::read(fd, &c, 1) != 1) return false;
+    *seen += c;
+    if (c != '\n') continue;
+    if (seen->compare(line_start, prefix.size(), prefix) == 0) return true;
+    line_start = seen->size();
+  }
+  return false;
+}
+
 // SIGTERM (systemd stopping a unit) and SIGHUP (a closed terminal) stop a
 // bench as Ctrl-C does: it finishes cleanly and leaves nothing on the TPM.
+// The signal comes inside the run, with the strategy's session on the TPM:
+// once the bench drew its first progress line (--progress on a pipe), which
+// it draws after the first extend, with its handler already in place.
 TEST(SignalTest, SigtermAndSighupCleanUpAsSigintDoes) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     SCOPED_TRACE(strsignal(sig));
     testing::SwtpmProcess swtpm;
     ASSERT_TRUE(swtpm.start()) << swtpm.error();
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int null = ::open("/dev/null", O_RDWR);
-      ::dup2(null, 0);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      ::execl(TPMSEC_CLI_PATH, TPMSEC_CLI_PATH, "bench", "--tpm", swtpm.tcti().c_str(), "--iterations", "1000000",
-              "--no-primitives", "--strategies", "resident,saved-context", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ASSERT_GT(pid, 0);
+    int err[2];
+    ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    testing::Child bench;
+    bench.pid = testing::spawn_with({TPMSEC_CLI_PATH, "bench", "--tpm", swtpm.tcti(), "--iterations", "1000000",
+                                     "--no-primitives", "--strategies", "resident,saved-context", "--progress"},
+                                    {}, {null, null, err[1]});
+    ::close(null);
+    ::close(err[1]);
+    ASSERT_GT(bench.pid, 0);
+    std::string shown;
+    const bool running = read_until_line(err[0], "[", &shown);
+    ::kill(bench.pid, running ? sig : SIGKILL);  // a bench that never drew its line is not waited for
+    // To its end (it ends once interrupted): a closed pipe would stop it with SIGPIPE at its next line.
+    char buf[4096];
+    for (ssize_t n; (n = ::read(err[0], buf, sizeof(buf))) > 0;) shown.append(buf, static_cast<size_t>(n));
+    ::close(err[0]);
     int status = 0;
-    const bool exited = !testing::wait_until_it_catches(pid, sig, &status);
-    ASSERT_FALSE(exited) << "bench ended before it was signalled, status " << status;
-    ::usleep(200000);  // into the run (any moment would do: the handler is in place)
-    ::kill(pid, sig);
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_EQ(::waitpid(bench.pid, &status, 0), bench.pid);
+    bench.pid = -1;
+    ASSERT_TRUE(running) << "no progress line before the bench ended, status " << status << ": " << shown;
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-    EXPECT_NE(WEXITSTATUS(status), 127);
+    EXPECT_EQ(WEXITSTATUS(status), 1) << shown;
+    EXPECT_NE(shown.find("interrupted"), std::string::npos) << shown;
     testing::Direct direct(swtpm.spec());
     ASSERT_TRUE(direct.ok());
     for (uint32_t first : {ht::kFirstTransient, ht::kFirstLoadedSession, ht::kFirstPolicySession}) {

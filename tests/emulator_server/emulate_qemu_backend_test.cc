@@ -23,6 +23,7 @@
 #include <regex>
 #include <thread>
 
+#include "support/fd_passing.h"
 #include "tpmsec-server/emulator_server/emulation_server.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
@@ -111,21 +112,10 @@ bool read_exact(int fd, uint8_t* out, size_t n) {
 Bytes control(int fd, uint32_t code, const Bytes& fields, size_t answer_bytes, int pass = -1) {
   Bytes request = be32(code);
   request.insert(request.end(), fields.begin(), fields.end());
-  iovec iov{request.data(), request.size()};
-  alignas(cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (pass >= 0) {
-    msg.msg_control = buf;
-    msg.msg_controllen = sizeof(buf);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &pass, sizeof(int));
-  }
-  if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return {};
+  const bool sent =
+      pass >= 0 ? testing::send_fd(fd, pass, request.data(), request.size())
+                : ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size());
+  if (!sent) return {};
   Bytes answer(answer_bytes);
   if (!read_exact(fd, answer.data(), answer.size())) return {};
   return answer;

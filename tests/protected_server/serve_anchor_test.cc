@@ -30,7 +30,9 @@
 #include "support/ek_provisioning.h"
 #include "support/interposer.h"
 #include "support/run_command.h"
+#include "support/serve_process.h"
 #include "support/swtpm_process.h"
+#include "support/test_data.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/null_key.h"
@@ -49,69 +51,17 @@ using testing::run_tpmsec;
 
 constexpr int kExitIntegrity = 3;
 
-std::string temp_dir(const char* prefix) {
-  std::string tmpl = (fs::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
-  return ::mkdtemp(tmpl.data()) ? tmpl : "";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// `tpmsec serve --tpm SPEC --dbus none --socket DIR/tpm.sock ARGS...`, its
-// state directory DIR/state, its stderr DIR/serve.log.
-class Serve {
+// `tpmsec serve --tpm SPEC --dbus none ARGS...` in DIR (support/serve_process.h).
+class Serve : public testing::ServeProcess {
  public:
-  Serve(std::string dir, std::string tpm) : dir_(std::move(dir)), tpm_(std::move(tpm)) {}
-  ~Serve() { (void)stop(); }
-  // True once it listens; false when it exited first (exit_code() says how).
+  Serve(std::string dir, std::string tpm) : ServeProcess(dir), dir_(std::move(dir)), tpm_(std::move(tpm)) {}
+  // True once it wrote its start-up line (it follows the listen); false
+  // when it exited first (exit_code() says how).
   bool start(const std::vector<std::string>& args = {}) {
-    const std::string socket = this->socket();
-    ::unlink(socket.c_str());
-    std::vector<std::string> argv{TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", tpm_,
-                                  "--dbus",        "none",  "--socket",     socket};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const std::string state = "TPMSEC_STATE_DIR=" + dir_ + "/state";
-    const std::string log = dir_ + "/serve.log";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) ::dup2(fd, 2);
-      ::putenv(const_cast<char*>(state.c_str()));
-      std::vector<char*> v;
-      for (auto& a : argv) v.push_back(a.data());
-      v.push_back(nullptr);
-      ::execv(v[0], v.data());
-      ::_exit(127);
-    }
-    // Listening, and the start-up line written (it follows the listen).
-    for (int i = 0; pid_ > 0 && i < 1200; ++i) {
-      struct stat st {};
-      if (::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && !startup_line().empty()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    std::vector<std::string> all{"--allow-root", "--tpm", tpm_, "--dbus", "none"};
+    all.insert(all.end(), args.begin(), args.end());
+    return ServeProcess::start(all) && wait_serving();
   }
-  std::string stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      pid_ = -1;
-    }
-    return log();
-  }
-  std::string log() const { return read_all(dir_ + "/serve.log"); }
   // The start-up line: "tpmsec serve: serving TPM ...; anchor: ...; session: ...; policy ...".
   std::string startup_line() const {
     std::smatch m;
@@ -119,8 +69,6 @@ class Serve {
     static const std::regex re("tpmsec serve: serving TPM [^\n]*");
     return std::regex_search(text, m, re) ? m.str() : "";
   }
-  int exit_code() const { return exit_code_; }
-  std::string socket() const { return dir_ + "/tpm.sock"; }
   // A client of its own on the socket, connected while it lives (the tpmsec TCTI's transport).
   std::unique_ptr<Transport> client() const {
     std::string spec = "serve:path=" + socket();
@@ -129,7 +77,6 @@ class Serve {
     EXPECT_TRUE(t.ok()) << t.error().message();
     return t.ok() ? std::move(*t) : nullptr;
   }
-  std::string state() const { return dir_ + "/state"; }
   // tpm2-tools through this server (the tpmsec TCTI, serve:path=).
   CommandResult tool(std::vector<std::string> argv) const {
     std::string tpm = "serve:path=" + socket();
@@ -140,8 +87,6 @@ class Serve {
 
  private:
   std::string dir_, tpm_;
-  pid_t pid_ = -1;
-  int exit_code_ = -1;
 };
 
 size_t count_of(const std::string& text, const std::string& part) {
@@ -160,7 +105,7 @@ std::string pinned_name(const std::string& line) {
 class ServeAnchorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = temp_dir("tpmsec-serve-anchor");
+    dir_ = testing::make_temp_dir("tpmsec-serve-anchor");
     ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {

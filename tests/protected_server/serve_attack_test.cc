@@ -40,8 +40,12 @@
 #include "support/exited_peer.h"
 #include "support/interposer.h"
 #include "support/private_bus.h"
+#include "support/raw_client.h"
 #include "support/run_command.h"
+#include "support/serve_fixture.h"
+#include "support/serve_process.h"
 #include "support/swtpm_process.h"
+#include "support/test_data.h"
 #include "support/tpm_frames.h"
 #include "tpmsec/command_table.h"
 #include "tpmsec/constants.h"
@@ -57,8 +61,17 @@ namespace tpmsec {
 namespace {
 
 using testing::CommandResult;
+using testing::connect_unix;
+using testing::contains;
 using testing::describe;
+using testing::hmac_with;
+using testing::kGetRandom8;
+using testing::rc_of;
 using testing::run_command;
+using testing::slurp;
+using testing::start_auth_session;
+using testing::transact;
+using testing::with_handle;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -70,92 +83,28 @@ constexpr uint32_t kCcStartAuthSession = 0x176, kCcPcrExtend = 0x182, kCcUnseal 
                    kCcGetCapability = 0x17A, kCcCreate = 0x153;
 constexpr uint32_t kNobody = 65534;  // user nobody, group nogroup (Debian)
 
-bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() &&
-         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
-}
-
-std::string slurp(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // --- raw frames, as a client that is not tpm2-tss writes them -----------
 
-template <class Body>
-Bytes frame(uint16_t tag, uint32_t code, Body body) {
-  Writer w;
-  w.u16(tag);
-  auto size = w.begin_total_size32("commandSize");
-  w.u32(code);
-  body(w);
-  w.end_size(size);
-  return *w.finish();
-}
-
-// StartAuthSession(tpmKey = bind = TPM_RH_NULL), unsalted, no symmetric, SHA-256.
-Bytes start_auth_session(uint8_t type) {
-  return frame(st::kNoSessions, kCcStartAuthSession, [type](Writer& w) {
-    w.u32(rh::kNull);
-    w.u32(rh::kNull);
-    w.tpm2b(Bytes(16, 0x3c), "nonceCaller");
-    w.u16(0);  // encryptedSalt
-    w.u8(type);
-    w.u16(alg::kNull);
-    w.u16(alg::kSha256);
-  });
-}
-Bytes with_handle(uint32_t code, uint32_t handle) {
-  return frame(st::kNoSessions, code, [handle](Writer& w) { w.u32(handle); });
-}
 Bytes policy_command_code(uint32_t session, uint32_t code) {
-  return frame(st::kNoSessions, kCcPolicyCommandCode, [&](Writer& w) {
+  return testing::no_sessions_command(kCcPolicyCommandCode, [&](Writer& w) {
     w.u32(session);
     w.u32(code);
   });
 }
-Bytes flush_context(uint32_t handle) {
-  return frame(st::kNoSessions, kCcFlushContext, [handle](Writer& w) { w.u32(handle); });
-}
+Bytes flush_context(uint32_t handle) { return with_handle(kCcFlushContext, handle); }
 Bytes get_handles(uint32_t first) {
-  return frame(st::kNoSessions, kCcGetCapability, [first](Writer& w) {
+  return testing::no_sessions_command(kCcGetCapability, [first](Writer& w) {
     w.u32(1);  // TPM_CAP_HANDLES
     w.u32(first);
     w.u32(64);
   });
 }
-// CreatePrimary(owner) of an HMAC key (KEYEDHASH, sign, SHA-256), under
-// the password session: a transient object a raw client can make.
-Bytes create_hmac_primary() {
-  Writer w;
-  w.u16(4);  // inSensitive: empty userAuth, empty data
-  w.u16(0);
-  w.u16(0);
-  Writer pub;
-  pub.u16(0x0008);  // TPM_ALG_KEYEDHASH
-  pub.u16(alg::kSha256);
-  pub.u32(0x00040072);  // fixedTPM | fixedParent | sensitiveDataOrigin | userWithAuth | sign
-  pub.u16(0);           // authPolicy
-  pub.u16(0x0005);      // scheme: TPM_ALG_HMAC
-  pub.u16(alg::kSha256);
-  pub.u16(0);  // unique
-  w.tpm2b(*pub.finish(), "inPublic");
-  w.u16(0);  // outsideInfo
-  w.u32(0);  // creationPCR
-  return testing::password_command(kCcCreatePrimary, {rh::kOwner}, *w.finish());
-}
-// HMAC(key, "use it") with the key's (empty) password.
-Bytes hmac_with(uint32_t key) {
-  Writer w;
-  w.tpm2b(as_bytes("use it"), "buffer");
-  w.u16(alg::kSha256);
-  return testing::password_command(0x155, {key}, *w.finish());
-}
+// An HMAC key of the owner's (support/raw_client.h): fixedTPM | fixedParent
+// | sensitiveDataOrigin | userWithAuth | sign, no unique.
+Bytes create_hmac_primary() { return testing::create_hmac_primary(0x00040072, {}); }
 Bytes read_public(uint32_t object) { return with_handle(0x173, object); }
-const Bytes kGetRandom8 = {0x80, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x01, 0x7b, 0x00, 0x08};
 
 uint16_t load_be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t rc_of(ByteView r) { return r.size() < 10 ? 0xFFFFFFFFu : load_be32(r.data() + 6); }
 
 // The handles a GetCapability(TPM_CAP_HANDLES) response lists.
 std::vector<uint32_t> listed_handles(ByteView r) {
@@ -166,57 +115,11 @@ std::vector<uint32_t> listed_handles(ByteView r) {
   return out;
 }
 
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// One command over a connected socket, its whole response into `out` (at
-// most `cap` bytes): the size, or 0 on failure. No allocation, so that a
-// forked child may call it.
-size_t transact_once(int fd, ByteView command, uint8_t* out, size_t cap) {
-  if (::send(fd, command.data(), command.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(command.size())) return 0;
-  size_t want = 10;
-  for (size_t got = 0; got < want;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 60000) <= 0) return 0;
-    ssize_t n = ::read(fd, out + got, want - got);
-    if (n <= 0) return 0;
-    got += static_cast<size_t>(n);
-    if (got == 10) {
-      want = load_be32(out + 2);
-      if (want < 10 || want > cap) return 0;
-    }
-  }
-  return want;
-}
-// The same, sent again while the TPM answers TPM_RC_RETRY (as a TSS does;
-// libtpms asks so at a key's first use while it tests the algorithm).
-size_t transact(int fd, ByteView command, uint8_t* out, size_t cap) {
-  for (int attempt = 0;; ++attempt) {
-    size_t n = transact_once(fd, command, out, cap);
-    if (n < 10 || load_be32(out + 6) != 0x922 || attempt == 8) return n;
-  }
-}
-Bytes transact(int fd, ByteView command) {
-  Bytes r(4096);
-  r.resize(transact(fd, command, r.data(), r.size()));
-  return r;
-}
-
 // --- the suite: a private bus, a swtpm, its null key's name -----------------
 
 testing::PrivateBus* g_bus = nullptr;
 
-class ServeAttackTest : public ::testing::Test {
+class ServeAttackTest : public testing::InterposedServeTest {
  protected:
   static void SetUpTestSuite() {
     g_bus = new testing::PrivateBus;
@@ -225,93 +128,28 @@ class ServeAttackTest : public ::testing::Test {
     ::setenv("DBUS_SESSION_BUS_ADDRESS", g_bus->address().c_str(), 1);
     ::unsetenv("TPM2TOOLS_TCTI");
     ::unsetenv("TCTI");
-    swtpm_ = new testing::SwtpmProcess();
-    ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
-    // tpmsec's own connection sends Startup and reads the null key's name:
-    // the anchor serve is given.
-    auto t = open_transport(swtpm_->spec());
-    ASSERT_TRUE(t.ok()) << t.error().message();
-    Tpm tpm(**t);
-    auto key = NullKey::create(tpm, SaltKind::kEcc);
-    ASSERT_TRUE(key.ok()) << key.error().message();
-    null_name_ = new std::string(key->name_hex());
+    InterposedServeTest::SetUpTestSuite();
   }
   static void TearDownTestSuite() {
-    delete swtpm_;
-    swtpm_ = nullptr;
-    delete null_name_;
-    null_name_ = nullptr;
+    InterposedServeTest::TearDownTestSuite();
     delete g_bus;
     g_bus = nullptr;
   }
 
   void SetUp() override {
-    ASSERT_TRUE(swtpm_ && swtpm_->running());
-    char tmpl[] = "/tmp/tpmsec-serve-attack-XXXXXX";
-    ASSERT_TRUE(::mkdtemp(tmpl));
-    dir_ = tmpl;
+    InterposedServeTest::SetUp();
     ::chmod(dir_.c_str(), 0711);  // user nobody reaches the socket inside, nothing else
-    proxy_ = std::make_unique<testing::Interposer>(swtpm_->port());
-    ASSERT_TRUE(proxy_->start().ok());
-    proxy_->set_rule([this](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
-      testing::Rule rule;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        rule = rule_;
-      }
-      testing::Reply reply = rule ? rule(c, tpm) : testing::pass(c, tpm);
-      std::lock_guard<std::mutex> lock(mu_);
-      commands_.push_back(c.bytes);
-      responses_.push_back(reply.response.value_or(Bytes()));
-      bus_.insert(bus_.end(), c.bytes.begin(), c.bytes.end());
-      if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
-      return reply;
-    });
   }
-  void TearDown() override {
-    if (serve_.pid > 0) {
-      int status = stop_serve();
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "tpmsec serve ended with status " << status;
-      expect_no_handles_left();
-    }
-    proxy_.reset();
-    fs::remove_all(dir_);
-  }
-
-  std::string socket_path() const { return dir_ + "/tpmrm.sock"; }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // tpmsec serve on the interposer, on the private bus and a socket whose
-  // group (nogroup) lets user nobody connect, as tss lets its members.
-  // With `log`, its stderr goes to that file (a shell that execs serve:
-  // the pid is serve's).
-  void start_serve(const std::string& log = {}) {
+  // group (nogroup) lets user nobody connect, as tss lets its members; its
+  // stderr in serve.log, named as the journal's stream (JOURNAL_STREAM, as
+  // systemd sets it) when `journal`: serve then writes each line's priority.
+  void start_serve(bool journal = false) {
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, false)) << "the bus name is still owned";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",          "--allow-root", "--tpm",   proxy_->spec(),
-                                     "--null-name",   *null_name_,      "--dbus",       "session", "--socket",
-                                     socket_path(),   "--socket-group", "nogroup"};
-    std::vector<std::string> env;
-    if (!log.empty()) {
-      // Its stderr to `log`, named as the journal's stream (JOURNAL_STREAM,
-      // as systemd sets it): serve then writes each line's priority.
-      std::ofstream(log).flush();
-      struct stat st {};
-      ASSERT_EQ(::stat(log.c_str(), &st), 0);
-      env.push_back("JOURNAL_STREAM=" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino));
-      argv.insert(argv.begin(), {"sh", "-c", "exec \"$0\" \"$@\" 2>>" + log});
-    }
-    serve_.pid = testing::spawn(argv, env);
+    start_serve_with({"--dbus", "session", "--socket-group", "nogroup"}, journal);
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(testing::wait_for_owner(g_bus->address(), kBusName, true)) << "tpmsec serve never took the name";
-    for (auto end = Clock::now() + kDeadline; !fs::exists(socket_path()) && Clock::now() < end;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  // SIGTERM; its wait status. The interposer is idle afterwards (serve's
-  // connection to the TPM is closed), so swtpm is free for direct().
-  int stop_serve() {
-    int status = serve_.stop();
-    proxy_->wait_idle();
-    return status;
   }
   static std::vector<std::string> tools_env() { return {"TPM2TOOLS_TCTI=tabrmd:bus_type=session"}; }
   // systemd's TPM as the package sets it for every service and shell
@@ -321,33 +159,10 @@ class ServeAttackTest : public ::testing::Test {
   }
   static CommandResult tool(const std::vector<std::string>& argv) { return run_command(argv, tools_env()); }
   // tpm2-tools' own swtpm TCTI, straight to the TPM (only while serve is stopped).
-  static std::string direct() { return swtpm_->tcti(); }
+  static std::string direct() { return tpm().swtpm.tcti(); }
 
   // Straight to the swtpm: no loaded or saved session, no transient object.
-  void expect_no_handles_left() {
-    for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
-      auto left = run_command({"tpm2_getcap", "-T", direct(), kind});
-      ASSERT_EQ(left.exit_code, 0) << describe(left);
-      EXPECT_EQ(left.out, "") << kind << " left on the TPM";
-    }
-  }
-  void set_rule(testing::Rule rule) {
-    std::lock_guard<std::mutex> lock(mu_);
-    rule_ = std::move(rule);
-  }
-  Bytes bus() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return bus_;
-  }
-  std::vector<Bytes> commands() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return commands_;
-  }
-  // Responses, by the index of the command they answer.
-  std::vector<Bytes> responses() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return responses_;
-  }
+  void expect_no_handles_left() { testing::expect_no_handles_left(direct()); }
   std::vector<uint32_t> codes() {
     std::vector<uint32_t> out;
     for (const auto& c : commands()) out.push_back(load_be32(c.data() + 6));
@@ -360,20 +175,7 @@ class ServeAttackTest : public ::testing::Test {
     std::string v = slurp(path("pcr"));
     return Bytes(v.begin(), v.end());
   }
-
-  static testing::SwtpmProcess* swtpm_;
-  static std::string* null_name_;
-  std::string dir_;
-  std::unique_ptr<testing::Interposer> proxy_;
-  testing::Child serve_;
-  std::mutex mu_;
-  testing::Rule rule_;
-  Bytes bus_;
-  std::vector<Bytes> commands_, responses_;
 };
-
-testing::SwtpmProcess* ServeAttackTest::swtpm_ = nullptr;
-std::string* ServeAttackTest::null_name_ = nullptr;
 
 // 1a. A passive sniffer on the bus: a sealed secret unsealed and an NV
 // index's data written and read through serve never cross it in clear.
@@ -624,7 +426,7 @@ TEST_F(ServeAttackTest, ALostResponseFailsTheToolAndExtendsOnce) {
 // failure (exit 3). (With no anchor named, serve stands on the order of
 // protect.h's StandingAnchor instead: serve_anchor_test.cc.)
 TEST_F(ServeAttackTest, TheWrongAnchorRefusesToStart) {
-  std::string wrong = *null_name_;
+  std::string wrong = tpm().null_name;
   wrong.back() = wrong.back() == '0' ? '1' : '0';
   auto bad = testing::run_tpmsec({"serve", "--allow-root", "--tpm", proxy_->spec(), "--null-name", wrong, "--dbus",
                                   "none", "--socket", socket_path()});
@@ -879,10 +681,8 @@ TEST_F(ServeAttackTest, SixteenClientsAtOnceThenSigtermUnderLoad) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GE(commands().size(), at + 60) << "the load never reached the bus";
-  ::kill(serve_.pid, SIGTERM);
-  int status = 0;
-  ::waitpid(serve_.pid, &status, 0);
-  serve_.pid = -1;
+  const int status = serve_->stop();
+  serve_started_ = false;
   std::ofstream(path("stop")) << "";
   for (auto& t : load) t.join();
   proxy_->wait_idle();
@@ -1074,7 +874,7 @@ std::vector<Bytes> frames_naming(uint32_t victim, const std::vector<Bytes>& seen
   context.u32(victim);
   context.u32(rh::kOwner);
   context.tpm2b(Bytes(64, 0x77), "contextBlob");
-  out.push_back(frame(st::kNoSessions, 0x161, [&](Writer& w) { w.bytes(*context.finish()); }));
+  out.push_back(testing::no_sessions_command(0x161, [&](Writer& w) { w.bytes(*context.finish()); }));
   for (const Bytes& b : seen) {
     auto f = testing::parse_command(b);
     if (!f.ok() || !names_handle(*f, victim)) continue;
@@ -1242,7 +1042,7 @@ TEST_F(ServeAttackTest, AClearSecretIsToldOncePerClientAndCommand) {
   // Twice NV's buffer (1024 on swtpm): tpm2_nvread reads it in two NV_Reads.
   const std::string data(2048, 'q');
   std::ofstream(path("nv")) << data;
-  start_serve(path("serve.log"));
+  start_serve(/*journal=*/true);
   auto def = tool({"tpm2_nvdefine", index, "-C", "o", "-s", std::to_string(data.size()), "-a",
                    "authread|authwrite|no_da", "-p", password});
   ASSERT_EQ(def.exit_code, 0) << describe(def);
@@ -1267,7 +1067,6 @@ TEST_F(ServeAttackTest, AClearSecretIsToldOncePerClientAndCommand) {
   EXPECT_GE(reads - reads_before, 2u) << "tpm2_nvread sent one NV_Read: nothing repeated";
   EXPECT_EQ(tool({"tpm2_nvundefine", index, "-C", "o"}).exit_code, 0);
   EXPECT_EQ(stop_serve(), 0);
-  serve_.pid = -1;
   expect_no_handles_left();
 
   std::istringstream log(slurp(path("serve.log")));

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "support/run_command.h"
+#include "support/serve_process.h"
 #include "support/test_data.h"
 #include "tpmsec/transport/tpm_string.h"
 #include "tpmsec/transport/transports.h"
@@ -53,65 +54,21 @@ std::string read_all(const std::string& path) {
   return s.str();
 }
 
-// `tpmsec serve --tpm embedded --dbus none --socket DIR/tpm.sock -v`, its
-// stderr in DIR/serve.log; `prefix` runs it under another program (setpriv).
-class ServeProcess {
+// `tpmsec serve --tpm embedded --dbus none -v` in DIR (support/serve_process.h).
+class Serve : public testing::ServeProcess {
  public:
-  bool start(const std::string& dir, const std::vector<std::string>& prefix = {}) {
-    socket_ = dir + "/tpm.sock";
-    log_ = dir + "/serve.log";
-    std::vector<std::string> argv = prefix;
-    for (const char* a :
-         {TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", "none", "-v", "--socket"}) {
-      argv.push_back(a);
-    }
-    argv.push_back(socket_);
-    const std::string state = "TPMSEC_STATE_DIR=" + dir + "/serve-state";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) ::dup2(fd, 2);
-      ::putenv(const_cast<char*>(state.c_str()));
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-    if (pid_ < 0) return false;
-    // Listening once the socket exists (at most 60 s).
-    for (int i = 0; i < 600; ++i) {
-      struct stat st {};
-      if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
+  explicit Serve(const std::string& dir) : ServeProcess(dir) {}
+  // True once it listens; `prefix` runs it under another program (setpriv).
+  bool start(const std::vector<std::string>& prefix = {}) {
+    return ServeProcess::start({"--allow-root", "--tpm", "embedded", "--dbus", "none", "-v"}, {}, false, prefix) &&
+           wait_serving();
   }
   // SIGTERM, then what it printed (its per-command counts among it).
-  std::string stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      exited_cleanly_ = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      pid_ = -1;
-    }
-    return read_all(log_);
+  std::string stop_for_log() {
+    stop();
+    return log();
   }
-  ~ServeProcess() { (void)stop(); }
-  const std::string& socket() const { return socket_; }
-  bool exited_cleanly() const { return exited_cleanly_; }
-  std::string log() const { return read_all(log_); }
-
- private:
-  pid_t pid_ = -1;
-  std::string socket_, log_;
-  bool exited_cleanly_ = false;
+  bool exited_cleanly() const { return exit_code() == 0; }
 };
 
 // The sum of the first group of every match of `pattern` in `text`.
@@ -155,8 +112,8 @@ class ServeClientTest : public ::testing::Test {
 };
 
 TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfItsOwn) {
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(dir_)) << serve.log();
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start()) << serve.log();
   const std::string tpm = serve_string(serve.socket());
 
   CommandResult ext = run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", tpm, "-v"}, env());
@@ -176,7 +133,7 @@ TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfI
   EXPECT_EQ(null_key.exit_code, 0) << describe(null_key);
   EXPECT_EQ(null_key.out.size(), 69u) << describe(null_key);
 
-  const std::string log = serve.stop();
+  const std::string log = serve.stop_for_log();
   EXPECT_TRUE(serve.exited_cleanly()) << log;
   // The clients' commands were the server's to wrap: PCR_Extend and
   // GetRandom each wrapped, no StartAuthSession from a client.
@@ -186,8 +143,8 @@ TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfI
 }
 
 TEST_F(ServeClientTest, AnAnchorAStrategyOrAnEncryptionGivenToAClientIsRefused) {
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(dir_)) << serve.log();
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start()) << serve.log();
   const std::string tpm = serve_string(serve.socket());
   CommandResult tofu = run_tpmsec({"random", "8", "--tpm", tpm + ",tofu"}, env());
   EXPECT_EQ(tofu.exit_code, testing::kExitUsage) << describe(tofu);
@@ -197,14 +154,14 @@ TEST_F(ServeClientTest, AnAnchorAStrategyOrAnEncryptionGivenToAClientIsRefused) 
   CommandResult strategy =
       run_tpmsec({"pcr", "extend", "16", kDigest, "--tpm", tpm, "--strategy", "per-command"}, env());
   EXPECT_EQ(strategy.exit_code, testing::kExitUsage) << describe(strategy);
-  const std::string log = serve.stop();
+  const std::string log = serve.stop_for_log();
   EXPECT_FALSE(client_started_session(log)) << log;
   EXPECT_EQ(log.find("PCR_Extend"), std::string::npos) << log;  // refused before any extend
 }
 
 TEST_F(ServeClientTest, Tpm2ToolsThroughTheTctiPassFramesToTheServer) {
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(dir_)) << serve.log();
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start()) << serve.log();
   const std::string tcti =
       std::string(TPMSEC_TCTI_PATH) + ":" + serve_string(serve.socket()) + ",log=" + dir_ + "/tcti.log";
   std::vector<std::string> e = env();
@@ -227,7 +184,7 @@ TEST_F(ServeClientTest, Tpm2ToolsThroughTheTctiPassFramesToTheServer) {
   // ... and every StartAuthSession the server got from a client was one
   // the tools sent themselves (tpm2-tools starts its own for some
   // commands): the TCTI started none, in any of the three programs.
-  const std::string log = serve.stop();
+  const std::string log = serve.stop_for_log();
   EXPECT_TRUE(serve.exited_cleanly()) << log;
   EXPECT_EQ(sum_of(log, "StartAuthSession 0x00000176 wrapped=([0-9]+)") +
                 sum_of(log, "StartAuthSession 0x00000176 wrapped=[0-9]+ encrypted=[0-9]+ passed=([0-9]+)"),
@@ -254,8 +211,8 @@ TEST_F(ServeClientTest, ASocketServedByAnotherUserIsRefused) {
     passwd* tss = ::getpwnam("tss");
     ASSERT_TRUE(tss == nullptr || tss->pw_uid != ::getuid()) << "the test's user is tss";
   }
-  ServeProcess serve;
-  ASSERT_TRUE(serve.start(dir_, prefix)) << serve.log();
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start(prefix)) << serve.log();
   const std::string tpm = "serve:path=" + serve.socket();
 
   CommandResult rnd = run_tpmsec({"random", "8", "--tpm", tpm}, env());
@@ -275,7 +232,7 @@ TEST_F(ServeClientTest, ASocketServedByAnotherUserIsRefused) {
   EXPECT_NE(tool.err.find("refusing a server another user could have planted"), std::string::npos) << describe(tool);
 
   // Nothing was sent: the server saw no client command.
-  const std::string log = serve.stop();
+  const std::string log = serve.stop_for_log();
   EXPECT_NE(log.find("stopped: 0 client commands"), std::string::npos) << log;
 }
 

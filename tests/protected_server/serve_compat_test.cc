@@ -6,12 +6,6 @@
 // the server's process). Every tool run is a client of its own, as in the
 // scripts: what one run leaves (a saved session, a Name the wrapper cached)
 // is what the next one meets.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +17,7 @@
 
 #include "support/private_bus.h"
 #include "support/run_command.h"
+#include "testing/dbus_daemon.h"
 
 namespace tpmsec {
 namespace {
@@ -32,13 +27,6 @@ using testing::run_command;
 using testing::spawn;
 namespace fs = std::filesystem;
 
-void stop(pid_t& pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, nullptr, 0);
-  pid = -1;
-}
-
 // A fresh bus and a fresh server (so a fresh TPM) per test.
 class ServeCompatTest : public ::testing::Test {
  protected:
@@ -46,20 +34,14 @@ class ServeCompatTest : public ::testing::Test {
     char tmpl[] = "/tmp/tpmsec-serve-compat-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    int out = -1;
-    bus_ = spawn({"dbus-daemon", "--session", "--nofork", "--address=unix:path=" + dir_ + "/bus", "--print-address=1"},
-                 {}, &out);
-    ASSERT_GT(bus_, 0);
     std::string address;
-    char c;
-    pollfd p{out, POLLIN, 0};
-    while (::poll(&p, 1, 60000) > 0 && ::read(out, &c, 1) == 1 && c != '\n') address += c;
-    ::close(out);
+    bus_.pid = testing::start_dbus_daemon({"--session", "--address=unix:path=" + dir_ + "/bus"}, &address);
+    ASSERT_GT(bus_.pid, 0);
     ASSERT_FALSE(address.empty()) << "dbus-daemon printed no address";
     bus_env_ = "DBUS_SESSION_BUS_ADDRESS=" + address;
-    serve_ = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", "session"},
-                   {bus_env_, "TPMSEC_STATE_DIR=" + dir_ + "/state"});
-    ASSERT_GT(serve_, 0);
+    serve_.pid = spawn({TPMSEC_CLI_PATH, "serve", "--allow-root", "--tpm", "embedded", "--dbus", "session"},
+                       {bus_env_, "TPMSEC_STATE_DIR=" + dir_ + "/state"});
+    ASSERT_GT(serve_.pid, 0);
     // Up once a tool gets an answer through it.
     bool up = false;
     for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -70,8 +52,8 @@ class ServeCompatTest : public ::testing::Test {
     ASSERT_TRUE(up) << "tpmsec serve never answered on the bus";
   }
   void TearDown() override {
-    stop(serve_);
-    stop(bus_);
+    serve_.stop();
+    bus_.stop();
     if (!dir_.empty()) fs::remove_all(dir_);
   }
   testing::CommandResult tool(const std::vector<std::string>& argv, const std::string* input = nullptr) {
@@ -86,8 +68,8 @@ class ServeCompatTest : public ::testing::Test {
 
   std::string dir_;
   std::string bus_env_;
-  pid_t bus_ = -1;
-  pid_t serve_ = -1;
+  testing::Child bus_;
+  testing::Child serve_;
 };
 
 // sessionaudit: GetSessionAuditDigest names three of the tool's sessions

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/serve_process.h"
 #include "support/test_data.h"
 #include "tpmsec-server/protected_server/status.h"
 #include "tpmsec/command_frame.h"
@@ -53,101 +54,14 @@ constexpr auto kPatience = std::chrono::seconds(60);  // a bound on waiting, nev
 
 std::string temp_dir() { return testing::make_temp_dir("tpmsec-serve-daemon"); }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A serve process: stderr to DIR/serve.log, `env` added; `journal` sets
-// $JOURNAL_STREAM to that file's device and inode, as systemd names the
-// stream the journal reads.
-class Serve {
+// serve on the embedded TPM, on its socket only (support/serve_process.h).
+class Serve : public testing::ServeProcess {
  public:
-  bool start(const std::string& dir, std::vector<std::string> args, std::vector<std::string> env = {},
-             bool journal = false) {
-    socket_ = dir + "/tpm.sock";
-    log_ = dir + "/serve.log";
-    std::vector<std::string> argv{TPMSEC_CLI_PATH, "serve", "--tpm", "embedded", "--dbus", "none", "--socket", socket_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    env.push_back("TPMSEC_STATE_DIR=" + dir + "/serve-state");
-    const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return false;
-    struct stat st {};
-    ::fstat(fd, &st);
-    if (journal) env.push_back(fmt::format("JOURNAL_STREAM={}:{}", st.st_dev, st.st_ino));
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fd, 2);
-      for (auto& e : env) ::putenv(e.data());
-      std::vector<char*> a;
-      for (auto& s : argv) a.push_back(s.data());
-      a.push_back(nullptr);
-      ::execv(a[0], a.data());
-      ::_exit(127);
-    }
-    ::close(fd);
-    return pid_ > 0;
+  explicit Serve(const std::string& dir) : ServeProcess(dir) {}
+  bool start(std::vector<std::string> args, std::vector<std::string> env = {}, bool journal = false) {
+    args.insert(args.begin(), {"--tpm", "embedded", "--dbus", "none"});
+    return ServeProcess::start(args, std::move(env), journal);
   }
-  // Serving once the socket exists; false when serve ended first.
-  bool wait_serving() {
-    for (auto end = Clock::now() + kPatience; Clock::now() < end;) {
-      struct stat st {};
-      if (::stat(socket_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
-      if (!alive()) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  // Until the log holds `text` (or serve ended, or the patience ran out).
-  bool wait_log(const std::string& text) {
-    for (auto end = Clock::now() + kPatience; Clock::now() < end;) {
-      if (log().find(text) != std::string::npos) return true;
-      if (!alive()) return log().find(text) != std::string::npos;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  // Until serve ended by itself (false: still running after the patience).
-  bool wait_exit() {
-    for (auto end = Clock::now() + kPatience; Clock::now() < end;) {
-      if (!alive()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  bool alive() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      status_ = status;
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-  void signal(int sig) {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-  // SIGTERM; the wait status.
-  int stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, &status_, 0);
-      pid_ = -1;
-    }
-    return status_;
-  }
-  ~Serve() { stop(); }
-  std::string log() const { return read_all(log_); }
-  const std::string& socket() const { return socket_; }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int status_ = -1;
-  std::string socket_, log_;
 };
 
 // A datagram socket bound where $NOTIFY_SOCKET will name it, as systemd's.
@@ -208,9 +122,9 @@ class ServeDaemonTest : public ::testing::Test {
 TEST_F(ServeDaemonTest, NotifiesReadyOnceServingAndPingsTheWatchdogFromItsLoop) {
   NotifySocket notify(path("notify"));
   ASSERT_TRUE(notify.bound());
-  Serve serve;
+  Serve serve(dir_);
   // 400 ms: a ping at least every 200 ms (half), which the loop's turn (kPollMs) allows.
-  ASSERT_TRUE(serve.start(dir_, {"--allow-root"}, {"NOTIFY_SOCKET=" + path("notify"), "WATCHDOG_USEC=400000"}));
+  ASSERT_TRUE(serve.start({"--allow-root"}, {"NOTIFY_SOCKET=" + path("notify"), "WATCHDOG_USEC=400000"}));
   std::string first = notify.next();
   EXPECT_NE(first.find("STATUS="), std::string::npos) << first;
   std::string ready;
@@ -246,8 +160,8 @@ TEST_F(ServeDaemonTest, NotifiesReadyOnceServingAndPingsTheWatchdogFromItsLoop) 
 }
 
 TEST_F(ServeDaemonTest, LogLinesCarryTheirPriorityForTheJournalAndNameTheClient) {
-  Serve serve;
-  ASSERT_TRUE(serve.start(dir_, {"--allow-root"}, {}, /*journal=*/true));
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start({"--allow-root"}, {}, /*journal=*/true));
   ASSERT_TRUE(serve.wait_serving()) << serve.log();
   CommandResult rnd = run_tpmsec({"random", "8", "--tpm", "serve:path=" + serve.socket()},
                                  {"TPMSEC_STATE_DIR=" + path("client-state")});
@@ -276,15 +190,15 @@ TEST_F(ServeDaemonTest, LogLinesCarryTheirPriorityForTheJournalAndNameTheClient)
       << log;
 
   // Not the journal: plain lines, as a terminal wants them.
-  Serve plain;
-  ASSERT_TRUE(plain.start(dir_, {"--allow-root"}));
+  Serve plain(dir_);
+  ASSERT_TRUE(plain.start({"--allow-root"}));
   ASSERT_TRUE(plain.wait_serving()) << plain.log();
   plain.stop();
   EXPECT_EQ(plain.log().rfind("tpmsec serve: serving ", 0), 0u) << plain.log();
 
   // An error that ends serve is an error to the journal (`journalctl -p err`).
-  Serve failed;
-  ASSERT_TRUE(failed.start(dir_, {"--allow-root", "--socket-group", "no-such-group-tpmsec"}, {}, /*journal=*/true));
+  Serve failed(dir_);
+  ASSERT_TRUE(failed.start({"--allow-root", "--socket-group", "no-such-group-tpmsec"}, {}, /*journal=*/true));
   EXPECT_FALSE(failed.wait_serving());
   const std::string err = failed.log();
   EXPECT_TRUE(std::regex_search(err, std::regex("(^|\n)<3>tpmsec: .*no-such-group-tpmsec"))) << err;
@@ -298,8 +212,8 @@ TEST_F(ServeDaemonTest, SighupRereadsThePolicyAndKeepsAConnectedClient) {
                           << "\nreason = \"a test\"\nsource = \"serve_daemon_test\"\n";
   };
   write_policy("first", 50);
-  Serve serve;
-  ASSERT_TRUE(serve.start(dir_, {"--allow-root", "--policy", policy}));
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start({"--allow-root", "--policy", policy}));
   ASSERT_TRUE(serve.wait_serving()) << serve.log();
   auto client = open_transport("serve:path=" + serve.socket());
   ASSERT_TRUE(client.ok()) << client.error().message();
@@ -332,8 +246,8 @@ TEST_F(ServeDaemonTest, SighupRereadsThePolicyAndKeepsAConnectedClient) {
 }
 
 TEST_F(ServeDaemonTest, RefusesToRunAsRootWithoutAllowRoot) {
-  Serve serve;
-  ASSERT_TRUE(serve.start(dir_, {}));
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start({}));
   ASSERT_TRUE(serve.wait_exit()) << "serve ran as root without --allow-root\n" << serve.log();
   const int status = serve.stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == testing::kExitUsage) << status;
@@ -345,8 +259,8 @@ TEST_F(ServeDaemonTest, RefusesToRunAsRootWithoutAllowRoot) {
 
 TEST_F(ServeDaemonTest, StatusAsksTheRunningServerAfterTpm2ToolsCommands) {
   ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);  // the socket's directory: nobody may reach the socket
-  Serve serve;
-  ASSERT_TRUE(serve.start(dir_, {"--allow-root", "--socket-group", "nogroup"}));
+  Serve serve(dir_);
+  ASSERT_TRUE(serve.start({"--allow-root", "--socket-group", "nogroup"}));
   ASSERT_TRUE(serve.wait_serving()) << serve.log();
   const std::string tpm = "serve:path=" + serve.socket();
   std::vector<std::string> e{"TPMSEC_STATE_DIR=" + path("client-state"),

@@ -46,7 +46,9 @@
 
 #include "support/exited_peer.h"
 #include "support/private_bus.h"
+#include "support/raw_client.h"
 #include "support/run_command.h"
+#include "support/serve_process.h"
 #include "tpmsec/wire.h"
 
 namespace tpmsec {
@@ -75,37 +77,7 @@ const uint8_t kGetRandom8[] = {0x80, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0
 uint32_t rc_of(const uint8_t* r, size_t n) { return n < 10 ? 0xFFFFFFFFu : load_be32(r + 6); }
 
 // --- what a forked attacker calls: no allocation but its own buffers -----
-
-int connect_unix(const char* path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// One command, its whole response into `out`: the size, 0 on failure.
-size_t transact(int fd, const uint8_t* command, size_t size, uint8_t* out, size_t cap) {
-  if (::send(fd, command, size, MSG_NOSIGNAL) != static_cast<ssize_t>(size)) return 0;
-  size_t want = 10;
-  for (size_t got = 0; got < want;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 60000) <= 0) return 0;
-    ssize_t n = ::read(fd, out + got, want - got);
-    if (n <= 0) return 0;
-    got += static_cast<size_t>(n);
-    if (got == 10) {
-      want = load_be32(out + 2);
-      if (want < 10 || want > cap) return 0;
-    }
-  }
-  return want;
-}
+// (its connections and round trips: support/raw_client.h)
 
 // `count` (at most 16) connections through Debian's tabrmd TCTI, all open
 // at once, each asked a GetRandom; how many were answered. Then closed
@@ -221,49 +193,34 @@ class ServeFairnessTest : public ::testing::Test {
     ::chmod(dir_.c_str(), 0711);
     fs::create_directory(victim_dir());
     ASSERT_EQ(::chown(victim_dir().c_str(), kVictim, kNogroup), 0);
+    serve_ = std::make_unique<testing::ServeProcess>(dir_);
   }
   void TearDown() override {
-    if (serve_.pid > 0) {
-      int status = serve_.stop();
+    if (serve_started_) {
+      int status = serve_->stop();
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "tpmsec serve ended with " << status << log();
     }
+    serve_.reset();
     fs::remove_all(dir_);
   }
 
-  std::string socket_path() const { return dir_ + "/tpm.sock"; }
+  std::string socket_path() const { return serve_->socket(); }
   std::string victim_dir() const { return dir_ + "/victim"; }
-  std::string log() const {
-    std::ifstream in(dir_ + "/serve.log");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
+  std::string log() const { return serve_->log(); }
 
   // tpmsec serve on the embedded TPM, the private bus and a socket of group
   // nogroup; its stderr in serve.log.
   void start_serve(const std::vector<std::string>& limits, const testing::PrivateBus* bus = nullptr) {
     const std::string address = (bus ? bus : g_bus)->address();
     ASSERT_TRUE(testing::wait_for_owner(address, kBusName, false)) << "the bus name is still owned";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",          "--allow-root", "--tpm",
-                                     "embedded",      "--dbus",         "session",      "--socket",
-                                     socket_path(),   "--socket-group", "nogroup"};
-    argv.insert(argv.end(), limits.begin(), limits.end());
-    if (bus) argv.insert(argv.end(), {"--dbus-address", address});
-    const std::string logfile = dir_ + "/serve.log", state = "TPMSEC_STATE_DIR=" + dir_ + "/state";
-    serve_.pid = ::fork();
-    if (serve_.pid == 0) {
-      int fd = ::open(logfile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) ::dup2(fd, 2);
-      ::putenv(const_cast<char*>(state.c_str()));
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    std::vector<std::string> args = {"--allow-root", "--tpm",          "embedded", "--dbus",
+                                     "session",      "--socket-group", "nogroup"};
+    args.insert(args.end(), limits.begin(), limits.end());
+    if (bus) args.insert(args.end(), {"--dbus-address", address});
+    ASSERT_TRUE(serve_->start(args));
+    serve_started_ = true;
     ASSERT_TRUE(testing::wait_for_owner(address, kBusName, true)) << "serve never took the name" << log();
-    for (auto end = Clock::now() + kDeadline; !fs::exists(socket_path()) && Clock::now() < end;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ASSERT_TRUE(fs::exists(socket_path())) << log();
+    ASSERT_TRUE(serve_->wait_serving()) << log();
   }
 
   // A tpm2-tools program as the victim (uid 1, group nogroup), over D-Bus.
@@ -279,8 +236,9 @@ class ServeFairnessTest : public ::testing::Test {
     if (!v.start(kVictim, [&] {
           Attacker::Report out{0xFFFFFFFFu};
           static uint8_t r[64];
-          int fd = connect_unix(sock.c_str());
-          if (fd >= 0) out[0] = rc_of(r, transact(fd, kGetRandom8, sizeof(kGetRandom8), r, sizeof(r)));
+          int fd = testing::connect_unix(sock);
+          if (fd >= 0)
+            out[0] = rc_of(r, testing::transact_once(fd, ByteView(kGetRandom8, sizeof(kGetRandom8)), r, sizeof(r)));
           return out;
         })) {
       return 0xFFFFFFFFu;
@@ -290,7 +248,8 @@ class ServeFairnessTest : public ::testing::Test {
   }
 
   std::string dir_;
-  testing::Child serve_;
+  std::unique_ptr<testing::ServeProcess> serve_;
+  bool serve_started_ = false;  // and not stopped by the test: TearDown stops it
 };
 
 // 1. The attacker opens sessions (on 16 connections, 8 each, or until
@@ -312,7 +271,8 @@ TEST_F(ServeFairnessTest, ASessionHoarderCannotStarveAnotherUid) {
       int fd = testing::connect_from_exited_process(sock);
       if (fd < 0) break;
       for (int i = 0; i < 8; ++i) {
-        uint32_t rc = rc_of(r, transact(fd, kStartSession, sizeof(kStartSession), r, sizeof(r)));
+        uint32_t rc =
+            rc_of(r, testing::transact_once(fd, ByteView(kStartSession, sizeof(kStartSession)), r, sizeof(r)));
         if (rc != 0) {
           out[1] = rc;
           break;
@@ -337,8 +297,10 @@ TEST_F(ServeFairnessTest, ASessionHoarderCannotStarveAnotherUid) {
   ASSERT_TRUE(more.start(kAttacker, [&] {
     Attacker::Report out{};
     static uint8_t r[256];
-    int fd = connect_unix(sock.c_str());
-    out[0] = fd < 0 ? 0xFFFFFFFFu : rc_of(r, transact(fd, kStartSession, sizeof(kStartSession), r, sizeof(r)));
+    int fd = testing::connect_unix(sock);
+    out[0] = fd < 0
+                 ? 0xFFFFFFFFu
+                 : rc_of(r, testing::transact_once(fd, ByteView(kStartSession, sizeof(kStartSession)), r, sizeof(r)));
     return out;
   }));
   auto again = more.report();
@@ -368,17 +330,18 @@ TEST_F(ServeFairnessTest, AnotherUidsAbandonedSessionsNeverFlushTheVictims) {
     for (int i = 0; i < 24; ++i) {
       int fd = testing::connect_from_exited_process(sock);  // a program of its own, as tpm2-tools' are
       if (fd < 0) break;
-      size_t n = transact(fd, kStartSession, sizeof(kStartSession), r, sizeof(r));
+      size_t n = testing::transact_once(fd, ByteView(kStartSession, sizeof(kStartSession)), r, sizeof(r));
       if (rc_of(r, n) != 0 || n < 14) break;
       uint8_t save[14] = {0x80, 0x01, 0x00, 0x00, 0x00, 0x0e, 0x00, 0x00, 0x01, 0x62};
       std::copy(r + 10, r + 14, save + 10);
-      if (rc_of(r, transact(fd, save, sizeof(save), r, sizeof(r))) != 0) break;
+      if (rc_of(r, testing::transact_once(fd, ByteView(save, sizeof(save)), r, sizeof(r))) != 0) break;
       ::close(fd);  // abandoned: kept for uid nobody
       ++out[0];
     }
     // One more round trip: the server has seen every close before it answers.
-    int fd = connect_unix(sock.c_str());
-    out[1] = fd < 0 ? 0xFFFFFFFFu : rc_of(r, transact(fd, kGetRandom8, sizeof(kGetRandom8), r, sizeof(r)));
+    int fd = testing::connect_unix(sock);
+    out[1] = fd < 0 ? 0xFFFFFFFFu
+                    : rc_of(r, testing::transact_once(fd, ByteView(kGetRandom8, sizeof(kGetRandom8)), r, sizeof(r)));
     return out;
   }));
   auto left = a.report();
@@ -404,8 +367,10 @@ TEST_F(ServeFairnessTest, IdleConnectionsOfOneUidNeverLockAnotherOut) {
     Attacker::Report out{};
     static uint8_t r[64];
     for (int i = 0; i < 4; ++i) {
-      int fd = connect_unix(sock.c_str());  // held open, idle
-      if (fd >= 0 && rc_of(r, transact(fd, kGetRandom8, sizeof(kGetRandom8), r, sizeof(r))) == 0) ++out[0];
+      int fd = testing::connect_unix(sock);  // held open, idle
+      if (fd >= 0 &&
+          rc_of(r, testing::transact_once(fd, ByteView(kGetRandom8, sizeof(kGetRandom8)), r, sizeof(r))) == 0)
+        ++out[0];
     }
     out[1] = tabrmd_connections(4, /*finalize=*/false);
     return out;
@@ -460,15 +425,9 @@ TEST_F(ServeFairnessTest, ABusFailureStopsTheServer) {
   ASSERT_TRUE(bus.start({kBusName}, &error)) << error;
   start_serve({}, &bus);
   bus.stop();
-  int status = -1;
-  for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
-    if (::waitpid(serve_.pid, &status, WNOHANG) == serve_.pid) {
-      serve_.pid = -1;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_EQ(serve_.pid, -1) << "serve did not stop when its bus went away" << log();
+  ASSERT_TRUE(serve_->wait_exit()) << "serve did not stop when its bus went away" << log();
+  const int status = serve_->stop();  // the status it ended with
+  serve_started_ = false;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << log();
   const std::string text = log();
   const std::string line = "tpmsec: the D-Bus front end failed: ";

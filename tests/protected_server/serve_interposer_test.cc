@@ -43,8 +43,12 @@
 
 #include "support/exited_peer.h"
 #include "support/interposer.h"
+#include "support/raw_client.h"
 #include "support/run_command.h"
+#include "support/serve_fixture.h"
+#include "support/serve_process.h"
 #include "support/swtpm_process.h"
+#include "support/test_data.h"
 #include "support/tpm_frames.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/constants.h"
@@ -60,8 +64,15 @@
 namespace tpmsec {
 namespace {
 
+using testing::contains;
 using testing::describe;
+using testing::hmac_with;
+using testing::kGetRandom8;
+using testing::rc_of;
 using testing::run_command;
+using testing::start_auth_session;
+using testing::transact;
+using testing::with_handle;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -75,76 +86,22 @@ constexpr uint32_t kRcContextGap = 0x901, kRcSessionMemory = 0x903;
 // with room for the command itself and the wrapper's own.
 constexpr size_t kBoundedWork = 1024 + 64;
 
-uint32_t rc_of(ByteView r) { return r.size() < 10 ? 0xFFFFFFFFu : load_be32(r.data() + 6); }
 uint32_t code_of(ByteView c) { return c.size() < 10 ? 0 : load_be32(c.data() + 6); }
 uint32_t first_handle_of(ByteView c) { return c.size() < 14 ? 0 : load_be32(c.data() + 10); }
 uint16_t tag_of(ByteView c) { return c.size() < 2 ? 0 : static_cast<uint16_t>(c[0] << 8 | c[1]); }
 
-bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() &&
-         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
-}
-
 // --- raw frames, as a client that is not tpm2-tss writes them -----------
 
-template <class Body>
-Bytes frame(uint16_t tag, uint32_t code, Body body) {
-  Writer w;
-  w.u16(tag);
-  auto size = w.begin_total_size32("commandSize");
-  w.u32(code);
-  body(w);
-  w.end_size(size);
-  return *w.finish();
-}
-Bytes with_handle(uint32_t code, uint32_t handle) {
-  return frame(st::kNoSessions, code, [handle](Writer& w) { w.u32(handle); });
-}
-// StartAuthSession(tpmKey = bind = TPM_RH_NULL) of a policy session,
-// unsalted, no symmetric, SHA-256.
-Bytes start_policy_session() {
-  return frame(st::kNoSessions, kCcStartAuthSession, [](Writer& w) {
-    w.u32(rh::kNull);
-    w.u32(rh::kNull);
-    w.tpm2b(Bytes(16, 0x3c), "nonceCaller");
-    w.u16(0);
-    w.u8(se::kPolicy);
-    w.u16(alg::kNull);
-    w.u16(alg::kSha256);
-  });
-}
 // CreatePrimary(owner) of an HMAC key (KEYEDHASH, sign, noDA, SHA-256) whose
 // template's unique is 32 bytes of `tag`: every tag a key of its own, with a
 // Name of its own.
 Bytes create_hmac_primary(uint8_t tag) {
-  Writer w;
-  w.u16(4);  // inSensitive: empty userAuth, empty data
-  w.u16(0);
-  w.u16(0);
-  Writer pub;
-  pub.u16(0x0008);  // TPM_ALG_KEYEDHASH
-  pub.u16(alg::kSha256);
-  pub.u32(0x00040472);  // fixedTPM | fixedParent | sensitiveDataOrigin | userWithAuth | noDA | sign
-  pub.u16(0);           // authPolicy
-  pub.u16(0x0005);      // scheme: TPM_ALG_HMAC
-  pub.u16(alg::kSha256);
-  pub.tpm2b(Bytes(32, tag), "unique");
-  w.tpm2b(*pub.finish(), "inPublic");
-  w.u16(0);  // outsideInfo
-  w.u32(0);  // creationPCR
-  return testing::password_command(kCcCreatePrimary, {rh::kOwner}, *w.finish());
-}
-// HMAC(key, "use it") with the key's (empty) password.
-Bytes hmac_with(uint32_t key) {
-  Writer w;
-  w.tpm2b(as_bytes("use it"), "buffer");
-  w.u16(alg::kSha256);
-  return testing::password_command(kCcHmac, {key}, *w.finish());
+  // fixedTPM | fixedParent | sensitiveDataOrigin | userWithAuth | noDA | sign
+  return testing::create_hmac_primary(0x00040472, Bytes(32, tag));
 }
 Bytes context_load(ByteView context) {
-  return frame(st::kNoSessions, kCcContextLoad, [&](Writer& w) { w.bytes(context, "context"); });
+  return testing::no_sessions_command(kCcContextLoad, [&](Writer& w) { w.bytes(context, "context"); });
 }
-const Bytes kGetRandom8 = {0x80, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x01, 0x7b, 0x00, 0x08};
 
 // GetCapability(TPM_CAP_HANDLES) answered with `handles` (moreData NO).
 Bytes handle_listing(const std::vector<uint32_t>& handles) {
@@ -167,30 +124,6 @@ Bytes name_in_read_public(ByteView r) {
   (void)rd.tpm2b("outPublic");
   ByteView name = rd.tpm2b("name");
   return rd.ok() ? Bytes(name.begin(), name.end()) : Bytes();
-}
-
-// One command over a connected socket, its whole response (empty when the
-// connection failed or no answer came within the deadline); sent again while
-// the TPM answers TPM_RC_RETRY, as a TSS does.
-Bytes transact(int fd, ByteView command) {
-  for (int attempt = 0;; ++attempt) {
-    if (::send(fd, command.data(), command.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(command.size())) return {};
-    Bytes out(10);
-    size_t want = 10;
-    for (size_t got = 0; got < want;) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 60000) <= 0) return {};
-      ssize_t n = ::read(fd, out.data() + got, want - got);
-      if (n <= 0) return {};
-      got += static_cast<size_t>(n);
-      if (got == 10) {
-        want = load_be32(out.data() + 2);
-        if (want < 10 || want > 65536) return {};
-        out.resize(want);
-      }
-    }
-    if (rc_of(out) != 0x922 || attempt == 8) return out;
-  }
 }
 
 // A raw client: its own connection, made by a process that is gone, so its
@@ -218,134 +151,12 @@ class Client {
 
 // --- the suite: a swtpm and its null key's name; per test an interposer and a serve
 
-class ServeInterposerTest : public ::testing::Test {
+class ServeInterposerTest : public testing::InterposedServeTest {
  protected:
-  static void SetUpTestSuite() {
-    swtpm_ = new testing::SwtpmProcess();
-    ASSERT_TRUE(swtpm_->start()) << swtpm_->error();
-    auto t = open_transport(swtpm_->spec());
-    ASSERT_TRUE(t.ok()) << t.error().message();
-    Tpm tpm(**t);
-    auto key = NullKey::create(tpm, SaltKind::kEcc);
-    ASSERT_TRUE(key.ok()) << key.error().message();
-    null_name_ = new std::string(key->name_hex());
-  }
-  static void TearDownTestSuite() {
-    delete swtpm_;
-    swtpm_ = nullptr;
-    delete null_name_;
-    null_name_ = nullptr;
-  }
-
-  void SetUp() override {
-    ASSERT_TRUE(swtpm_ && swtpm_->running());
-    char tmpl[] = "/tmp/tpmsec-serve-interposer-XXXXXX";
-    ASSERT_TRUE(::mkdtemp(tmpl));
-    dir_ = tmpl;
-    proxy_ = std::make_unique<testing::Interposer>(swtpm_->port());
-    ASSERT_TRUE(proxy_->start().ok());
-    proxy_->set_rule([this](const testing::ProxiedCommand& c, testing::Upstream& tpm) {
-      testing::Rule rule;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        rule = rule_;
-      }
-      testing::Reply reply = rule ? rule(c, tpm) : testing::pass(c, tpm);
-      std::lock_guard<std::mutex> lock(mu_);
-      commands_.push_back(c.bytes);
-      responses_.push_back(reply.response.value_or(Bytes()));
-      bus_.insert(bus_.end(), c.bytes.begin(), c.bytes.end());
-      if (reply.response) bus_.insert(bus_.end(), reply.response->begin(), reply.response->end());
-      return reply;
-    });
-  }
-  void TearDown() override {
-    if (serve_pid_ > 0) {
-      int status = stop_serve();
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "tpmsec serve ended with status " << status << "\n"
-                                                                 << serve_log();
-      expect_no_handles_left();
-    }
-    proxy_.reset();
-    fs::remove_all(dir_);
-  }
-
-  std::string socket_path() const { return dir_ + "/tpm.sock"; }
-  std::string serve_log() const {
-    std::ifstream in(dir_ + "/serve.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
   // tpmsec serve on the interposer, on its socket only; its stderr in serve.log.
-  void start_serve() {
-    const std::string log = dir_ + "/serve.log";
-    std::vector<std::string> argv = {TPMSEC_CLI_PATH, "serve",       "--allow-root", "--tpm",
-                                     proxy_->spec(),  "--null-name", *null_name_,    "--dbus",
-                                     "none",          "--socket",    socket_path(),  "-v"};
-    serve_pid_ = ::fork();
-    if (serve_pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd >= 0) ::dup2(fd, 2);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    ASSERT_GT(serve_pid_, 0);
-    for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
-      struct stat st {};
-      if (::stat(socket_path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return;
-      int status = 0;
-      if (::waitpid(serve_pid_, &status, WNOHANG) == serve_pid_) {
-        serve_pid_ = -1;
-        FAIL() << "tpmsec serve ended at start: " << serve_log();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    FAIL() << "tpmsec serve never listened: " << serve_log();
-  }
-  // SIGTERM; its wait status. The interposer is idle afterwards, so swtpm
-  // is free for a direct connection.
-  int stop_serve() {
-    ::kill(serve_pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(serve_pid_, &status, 0);
-    serve_pid_ = -1;
-    proxy_->wait_idle();
-    return status;
-  }
-  bool serve_running() {
-    int status = 0;
-    return serve_pid_ > 0 && ::waitpid(serve_pid_, &status, WNOHANG) == 0;
-  }
+  void start_serve() { start_serve_with({"--dbus", "none", "-v"}); }
+  bool serve_running() { return serve_->alive(); }
 
-  // Straight to the swtpm: no loaded or saved session, no transient object.
-  void expect_no_handles_left() {
-    for (const char* kind : {"handles-loaded-session", "handles-saved-session", "handles-transient"}) {
-      auto left = run_command({"tpm2_getcap", "-T", swtpm_->tcti(), kind});
-      ASSERT_EQ(left.exit_code, 0) << describe(left);
-      EXPECT_EQ(left.out, "") << kind << " left on the TPM";
-    }
-  }
-  void set_rule(testing::Rule rule) {
-    std::lock_guard<std::mutex> lock(mu_);
-    rule_ = std::move(rule);
-  }
-  std::vector<Bytes> commands() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return commands_;
-  }
-  std::vector<Bytes> responses() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return responses_;
-  }
-  Bytes bus() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return bus_;
-  }
   // The TPM handles the bus gave out for CreatePrimary(owner): the clients'
   // keys (the server's own salt key is a primary of the null hierarchy).
   std::vector<uint32_t> owner_primaries() {
@@ -368,20 +179,7 @@ class ServeInterposerTest : public ::testing::Test {
     EXPECT_EQ(rc_of(r), 0u) << "serve stopped serving: " << to_hex(r) << "\n" << serve_log();
     EXPECT_EQ(r.size(), 10u + 2 + 8);
   }
-
-  static testing::SwtpmProcess* swtpm_;
-  static std::string* null_name_;
-  std::string dir_;
-  std::unique_ptr<testing::Interposer> proxy_;
-  pid_t serve_pid_ = -1;
-  std::mutex mu_;
-  testing::Rule rule_;
-  Bytes bus_;
-  std::vector<Bytes> commands_, responses_;
 };
-
-testing::SwtpmProcess* ServeInterposerTest::swtpm_ = nullptr;
-std::string* ServeInterposerTest::null_name_ = nullptr;
 
 // The server swaps a client's policy sessions (four of them and the
 // server's own, on a TPM with three session slots). Then the interposer
@@ -396,7 +194,7 @@ TEST_F(ServeInterposerTest, ForgedContextGapAndSessionMemoryNeverLoopTheServer) 
   ASSERT_TRUE(a.connected());
   std::vector<uint32_t> sessions;
   for (int i = 0; i < 4; ++i) {
-    Bytes r = a.send(start_policy_session());
+    Bytes r = a.send(start_auth_session(se::kPolicy));
     ASSERT_EQ(rc_of(r), 0u) << to_hex(r);
     sessions.push_back(load_be32(r.data() + 10));
   }
@@ -465,7 +263,7 @@ TEST_F(ServeInterposerTest, AForgedListingNeverMakesTheSweepFlushAnotherClientsO
   start_serve();
   Client a(socket_path()), b(socket_path());
   ASSERT_TRUE(a.connected() && b.connected());
-  Bytes started = b.send(start_policy_session());
+  Bytes started = b.send(start_auth_session(se::kPolicy));
   ASSERT_EQ(rc_of(started), 0u) << to_hex(started);
   const uint32_t b_session = load_be32(started.data() + 10);
   ASSERT_EQ(rc_of(b.send(with_handle(kCcPolicyGetDigest, b_session))), 0u);
@@ -494,7 +292,7 @@ TEST_F(ServeInterposerTest, AForgedListingNeverMakesTheSweepFlushAnotherClientsO
     }
     return testing::pass(c, tpm);
   });
-  Bytes refused = a.send(start_policy_session());
+  Bytes refused = a.send(start_auth_session(se::kPolicy));
   ASSERT_GE(refused.size(), 10u) << "no answer: the server is gone or stuck\n" << serve_log();
   EXPECT_NE(rc_of(refused), 0u);
   set_rule(nullptr);

@@ -30,6 +30,8 @@
 
 #include <fmt/format.h>
 
+#include "support/fd_passing.h"
+#include "support/raw_client.h"
 #include "support/test_data.h"
 #include "support/tpm_frames.h"
 #include "tpmsec-server/resource_manager/handle_space.h"
@@ -53,7 +55,7 @@ using testing::build_command;
 using testing::CommandFrame;
 using testing::response_code_of;
 
-const Bytes kGetRandom8 = {0x80, 0x01, 0, 0, 0, 0x0c, 0, 0, 0x01, 0x7b, 0, 8};
+using testing::kGetRandom8;
 constexpr uint32_t kHandle1 = 0x18B;  // TPM_RC_HANDLE for the first handle (+ TPM_RC_H + TPM_RC_1)
 
 // A typed command's parameters, marshalled as Tpm::run would.
@@ -87,6 +89,11 @@ class RunningServer {
     if (!s.ok()) return false;
     server_ = std::move(*s);
     return true;
+  }
+  // start(), then a socket at `path` (socket_front::listen_unix, its
+  // default mode); the loop not yet running.
+  bool start_on(const std::string& path, ServerOptions options = {}) {
+    return start(std::move(options)) && socket_front::listen_unix(server(), path).ok();
   }
   ~RunningServer() { destroy(); }
   // Ends the server as SIGTERM does: its loop, then the Server (closing
@@ -136,17 +143,7 @@ class RunningServer {
 
 std::string temp_dir() { return testing::make_temp_dir("tpmsec-server"); }
 
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using testing::connect_unix;
 
 // Reads one whole response (header first, then what its size says); empty
 // when the server closed, or after 10 s.
@@ -247,8 +244,7 @@ TEST(ServerSocket, CommandsWrittenTogetherAreServedOneByOne) {
   ASSERT_FALSE(dir.empty());
   const std::string path = dir + "/tpmrm.sock";
   RunningServer s;
-  ASSERT_TRUE(s.start());
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path, {}).ok());
+  ASSERT_TRUE(s.start_on(path));
   s.resume();
   int fd = connect_unix(path);
   ASSERT_GE(fd, 0);
@@ -324,8 +320,7 @@ TEST(ServerSocket, ClientsThatDieMidCommandLeaveNothing) {
   RunningServer s;
   ServerOptions options;
   options.spaces_follow_processes = false;
-  ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
+  ASSERT_TRUE(s.start_on(path, options));
   s.resume();
   const Bytes primary = primary_command();
   const Bytes session = session_command();
@@ -374,8 +369,7 @@ TEST(ServerSocket, ShutdownFlushesWhatConnectedClientsHoldAndConnectionsPerUidAr
   RunningServer s;
   ServerOptions options;
   options.max_clients_per_uid = 2;
-  ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
+  ASSERT_TRUE(s.start_on(path, options));
   s.resume();
   int a = connect_unix(path);
   int b = connect_unix(path);
@@ -502,6 +496,30 @@ uint32_t per_command_client(const std::string& path, int out) {
   return load_be32(report + 5);
 }
 
+// Forks (the server's loop paused, so the child is this thread alone and
+// may allocate) a program that runs `body` and then lives until `hold`'s
+// write end is closed; its pid.
+pid_t fork_program(RunningServer& s, int hold_read, const std::function<void()>& body) {
+  s.pause();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    body();
+    char wait = 0;
+    (void)!::read(hold_read, &wait, 1);
+    ::_exit(0);
+  }
+  s.resume();
+  return child;
+}
+
+// Until the server saw every close (its loop paused when it returns), at most 10 s.
+void until_spaces(RunningServer& s, size_t spaces) {
+  for (int i = 0; i < 200 && s.pause().spaces != spaces; ++i) {
+    s.resume();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 // A program that connects once per command (go-tpm's OpenTPM on the
 // socket) keeps its objects for as long as its process lives: CreatePrimary,
 // Create, Load and Unseal on four connections work. Another process of the
@@ -511,26 +529,14 @@ TEST(ServerSocket, AProgramConnectingPerCommandKeepsItsHandlesUntilItExits) {
   const std::string dir = temp_dir();
   const std::string path = dir + "/tpmrm.sock";
   RunningServer s;
-  ASSERT_TRUE(s.start());
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
+  ASSERT_TRUE(s.start_on(path));
   int report[2];
   ASSERT_EQ(::pipe(report), 0);
   int hold[2];
   ASSERT_EQ(::pipe(hold), 0);
-  // Forked while the server's loop is stopped: the child is this thread
-  // alone, free to allocate.
-  const pid_t child = ::fork();
+  const pid_t child = fork_program(s, hold[0], [&] { per_command_client(path, report[1]); });
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    per_command_client(path, report[1]);
-    char wait = 0;
-    ::close(hold[1]);
-    (void)!::read(hold[0], &wait, 1);  // lives until killed
-    ::_exit(0);
-  }
   ::close(report[1]);
-  ::close(hold[0]);
-  s.resume();
   uint8_t got[9] = {0};
   ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
   ::close(report[0]);
@@ -552,12 +558,10 @@ TEST(ServerSocket, AProgramConnectingPerCommandKeepsItsHandlesUntilItExits) {
   EXPECT_EQ(unseal.error().tpm_rc(), kHandle1);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+  ::close(hold[0]);
   ::close(hold[1]);
-  // Until the server saw it exit (at most 10 s): only this process's space is left.
-  for (int i = 0; i < 200 && s.pause().spaces > 1; ++i) {
-    s.resume();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // Until the server saw it exit: only this process's space is left.
+  until_spaces(s, 1);
   EXPECT_EQ(s.pause().spaces, 1u);
   EXPECT_TRUE(s.on_tpm().empty());
   std::filesystem::remove_all(dir);
@@ -573,27 +577,17 @@ TEST(ServerSocket, AUidKeepsAtMostMaxConnectionsSpacesWithoutAConnection) {
   RunningServer s;
   ServerOptions options;
   options.max_clients_per_uid = 2;
-  ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
+  ASSERT_TRUE(s.start_on(path, options));
   int hold[2];
   ASSERT_EQ(::pipe(hold), 0);
   std::vector<pid_t> children;
   for (int i = 0; i < 3; ++i) {
     int report[2];
     ASSERT_EQ(::pipe(report), 0);
-    s.pause();  // forked with this thread alone
-    const pid_t child = ::fork();
+    const pid_t child = fork_program(s, hold[0], [&] { per_command_client(path, report[1]); });
     ASSERT_GE(child, 0);
-    if (child == 0) {
-      per_command_client(path, report[1]);
-      char wait = 0;
-      ::close(hold[1]);
-      (void)!::read(hold[0], &wait, 1);  // lives until killed
-      ::_exit(0);
-    }
     children.push_back(child);
     ::close(report[1]);
-    s.resume();
     uint8_t got[9] = {0};
     ASSERT_EQ(::read(report[0], got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
     ::close(report[0]);
@@ -613,10 +607,7 @@ TEST(ServerSocket, AUidKeepsAtMostMaxConnectionsSpacesWithoutAConnection) {
   }
   ::close(hold[0]);
   ::close(hold[1]);
-  for (int i = 0; i < 200 && s.pause().spaces > 0; ++i) {
-    s.resume();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  until_spaces(s, 0);
   EXPECT_EQ(s.pause().spaces, 0u);
   EXPECT_TRUE(s.on_tpm().empty());
   std::filesystem::remove_all(dir);
@@ -654,30 +645,6 @@ bool listen_for_everyone(RunningServer& s, const std::string& dir, const std::st
 }
 
 bool become_nobody() { return ::setgroups(0, nullptr) == 0 && ::setgid(kNobody) == 0 && ::setuid(kNobody) == 0; }
-
-// Forks (the server's loop paused, so the child is this thread alone and
-// may allocate) a program that runs `body` and then lives until `hold`'s
-// write end is closed; its pid.
-pid_t fork_program(RunningServer& s, int hold_read, const std::function<void()>& body) {
-  s.pause();
-  const pid_t child = ::fork();
-  if (child == 0) {
-    body();
-    char wait = 0;
-    (void)!::read(hold_read, &wait, 1);
-    ::_exit(0);
-  }
-  s.resume();
-  return child;
-}
-
-// Until the server saw every close (its loop paused when it returns), at most 10 s.
-void until_spaces(RunningServer& s, size_t spaces) {
-  for (int i = 0; i < 200 && s.pause().spaces != spaces; ++i) {
-    s.resume();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
 
 // Another uid (nobody) as an attacker of a uid's kept space: it churns
 // programs that each keep a space (objects made, connection closed, process
@@ -799,35 +766,14 @@ TEST(ServerSocket, AProcessGivenAnExitedProcesssPidNeverReachesItsSpace) {
     const int fd = connect_unix(path);
     Bytes made = round_trip(fd, primary);
     if (response_code_of(made) != 0) ::_exit(1);
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    iovec iov{made.data() + 10, 4};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    ::_exit(::sendmsg(pair[1], &msg, 0) == 4 ? 0 : 1);
+    ::_exit(testing::send_fd(pair[1], fd, made.data() + 10, 4) ? 0 : 1);
   }
   s.resume();
   ::close(pair[1]);
   uint8_t handle[4] = {0};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{handle, sizeof(handle)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ASSERT_EQ(::recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC), 4);
+  const int kept = testing::receive_fd(pair[0], handle, sizeof(handle));
   ::close(pair[0]);
-  int kept = -1;
-  ASSERT_NE(CMSG_FIRSTHDR(&msg), nullptr);
-  std::memcpy(&kept, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+  ASSERT_GE(kept, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(a, &status, 0), a);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -871,6 +817,17 @@ TEST(ServerSocket, AProcessGivenAnExitedProcesssPidNeverReachesItsSpace) {
   std::filesystem::remove_all(dir);
 }
 
+// A server that knows its clients' processes `way`, its log in `log`,
+// listening on `path`, its loop running.
+bool start_with_pidfd_way(RunningServer& s, LogLines& log, server::PidfdWay way, const std::string& path) {
+  ServerOptions options;
+  options.pidfd_way = way;
+  options.log = log.sink();
+  if (!s.start_on(path, options)) return false;
+  s.resume();
+  return true;
+}
+
 // The pidfd of a peer from pidfd_open(2) (kernels before 6.5, which have no
 // SO_PEERPIDFD) gives what the kernel's own gives in
 // AProgramConnectingPerCommandKeepsItsHandlesUntilItExits: a program
@@ -880,13 +837,8 @@ TEST(ServerSocket, PidfdOpenGivesTheSameSpaceAndExitAsSoPeerpidfd) {
   const std::string dir = temp_dir();
   const std::string path = dir + "/tpmrm.sock";
   LogLines log;
-  ServerOptions options;
-  options.pidfd_way = server::PidfdWay::kPidfdOpen;
-  options.log = log.sink();
   RunningServer s;
-  ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
-  s.resume();
+  ASSERT_TRUE(start_with_pidfd_way(s, log, server::PidfdWay::kPidfdOpen, path));
   int hold[2], report[2];
   ASSERT_EQ(::pipe(hold), 0);
   ASSERT_EQ(::pipe(report), 0);
@@ -917,13 +869,8 @@ TEST(ServerSocket, WithoutAPidfdNoConnectionJoinsAnothersSpace) {
   const std::string dir = temp_dir();
   const std::string path = dir + "/tpmrm.sock";
   LogLines log;
-  ServerOptions options;
-  options.pidfd_way = server::PidfdWay::kNone;
-  options.log = log.sink();
   RunningServer s;
-  ASSERT_TRUE(s.start(options));
-  ASSERT_TRUE(socket_front::listen_unix(s.server(), path).ok());
-  s.resume();
+  ASSERT_TRUE(start_with_pidfd_way(s, log, server::PidfdWay::kNone, path));
   const int first = connect_unix(path);
   ASSERT_GE(first, 0);
   Bytes made = round_trip(first, primary_command());

@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "support/fd_passing.h"
+
 namespace tpmsec::testing {
 
 int connect_from_exited_process(const std::string& path) {
@@ -22,36 +24,14 @@ int connect_from_exited_process(const std::string& path) {
     // process may have other threads).
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) ::_exit(1);
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    char byte = 1;
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    ::_exit(::sendmsg(pair[1], &msg, 0) == 1 ? 0 : 1);
+    const char byte = 1;
+    ::_exit(send_fd(pair[1], fd, &byte, 1) ? 0 : 1);
   }
   ::close(pair[1]);
   int fd = -1;
   if (child > 0) {
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     char byte = 0;
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (::recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC) == 1) {
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    }
+    fd = receive_fd(pair[0], &byte, 1);
     // Whether the server saw the child alive or already gone, no other
     // connection comes from that process: the space is this connection's.
     ::waitpid(child, nullptr, 0);

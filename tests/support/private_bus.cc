@@ -1,11 +1,6 @@
 #include "support/private_bus.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,6 +8,9 @@
 #include <thread>
 
 #include <systemd/sd-bus.h>
+
+#include "testing/child_process.h"
+#include "testing/dbus_daemon.h"
 
 namespace tpmsec::testing {
 namespace {
@@ -25,35 +23,6 @@ std::string source_dir() {
 }
 
 }  // namespace
-
-int Child::stop() {
-  if (pid <= 0) return -1;
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  pid = -1;
-  return status;
-}
-
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int* out_fd) {
-  int out[2] = {-1, -1};
-  if (out_fd && ::pipe2(out, O_CLOEXEC) != 0) return -1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (out_fd) ::dup2(out[1], 1);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  if (out_fd) {
-    ::close(out[1]);
-    *out_fd = out[0];
-  }
-  return pid;
-}
 
 // The system bus's default policy (Debian 12's
 // /usr/share/dbus-1/system.conf), with tpmsec's policy file included.
@@ -95,26 +64,14 @@ bool PrivateBus::start(const std::vector<std::string>& extra_names, std::string*
   }
   conf << "  </policy>\n</busconfig>\n";
   conf.close();
-  int out = -1;
-  pid_ = spawn({"dbus-daemon", "--nofork", "--config-file=" + dir_ + "/bus.conf", "--print-address=1"}, {}, &out);
+  pid_ = start_dbus_daemon({"--config-file=" + dir_ + "/bus.conf"}, &address_);
   if (pid_ <= 0) return false;
-  // The address is printed once the bus accepts connections.
-  std::string line;
-  char c;
-  pollfd p{out, POLLIN, 0};
-  while (::poll(&p, 1, 60000) > 0 && ::read(out, &c, 1) == 1 && c != '\n') line += c;
-  ::close(out);
-  address_ = line;
   if (address_.empty()) *error = "dbus-daemon printed no address";
   return !address_.empty();
 }
 
 void PrivateBus::stop() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  stop_child(pid_);
   if (!dir_.empty()) fs::remove_all(dir_);
   dir_.clear();
 }

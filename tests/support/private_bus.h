@@ -11,19 +11,10 @@
 #include <string>
 #include <vector>
 
+// The programs beside it are started and stopped with testing::spawn and testing::Child.
+#include "testing/child_process.h"
+
 namespace tpmsec::testing {
-
-// A process started in the background, stopped by SIGTERM.
-struct Child {
-  pid_t pid = -1;
-  // SIGTERM, then its wait status (-1 when none runs).
-  int stop();
-  ~Child() { stop(); }
-};
-
-// Starts argv (searched on PATH) with `env` entries ("K=V") added; its stdout
-// is returned in *out_fd if given. -1 when it cannot fork.
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int* out_fd = nullptr);
 
 // The private bus: every user may connect, nothing may be owned and no
 // method called but what tpmsec's policy file (and `extra_names`, for the

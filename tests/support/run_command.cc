@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/child_process.h"
+
 namespace tpmsec::testing {
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
@@ -36,21 +38,16 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
   }
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return result;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    ::dup2(in >= 0 ? in : ::open("/dev/null", O_RDONLY), 0);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
+  if (in < 0) in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = spawn_with(argv, env, {in, out[1], err[1]});
   ::close(out[1]);
   ::close(err[1]);
   if (in >= 0) ::close(in);
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return result;
+  }
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open_count = 2;

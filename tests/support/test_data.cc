@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +28,11 @@ std::string make_temp_dir(const std::string& prefix) {
   if (ec) return {};
   std::string tmpl = (tmp / (prefix + "-XXXXXX")).string();
   return ::mkdtemp(tmpl.data()) ? tmpl : std::string();
+}
+
+bool contains(ByteView haystack, ByteView needle) {
+  return !needle.empty() &&
+         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
 }
 
 Bytes J(const nlohmann::json& j) { return H(j.get<std::string>()); }

@@ -21,6 +21,8 @@ std::string slurp(const std::string& path);
 // A new directory PREFIX-XXXXXX in the temporary directory, mode 0700 (mkdtemp);
 // empty when it cannot be made.
 std::string make_temp_dir(const std::string& prefix);
+// Whether `needle` (not empty) stands in `haystack`: a secret seen on a bus.
+bool contains(ByteView haystack, ByteView needle);
 // Bytes of a JSON string holding hex.
 Bytes J(const nlohmann::json& j);
 

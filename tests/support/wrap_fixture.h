@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "support/test_data.h"
 #include "support/test_tpm.h"
 #include "testing/transport_doubles.h"
 #include "tpmsec/command_table.h"
@@ -25,11 +26,6 @@
 namespace tpmsec::testing {
 
 constexpr uint32_t kPcr = 16;
-
-inline bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() &&
-         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
-}
 
 // What the caller talks to: every frame through the wrapper onto the bus.
 class WrappedTransport final : public Transport {

@@ -38,6 +38,7 @@
 #include "support/direct_tpm.h"
 #include "support/emulate_process.h"
 #include "support/private_bus.h"
+#include "support/raw_client.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
 #include "tpmsec-server/tabrmd/tabrmd_bus.h"
@@ -142,7 +143,7 @@ class TabrmdTcti {
 };
 
 // TPM2_GetRandom(8): 80 01 (no sessions), size 12, TPM_CC_GetRandom.
-const std::vector<uint8_t> kGetRandom8 = {0x80, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x01, 0x7b, 0x00, 0x08};
+using testing::kGetRandom8;
 
 // PCR `index`'s SHA-256 value, read with tpm2_pcrread through `env`'s TCTI
 // (empty: the command failed; `why` says how).
@@ -559,17 +560,7 @@ std::vector<uint8_t> get_random_over(int fd) {
   return r;
 }
 
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using testing::connect_unix;
 
 // Two connections open together on the socket, each answered: through the
 // socket serve binds (0660, as /dev/tpmrm0), and through one systemd passes

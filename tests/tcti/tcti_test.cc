@@ -24,6 +24,7 @@
 #include "support/interposer.h"
 #include "support/run_command.h"
 #include "support/swtpm_process.h"
+#include "support/test_data.h"
 #include "tpmsec/commands.h"
 #include "tpmsec/crypto.h"
 #include "tpmsec/frame_header.h"
@@ -40,10 +41,7 @@ namespace {
 using testing::CommandResult;
 using testing::run_command;
 
-bool contains(ByteView haystack, ByteView needle) {
-  return !needle.empty() &&
-         std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) != haystack.end();
-}
+using testing::contains;
 
 class TctiTest : public ::testing::Test {
  protected:
