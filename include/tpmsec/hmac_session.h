@@ -144,7 +144,7 @@ class HmacSession final : public Session {
   struct RpHashMemo {
     uint32_t response_code = 0;
     uint32_t command_code = 0;
-    uint8_t size = 0;  // 0: none yet
+    uint8_t size = 0;         // 0: none yet
     uint8_t digest[64] = {};  // up to SHA-512
   };
   mutable RpHashMemo rp_memo_;
