@@ -47,6 +47,7 @@
 // libtpms's share, N/10 salt+key derivations and session starts (host
 // share), each as its own callgrind dump.
 #include <benchmark/benchmark.h>
+#include <openssl/aes.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -569,9 +570,9 @@ TPMSEC_BENCHMARK(BM_Sha256LowLevel);
 
 // HMAC from the key's inner and outer states, kept as SHA256_CTX values and
 // copied per MAC (a struct copy).
-void BM_HmacSha256LowLevelKeyed(benchmark::State& state) {
+// The key's inner and outer states (key ^ ipad, key ^ opad absorbed).
+void keyed_states(SHA256_CTX& inner, SHA256_CTX& outer) {
   uint8_t pad[64];
-  SHA256_CTX inner, outer;
   std::memset(pad, 0x36, 64);
   for (size_t i = 0; i < 32; ++i) pad[i] ^= primitive_key()[i];
   SHA256_Init(&inner);
@@ -580,6 +581,12 @@ void BM_HmacSha256LowLevelKeyed(benchmark::State& state) {
   for (size_t i = 0; i < 32; ++i) pad[i] ^= primitive_key()[i];
   SHA256_Init(&outer);
   SHA256_Update(&outer, pad, 64);
+  OPENSSL_cleanse(pad, sizeof(pad));
+}
+
+void BM_HmacSha256LowLevelKeyed(benchmark::State& state) {
+  SHA256_CTX inner, outer;
+  keyed_states(inner, outer);
   uint8_t out[32];
   for (auto _ : state) {
     SHA256_CTX c = inner;
@@ -593,6 +600,58 @@ void BM_HmacSha256LowLevelKeyed(benchmark::State& state) {
   }
 }
 TPMSEC_BENCHMARK(BM_HmacSha256LowLevelKeyed);
+
+// The same HMAC with the message in its six parts, one SHA256_Update each (two
+// empty: no cipher sessions), as HmacSession passed it before PublicMessage.
+void BM_HmacSha256LowLevelKeyedSixUpdates(benchmark::State& state) {
+  SHA256_CTX inner, outer;
+  keyed_states(inner, outer);
+  const uint8_t* m = primitive_input().data();
+  uint8_t out[32];
+  for (auto _ : state) {
+    SHA256_CTX c = inner;
+    SHA256_Update(&c, m, 32);
+    SHA256_Update(&c, m + 32, 32);
+    SHA256_Update(&c, m + 64, 32);
+    SHA256_Update(&c, m, 0);
+    SHA256_Update(&c, m, 0);
+    SHA256_Update(&c, m + 96, 1);
+    SHA256_Final(out, &c);
+    c = outer;
+    SHA256_Update(&c, out, 32);
+    SHA256_Final(out, &c);
+    OPENSSL_cleanse(&c, sizeof(c));
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_HmacSha256LowLevelKeyedSixUpdates);
+
+// The same HMAC from padded blocks built by hand, SHA256_Transform per block
+// (no SHA256_Update/Final bookkeeping).
+void BM_HmacSha256Transform(benchmark::State& state) {
+  SHA256_CTX inner, outer;
+  keyed_states(inner, outer);
+  uint8_t blocks[128] = {};
+  std::memcpy(blocks, primitive_input().data(), kHmacMessage);
+  blocks[kHmacMessage] = 0x80;
+  store_be32(blocks + 124, (64 + kHmacMessage) * 8);
+  uint8_t outer_block[64] = {};
+  outer_block[32] = 0x80;
+  store_be32(outer_block + 60, (64 + 32) * 8);
+  uint8_t out[32];
+  for (auto _ : state) {
+    SHA256_CTX c = inner;
+    SHA256_Transform(&c, blocks);
+    SHA256_Transform(&c, blocks + 64);
+    for (int i = 0; i < 8; ++i) store_be32(outer_block + 4 * i, c.h[i]);
+    c = outer;
+    SHA256_Transform(&c, outer_block);
+    for (int i = 0; i < 8; ++i) store_be32(out + 4 * i, c.h[i]);
+    OPENSSL_cleanse(&c, sizeof(c));
+    benchmark::DoNotOptimize(out);
+  }
+}
+TPMSEC_BENCHMARK(BM_HmacSha256Transform);
 #pragma GCC diagnostic pop
 
 // EVP on one reused context: EVP_DigestInit_ex2 + Update + Final per digest.
@@ -787,6 +846,28 @@ void BM_AesCfb32ReusedContext(benchmark::State& state) {
   EVP_CIPHER_free(cipher);
 }
 TPMSEC_BENCHMARK(BM_AesCfb32ReusedContext);
+
+// The low-level API the issue asked about: AES_set_encrypt_key +
+// AES_cfb128_encrypt, the schedule wiped after use. In OpenSSL 3.0 these are
+// the table-driven AES (no AES-NI: that is reached through EVP only), whose
+// lookups depend on the key: timing shown, not an option for tpmsec.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+void BM_AesCfb32LowLevel(benchmark::State& state) {
+  uint8_t data[32] = {};
+  for (auto _ : state) {
+    AES_KEY key;
+    uint8_t iv[16];
+    std::memcpy(iv, primitive_key().data() + 16, 16);
+    int num = 0;
+    if (AES_set_encrypt_key(primitive_key().data(), 128, &key) != 0) die("AES_set_encrypt_key");
+    AES_cfb128_encrypt(data, data, 32, &key, iv, &num, AES_ENCRYPT);
+    OPENSSL_cleanse(&key, sizeof(key));
+    benchmark::DoNotOptimize(data);
+  }
+}
+TPMSEC_BENCHMARK(BM_AesCfb32LowLevel);
+#pragma GCC diagnostic pop
 
 // ---- Instruction counts under callgrind ----
 

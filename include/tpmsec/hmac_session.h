@@ -119,6 +119,8 @@ class HmacSession final : public Session {
   bool keyed_with(ByteView auth) const;
   // Prepares hmac_key_ for sessionKey || auth unless it is that key already.
   Status key_for_command(ByteView auth);
+  // rpHash into out; returns its size. A parameterless response's is remembered (rp_memo_).
+  Result<size_t> rp_hash(const VerifyInput& in, MutableByteView out) const;
   // The response HMAC into out; returns its size.
   Result<size_t> response_mac(const VerifyInput& in, MutableByteView out) const;
   Status crypt_parameter(MutableByteView data, ByteView auth_value, bool command_direction, bool encrypt);
@@ -138,6 +140,14 @@ class HmacSession final : public Session {
   uint8_t sent_attributes_ = 0;
   bool usable_ = true;
   bool key_confirmed_ = false;  // a response of this session verified
+  // rpHash of the last parameterless response: H(responseCode || commandCode), public.
+  struct RpHashMemo {
+    uint32_t response_code = 0;
+    uint32_t command_code = 0;
+    uint8_t size = 0;         // 0: none yet
+    uint8_t digest[64] = {};  // up to SHA-512
+  };
+  mutable RpHashMemo rp_memo_;
 };
 
 }  // namespace tpmsec

@@ -17,6 +17,7 @@
 #ifndef TPMSEC_WIRE_H_
 #define TPMSEC_WIRE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -116,6 +117,10 @@ class Writer {
   // The bytes written, or the recorded error. Leaves the Writer empty.
   Result<Bytes> finish();
 
+  // Room for n bytes in one allocation, when the caller knows the size (a
+  // frame, an auth entry): the buffer otherwise grows as it is written.
+  void reserve(size_t n) { buf_.reserve(std::min(n, limit_)); }
+
   size_t size() const { return buf_.size(); }
   // What has been written so far; empty once the Writer failed.
   const Bytes& data() const { return buf_; }
@@ -123,7 +128,14 @@ class Writer {
  private:
   // True when n more bytes fit under the limit; fails the Writer otherwise.
   bool room(size_t n, std::string_view field);
-  void put(const uint8_t* p, size_t n) { buf_.insert(buf_.end(), p, p + n); }
+  void put(const uint8_t* p, size_t n) {
+    if (buf_.capacity() - buf_.size() < n) grow(n);
+    buf_.insert(buf_.end(), p, p + n);
+  }
+  // At least kFirstCapacity at the first write, then doubling: a command's
+  // parameters (tens of bytes) take one allocation, not one per field.
+  static constexpr size_t kFirstCapacity = 64;
+  void grow(size_t n);
   void put16(uint16_t v);
   void put32(uint32_t v);
 

@@ -58,12 +58,14 @@ Status HmacState::init(uint16_t hash_alg, ByteView key) {
 }
 
 Status HmacState::mac_sha256(std::initializer_list<ByteView> parts, uint8_t* out) const {
-  Sha256 inner = inner_;
-  inner.update(parts);
-  inner.finish(out);  // inner digest, overwritten below
-  Sha256 outer = outer_;
-  outer.update(out, kSha256Bytes);
-  outer.finish(out);
+  // One working state for both passes: the outer state overwrites the spent
+  // inner one whole, and a single wipe (the destructor) follows.
+  Sha256 h = inner_;
+  h.update(parts);
+  h.finish(out);  // inner digest, overwritten below
+  h = outer_;
+  h.update(out, kSha256Bytes);
+  h.finish(out);
   return ok_status();
 }
 

@@ -21,6 +21,7 @@ AuthEntry read_auth_entry(Reader& r, ByteView frame, bool command) {
 
 Result<Bytes> write_auth_entry(const AuthEntry& entry, bool command) {
   Writer w;
+  w.reserve((command ? 4 : 0) + 2 + entry.nonce.size() + 1 + 2 + entry.hmac.size());
   if (command) w.u32(entry.handle);
   w.tpm2b(entry.nonce, "nonce", 64);
   w.u8(entry.attributes);
@@ -60,6 +61,10 @@ Result<CommandAreas> read_command_areas(ByteView frame, size_t max_size, size_t 
 Result<Bytes> write_command_frame(uint32_t code, std::span<const uint32_t> handles, std::span<const ByteView> sessions,
                                   ByteView parameters, size_t max_size) {
   Writer w(max_size, "command");
+  size_t size = kFrameHeaderBytes + 4 * handles.size() + parameters.size();
+  if (!sessions.empty()) size += 4;  // authorizationSize
+  for (ByteView entry : sessions) size += entry.size();
+  w.reserve(size);
   w.u16(sessions.empty() ? st::kNoSessions : st::kSessions);
   auto size_mark = w.begin_total_size32("commandSize");
   w.u32(code);

@@ -115,6 +115,8 @@ bool Writer::room(size_t n, std::string_view field) {
   return true;
 }
 
+void Writer::grow(size_t n) { buf_.reserve(std::max({buf_.size() + n, 2 * buf_.capacity(), kFirstCapacity})); }
+
 void Writer::put16(uint16_t v) {
   uint8_t b[2] = {static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
   put(b, 2);

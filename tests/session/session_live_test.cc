@@ -69,6 +69,22 @@ TEST_P(SessionLiveTest, ContinuedSessionRollsNonces) {
   expect_no_handles_left();
 }
 
+// Two commands whose responses carry no parameters, in turn on one session:
+// the rpHash the session keeps for one (H(rc || cc)) must never serve the other.
+TEST_P(SessionLiveTest, ParameterlessResponsesOfTwoCommandsInTurnVerify) {
+  auto f = factory();
+  auto s = f->start(attr::kContinueSession);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  for (int i = 0; i < 3; ++i) {
+    Status st = pcr_extend(tpm(), alg::kSha256, 16, Bytes(32, 7), Auth{s->get(), {}});
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    st = pcr_reset(tpm(), 16, Auth{s->get(), {}});
+    ASSERT_TRUE(st.ok()) << st.error().message();
+  }
+  EXPECT_EQ(to_hex(*pcr_read(tpm(), alg::kSha256, 16)), to_hex(Bytes(32, 0)));
+  ASSERT_TRUE((*s)->flush().ok());
+}
+
 // The bytes the caller gets are not the bytes the TPM sent: the response's
 // first parameter crossed the bus encrypted, with either cipher.
 TEST_P(SessionLiveTest, GetRandomEncryptedWithAesAndXor) {
