@@ -96,42 +96,37 @@ class StopSignals {
   std::thread waiter_;
 };
 
-// The emulated chip (--emulate) the server owns: the measured stack's top,
-// which the command keeps alive and reports on when the server ends.
+// The emulated chip (--emulate) the server is handed: the measured
+// transport, which the command owns, keeps alive and reports on when the
+// server ends (its last commands, the session's flush, counted).
 class EmulatedBus final : public TransportDecorator {
  public:
-  explicit EmulatedBus(Transport& top, Transport& base) : TransportDecorator(base, Traffic::kObserves), top_(top) {}
-  Result<Bytes> transmit(ByteView command) override { return top_.transmit(command); }
+  explicit EmulatedBus(MeasuredTransport& measured) : TransportDecorator(measured, Traffic::kObserves) {}
+  Result<Bytes> transmit(ByteView command) override { return inner().transmit(command); }
   // The measured stack is the server's own: nothing keeps handles apart in it.
   bool private_handles() const override { return false; }
-
- private:
-  Transport& top_;
 };
 
-void report_emulated(const MeasuredTpm& m) {
+void report_emulated(const MeasuredTransport& m) {
   int64_t ns = 0;
-  for (const TraceRecord& r : m.log.records()) ns += r.duration_ns;
-  fmt::print(stderr, "tpmsec: emulated {}: {} TPM commands took {:.2f} ms on the virtual clock\n", m.profile,
-             m.log.size(), static_cast<double>(ns) / 1e6);
+  for (const TraceRecord& r : m.log().records()) ns += r.duration_ns;
+  fmt::print(stderr, "tpmsec: emulated {}: {} TPM commands took {:.2f} ms on the virtual clock\n", m.profile(),
+             m.log().size(), static_cast<double>(ns) / 1e6);
 }
 
+// Every TPM, the in-process one (tests, demos) as any other, opened one way
+// (open_transport()) and served by the library; with --emulate behind the
+// profile's latency model (MeasuredTransport), which `emulated` keeps.
 Result<std::unique_ptr<serve::ProtectedServer>> open_server(const ServeOptions& o, serve::ServeRequest request,
-                                                            std::unique_ptr<MeasuredTpm>& emulated) {
+                                                            std::unique_ptr<MeasuredTransport>& emulated) {
   const Result<ResolvedTpm>& tpm = o.tpm.resolved();
   if (!tpm.ok()) return tpm.error();
   request.protect.tpm = tpm->tpm;
-  if (!o.tpm.emulate.empty()) {
-    // A chip played by the embedded TPM (or the TPM named) behind the
-    // profile's latency model: the front end holds it, the library serves it.
-    TPMSEC_ASSIGN_OR_RETURN(emulated, open_measured_tpm(o.tpm));
-    return serve::ProtectedServer::open(std::move(request),
-                                        std::make_unique<EmulatedBus>(emulated->transport, *emulated->base));
-  }
-  // Every TPM, the in-process one (tests, demos) as any other: opened here,
-  // served by the library.
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<Transport> opened, open_transport(tpm->spec));
-  return serve::ProtectedServer::open(std::move(request), std::move(opened));
+  if (o.tpm.emulate.empty()) return serve::ProtectedServer::open(std::move(request), std::move(opened));
+  TPMSEC_ASSIGN_OR_RETURN(emulated, MeasuredTransport::open(std::move(opened), o.tpm.emulate));
+  if (!emulated->warning().empty()) fmt::print(stderr, "tpmsec: warning: {}\n", emulated->warning());
+  return serve::ProtectedServer::open(std::move(request), std::make_unique<EmulatedBus>(*emulated));
 }
 
 // The front ends, each a source of the server's loop: the socket
@@ -230,7 +225,7 @@ Status run_serve(const ServeOptions& o) {
   request.server.log = [&log](const std::string& line) { log.server_line(line); };
   serve::ProtectedServer* served_ptr = nullptr;  // set once the server is open
   request.server.tick = [&signals, &notifier, &log, &served_ptr] { on_tick(signals, notifier, log, &served_ptr); };
-  std::unique_ptr<MeasuredTpm> emulated;  // outlives the server: declared first
+  std::unique_ptr<MeasuredTransport> emulated;  // outlives the server: declared first
   TPMSEC_ASSIGN_OR_RETURN(std::unique_ptr<serve::ProtectedServer> served, open_server(o, std::move(request), emulated));
   served_ptr = served.get();
   server::Server& server = served->server();

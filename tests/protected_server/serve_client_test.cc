@@ -142,6 +142,29 @@ TEST_F(ServeClientTest, CliExtendsAndReadsRandomThroughTheServerWithNoSessionOfI
   EXPECT_FALSE(client_started_session(log)) << log;
 }
 
+// `serve --emulate PROFILE`: the chip played behind the profile's latency
+// model, opened as every TPM is (open_transport()) with the measured
+// transport over it. Every command the server sent, its session's start and
+// its flush at the end included, is counted on the virtual clock: more than
+// the salted StartAuthSession alone, which the SLB9670's profile models at
+// about 85 ms (the seed thread's chip), and whatever the host's speed.
+TEST_F(ServeClientTest, AnEmulatedChipCountsEveryCommandOnItsVirtualClock) {
+  Serve serve(dir_);
+  ASSERT_TRUE(
+      serve.ServeProcess::start({"--allow-root", "--tpm", "embedded", "--emulate", "slb9670", "--dbus", "none"}) &&
+      serve.wait_serving())
+      << serve.log();
+  CommandResult rnd = run_tpmsec({"random", "8", "--tpm", serve_string(serve.socket())}, env());
+  EXPECT_EQ(rnd.exit_code, 0) << describe(rnd);
+  const std::string log = serve.stop_for_log();
+  EXPECT_TRUE(serve.exited_cleanly()) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(emulated slb9670: ([0-9]+) TPM commands took ([0-9.]+) ms)")))
+      << log;
+  EXPECT_GE(std::stoi(m[1]), 3) << log;  // the session's start, the GetRandom, the flush
+  EXPECT_GT(std::stod(m[2]), 80.0) << log;
+}
+
 TEST_F(ServeClientTest, AnAnchorAStrategyOrAnEncryptionGivenToAClientIsRefused) {
   Serve serve(dir_);
   ASSERT_TRUE(serve.start()) << serve.log();
